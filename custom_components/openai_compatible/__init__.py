@@ -1,0 +1,59 @@
+"""The OpenAI Compatible integration."""
+
+from __future__ import annotations
+
+from homeassistant.config_entries import ConfigEntry
+from homeassistant.const import Platform
+from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryNotReady
+
+from .api import (
+    AuthError,
+    RuntimeData,
+    ServerError,
+    async_create_client,
+    async_list_models,
+)
+from .const import DOMAIN
+
+PLATFORMS = (Platform.AI_TASK, Platform.CONVERSATION)
+
+type OpenAICompatibleConfigEntry = ConfigEntry[RuntimeData]
+
+
+async def async_setup_entry(
+    hass: HomeAssistant, entry: OpenAICompatibleConfigEntry
+) -> bool:
+    """Connect to the server and set up the entities."""
+    client = await async_create_client(hass, dict(entry.data))
+    try:
+        models = await async_list_models(client)
+    except AuthError as err:
+        raise ConfigEntryAuthFailed(
+            translation_domain=DOMAIN, translation_key="invalid_auth"
+        ) from err
+    except ServerError as err:
+        # Some servers have no models endpoint; they still serve chat.
+        if err.translation_key != "api_error":
+            raise ConfigEntryNotReady(
+                translation_domain=DOMAIN,
+                translation_key=err.translation_key,
+                translation_placeholders=err.translation_placeholders,
+            ) from err
+        models = []
+    entry.runtime_data = RuntimeData(client=client, models=models)
+    await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
+    entry.async_on_unload(entry.add_update_listener(_async_reload))
+    return True
+
+
+async def async_unload_entry(
+    hass: HomeAssistant, entry: OpenAICompatibleConfigEntry
+) -> bool:
+    """Unload the entities."""
+    return await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
+
+
+async def _async_reload(hass: HomeAssistant, entry: OpenAICompatibleConfigEntry) -> None:
+    """Reload after the entry or one of its subentries changed."""
+    await hass.config_entries.async_reload(entry.entry_id)
