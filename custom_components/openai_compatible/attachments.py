@@ -1,0 +1,83 @@
+"""Reading task and chat attachments from disk, off the event loop."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from pathlib import Path
+
+from homeassistant.components import conversation
+from homeassistant.core import HomeAssistant
+
+from .api import ServerError
+
+IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/webp", "image/gif"})
+PDF_TYPE = "application/pdf"
+_ALIASES = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}
+_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"%PDF-", PDF_TYPE),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedFile:
+    """One attachment's bytes with its real media type."""
+
+    name: str
+    mime_type: str
+    data: bytes
+
+    @property
+    def data_url(self) -> str:
+        """Return the file as a base64 data URL."""
+        encoded = base64.b64encode(self.data).decode("ascii")
+        return f"data:{self.mime_type};base64,{encoded}"
+
+
+def sniff_mime_type(data: bytes) -> str | None:
+    """Return the media type the bytes announce, if we know it."""
+    for signature, mime_type in _SIGNATURES:
+        if data.startswith(signature):
+            return mime_type
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def normalise_mime_type(mime_type: str | None) -> str:
+    """Return the canonical, lower-case form of a media type."""
+    cleaned = (mime_type or "").split(";", 1)[0].strip().lower()
+    return _ALIASES.get(cleaned, cleaned)
+
+
+def _read(path: Path, declared: str, allowed: frozenset[str]) -> LoadedFile:
+    """Read one file and check that its type is one we can send."""
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise ServerError("attachment_unreadable", name=path.name) from err
+    mime_type = normalise_mime_type(declared)
+    if mime_type not in allowed:
+        mime_type = sniff_mime_type(data) or mime_type
+    if mime_type not in allowed:
+        raise ServerError(
+            "unsupported_attachment", mime_type=mime_type or "unknown", name=path.name
+        )
+    return LoadedFile(path.name, mime_type, data)
+
+
+async def async_load_attachments(
+    hass: HomeAssistant,
+    attachments: list[conversation.Attachment],
+    allowed: frozenset[str] = IMAGE_TYPES | {PDF_TYPE},
+) -> list[LoadedFile]:
+    """Read attachments in the executor; refuse types the server cannot take."""
+
+    def read_all() -> list[LoadedFile]:
+        return [_read(a.path, a.mime_type, allowed) for a in attachments]
+
+    return await hass.async_add_executor_job(read_all)

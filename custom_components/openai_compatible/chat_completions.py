@@ -1,0 +1,538 @@
+"""Chat Completions wire adapter: chat log to request, SSE stream to deltas.
+
+Requests are rendered from the chat log by pure functions, so every request of
+one conversation repeats the previous request byte for byte at its start; that
+is what lets servers reuse their prompt cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+import hashlib
+import json
+import re
+from typing import Any
+from uuid import uuid4
+
+from homeassistant.components import conversation
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import llm
+from homeassistant.helpers.json import json_dumps
+from homeassistant.util.json import json_loads
+import openai
+import probatio
+
+from .api import ServerError, translate_errors
+from .attachments import LoadedFile, async_load_attachments
+from .const import LOGGER
+
+_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+_MISTRAL_ID = re.compile(r"^[a-zA-Z0-9]{9}$")
+_THINK_OPEN = "<think>"
+_THINK_CLOSE = "</think>"
+
+type Message = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSettings:
+    """Per-subentry request parameters, already adapted to the model."""
+
+    model: str
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    reasoning_model: bool = False
+    prompt_cache_key: str | None = None
+    # Mistral only accepts tool call ids of exactly nine letters or digits.
+    short_tool_call_ids: bool = False
+
+    def body(self) -> dict[str, Any]:
+        """Return the sampling parameters the user set; nothing otherwise."""
+        params: dict[str, Any] = {}
+        if self.max_tokens is not None:
+            key = "max_completion_tokens" if self.reasoning_model else "max_tokens"
+            params[key] = self.max_tokens
+        if not self.reasoning_model:
+            if self.temperature is not None:
+                params["temperature"] = self.temperature
+            if self.top_p is not None:
+                params["top_p"] = self.top_p
+        if self.prompt_cache_key:
+            params["prompt_cache_key"] = self.prompt_cache_key
+        return params
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSet:
+    """The tools of the chat log's LLM API in wire form, and the name mapping."""
+
+    tools: list[dict[str, Any]]
+    to_wire: dict[str, str]
+    from_wire: dict[str, str]
+
+
+def _wire_tool_name(name: str, taken: set[str]) -> str:
+    """Return a name the server accepts, unique among the taken ones."""
+    if _TOOL_NAME.match(name) and name not in taken:
+        return name
+    cleaned = _INVALID_NAME_CHARS.sub("_", name) or "tool"
+    digest = hashlib.sha256(name.encode()).hexdigest()
+    candidate = cleaned[:64]
+    if len(cleaned) > 64 or candidate in taken:
+        candidate = f"{cleaned[:55]}_{digest[:8]}"
+    return candidate
+
+
+def build_tool_set(llm_api: llm.APIInstance | None) -> ToolSet:
+    """Convert every tool of the API, in a stable order."""
+    if llm_api is None or not llm_api.tools:
+        return ToolSet([], {}, {})
+    serializer: Callable[[Any], Any] = (
+        llm_api.custom_serializer or llm.selector_serializer
+    )
+    tools: list[dict[str, Any]] = []
+    to_wire: dict[str, str] = {}
+    from_wire: dict[str, str] = {}
+    for tool in sorted(llm_api.tools, key=lambda tool: tool.name):
+        wire_name = _wire_tool_name(tool.name, set(from_wire))
+        to_wire[tool.name] = wire_name
+        from_wire[wire_name] = tool.name
+        function: dict[str, Any] = {"name": wire_name}
+        if tool.description:
+            function["description"] = tool.description
+        function["parameters"] = probatio.to_openapi(
+            tool.parameters, custom_serializer=serializer, openapi_version="3.1.0"
+        )
+        tools.append({"type": "function", "function": function})
+    return ToolSet(tools, to_wire, from_wire)
+
+
+def _wire_call_id(call_id: str, short: bool) -> str:
+    """Return the call id in a form the server accepts, always the same one."""
+    if not short or _MISTRAL_ID.match(call_id):
+        return call_id
+    digest = hashlib.sha256(call_id.encode()).hexdigest()
+    return format(int(digest, 16), "x")[:9]
+
+
+def _attachment_part(file: LoadedFile) -> dict[str, Any]:
+    """Return the content part for one attachment."""
+    if file.mime_type.startswith("image/"):
+        return {"type": "image_url", "image_url": {"url": file.data_url}}
+    return {"type": "file", "file": {"filename": file.name, "file_data": file.data_url}}
+
+
+class MessageRenderer:
+    """Render chat log content as Chat Completions messages.
+
+    Rendering is deterministic; within one round trip each content object is
+    rendered once and attachments are read once.
+    """
+
+    def __init__(
+        self, hass: HomeAssistant, tool_set: ToolSet, settings: RequestSettings
+    ) -> None:
+        """Prepare an empty cache."""
+        self._hass = hass
+        self._tool_set = tool_set
+        self._short_ids = settings.short_tool_call_ids
+        self._rendered: dict[int, tuple[conversation.Content, list[Message]]] = {}
+
+    async def async_render(
+        self,
+        contents: list[conversation.Content],
+        instructions: tuple[conversation.UserContent, str] | None = None,
+    ) -> list[Message]:
+        """Return the messages for the whole log.
+
+        `instructions` adds text to one user message (the task's own), so it
+        stays in place when later rounds add to the log.
+        """
+        messages: list[Message] = []
+        open_calls: dict[str, str] = {}
+        for content in contents:
+            if not isinstance(content, conversation.ToolResultContent):
+                # A server refuses a call left without a result; answer it.
+                messages.extend(self._unanswered(open_calls))
+                open_calls = {}
+            cached = self._rendered.get(id(content))
+            if cached is None or cached[0] is not content:
+                extra = (
+                    instructions[1]
+                    if instructions and instructions[0] is content
+                    else None
+                )
+                cached = (content, await self._async_convert(content, extra))
+                self._rendered[id(content)] = cached
+            if isinstance(content, conversation.ToolResultContent):
+                if content.tool_call_id not in open_calls:
+                    continue  # external or orphaned: the server never saw a call
+                del open_calls[content.tool_call_id]
+            elif isinstance(content, conversation.AssistantContent):
+                open_calls = {
+                    call.id: call.tool_name
+                    for call in content.tool_calls or ()
+                    if not call.external
+                }
+            messages.extend(cached[1])
+        return messages
+
+    def _unanswered(self, open_calls: dict[str, str]) -> list[Message]:
+        """Return placeholder results for calls that never got one."""
+        return [
+            {
+                "role": "tool",
+                "tool_call_id": _wire_call_id(call_id, self._short_ids),
+                "content": json_dumps({"error": "no result"}),
+            }
+            for call_id in open_calls
+        ]
+
+    async def _async_convert(
+        self, content: conversation.Content, extra: str | None
+    ) -> list[Message]:
+        """Convert one piece of content."""
+        if isinstance(content, conversation.SystemContent):
+            return [{"role": "system", "content": content.content}]
+        if isinstance(content, conversation.UserContent):
+            text = f"{content.content}\n\n{extra}" if extra else content.content
+            if not content.attachments:
+                return [{"role": "user", "content": text}]
+            files = await async_load_attachments(self._hass, content.attachments)
+            parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
+            parts.extend(_attachment_part(file) for file in files)
+            return [{"role": "user", "content": parts}]
+        if isinstance(content, conversation.AssistantContent):
+            calls = [call for call in content.tool_calls or () if not call.external]
+            if not calls and not content.content:
+                if content.tool_calls:
+                    return []  # only provider-run calls: nothing to replay
+                return [{"role": "assistant", "content": ""}]
+            message: Message = {"role": "assistant", "content": content.content}
+            if calls:
+                message["tool_calls"] = [
+                    {
+                        "id": _wire_call_id(call.id, self._short_ids),
+                        "type": "function",
+                        "function": {
+                            "name": self._tool_set.to_wire.get(
+                                call.tool_name, call.tool_name
+                            ),
+                            "arguments": json_dumps(call.tool_args),
+                        },
+                    }
+                    for call in calls
+                ]
+            return [message]
+        return [
+            {
+                "role": "tool",
+                "tool_call_id": _wire_call_id(content.tool_call_id, self._short_ids),
+                "content": json_dumps(content.result.data),
+            }
+        ]
+
+
+class ThinkTagSplitter:
+    """Separate `<think>...</think>` blocks from spoken text, across chunks."""
+
+    def __init__(self) -> None:
+        """Start outside a think block."""
+        self._buffer = ""
+        self._thinking = False
+        self._after_close = False
+
+    def feed(self, text: str) -> list[tuple[bool, str]]:
+        """Return (is_thinking, text) pieces that are certain so far."""
+        self._buffer += text
+        pieces: list[tuple[bool, str]] = []
+        while self._buffer:
+            tag = _THINK_CLOSE if self._thinking else _THINK_OPEN
+            position = self._buffer.find(tag)
+            if position >= 0:
+                self._emit(pieces, self._buffer[:position])
+                self._buffer = self._buffer[position + len(tag) :]
+                self._after_close = self._thinking
+                self._thinking = not self._thinking
+                continue
+            keep = _partial_suffix(self._buffer, tag)
+            self._emit(pieces, self._buffer[: len(self._buffer) - keep])
+            self._buffer = self._buffer[len(self._buffer) - keep :]
+            break
+        return pieces
+
+    def flush(self) -> list[tuple[bool, str]]:
+        """Return what is left at the end of the stream."""
+        pieces: list[tuple[bool, str]] = []
+        self._emit(pieces, self._buffer)
+        self._buffer = ""
+        return pieces
+
+    def _emit(self, pieces: list[tuple[bool, str]], text: str) -> None:
+        """Add a piece; spoken text right after a think block loses its indent."""
+        if self._after_close and not self._thinking:
+            text = text.lstrip()
+            if text:
+                self._after_close = False
+        if text:
+            pieces.append((self._thinking, text))
+
+
+def _partial_suffix(text: str, tag: str) -> int:
+    """Return the length of the longest end of text that starts the tag."""
+    for length in range(min(len(tag) - 1, len(text)), 0, -1):
+        if text.endswith(tag[:length]):
+            return length
+    return 0
+
+
+@dataclass(slots=True)
+class _PendingCall:
+    """A tool call being assembled from stream fragments."""
+
+    call_id: str | None
+    name: str | None
+    arguments: list[str] = field(default_factory=list)
+
+    def arguments_complete(self) -> bool:
+        """Tell whether the fragments so far form a whole JSON value."""
+        try:
+            json.loads("".join(self.arguments))
+        except ValueError:
+            return False
+        return True
+
+
+@dataclass(slots=True)
+class StreamResult:
+    """What a finished stream told besides its content."""
+
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+    logprobs: list[dict[str, Any]] = field(default_factory=list)
+
+
+class ChatStreamParser:
+    """Turn Chat Completions chunks into chat log deltas."""
+
+    def __init__(self, tool_set: ToolSet, settings: RequestSettings) -> None:
+        """Prepare for one streamed answer."""
+        self._tool_set = tool_set
+        self._short_ids = settings.short_tool_call_ids
+        self._calls: list[_PendingCall] = []
+        self._by_index: dict[int, _PendingCall] = {}
+        self._think = ThinkTagSplitter()
+        self._calls_sent = False
+        self.result = StreamResult()
+
+    def feed(
+        self, chunk: dict[str, Any]
+    ) -> list[conversation.AssistantContentDeltaDict]:
+        """Return the deltas one chunk adds."""
+        if error := chunk.get("error"):
+            message = error.get("message") if isinstance(error, dict) else error
+            raise ServerError("api_error", message=str(message))
+        if usage := chunk.get("usage"):
+            self.result.usage = usage
+        deltas: list[conversation.AssistantContentDeltaDict] = []
+        for choice in chunk.get("choices") or ():
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if isinstance(reasoning, str) and reasoning:
+                deltas.append({"thinking_content": reasoning})
+            text = delta.get("content")
+            if not isinstance(text, str):
+                text = delta.get("refusal")
+            if isinstance(text, str) and text:
+                deltas.extend(self._text(self._think.feed(text)))
+            for call in delta.get("tool_calls") or ():
+                self._add_call_fragment(call)
+            if logprobs := (choice.get("logprobs") or {}).get("content"):
+                self.result.logprobs.extend(logprobs)
+            if reason := choice.get("finish_reason"):
+                self.result.finish_reason = self.result.finish_reason or reason
+                deltas.extend(self._finish())
+        return deltas
+
+    def close(self) -> list[conversation.AssistantContentDeltaDict]:
+        """Return what remains when the stream ends."""
+        return [*self._text(self._think.flush()), *self._finish()]
+
+    @staticmethod
+    def _text(
+        pieces: list[tuple[bool, str]],
+    ) -> list[conversation.AssistantContentDeltaDict]:
+        """Return deltas for spoken and thinking text."""
+        return [
+            {"thinking_content": text} if thinking else {"content": text}
+            for thinking, text in pieces
+        ]
+
+    def _add_call_fragment(self, fragment: dict[str, Any]) -> None:
+        """Merge one tool call fragment into the call it belongs to."""
+        index = fragment.get("index")
+        if not isinstance(index, int):
+            index = len(self._calls)
+        function = fragment.get("function") or {}
+        call_id = fragment.get("id") or None
+        name = function.get("name") or None
+        arguments = function.get("arguments")
+        if isinstance(arguments, dict):
+            arguments = json.dumps(arguments)
+        current = self._by_index.get(index)
+        starts_new = current is None or (
+            # Some servers put several calls under one index.
+            (call_id is not None and current.call_id not in (None, call_id))
+            or (
+                call_id is None
+                and name is not None
+                and current.name is not None
+                and isinstance(arguments, str)
+                and arguments.lstrip().startswith("{")
+                and current.arguments_complete()
+            )
+        )
+        if starts_new or current is None:
+            current = _PendingCall(call_id, name)
+            self._calls.append(current)
+            self._by_index[index] = current
+        else:
+            current.call_id = current.call_id or call_id
+            current.name = current.name or name
+        if isinstance(arguments, str) and arguments:
+            current.arguments.append(arguments)
+
+    def _finish(self) -> list[conversation.AssistantContentDeltaDict]:
+        """Hand over the assembled calls once, however often the stream ends."""
+        if self._calls_sent or not self._calls:
+            return []
+        self._calls_sent = True
+        tool_inputs = [
+            llm.ToolInput(
+                tool_name=self._tool_set.from_wire.get(call.name, call.name),
+                tool_args=_decode_arguments(call),
+                id=call.call_id or self._new_call_id(),
+            )
+            for call in self._calls
+            if call.name
+        ]
+        return [{"tool_calls": tool_inputs}] if tool_inputs else []
+
+    def _new_call_id(self) -> str:
+        """Make an id for a call the server sent without one."""
+        if self._short_ids:
+            return uuid4().hex[:9]
+        return f"call_{uuid4().hex[:24]}"
+
+
+def _decode_arguments(call: _PendingCall) -> dict[str, Any]:
+    """Return the call's arguments; null or empty means none."""
+    raw = "".join(call.arguments).strip()
+    if not raw or raw == "null":
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as err:
+        raise ServerError(
+            "invalid_tool_arguments", name=str(call.name), message=str(err)
+        ) from err
+    if isinstance(value, str):
+        # A few servers encode the arguments twice.
+        return _decode_arguments(_PendingCall(call.call_id, call.name, [value]))
+    return value if isinstance(value, dict) else {}
+
+
+async def async_sse_chunks(
+    lines: AsyncIterator[str],
+) -> AsyncIterator[dict[str, Any]]:
+    """Yield the JSON events of a server-sent event stream."""
+    async for line in lines:
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            return
+        if not data:
+            continue
+        try:
+            event = json_loads(data)
+        except ValueError:
+            LOGGER.debug("Skipping a stream line that is not JSON: %s", data)
+            continue
+        if isinstance(event, dict):
+            yield event
+
+
+class ChatCompletionsAdapter:
+    """One round trip over `/chat/completions`, streamed."""
+
+    def __init__(
+        self,
+        hass: HomeAssistant,
+        client: openai.AsyncOpenAI,
+        settings: RequestSettings,
+        llm_api: llm.APIInstance | None,
+    ) -> None:
+        """Prepare the tools and the renderer for a run of rounds."""
+        self._client = client
+        self._settings = settings
+        self.tool_set = build_tool_set(llm_api)
+        self._renderer = MessageRenderer(hass, self.tool_set, settings)
+        self.last_result = StreamResult()
+
+    async def async_build_body(
+        self,
+        chat_log: conversation.ChatLog,
+        *,
+        response_format: dict[str, Any] | None = None,
+        instructions: tuple[conversation.UserContent, str] | None = None,
+    ) -> dict[str, Any]:
+        """Return the request body for the chat log as it is now."""
+        body: dict[str, Any] = {
+            "model": self._settings.model,
+            "messages": await self._renderer.async_render(
+                chat_log.content, instructions
+            ),
+        }
+        if self.tool_set.tools:
+            body["tools"] = self.tool_set.tools
+        body.update(self._settings.body())
+        if response_format:
+            body["response_format"] = response_format
+        return body
+
+    async def async_stream(
+        self, chat_log: conversation.ChatLog, body: dict[str, Any]
+    ) -> AsyncIterator[conversation.AssistantContentDeltaDict]:
+        """Send the request and yield the answer as chat log deltas."""
+        parser = ChatStreamParser(self.tool_set, self._settings)
+        self.last_result = parser.result
+        yield {"role": "assistant"}
+        with translate_errors():
+            async with self._client.chat.completions.with_streaming_response.create(
+                **body,
+                stream=True,
+                stream_options={"include_usage": True},
+            ) as response:
+                async for chunk in async_sse_chunks(response.iter_lines()):
+                    for delta in parser.feed(chunk):
+                        yield delta
+        for delta in parser.close():
+            yield delta
+        if usage := parser.result.usage:
+            chat_log.async_trace({"stats": _usage_stats(usage), "usage": usage})
+
+
+def _usage_stats(usage: dict[str, Any]) -> dict[str, Any]:
+    """Return the token figures Home Assistant's trace view shows."""
+    details = usage.get("prompt_tokens_details") or {}
+    return {
+        "input_tokens": usage.get("prompt_tokens"),
+        "cached_input_tokens": details.get("cached_tokens") or 0,
+        "output_tokens": usage.get("completion_tokens"),
+    }

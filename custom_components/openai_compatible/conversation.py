@@ -1,0 +1,90 @@
+"""Assist conversation agents, one per conversation subentry."""
+
+from __future__ import annotations
+
+from typing import Literal, override
+
+from homeassistant.components import conversation
+from homeassistant.config_entries import ConfigSubentry
+from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT, MATCH_ALL
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+
+from . import OpenAICompatibleConfigEntry
+from .const import DOMAIN, SUBENTRY_CONVERSATION
+from .entity import OpenAICompatibleEntity
+
+PARALLEL_UPDATES = 0
+
+
+async def async_setup_entry(
+    hass: HomeAssistant,
+    entry: OpenAICompatibleConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+) -> None:
+    """Add an agent for each conversation subentry."""
+    for subentry in entry.subentries.values():
+        if subentry.subentry_type == SUBENTRY_CONVERSATION:
+            async_add_entities(
+                [OpenAICompatibleConversationEntity(entry, subentry)],
+                config_subentry_id=subentry.subentry_id,
+            )
+
+
+class OpenAICompatibleConversationEntity(
+    conversation.ConversationEntity,
+    conversation.AbstractConversationAgent,
+    OpenAICompatibleEntity,
+):
+    """A conversation agent that streams its answers."""
+
+    _attr_supports_streaming = True
+
+    def __init__(
+        self, entry: OpenAICompatibleConfigEntry, subentry: ConfigSubentry
+    ) -> None:
+        """Set up the agent; it controls the home when an LLM API is chosen."""
+        super().__init__(entry, subentry)
+        if subentry.data.get(CONF_LLM_HASS_API):
+            self._attr_supported_features = (
+                conversation.ConversationEntityFeature.CONTROL
+            )
+
+    @property
+    @override
+    def supported_languages(self) -> list[str] | Literal["*"]:
+        """Return every language: the model decides."""
+        return MATCH_ALL
+
+    @override
+    async def async_added_to_hass(self) -> None:
+        """Register as an Assist agent."""
+        await super().async_added_to_hass()
+        conversation.async_set_agent(self.hass, self.entry, self)
+
+    @override
+    async def async_will_remove_from_hass(self) -> None:
+        """Unregister the agent."""
+        conversation.async_unset_agent(self.hass, self.entry)
+        await super().async_will_remove_from_hass()
+
+    @override
+    async def _async_handle_message(
+        self,
+        user_input: conversation.ConversationInput,
+        chat_log: conversation.ChatLog,
+    ) -> conversation.ConversationResult:
+        """Answer one user message."""
+        options = self.subentry.data
+        try:
+            await chat_log.async_provide_llm_data(
+                user_input.as_llm_context(DOMAIN),
+                options.get(CONF_LLM_HASS_API),
+                options.get(CONF_PROMPT),
+                user_input.extra_system_prompt,
+            )
+        except conversation.ConverseError as err:
+            return err.as_conversation_result()
+
+        await self._async_handle_chat_log(chat_log)
+        return conversation.async_get_result_from_chat_log(user_input, chat_log)
