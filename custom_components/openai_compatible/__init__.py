@@ -12,9 +12,9 @@ from .api import (
     RuntimeData,
     ServerError,
     async_create_client,
-    async_list_models,
+    async_fetch_models,
 )
-from .const import DOMAIN
+from .const import DOMAIN, LOGGER
 
 PLATFORMS = (Platform.AI_TASK, Platform.CONVERSATION)
 
@@ -27,19 +27,21 @@ async def async_setup_entry(
     """Connect to the server and set up the entities."""
     client = await async_create_client(hass, dict(entry.data))
     try:
-        models = await async_list_models(client)
+        models = await async_fetch_models(client)
     except AuthError as err:
         raise ConfigEntryAuthFailed(
             translation_domain=DOMAIN, translation_key="invalid_auth"
         ) from err
     except ServerError as err:
+        # Down, timing out, rate limited or failing: all worth a retry later.
+        raise ConfigEntryNotReady(
+            translation_domain=DOMAIN,
+            translation_key=err.translation_key,
+            translation_placeholders=err.translation_placeholders,
+        ) from err
+    if models is None:
         # Some servers have no models endpoint; they still serve chat.
-        if err.translation_key != "api_error":
-            raise ConfigEntryNotReady(
-                translation_domain=DOMAIN,
-                translation_key=err.translation_key,
-                translation_placeholders=err.translation_placeholders,
-            ) from err
+        LOGGER.debug("%s lists no models; chat still works", entry.title)
         models = []
     entry.runtime_data = RuntimeData(client=client, models=models)
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
@@ -54,6 +56,8 @@ async def async_unload_entry(
     return await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
 
 
-async def _async_reload(hass: HomeAssistant, entry: OpenAICompatibleConfigEntry) -> None:
+async def _async_reload(
+    hass: HomeAssistant, entry: OpenAICompatibleConfigEntry
+) -> None:
     """Reload after the entry or one of its subentries changed."""
     await hass.config_entries.async_reload(entry.entry_id)

@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+import hashlib
 from typing import Any
-
-import openai
 
 from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers.httpx_client import get_async_client
+import openai
+from yarl import URL
 
 from .const import (
     CONF_BASE_URL,
@@ -53,6 +54,14 @@ class RateLimitedError(ServerError):
 
 class ToolsUnsupportedError(ServerError):
     """The model cannot call tools."""
+
+
+class NotCompatibleError(ServerError):
+    """Nothing at the URL answers like an OpenAI-compatible API."""
+
+
+class InvalidURLError(ValueError):
+    """The base URL is malformed, not http(s), or still a template."""
 
 
 class RequestRejectedError(ServerError):
@@ -161,22 +170,132 @@ def translate_errors() -> Iterator[None]:
         raise map_error(err) from err
 
 
+# Answers to GET /models that mean "no such route here", not "the server failed".
+MISSING_ENDPOINT_STATUSES = frozenset({400, 404, 405, 415, 422, 501})
+# Placeholder left in a preset's URL for the user to replace (Azure).
+URL_PLACEHOLDER = "your-resource"
+# Model name for the probe when the preset recommends none.
+PROBE_MODEL = "probe"
+
+
+def normalize_base_url(url: str) -> str:
+    """Return the canonical form of a base URL; raise InvalidURLError.
+
+    Lower-cases scheme and host, drops a trailing slash and a pasted
+    ``/chat/completions`` suffix, so one server always gets one spelling.
+    """
+    text = url.strip()
+    if not text or any(char.isspace() for char in text):
+        raise InvalidURLError(url)
+    try:
+        parsed = URL(text)
+    except (TypeError, ValueError) as err:
+        raise InvalidURLError(url) from err
+    if (
+        parsed.scheme not in ("http", "https")
+        or not parsed.host
+        or parsed.query_string
+        or parsed.fragment
+        or URL_PLACEHOLDER in parsed.host.lower()
+    ):
+        raise InvalidURLError(url)
+    path = parsed.path.rstrip("/")
+    path = path.removesuffix("/chat/completions").rstrip("/")
+    return str(parsed.with_path(path or "/")).rstrip("/")
+
+
+def api_key_fingerprint(api_key: str | None) -> str:
+    """Return a stable SHA-256 fingerprint of a key; never the key itself."""
+    return hashlib.sha256((api_key or "").encode()).hexdigest()
+
+
+def entry_unique_id(base_url: str, api_key: str | None) -> str:
+    """Return the unique id of an entry: one per server and key."""
+    return f"{normalize_base_url(base_url)}|{api_key_fingerprint(api_key)}"
+
+
+def _model_ids(page: Any) -> list[str]:
+    """Return the sorted model ids of a models page, tolerating odd shapes."""
+    return sorted(
+        {
+            model_id
+            for model in getattr(page, "data", None) or []
+            if isinstance(model_id := getattr(model, "id", None), str) and model_id
+        }
+    )
+
+
 async def async_list_models(client: openai.AsyncOpenAI) -> list[str]:
     """Return the model ids the server lists, sorted; raise ServerError."""
     with translate_errors():
         page = await client.models.list(timeout=VALIDATION_TIMEOUT_SECONDS)
-    return sorted({model.id for model in page.data})
+    return _model_ids(page)
+
+
+async def async_fetch_models(client: openai.AsyncOpenAI) -> list[str] | None:
+    """Return the listed models, or None when the server has no models route.
+
+    Auth, connection, rate-limit and server failures raise ServerError.
+    """
+    try:
+        page = await client.models.list(timeout=VALIDATION_TIMEOUT_SECONDS)
+    except openai.APIStatusError as err:
+        if err.status_code in MISSING_ENDPOINT_STATUSES:
+            return None
+        raise map_error(err) from err
+    except openai.OpenAIError as err:
+        raise map_error(err) from err
+    return _model_ids(page)
+
+
+def _is_openai_error_body(body: object) -> bool:
+    """Tell whether an error body is a JSON object, as OpenAI's servers send."""
+    return isinstance(body, dict) and bool(body)
 
 
 async def async_probe(client: openai.AsyncOpenAI, model: str) -> None:
-    """Check a server without a models endpoint with a one-token completion."""
-    with translate_errors():
-        await client.chat.completions.create(
-            model=model,
-            messages=[{"role": "user", "content": "ping"}],
-            max_tokens=1,
-            timeout=VALIDATION_TIMEOUT_SECONDS,
+    """Check that the server speaks the chat protocol and takes our key.
+
+    Sends a chat completion with no messages: a server that validates the
+    request (400/422 with a JSON error) or answers it (200) proves both the
+    protocol and the key, and no tokens are generated. A JSON 404 is an
+    unknown model, which proves as much. Raises ServerError otherwise.
+    """
+    try:
+        await client.chat.completions.with_raw_response.create(
+            model=model, messages=[], timeout=VALIDATION_TIMEOUT_SECONDS
         )
+    except openai.APIStatusError as err:
+        if isinstance(err, (openai.AuthenticationError, openai.PermissionDeniedError)):
+            raise AuthError("invalid_auth") from err
+        if err.status_code in (400, 404, 422) and _is_openai_error_body(err.body):
+            return
+        if err.status_code in MISSING_ENDPOINT_STATUSES:
+            raise NotCompatibleError("not_compatible") from err
+        raise map_error(err) from err
+    except openai.OpenAIError as err:
+        raise map_error(err) from err
+
+
+async def async_validate_server(
+    hass: HomeAssistant, data: dict[str, Any], probe_model: str | None
+) -> list[str]:
+    """Connect with the given settings; return the listed models.
+
+    A server without a usable models route is accepted when the probe passes
+    (then no models are known). Raises ServerError.
+    """
+    client = (await async_create_client(hass, data)).with_options(max_retries=0)
+    try:
+        models = await async_fetch_models(client)
+    except AuthError, ConnectError:
+        raise
+    except ServerError:
+        models = None
+    if models is None:
+        await async_probe(client, probe_model or PROBE_MODEL)
+        return []
+    return models
 
 
 def is_chat_model(model: str) -> bool:

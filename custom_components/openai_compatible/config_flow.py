@@ -1,0 +1,588 @@
+"""Config flow: pick a server, connect to it, and set up agents and tasks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+import logging
+from typing import Any, override
+
+from homeassistant import data_entry_flow
+from homeassistant.config_entries import (
+    SOURCE_USER,
+    ConfigEntry,
+    ConfigEntryState,
+    ConfigFlow,
+    ConfigFlowResult,
+    ConfigSubentryData,
+    ConfigSubentryFlow,
+    SubentryFlowResult,
+)
+from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_NAME, CONF_PROMPT
+from homeassistant.core import callback
+from homeassistant.helpers import llm
+from homeassistant.helpers.field_visibility import FieldCondition
+from homeassistant.helpers.selector import (
+    NumberSelector,
+    NumberSelectorConfig,
+    NumberSelectorMode,
+    SelectOptionDict,
+    SelectSelector,
+    SelectSelectorConfig,
+    SelectSelectorMode,
+    TemplateSelector,
+    TextSelector,
+    TextSelectorConfig,
+    TextSelectorType,
+)
+from homeassistant.helpers.typing import VolDictType
+import probatio
+from yarl import URL
+
+from .api import (
+    AuthError,
+    ConnectError,
+    InvalidURLError,
+    NotCompatibleError,
+    RateLimitedError,
+    ServerError,
+    async_validate_server,
+    entry_unique_id,
+    is_chat_model,
+    is_image_model,
+    normalize_base_url,
+    pick_chat_model,
+    pick_image_model,
+)
+from .const import (
+    CONF_BASE_URL,
+    CONF_CHAT_MODEL,
+    CONF_IMAGE_MODEL,
+    CONF_MAX_TOKENS,
+    CONF_PROVIDER,
+    CONF_RECOMMENDED,
+    CONF_TEMPERATURE,
+    CONF_TOP_P,
+    DEFAULT_AI_TASK_NAME,
+    DEFAULT_CONVERSATION_NAME,
+    DOMAIN,
+    PROVIDER_CUSTOM,
+    PROVIDERS,
+    RECOMMENDED_MAX_TOKENS,
+    RECOMMENDED_TEMPERATURE,
+    RECOMMENDED_TOP_P,
+    SUBENTRY_AI_TASK,
+    SUBENTRY_CONVERSATION,
+    Provider,
+)
+
+_LOGGER = logging.getLogger(__name__)
+
+DEFAULT_PROVIDER = "openai"
+
+# The sampling settings behind the "recommended" toggle, with their defaults.
+ADVANCED_DEFAULTS: dict[str, float] = {
+    CONF_MAX_TOKENS: RECOMMENDED_MAX_TOKENS,
+    CONF_TEMPERATURE: RECOMMENDED_TEMPERATURE,
+    CONF_TOP_P: RECOMMENDED_TOP_P,
+}
+
+# Every key the subentry form owns; other keys in saved data are kept.
+SUBENTRY_FORM_KEYS = frozenset(
+    {
+        CONF_CHAT_MODEL,
+        CONF_IMAGE_MODEL,
+        CONF_LLM_HASS_API,
+        CONF_PROMPT,
+        CONF_RECOMMENDED,
+        *ADVANCED_DEFAULTS,
+    }
+)
+
+
+def _provider(key: str | None) -> Provider:
+    """Return the preset of an entry, Custom for unknown keys."""
+    return PROVIDERS.get(key or PROVIDER_CUSTOM, PROVIDERS[PROVIDER_CUSTOM])
+
+
+def _entry_title(provider_key: str, base_url: str) -> str:
+    """Return the title of an entry: the provider, plus the host when useful.
+
+    Hosted services are named alone; self-hosted and custom servers, and
+    hosted ones at another address than the preset's, also show their host.
+    """
+    preset = _provider(provider_key)
+    url = URL(base_url)
+    host = url.host_port_subcomponent or ""
+    preset_host = URL(preset.base_url).host if preset.base_url else None
+    if (
+        provider_key != PROVIDER_CUSTOM
+        and not preset.local
+        and preset_host not in (None, "localhost")
+        and url.host == preset_host
+    ):
+        return preset.name
+    return f"{preset.name} ({host})"
+
+
+def _api_key_field(required: bool, description: str | None = None) -> probatio.Marker:
+    """Return the schema key of the API key, required or not."""
+    marker = probatio.Required if required else probatio.Optional
+    if description is None:
+        return marker(probatio.Secret(CONF_API_KEY))
+    return marker(probatio.Secret(CONF_API_KEY), description=description)
+
+
+API_KEY_SELECTOR = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
+URL_SELECTOR = TextSelector(TextSelectorConfig(type=TextSelectorType.URL))
+
+
+class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
+    """Set up a connection to one OpenAI-compatible server."""
+
+    VERSION = 1
+    MINOR_VERSION = 1
+
+    def __init__(self) -> None:
+        """Start with no provider chosen."""
+        self._provider_key = DEFAULT_PROVIDER
+
+    @override
+    async def async_step_user(
+        self, user_input: dict[str, Any] | None = None
+    ) -> ConfigFlowResult:
+        """Ask which kind of server to connect to."""
+        if user_input is not None:
+            self._provider_key = user_input[CONF_PROVIDER]
+            return await self.async_step_connect()
+
+        keys = [key for key in PROVIDERS if key != PROVIDER_CUSTOM]
+        schema = probatio.Schema(
+            {
+                probatio.Required(CONF_PROVIDER, default=DEFAULT_PROVIDER): (
+                    SelectSelector(
+                        SelectSelectorConfig(
+                            options=[*keys, PROVIDER_CUSTOM],
+                            mode=SelectSelectorMode.DROPDOWN,
+                            translation_key=CONF_PROVIDER,
+                        )
+                    )
+                )
+            }
+        )
+        return self.async_show_form(step_id="user", data_schema=schema)
+
+    async def async_step_connect(
+        self, user_input: dict[str, Any] | None = None
+    ) -> ConfigFlowResult:
+        """Ask where the server is and for its key; validate and create."""
+        preset = _provider(self._provider_key)
+        errors: dict[str, str] = {}
+        placeholders = {"provider": preset.name, "message": ""}
+
+        if user_input is not None:
+            data = self._entry_data(user_input)
+            if data is None:
+                errors[CONF_BASE_URL] = "invalid_url"
+            else:
+                await self.async_set_unique_id(
+                    entry_unique_id(data[CONF_BASE_URL], data.get(CONF_API_KEY))
+                )
+                self._abort_if_unique_id_configured()
+                models = await self._async_validate(data, errors, placeholders)
+                if not errors:
+                    return self.async_create_entry(
+                        title=_entry_title(self._provider_key, data[CONF_BASE_URL]),
+                        data=data,
+                        subentries=_default_subentries(models, preset),
+                    )
+
+        schema = probatio.Schema(
+            {
+                probatio.Required(CONF_BASE_URL): URL_SELECTOR,
+                _api_key_field(preset.api_key_required): API_KEY_SELECTOR,
+            }
+        )
+        suggested = {CONF_BASE_URL: preset.base_url or None}
+        return self.async_show_form(
+            step_id="connect",
+            data_schema=self.add_suggested_values_to_schema(
+                schema, {**suggested, **(user_input or {})}
+            ),
+            errors=errors,
+            description_placeholders=placeholders,
+        )
+
+    async def async_step_reauth(
+        self, entry_data: Mapping[str, Any]
+    ) -> ConfigFlowResult:
+        """Start re-authentication after the server refused the key."""
+        return await self.async_step_reauth_confirm()
+
+    async def async_step_reauth_confirm(
+        self, user_input: dict[str, Any] | None = None
+    ) -> ConfigFlowResult:
+        """Ask for a new key and check it against the same server."""
+        entry = self._get_reauth_entry()
+        preset = _provider(entry.data.get(CONF_PROVIDER))
+        errors: dict[str, str] = {}
+        placeholders = {
+            "name": entry.title,
+            "base_url": entry.data[CONF_BASE_URL],
+            "message": "",
+        }
+
+        if user_input is not None:
+            data = {**entry.data}
+            data.pop(CONF_API_KEY, None)
+            if api_key := user_input.get(CONF_API_KEY):
+                data[CONF_API_KEY] = api_key
+            unique_id = entry_unique_id(data[CONF_BASE_URL], api_key)
+            if self._unique_id_taken(unique_id, entry):
+                return self.async_abort(reason="already_configured")
+            await self._async_validate(data, errors, placeholders)
+            if not errors:
+                return self._async_update_entry(entry, data, unique_id, entry.title)
+
+        schema = probatio.Schema(
+            {_api_key_field(preset.api_key_required): API_KEY_SELECTOR}
+        )
+        return self.async_show_form(
+            step_id="reauth_confirm",
+            data_schema=schema,
+            errors=errors,
+            description_placeholders=placeholders,
+        )
+
+    async def async_step_reconfigure(
+        self, user_input: dict[str, Any] | None = None
+    ) -> ConfigFlowResult:
+        """Change the address and/or the key of a server."""
+        entry = self._get_reconfigure_entry()
+        provider_key = entry.data.get(CONF_PROVIDER, PROVIDER_CUSTOM)
+        errors: dict[str, str] = {}
+        placeholders = {"name": entry.title, "message": ""}
+
+        if user_input is not None:
+            # An empty key keeps the current one.
+            merged = {
+                CONF_BASE_URL: user_input[CONF_BASE_URL],
+                CONF_API_KEY: user_input.get(CONF_API_KEY)
+                or entry.data.get(CONF_API_KEY),
+            }
+            data = self._entry_data(merged, provider_key)
+            if data is None:
+                errors[CONF_BASE_URL] = "invalid_url"
+            else:
+                unique_id = entry_unique_id(data[CONF_BASE_URL], data.get(CONF_API_KEY))
+                if self._unique_id_taken(unique_id, entry):
+                    return self.async_abort(reason="already_configured")
+                await self._async_validate(data, errors, placeholders)
+                if not errors:
+                    title = entry.title
+                    if title == _entry_title(provider_key, entry.data[CONF_BASE_URL]):
+                        # Still the generated title: follow the new address.
+                        title = _entry_title(provider_key, data[CONF_BASE_URL])
+                    return self._async_update_entry(entry, data, unique_id, title)
+
+        schema = probatio.Schema(
+            {
+                probatio.Required(CONF_BASE_URL): URL_SELECTOR,
+                probatio.Optional(probatio.Secret(CONF_API_KEY)): API_KEY_SELECTOR,
+            }
+        )
+        suggested = {CONF_BASE_URL: (user_input or entry.data)[CONF_BASE_URL]}
+        return self.async_show_form(
+            step_id="reconfigure",
+            data_schema=self.add_suggested_values_to_schema(schema, suggested),
+            errors=errors,
+            description_placeholders=placeholders,
+        )
+
+    @classmethod
+    @callback
+    @override
+    def async_get_supported_subentry_types(
+        cls, config_entry: ConfigEntry
+    ) -> dict[str, type[ConfigSubentryFlow]]:
+        """Return the kinds of things each server can host."""
+        return {
+            SUBENTRY_CONVERSATION: ModelSubentryFlowHandler,
+            SUBENTRY_AI_TASK: ModelSubentryFlowHandler,
+        }
+
+    def _entry_data(
+        self, user_input: Mapping[str, Any], provider_key: str | None = None
+    ) -> dict[str, Any] | None:
+        """Return the entry data for a form's input; None for a bad URL."""
+        try:
+            base_url = normalize_base_url(user_input[CONF_BASE_URL])
+        except InvalidURLError:
+            return None
+        data: dict[str, Any] = {
+            CONF_PROVIDER: provider_key or self._provider_key,
+            CONF_BASE_URL: base_url,
+        }
+        if api_key := (user_input.get(CONF_API_KEY) or "").strip():
+            data[CONF_API_KEY] = api_key
+        return data
+
+    async def _async_validate(
+        self,
+        data: dict[str, Any],
+        errors: dict[str, str],
+        placeholders: dict[str, str],
+    ) -> list[str]:
+        """Connect with the settings; fill in errors; return the models."""
+        preset = _provider(data.get(CONF_PROVIDER))
+        try:
+            return await async_validate_server(
+                self.hass, data, preset.recommended_model
+            )
+        except AuthError:
+            errors["base"] = "invalid_auth"
+        except ConnectError as err:
+            errors["base"] = err.translation_key or "cannot_connect"
+        except NotCompatibleError:
+            errors["base"] = "not_compatible"
+        except RateLimitedError:
+            errors["base"] = "rate_limited"
+        except ServerError as err:
+            errors["base"] = "api_error"
+            placeholders["message"] = (err.translation_placeholders or {}).get(
+                "message", ""
+            )
+        except Exception:
+            _LOGGER.exception("Unexpected error while connecting to the server")
+            errors["base"] = "unknown"
+        return []
+
+    def _unique_id_taken(self, unique_id: str, entry: ConfigEntry) -> bool:
+        """Tell whether another entry already uses this server and key."""
+        return any(
+            other.unique_id == unique_id and other.entry_id != entry.entry_id
+            for other in self._async_current_entries(include_ignore=False)
+        )
+
+    def _async_update_entry(
+        self, entry: ConfigEntry, data: dict[str, Any], unique_id: str, title: str
+    ) -> ConfigFlowResult:
+        """Save the new settings and reload the entry."""
+        if entry.update_listeners:
+            # A loaded entry reloads itself through its update listener.
+            return self.async_update_and_abort(
+                entry, data=data, unique_id=unique_id, title=title
+            )
+        return self.async_update_reload_and_abort(
+            entry, data=data, unique_id=unique_id, title=title
+        )
+
+
+def _default_subentries(
+    models: list[str], preset: Provider
+) -> list[ConfigSubentryData]:
+    """Return one conversation agent and one AI task for a new entry."""
+    chat_model = pick_chat_model(models, preset.recommended_model)
+    conversation: dict[str, Any] = {
+        CONF_RECOMMENDED: True,
+        CONF_PROMPT: llm.DEFAULT_INSTRUCTIONS_PROMPT,
+        CONF_LLM_HASS_API: [llm.LLM_API_ASSIST],
+    }
+    ai_task: dict[str, Any] = {CONF_RECOMMENDED: True}
+    if chat_model:
+        conversation[CONF_CHAT_MODEL] = chat_model
+        ai_task[CONF_CHAT_MODEL] = chat_model
+    if image_model := pick_image_model(models):
+        ai_task[CONF_IMAGE_MODEL] = image_model
+    return [
+        ConfigSubentryData(
+            subentry_type=SUBENTRY_CONVERSATION,
+            data=conversation,
+            title=DEFAULT_CONVERSATION_NAME,
+            unique_id=None,
+        ),
+        ConfigSubentryData(
+            subentry_type=SUBENTRY_AI_TASK,
+            data=ai_task,
+            title=DEFAULT_AI_TASK_NAME,
+            unique_id=None,
+        ),
+    ]
+
+
+def _model_options(
+    models: list[str], first: Any, current: str | None
+) -> list[SelectOptionDict]:
+    """Return dropdown options: the models matching `first` lead."""
+    ordered = [model for model in models if first(model)]
+    ordered += [model for model in models if not first(model)]
+    if current and current not in ordered:
+        ordered.insert(0, current)
+    return [SelectOptionDict(value=model, label=model) for model in ordered]
+
+
+class ModelSubentryFlowHandler(ConfigSubentryFlow):
+    """Add or change a conversation agent or an AI task of a server."""
+
+    options: dict[str, Any]
+
+    @property
+    def _is_new(self) -> bool:
+        """Tell whether the flow creates a subentry."""
+        return self.source == SOURCE_USER
+
+    async def async_step_user(
+        self, user_input: dict[str, Any] | None = None
+    ) -> SubentryFlowResult:
+        """Add a subentry, starting from the recommended settings."""
+        entry = self._get_entry()
+        if entry.state is not ConfigEntryState.LOADED:
+            return self.async_abort(reason="entry_not_loaded")
+        models: list[str] = entry.runtime_data.models
+        preset = _provider(entry.data.get(CONF_PROVIDER))
+        self.options = {CONF_RECOMMENDED: True}
+        if chat_model := pick_chat_model(models, preset.recommended_model):
+            self.options[CONF_CHAT_MODEL] = chat_model
+        if self._subentry_type == SUBENTRY_CONVERSATION:
+            self.options[CONF_PROMPT] = llm.DEFAULT_INSTRUCTIONS_PROMPT
+            self.options[CONF_LLM_HASS_API] = [llm.LLM_API_ASSIST]
+        elif image_model := pick_image_model(models):
+            self.options[CONF_IMAGE_MODEL] = image_model
+        return await self.async_step_init()
+
+    async def async_step_reconfigure(
+        self, user_input: dict[str, Any] | None = None
+    ) -> SubentryFlowResult:
+        """Change a subentry, starting from its saved settings."""
+        if self._get_entry().state is not ConfigEntryState.LOADED:
+            return self.async_abort(reason="entry_not_loaded")
+        self.options = dict(self._get_reconfigure_subentry().data)
+        return await self.async_step_init()
+
+    async def async_step_init(
+        self, user_input: dict[str, Any] | None = None
+    ) -> SubentryFlowResult:
+        """Show and save the settings of the agent or task."""
+        entry = self._get_entry()
+        if entry.state is not ConfigEntryState.LOADED:
+            return self.async_abort(reason="entry_not_loaded")
+
+        if user_input is not None:
+            return self._async_save(user_input)
+
+        self._drop_stale_apis()
+        return self.async_show_form(
+            step_id="init",
+            data_schema=self.add_suggested_values_to_schema(
+                self._schema(entry.runtime_data.models), self.options
+            ),
+            last_step=True,
+        )
+
+    def _drop_stale_apis(self) -> None:
+        """Forget saved LLM APIs that no longer exist."""
+        saved = self.options.get(CONF_LLM_HASS_API)
+        if saved is None:
+            return
+        if isinstance(saved, str):
+            saved = [saved]
+        known = {api.id for api in llm.async_get_apis(self.hass)}
+        if apis := [api for api in saved if api in known]:
+            self.options[CONF_LLM_HASS_API] = apis
+        else:
+            self.options.pop(CONF_LLM_HASS_API)
+
+    def _schema(self, models: list[str]) -> probatio.Schema:
+        """Return the form for this kind of subentry."""
+        schema: VolDictType = {}
+        if self._is_new:
+            default_name = (
+                DEFAULT_CONVERSATION_NAME
+                if self._subentry_type == SUBENTRY_CONVERSATION
+                else DEFAULT_AI_TASK_NAME
+            )
+            schema[probatio.Required(CONF_NAME, default=default_name)] = str
+
+        schema[probatio.Required(CONF_CHAT_MODEL)] = SelectSelector(
+            SelectSelectorConfig(
+                options=_model_options(
+                    models, is_chat_model, self.options.get(CONF_CHAT_MODEL)
+                ),
+                custom_value=True,
+                mode=SelectSelectorMode.DROPDOWN,
+            )
+        )
+
+        if self._subentry_type == SUBENTRY_CONVERSATION:
+            schema[probatio.Optional(CONF_PROMPT)] = TemplateSelector()
+            schema[probatio.Optional(CONF_LLM_HASS_API)] = SelectSelector(
+                SelectSelectorConfig(
+                    options=[
+                        SelectOptionDict(value=api.id, label=api.name)
+                        for api in llm.async_get_apis(self.hass)
+                    ],
+                    multiple=True,
+                    mode=SelectSelectorMode.LIST,
+                )
+            )
+        else:
+            schema[probatio.Optional(CONF_IMAGE_MODEL)] = SelectSelector(
+                SelectSelectorConfig(
+                    options=_model_options(
+                        models, is_image_model, self.options.get(CONF_IMAGE_MODEL)
+                    ),
+                    custom_value=True,
+                    mode=SelectSelectorMode.DROPDOWN,
+                )
+            )
+
+        schema[probatio.Required(CONF_RECOMMENDED, default=True)] = bool
+        advanced: FieldCondition = {"field": CONF_RECOMMENDED, "value": False}
+        schema.update(
+            {
+                data_entry_flow.Optional(
+                    CONF_MAX_TOKENS, default=RECOMMENDED_MAX_TOKENS, visible=advanced
+                ): probatio.All(
+                    NumberSelector(
+                        NumberSelectorConfig(
+                            min=1, max=1_000_000, step=1, mode=NumberSelectorMode.BOX
+                        )
+                    ),
+                    probatio.Coerce(int),
+                ),
+                data_entry_flow.Optional(
+                    CONF_TEMPERATURE, default=RECOMMENDED_TEMPERATURE, visible=advanced
+                ): NumberSelector(NumberSelectorConfig(min=0, max=2, step=0.05)),
+                data_entry_flow.Optional(
+                    CONF_TOP_P, default=RECOMMENDED_TOP_P, visible=advanced
+                ): NumberSelector(NumberSelectorConfig(min=0, max=1, step=0.05)),
+            }
+        )
+        return probatio.Schema(schema)
+
+    def _async_save(self, user_input: dict[str, Any]) -> SubentryFlowResult:
+        """Store the form's values; leave out what stays at its default."""
+        data = {
+            key: value
+            for key, value in self.options.items()
+            if key not in SUBENTRY_FORM_KEYS
+        }
+        data[CONF_RECOMMENDED] = user_input[CONF_RECOMMENDED]
+        data[CONF_CHAT_MODEL] = user_input[CONF_CHAT_MODEL].strip()
+        if self._subentry_type == SUBENTRY_CONVERSATION:
+            if prompt := user_input.get(CONF_PROMPT):
+                data[CONF_PROMPT] = prompt
+            if apis := user_input.get(CONF_LLM_HASS_API):
+                data[CONF_LLM_HASS_API] = apis
+        elif image_model := (user_input.get(CONF_IMAGE_MODEL) or "").strip():
+            data[CONF_IMAGE_MODEL] = image_model
+        if not data[CONF_RECOMMENDED]:
+            for key, default in ADVANCED_DEFAULTS.items():
+                value = user_input.get(key)
+                if value is not None and value != default:
+                    data[key] = value
+
+        if self._is_new:
+            return self.async_create_entry(title=user_input[CONF_NAME], data=data)
+        return self.async_update_and_abort(
+            self._get_entry(), self._get_reconfigure_subentry(), data=data
+        )
