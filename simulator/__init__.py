@@ -1,0 +1,18 @@
+"""A local, deterministic server that speaks the OpenAI wire protocol.
+
+It is a simulator, not a model: built-in answers follow simple rules, and
+tests script exact responses with `OpenAISimulator.enqueue`.
+"""
+
+from .chat import chunk, sse_text, sse_tool_calls
+from .server import DEFAULT_MODELS, OpenAISimulator, RecordedRequest, SimulatorSettings
+
+__all__ = [
+    "DEFAULT_MODELS",
+    "OpenAISimulator",
+    "RecordedRequest",
+    "SimulatorSettings",
+    "chunk",
+    "sse_text",
+    "sse_tool_calls",
+]

@@ -1,0 +1,567 @@
+"""The simulator's HTTP server: routes, recording, scripted responses, switches."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+import email
+import email.policy
+from http import HTTPStatus
+import json
+import re
+import time
+from typing import Any, Literal
+import uuid
+
+from aiohttp import web
+
+from . import chat, decisions
+from .imagegen import draw_png, is_image
+from .wire import (
+    APIError,
+    error_body,
+    invalid_type,
+    invalid_value,
+    missing,
+    unknown_parameter,
+)
+
+DEFAULT_MODELS = (
+    "gpt-4o-mini",
+    "gpt-5-mini",
+    "gpt-image-1",
+    "text-embedding-3-small",
+    "llama3.2:3b",
+)
+_MAX_BODY = 64 * 1024 * 1024
+_SIZE = re.compile(r"^(\d{2,4})x(\d{2,4})$")
+_IMAGE_FORMATS = ("url", "b64_json")
+
+type Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+type SSEItem = dict[str, Any] | str
+
+
+@dataclass(slots=True)
+class SimulatorSettings:
+    """Switches that make the simulator behave like one server or another.
+
+    The defaults describe a friendly OpenAI-like server.
+    """
+
+    # False: GET /v1/models answers 404.
+    models_endpoint: bool = True
+    # False: a request with tools answers 400, as Ollama does for such models.
+    supports_tools: bool = True
+    # "strict", "non_strict" (rejects strict: true), "json_object" (rejects
+    # json_schema) or "none" (rejects any response_format).
+    json_schema: Literal["strict", "non_strict", "json_object", "none"] = "strict"
+    # False: logprobs and top_logprobs are ignored and `logprobs` is null.
+    logprobs: bool = True
+    # False: /v1/decisions answers 404.
+    decisions: bool = True
+    # How images come back unless the request says: base64 or a URL served here.
+    image_response: Literal["b64_json", "url"] = "b64_json"
+    # Where built-in answers put a short reasoning text, if anywhere.
+    reasoning: Literal["reasoning_content", "reasoning", "think_tags"] | None = None
+    # False: a request with prompt_cache_key answers 400.
+    prompt_cache_key: bool = True
+    # False: streams never end with a usage chunk, even when asked.
+    stream_usage: bool = True
+    # Set: every API request answers this status with an OpenAI-style error.
+    fail_status: int | None = None
+    fail_message: str = (
+        "The server had an error while processing your request. Sorry about that!"
+    )
+    # Seconds to wait before answering each request.
+    latency: float = 0.0
+
+
+class Headers(dict[str, str]):
+    """Request headers under lower-case names, looked up regardless of case."""
+
+    def __getitem__(self, key: str) -> str:
+        """Return the header's value."""
+        return super().__getitem__(key.lower())
+
+    def __contains__(self, key: object) -> bool:
+        """Tell whether the header was sent."""
+        return isinstance(key, str) and super().__contains__(key.lower())
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Return the header's value, or the default."""
+        return super().get(key.lower(), default)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    """One request as the simulator received it."""
+
+    method: str
+    path: str
+    headers: Headers
+    json: Any
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class _Scripted:
+    """A queued response."""
+
+    status: int
+    json: Any
+    sse: list[SSEItem] | None
+    raw: str | None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class OpenAISimulator:
+    """A deterministic, scriptable server speaking the OpenAI wire protocol.
+
+    It is not a model: built-in answers follow simple rules, and tests can
+    queue exact responses per path with `enqueue`.
+    """
+
+    def __init__(
+        self, api_key: str | None = None, models: list[str] | None = None
+    ) -> None:
+        """Prepare the application; `start` serves it."""
+        self.api_key = api_key
+        self.models = list(DEFAULT_MODELS if models is None else models)
+        self.settings = SimulatorSettings()
+        self.requests: list[RecordedRequest] = []
+        self._queue: dict[str, deque[_Scripted]] = {}
+        self._files: dict[str, bytes] = {}
+        self._runner: web.AppRunner | None = None
+        self._base_url: str | None = None
+        self.app = web.Application(
+            middlewares=[self._middleware], client_max_size=_MAX_BODY
+        )
+        self.app.add_routes(
+            [
+                web.get("/v1/models", self._list_models),
+                web.get("/v1/models/{model:.+}", self._get_model),
+                web.post("/v1/chat/completions", self._chat_completions),
+                web.post("/v1/images/generations", self._image_generations),
+                web.post("/v1/images/edits", self._image_edits),
+                web.post("/v1/decisions", self._decisions),
+                web.get("/files/{name}.png", self._file),
+            ]
+        )
+        self.app.on_response_prepare.append(self._stamp)
+
+    @property
+    def base_url(self) -> str:
+        """Return the API base URL, such as `http://127.0.0.1:PORT/v1`."""
+        if self._base_url is None:
+            raise RuntimeError("The simulator is not running; await start() first")
+        return self._base_url
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Serve on host and port (0: any free port); return the base URL."""
+        if self._runner is not None:
+            raise RuntimeError("The simulator is already running")
+        runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=1.0)
+        await runner.setup()
+        await web.TCPSite(runner, host, port).start()
+        self._runner = runner
+        bound = runner.addresses[0][1]
+        shown = f"[{host}]" if ":" in host else host
+        self._base_url = f"http://{shown}:{bound}/v1"
+        return self._base_url
+
+    async def stop(self) -> None:
+        """Stop serving and close all connections."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+        self._runner = None
+        self._base_url = None
+
+    def enqueue(
+        self,
+        path: str,
+        *,
+        status: int = 200,
+        json: Any = None,
+        sse: list[SSEItem] | None = None,
+        headers: dict[str, str] | None = None,
+        raw: str | None = None,
+    ) -> None:
+        """Queue the next response for request paths ending in `path`.
+
+        Queued responses are used first in, first out, before the built-in
+        behaviour. `sse` items are chunk dicts (sent as `data: <json>`, with id,
+        object, created and model filled in unless it is an error event) or raw
+        strings sent as they are; `data: [DONE]` follows. Without a body, an
+        error status gets an OpenAI-style error body.
+        """
+        if sum(body is not None for body in (json, sse, raw)) > 1:
+            raise ValueError("Give at most one of json, sse and raw")
+        key = path if path.startswith("/") else f"/{path}"
+        self._queue.setdefault(key, deque()).append(
+            _Scripted(status, json, sse, raw, dict(headers or {}))
+        )
+
+    def chat_requests(self) -> list[dict[str, Any]]:
+        """Return the bodies of the chat completion requests received, in order."""
+        return [
+            request.json
+            for request in self.requests
+            if request.method == "POST" and request.path.endswith("/chat/completions")
+        ]
+
+    # --- plumbing ------------------------------------------------------------
+
+    @web.middleware
+    async def _middleware(
+        self, request: web.Request, handler: Handler
+    ) -> web.StreamResponse:
+        """Record the request, then apply switches, auth and scripted responses."""
+        raw = await request.read()
+        try:
+            parsed = (
+                json.loads(raw)
+                if raw and request.content_type == "application/json"
+                else None
+            )
+        except ValueError:
+            parsed = None
+        request["json"] = parsed
+        self.requests.append(
+            RecordedRequest(
+                request.method,
+                request.path,
+                Headers(
+                    (name.lower(), value) for name, value in request.headers.items()
+                ),
+                parsed,
+                raw,
+            )
+        )
+        if self.settings.latency:
+            await asyncio.sleep(self.settings.latency)
+        try:
+            if not request.path.startswith("/files/"):
+                self._check_access(request)
+                if (scripted := self._next_scripted(request.path)) is not None:
+                    return await self._send_scripted(request, scripted)
+            return await handler(request)
+        except APIError as err:
+            return web.json_response(err.body(), status=err.status)
+        except web.HTTPException as err:
+            if err.status < 400:
+                raise
+            return self._not_found(request, err.status)
+
+    def _check_access(self, request: web.Request) -> None:
+        """Apply the fault switch, then the API key."""
+        if (status := self.settings.fail_status) is not None:
+            raise APIError(
+                self.settings.fail_message,
+                status=status,
+                type_="server_error" if status >= 500 else "invalid_request_error",
+                code="rate_limit_exceeded" if status == 429 else None,
+            )
+        if self.api_key is not None and (
+            request.headers.get("Authorization") != f"Bearer {self.api_key}"
+        ):
+            raise APIError(
+                "Incorrect API key provided", status=401, code="invalid_api_key"
+            )
+
+    def _next_scripted(self, path: str) -> _Scripted | None:
+        """Pop the oldest queued response for the path, if any."""
+        for suffix, queue in self._queue.items():
+            if queue and path.endswith(suffix):
+                return queue.popleft()
+        return None
+
+    async def _stamp(self, request: web.Request, response: web.StreamResponse) -> None:
+        """Give every API response a request id, as OpenAI does."""
+        if not request.path.startswith("/files/"):
+            response.headers.setdefault("x-request-id", chat.new_id("req_", 32))
+
+    @staticmethod
+    def _not_found(request: web.Request, status: int = 404) -> web.Response:
+        """Answer a route that does not exist (or is switched off)."""
+        return web.json_response(
+            error_body(f"Invalid URL ({request.method} {request.path})"), status=status
+        )
+
+    async def _send_scripted(
+        self, request: web.Request, scripted: _Scripted
+    ) -> web.StreamResponse:
+        """Send a queued response."""
+        if scripted.sse is not None:
+            body = request["json"] if isinstance(request["json"], dict) else {}
+            return await self._send_sse(
+                request,
+                scripted.sse,
+                model=str(body.get("model") or "simulator"),
+                status=scripted.status,
+                headers=scripted.headers,
+            )
+        if scripted.json is not None:
+            payload, content_type = json.dumps(scripted.json), "application/json"
+        elif scripted.raw is not None:
+            payload, content_type = scripted.raw, "text/plain; charset=utf-8"
+        elif scripted.status >= 400:
+            phrase = (
+                HTTPStatus(scripted.status).phrase
+                if scripted.status in HTTPStatus
+                else "Error"
+            )
+            payload = json.dumps(
+                error_body(
+                    phrase,
+                    type_="server_error"
+                    if scripted.status >= 500
+                    else "invalid_request_error",
+                )
+            )
+            content_type = "application/json"
+        else:
+            payload, content_type = "", "text/plain; charset=utf-8"
+        response = web.Response(
+            body=payload.encode(), status=scripted.status, headers=scripted.headers
+        )
+        if "Content-Type" not in response.headers:
+            response.headers["Content-Type"] = content_type
+        return response
+
+    async def _send_sse(
+        self,
+        request: web.Request,
+        items: list[SSEItem],
+        *,
+        model: str,
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+    ) -> web.StreamResponse:
+        """Stream chunks as server-sent events, ending with `data: [DONE]`."""
+        response = web.StreamResponse(status=status, headers=headers)
+        response.headers.setdefault("Content-Type", "text/event-stream; charset=utf-8")
+        response.headers.setdefault("Cache-Control", "no-cache")
+        await response.prepare(request)
+        defaults = {
+            "id": chat.new_id("chatcmpl-", 29),
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+        }
+        for item in items:
+            if isinstance(item, str):
+                await response.write(item.encode())
+                continue
+            event = item if "error" in item else {**defaults, **item}
+            await response.write(f"data: {json.dumps(event)}\n\n".encode())
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+    # --- routes --------------------------------------------------------------
+
+    async def _list_models(self, request: web.Request) -> web.Response:
+        """List the models, OpenAI style."""
+        if not self.settings.models_endpoint:
+            return self._not_found(request)
+        return web.json_response(
+            {"object": "list", "data": [_model_entry(model) for model in self.models]}
+        )
+
+    async def _get_model(self, request: web.Request) -> web.Response:
+        """Describe one model."""
+        model = request.match_info["model"]
+        if not self.settings.models_endpoint:
+            return self._not_found(request)
+        if model not in self.models:
+            raise APIError(
+                f"The model '{model}' does not exist",
+                status=404,
+                param="model",
+                code="model_not_found",
+            )
+        return web.json_response(_model_entry(model))
+
+    async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
+        """Validate the request and answer it, streamed or not."""
+        body = request["json"]
+        chat.validate(body, self.settings)
+        result = chat.answer(body, self.settings)
+        usage = chat.usage(body, result)
+        mode = self.settings.reasoning
+        if not body.get("stream"):
+            return web.json_response(
+                chat.completion(
+                    result, model=body["model"], reasoning_mode=mode, usage=usage
+                )
+            )
+        wants_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        chunks = chat.stream_chunks(
+            result,
+            reasoning_mode=mode,
+            usage=usage if wants_usage and self.settings.stream_usage else None,
+        )
+        return await self._send_sse(request, list(chunks), model=body["model"])
+
+    async def _image_generations(self, request: web.Request) -> web.Response:
+        """Draw images for a JSON request."""
+        body = request["json"]
+        if not isinstance(body, dict):
+            raise APIError("We could not parse the JSON body of your request.")
+        return self._images(request, body)
+
+    async def _image_edits(self, request: web.Request) -> web.Response:
+        """Draw images for a multipart request, after checking its images decode."""
+        if request.content_type != "multipart/form-data":
+            raise APIError(
+                f"Invalid Content-Type header ({request.content_type}), expected "
+                "multipart/form-data."
+            )
+        fields, files = _multipart(
+            request.headers["Content-Type"], await request.read()
+        )
+        images = [data for name, data in files if name in ("image", "image[]")]
+        if not images:
+            raise missing("image")
+        for index, data in enumerate(images, start=1):
+            if not is_image(data):
+                raise APIError(
+                    f"Invalid image file or mode for image {index}, please check your "
+                    "image file.",
+                    param="image",
+                    code="invalid_image_file",
+                )
+        for name, data in files:
+            if name == "mask" and not is_image(data):
+                raise APIError(
+                    "Invalid mask image file.", param="mask", code="invalid_image_file"
+                )
+        return self._images(request, fields)
+
+    def _images(self, request: web.Request, fields: dict[str, Any]) -> web.Response:
+        """Validate image parameters and answer with freshly drawn PNGs."""
+        prompt = fields.get("prompt")
+        if not isinstance(prompt, str) or not prompt:
+            raise missing("prompt")
+        model = str(fields.get("model") or "dall-e-2")
+        gpt_image = model.startswith("gpt-image")
+        count = _image_count(fields.get("n", 1))
+        width, height = _image_size(fields.get("size"))
+        response_format = fields.get("response_format")
+        if response_format is not None:
+            if gpt_image:
+                raise unknown_parameter("response_format")
+            if response_format not in _IMAGE_FORMATS:
+                raise invalid_value("response_format", response_format, _IMAGE_FORMATS)
+        else:
+            response_format = self.settings.image_response
+        data: list[dict[str, Any]] = []
+        for index in range(count):
+            png = draw_png(f"{prompt}#{index}" if index else prompt, width, height)
+            item: dict[str, Any] = {}
+            if response_format == "url":
+                name = uuid.uuid4().hex
+                self._files[name] = png
+                item["url"] = f"{request.scheme}://{request.host}/files/{name}.png"
+            else:
+                item["b64_json"] = base64.b64encode(png).decode()
+            if not gpt_image:
+                item["revised_prompt"] = prompt
+            data.append(item)
+        result: dict[str, Any] = {"created": int(time.time()), "data": data}
+        if gpt_image:
+            prompt_tokens = chat.count_tokens(prompt)
+            result |= {
+                "background": "opaque",
+                "output_format": "png",
+                "quality": "medium",
+                "size": f"{width}x{height}",
+                "usage": {
+                    "input_tokens": prompt_tokens,
+                    "input_tokens_details": {
+                        "text_tokens": prompt_tokens,
+                        "image_tokens": 0,
+                    },
+                    "output_tokens": 1056 * count,
+                    "total_tokens": prompt_tokens + 1056 * count,
+                },
+            }
+        return web.json_response(result)
+
+    async def _decisions(self, request: web.Request) -> web.Response:
+        """Answer decision questions with deterministic probabilities."""
+        if not self.settings.decisions:
+            return self._not_found(request)
+        body = request["json"]
+        decisions.validate(body)
+        return web.json_response(decisions.decide(body))
+
+    async def _file(self, request: web.Request) -> web.Response:
+        """Serve an image generated in URL mode."""
+        png = self._files.get(request.match_info["name"])
+        if png is None:
+            return self._not_found(request)
+        return web.Response(body=png, content_type="image/png")
+
+
+def _model_entry(model: str) -> dict[str, Any]:
+    """Return one entry of the model list."""
+    return {
+        "id": model,
+        "object": "model",
+        "created": 1_700_000_000,
+        "owned_by": "library" if ":" in model else "openai",
+    }
+
+
+def _image_count(value: Any) -> int:
+    """Return `n`, from JSON or a form field, checked to lie within 1 to 10."""
+    try:
+        count = int(value)
+    except TypeError, ValueError:
+        raise invalid_type("n", "an integer", value) from None
+    if not 1 <= count <= 10:
+        raise APIError(
+            f"Invalid 'n': integer out of range. Expected a value between 1 and 10, "
+            f"but got {count} instead.",
+            param="n",
+            code="integer_out_of_range",
+        )
+    return count
+
+
+def _image_size(value: Any) -> tuple[int, int]:
+    """Return (width, height) for `size`; "auto" and none mean 1024x1024."""
+    if value in (None, "auto"):
+        return 1024, 1024
+    match = _SIZE.match(str(value))
+    if match is None or not all(16 <= int(side) <= 4096 for side in match.groups()):
+        raise invalid_value(
+            "size", value, ("1024x1024", "1024x1536", "1536x1024", "auto")
+        )
+    return int(match[1]), int(match[2])
+
+
+def _multipart(
+    content_type: str, body: bytes
+) -> tuple[dict[str, Any], list[tuple[str, bytes]]]:
+    """Split a multipart/form-data body into text fields and files."""
+    message = email.message_from_bytes(
+        f"Content-Type: {content_type}\r\n\r\n".encode() + body,
+        policy=email.policy.HTTP,
+    )
+    fields: dict[str, Any] = {}
+    files: list[tuple[str, bytes]] = []
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        payload = part.get_payload(decode=True)
+        if not isinstance(payload, bytes):
+            payload = b""
+        if part.get_filename() is not None:
+            files.append((str(name), payload))
+        else:
+            fields[str(name)] = payload.decode()
+    return fields, files
