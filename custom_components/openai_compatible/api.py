@@ -248,9 +248,28 @@ async def async_fetch_models(client: openai.AsyncOpenAI) -> list[str] | None:
     return _model_ids(page)
 
 
-def _is_openai_error_body(body: object) -> bool:
-    """Tell whether an error body is a JSON object, as OpenAI's servers send."""
-    return isinstance(body, dict) and bool(body)
+def _proves_protocol(err: openai.APIStatusError) -> bool:
+    """Tell whether an error answer to the probe still proves the protocol.
+
+    A validation error (400/422) with a JSON body proves that the route exists
+    and took the key; so does a JSON 404 about the model, while a 404 about
+    the URL does not.
+    """
+    body = err.body
+    if not isinstance(body, dict) or not body:
+        return False
+    if err.status_code in (400, 422):
+        return True
+    if err.status_code != 404:
+        return False
+    inner = body.get("error", body)
+    if not isinstance(inner, dict):
+        return False
+    return (
+        inner.get("code") == "model_not_found"
+        or inner.get("param") == "model"
+        or "model" in str(inner.get("message", "")).lower()
+    )
 
 
 async def async_probe(client: openai.AsyncOpenAI, model: str) -> None:
@@ -258,8 +277,8 @@ async def async_probe(client: openai.AsyncOpenAI, model: str) -> None:
 
     Sends a chat completion with no messages: a server that validates the
     request (400/422 with a JSON error) or answers it (200) proves both the
-    protocol and the key, and no tokens are generated. A JSON 404 is an
-    unknown model, which proves as much. Raises ServerError otherwise.
+    protocol and the key, and no tokens are generated. A JSON 404 about the
+    model proves as much. Raises ServerError otherwise.
     """
     try:
         await client.chat.completions.with_raw_response.create(
@@ -268,7 +287,7 @@ async def async_probe(client: openai.AsyncOpenAI, model: str) -> None:
     except openai.APIStatusError as err:
         if isinstance(err, (openai.AuthenticationError, openai.PermissionDeniedError)):
             raise AuthError("invalid_auth") from err
-        if err.status_code in (400, 404, 422) and _is_openai_error_body(err.body):
+        if _proves_protocol(err):
             return
         if err.status_code in MISSING_ENDPOINT_STATUSES:
             raise NotCompatibleError("not_compatible") from err

@@ -145,6 +145,8 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     def __init__(self) -> None:
         """Start with no provider chosen."""
         self._provider_key = DEFAULT_PROVIDER
+        self._data: dict[str, Any] = {}
+        self._models: list[str] = []
 
     @override
     async def async_step_user(
@@ -190,11 +192,10 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
                 self._abort_if_unique_id_configured()
                 models = await self._async_validate(data, errors, placeholders)
                 if not errors:
-                    return self.async_create_entry(
-                        title=_entry_title(self._provider_key, data[CONF_BASE_URL]),
-                        data=data,
-                        subentries=_default_subentries(models, preset),
-                    )
+                    self._data, self._models = data, models
+                    if pick_chat_model(models, preset.recommended_model) is None:
+                        return await self.async_step_model()
+                    return self._async_create(None)
 
         schema = probatio.Schema(
             {
@@ -210,6 +211,36 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             ),
             errors=errors,
             description_placeholders=placeholders,
+        )
+
+    async def async_step_model(
+        self, user_input: dict[str, Any] | None = None
+    ) -> ConfigFlowResult:
+        """Ask for the model when the server names no chat model."""
+        if user_input is not None:
+            return self._async_create(user_input[CONF_CHAT_MODEL].strip())
+        schema = probatio.Schema(
+            {
+                probatio.Required(CONF_CHAT_MODEL): SelectSelector(
+                    SelectSelectorConfig(
+                        options=_model_options(self._models, is_chat_model, None),
+                        custom_value=True,
+                        mode=SelectSelectorMode.DROPDOWN,
+                    )
+                )
+            }
+        )
+        return self.async_show_form(step_id="model", data_schema=schema)
+
+    def _async_create(self, chat_model: str | None) -> ConfigFlowResult:
+        """Create the entry with one agent and one task."""
+        preset = _provider(self._provider_key)
+        return self.async_create_entry(
+            title=_entry_title(self._provider_key, self._data[CONF_BASE_URL]),
+            data=self._data,
+            subentries=_default_subentries(
+                self._models, chat_model or preset.recommended_model
+            ),
         )
 
     async def async_step_reauth(
@@ -378,10 +409,10 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
 
 
 def _default_subentries(
-    models: list[str], preset: Provider
+    models: list[str], preferred_model: str | None
 ) -> list[ConfigSubentryData]:
     """Return one conversation agent and one AI task for a new entry."""
-    chat_model = pick_chat_model(models, preset.recommended_model)
+    chat_model = pick_chat_model(models, preferred_model)
     conversation: dict[str, Any] = {
         CONF_RECOMMENDED: True,
         CONF_PROMPT: llm.DEFAULT_INSTRUCTIONS_PROMPT,
