@@ -1,0 +1,131 @@
+"""Check the integration's metadata: manifest.json, hacs.json and brand images."""
+
+from __future__ import annotations
+
+from importlib import metadata
+import json
+from pathlib import Path
+from typing import Any
+
+import homeassistant
+from homeassistant.core import HomeAssistant
+from homeassistant.loader import async_get_integration
+from packaging.requirements import Requirement
+from PIL import Image
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+INTEGRATION_DIR = REPO_ROOT / "custom_components" / "openai_compatible"
+DOMAIN = "openai_compatible"
+
+
+def _read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(name="manifest")
+def manifest_fixture() -> dict[str, Any]:
+    """Return the parsed manifest.json."""
+    manifest: dict[str, Any] = _read_json(INTEGRATION_DIR / "manifest.json")
+    return manifest
+
+
+def _ha_constraints() -> dict[str, Requirement]:
+    """Return the pins of homeassistant/package_constraints.txt by name."""
+    text = (Path(homeassistant.__file__).parent / "package_constraints.txt").read_text(
+        encoding="utf-8"
+    )
+    pins: dict[str, Requirement] = {}
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line or line.startswith("-"):
+            continue
+        req = Requirement(line)
+        pins[req.name.lower()] = req
+    return pins
+
+
+def test_manifest_key_order(manifest: dict[str, Any]) -> None:
+    """Home Assistant wants domain, name, then the other keys sorted."""
+    keys = list(manifest)
+    assert keys[:2] == ["domain", "name"]
+    assert keys[2:] == sorted(keys[2:])
+
+
+def test_manifest_content(manifest: dict[str, Any]) -> None:
+    """The manifest declares what the integration needs."""
+    assert manifest["domain"] == DOMAIN
+    assert manifest["name"] == "OpenAI Compatible"
+    assert manifest["integration_type"] == "service"
+    assert manifest["config_flow"] is True
+    assert {"conversation", "ai_task"} <= set(manifest["dependencies"])
+    assert manifest["version"]
+    assert manifest["documentation"].startswith("https://")
+    assert manifest["issue_tracker"].startswith("https://")
+
+
+def test_manifest_requirements(manifest: dict[str, Any]) -> None:
+    """The openai pin is installed here and agrees with Home Assistant's pin."""
+    requirements = [Requirement(item) for item in manifest["requirements"]]
+    assert [str(req) for req in requirements] == ["openai==3.26.0"]
+    constraints = _ha_constraints()
+    for req in requirements:
+        installed = metadata.version(req.name)
+        assert req.specifier.contains(installed, prereleases=True), (
+            f"{req} is not satisfied by the installed {req.name} {installed}"
+        )
+        pinned = constraints.get(req.name.lower())
+        assert pinned is not None, f"{req.name} is not pinned by Home Assistant"
+        (spec,) = pinned.specifier
+        assert spec.operator == "=="
+        assert req.specifier.contains(spec.version, prereleases=True), (
+            f"{req} conflicts with Home Assistant's {pinned}"
+        )
+
+
+def test_hacs_json() -> None:
+    """hacs.json names the integration and the minimum Home Assistant."""
+    hacs = _read_json(REPO_ROOT / "hacs.json")
+    assert hacs == {
+        "name": "OpenAI Compatible",
+        "homeassistant": "2026.11.0",
+        "render_readme": True,
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "size"),
+    [("icon.png", (256, 256)), ("icon@2x.png", (512, 512)), ("logo.png", None)],
+)
+def test_brand_images(name: str, size: tuple[int, int] | None) -> None:
+    """The brand folder holds PNG images of the expected sizes."""
+    with Image.open(INTEGRATION_DIR / "brand" / name) as image:
+        assert image.format == "PNG"
+        if size is not None:
+            assert image.size == size
+        else:
+            width, height = image.size
+            assert height in (128, 256)
+            assert width >= height
+
+
+def test_package_is_ours() -> None:
+    """``custom_components.openai_compatible`` comes from this repository.
+
+    The harness ships its own ``custom_components`` package; tests/harness_skews
+    puts our folder first on its ``__path__``.
+    """
+    import custom_components.openai_compatible as integration  # noqa: PLC0415
+
+    assert integration.__file__ is not None
+    assert Path(integration.__file__).resolve().parent == INTEGRATION_DIR
+
+
+async def test_loader_finds_our_integration(hass: HomeAssistant) -> None:
+    """Home Assistant's loader resolves the domain to this repository's folder."""
+    integration = await async_get_integration(hass, DOMAIN)
+    assert not integration.is_built_in
+    assert Path(integration.file_path).resolve() == INTEGRATION_DIR
+    assert integration.version is not None
+    assert str(integration.version) == integration.manifest["version"]
+    assert {"conversation", "ai_task"} <= set(integration.dependencies)
