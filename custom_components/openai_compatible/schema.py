@@ -173,11 +173,12 @@ def schema_instructions(schema: dict[str, Any]) -> str:
 def parse_json_answer(text: str) -> Any:
     """Return the JSON value in a model's answer.
 
-    Reasoning up to the last ``</think>`` is dropped; then the answer is read
+    Reasoning is dropped: all up to the last ``</think>``, and all after a
+    ``<think>`` left open. Then the answer is read
     whole, else from the first fenced block that parses, else from the first
     ``{`` or ``[`` where a JSON value starts, so prose around it does not matter.
     """
-    answer = text.rsplit("</think>", 1)[-1]
+    answer = text.rsplit("</think>", 1)[-1].split("<think>", 1)[0]
     try:
         return json.loads(answer)
     except json.JSONDecodeError as err:
@@ -424,14 +425,19 @@ def _media(config: Mapping[str, Any], convert: _Convert) -> _Schema:
 
 
 def _number(config: Mapping[str, Any], convert: _Convert) -> _Schema:
-    """Return a number within the selector's range, an integer for whole steps."""
+    """Return a number within the selector's range.
+
+    It is an integer where the selector's input gives whole numbers only: steps
+    that are whole from a whole minimum, on a slider or longer than the default 1.
+    """
     step = config["step"]
-    whole = (
+    integer = (
         step != "any"
         and float(step).is_integer()
         and float(config.get("min", 0)).is_integer()
+        and (config.get("mode") == selector.NumberSelectorMode.SLIDER or step != 1)
     )
-    result: _Schema = {"type": "integer" if whole else "number"}
+    result: _Schema = {"type": "integer" if integer else "number"}
     if "min" in config:
         result["minimum"] = _plain_number(config["min"])
     if "max" in config:
@@ -570,7 +576,7 @@ def _unit_of_measurement(config: Mapping[str, Any], convert: _Convert) -> _Schem
         return {"type": "string"}
     return {
         "type": "string",
-        "enum": sorted(unit for unit in units if unit is not None),
+        "enum": sorted(str(unit) for unit in units if unit),
     }
 
 

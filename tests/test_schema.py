@@ -1,0 +1,1200 @@
+"""Task structures as JSON schema, and model answers checked against them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from homeassistant.components.ai_task.services import (
+    STRUCTURE_FIELD_SCHEMA,
+    _validate_structure_fields,
+)
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import config_validation as cv, selector
+import probatio
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from custom_components.openai_compatible.schema import (
+    StrictUnsupported,
+    StructureMismatch,
+    drop_optional_nulls,
+    parse_json_answer,
+    schema_instructions,
+    strict_json_schema,
+    structure_to_json_schema,
+    validate_result,
+)
+
+# The `structure` field of ai_task.generate_data, as the service validates it.
+STRUCTURE = probatio.All(
+    probatio.Schema({str: STRUCTURE_FIELD_SCHEMA}), _validate_structure_fields
+)
+
+
+def build(fields: dict[str, Any]) -> probatio.Schema:
+    """Return the structure ai_task builds from service-call style fields."""
+    structure: probatio.Schema = STRUCTURE(fields)
+    return structure
+
+
+def single(selector_config: dict[str, Any]) -> probatio.Schema:
+    """Return a structure with one required field, `value`, using the selector."""
+    return build(
+        {
+            "value": {
+                "description": "The value",
+                "required": True,
+                "selector": selector_config,
+            }
+        }
+    )
+
+
+FILE_ID = "0b3b2c8e6c0a4c7e9a3f1d2e4b5c6d7e"
+
+# id, selector, answer in strict form (nulls for what is left out), validated
+# value, a wrong answer and the problem it must be reported with.
+ROUND_TRIPS: list[tuple[str, dict[str, Any], Any, Any, Any, str]] = [
+    (
+        "action",
+        {"action": {}},
+        [{"action": "light.turn_on"}],
+        [{"action": "light.turn_on"}],
+        {},
+        "required key 'value' is missing",
+    ),
+    (
+        "addon",
+        {"addon": {}},
+        "core_ssh",
+        "core_ssh",
+        {"value": 1},
+        "expected str at 'value'",
+    ),
+    (
+        "app",
+        {"app": {}},
+        "core_ssh",
+        "core_ssh",
+        {"value": 1},
+        "expected str at 'value'",
+    ),
+    (
+        "area",
+        {"area": {"multiple": True}},
+        ["kitchen"],
+        ["kitchen"],
+        {"value": "kitchen"},
+        "Value should be a list at 'value'",
+    ),
+    (
+        "assist_pipeline",
+        {"assist_pipeline": {}},
+        "preferred",
+        "preferred",
+        {"value": None},
+        "expected str at 'value'",
+    ),
+    (
+        "attribute",
+        {"attribute": {"entity_id": "light.kitchen"}},
+        "brightness",
+        "brightness",
+        {"value": 3},
+        "expected str at 'value'",
+    ),
+    (
+        "automation_behavior",
+        {"automation_behavior": {"mode": "trigger"}},
+        "first",
+        "first",
+        {"value": "any"},
+        "value must be one of",
+    ),
+    (
+        "backup_location",
+        {"backup_location": {}},
+        "/backup",
+        "/backup",
+        {"value": "my backups"},
+        "at 'value'",
+    ),
+    (
+        "boolean",
+        {"boolean": {}},
+        False,
+        False,
+        {"value": True, "x": 1},
+        "key 'x' is not allowed",
+    ),
+    (
+        "choose",
+        {
+            "choose": {
+                "choices": {
+                    "number": {"selector": {"number": {}}},
+                    "text": {"selector": {"text": {}}},
+                }
+            }
+        },
+        {"active_choice": "number", "number": 3, "text": None},
+        3.0,
+        {"value": {"active_choice": "number", "text": "x"}},
+        "Missing value for active choice at 'value'",
+    ),
+    (
+        "color_rgb",
+        {"color_rgb": {}},
+        [255, 128, 0],
+        [255, 128, 0],
+        {"value": [255, 128, 256]},
+        "at 'value[2]'",
+    ),
+    (
+        "color_temp",
+        {"color_temp": {"unit": "kelvin", "min": 2000, "max": 6500}},
+        2700,
+        2700.0,
+        {"value": 9000},
+        "at 'value'",
+    ),
+    (
+        "condition",
+        {"condition": {}},
+        [{"condition": "state", "entity_id": "light.kitchen", "state": "on"}],
+        [
+            {
+                "condition": "state",
+                "entity_id": ["light.kitchen"],
+                "state": "on",
+                "match": "all",
+            }
+        ],
+        {"value": [{"condition": "state"}]},
+        "at 'value",
+    ),
+    (
+        "config_entry",
+        {"config_entry": {}},
+        "01JABC",
+        "01JABC",
+        {"value": 1},
+        "expected str at 'value'",
+    ),
+    (
+        "constant",
+        {"constant": {"value": "on"}},
+        "on",
+        "on",
+        {"value": "off"},
+        "at 'value'",
+    ),
+    (
+        "conversation_agent",
+        {"conversation_agent": {}},
+        "conversation.home_assistant",
+        "conversation.home_assistant",
+        {"value": 1},
+        "expected str at 'value'",
+    ),
+    (
+        "country",
+        {"country": {"countries": ["DE", "FR"]}},
+        "DE",
+        "DE",
+        {"value": "US"},
+        "Value US is not a valid option at 'value'",
+    ),
+    (
+        "date",
+        {"date": {}},
+        "2026-11-05",
+        "2026-11-05",
+        {"value": "5 November"},
+        "Could not parse date at 'value'",
+    ),
+    (
+        "datetime",
+        {"datetime": {}},
+        "2026-11-05T07:30:00+01:00",
+        "2026-11-05T07:30:00+01:00",
+        {"value": "tomorrow"},
+        "Invalid datetime specified: tomorrow at 'value'",
+    ),
+    ("device", {"device": {}}, "abc123", "abc123", {"value": ["abc"]}, "expected str"),
+    (
+        "device_class",
+        {"device_class": {"domain": "sensor"}},
+        "temperature",
+        "temperature",
+        {"value": "hot"},
+        "value must be one of",
+    ),
+    (
+        "duration",
+        {"duration": {"enable_day": True}},
+        {"days": 0, "hours": 1, "minutes": 30, "seconds": 0},
+        {"days": 0, "hours": 1, "minutes": 30, "seconds": 0},
+        {"value": {"days": 0, "hours": -1, "minutes": 0, "seconds": 0}},
+        "Time period should be positive at 'value'",
+    ),
+    (
+        "entity",
+        {"entity": {"domain": "light"}},
+        "light.kitchen",
+        "light.kitchen",
+        {"value": "switch.kitchen"},
+        "Entity switch.kitchen belongs to domain switch",
+    ),
+    (
+        "entity_multiple",
+        {"entity": {"multiple": True, "include_entities": ["light.a", "light.b"]}},
+        ["light.b"],
+        ["light.b"],
+        {"value": ["light.c"]},
+        "at 'value[0]'",
+    ),
+    (
+        "file",
+        {"file": {"accept": "image/*"}},
+        FILE_ID,
+        FILE_ID,
+        {"value": "photo.jpg"},
+        "badly formed hexadecimal UUID string at 'value'",
+    ),
+    ("floor", {"floor": {}}, "ground", "ground", {"value": 0}, "expected str"),
+    (
+        "icon",
+        {"icon": {}},
+        "mdi:lightbulb",
+        "mdi:lightbulb",
+        {"value": 0},
+        "expected str",
+    ),
+    (
+        "label",
+        {"label": {"multiple": True}},
+        ["a", "b"],
+        ["a", "b"],
+        {"value": [1]},
+        "expected str",
+    ),
+    (
+        "language",
+        {"language": {"languages": ["en", "de"]}},
+        "de",
+        "de",
+        {"value": "fr"},
+        "Value fr is not a valid option at 'value'",
+    ),
+    (
+        "location",
+        {"location": {"radius": True}},
+        {"latitude": 52.5, "longitude": 13.4, "radius": None},
+        {"latitude": 52.5, "longitude": 13.4},
+        {"value": {"latitude": 100, "longitude": 0}},
+        "invalid latitude at 'value.latitude'",
+    ),
+    (
+        "media",
+        {"media": {}},
+        {
+            "entity_id": "media_player.tv",
+            "media_content_id": "media-source://x",
+            "media_content_type": "music",
+        },
+        {
+            "entity_id": "media_player.tv",
+            "media_content_id": "media-source://x",
+            "media_content_type": "music",
+        },
+        {"value": {"entity_id": "media_player.tv", "media_content_id": "x"}},
+        "required key 'media_content_type' is missing at 'value'",
+    ),
+    (
+        "media_multiple",
+        {"media": {"accept": ["image/*"], "multiple": True}},
+        [{"media_content_id": "media-source://x", "media_content_type": "image/png"}],
+        [{"media_content_id": "media-source://x", "media_content_type": "image/png"}],
+        {"value": [{"media_content_id": "x", "media_content_type": "y", "z": 1}]},
+        "key 'z' is not allowed at 'value'",
+    ),
+    (
+        "number",
+        {"number": {"min": 0, "max": 10}},
+        5,
+        5.0,
+        {"value": 11},
+        "Value 11.0 is too large at 'value'",
+    ),
+    (
+        "numeric_threshold",
+        {"numeric_threshold": {"mode": "is", "unit_of_measurement": ["°C", None]}},
+        {
+            "type": "above",
+            "value": {"number": 21.5, "entity": None, "unit_of_measurement": "°C"},
+            "value_min": None,
+            "value_max": None,
+        },
+        {"type": "above", "value": {"number": 21.5, "unit_of_measurement": "°C"}},
+        {"value": {"type": "any"}},
+        "Threshold type 'any' is only allowed when mode is 'changed' at 'value'",
+    ),
+    (
+        "object",
+        {
+            "object": {
+                "fields": {
+                    "name": {"required": True, "selector": {"text": {}}},
+                    "age": {"selector": {"number": {}}},
+                }
+            }
+        },
+        {"name": "Ada", "age": None},
+        {"name": "Ada"},
+        {"value": {"age": 36}},
+        "Field name is required at 'value'",
+    ),
+    (
+        "object_free_form",
+        {"object": {}},
+        {"anything": [1, "two"]},
+        {"anything": [1, "two"]},
+        {},
+        "required key 'value' is missing",
+    ),
+    ("qr_code", {"qr_code": {"data": "abc"}}, "abc", "abc", {"value": 5}, "at 'value'"),
+    (
+        "select",
+        {"select": {"options": ["a", "b"]}},
+        "a",
+        "a",
+        {"value": "c"},
+        "value must be one of",
+    ),
+    (
+        "select_multiple",
+        {
+            "select": {
+                "options": [
+                    {"value": "r", "label": "Red"},
+                    {"value": "g", "label": "Green"},
+                ],
+                "multiple": True,
+            }
+        },
+        ["r", "g"],
+        ["r", "g"],
+        {"value": ["red"]},
+        "value must be one of ['g', 'r'] at 'value'",
+    ),
+    (
+        "select_custom_value",
+        {"select": {"options": ["a", "b"], "custom_value": True}},
+        "z",
+        "z",
+        {"value": 1},
+        "expected str at 'value'",
+    ),
+    (
+        "serial_port",
+        {"serial_port": {}},
+        "/dev/ttyUSB0",
+        "/dev/ttyUSB0",
+        {"value": 1},
+        "expected str",
+    ),
+    (
+        "state",
+        {"state": {"entity_id": "light.kitchen"}},
+        "on",
+        "on",
+        {"value": 1},
+        "expected str",
+    ),
+    (
+        "state_class",
+        {"state_class": {"state_classes": ["measurement", "total"]}},
+        "total",
+        "total",
+        {"value": "total_increasing"},
+        "value must be one of",
+    ),
+    (
+        "statistic",
+        {"statistic": {}},
+        "sensor.energy",
+        "sensor.energy",
+        {"value": 1},
+        "expected str",
+    ),
+    (
+        "target",
+        {"target": {}},
+        {
+            "entity_id": ["light.kitchen"],
+            "device_id": None,
+            "area_id": ["kitchen"],
+            "floor_id": None,
+            "label_id": None,
+        },
+        {"entity_id": ["light.kitchen"], "area_id": ["kitchen"]},
+        {"value": {"entity_id": ["light.kitchen"], "zone_id": ["home"]}},
+        "key 'zone_id' is not allowed at 'value'",
+    ),
+    (
+        "text",
+        {"text": {"multiline": True}},
+        "Hello",
+        "Hello",
+        {"value": 1},
+        "expected str",
+    ),
+    (
+        "text_multiple",
+        {"text": {"multiple": True, "type": "email"}},
+        ["a@example.com"],
+        ["a@example.com"],
+        {"value": "a@example.com"},
+        "Value should be a list at 'value'",
+    ),
+    ("theme", {"theme": {}}, "dark", "dark", {"value": 1}, "expected str"),
+    (
+        "time",
+        {"time": {}},
+        "07:30:00",
+        "07:30:00",
+        {"value": "half past seven"},
+        "Invalid time specified: half past seven at 'value'",
+    ),
+    (
+        "trigger",
+        {"trigger": {}},
+        [{"trigger": "state", "entity_id": "light.kitchen"}],
+        [{"platform": "state", "entity_id": "light.kitchen"}],
+        {"value": [{"entity_id": "light.kitchen"}]},
+        "at 'value",
+    ),
+    (
+        "unit_of_measurement",
+        {"unit_of_measurement": {"device_classes": ["temperature"]}},
+        "°C",
+        "°C",
+        {"value": "kg"},
+        "value must be one of",
+    ),
+]
+
+# Selectors whose values are free-form objects, which strict mode cannot describe.
+FREE_FORM = {"action", "condition", "object_free_form", "trigger"}
+
+
+def test_every_selector_has_a_round_trip() -> None:
+    """Each selector type Home Assistant offers is covered below."""
+    covered = {next(iter(config)) for _, config, *_ in ROUND_TRIPS}
+    assert covered == set(selector.SELECTORS) - {"template"}  # template needs hass
+
+
+@pytest.mark.parametrize(
+    ("selector_config", "answer", "expected", "wrong", "problem"),
+    [pytest.param(*case[1:], id=case[0]) for case in ROUND_TRIPS],
+)
+def test_round_trip(
+    selector_config: dict[str, Any],
+    answer: Any,
+    expected: Any,
+    wrong: Any,
+    problem: str,
+) -> None:
+    """A strict-form answer comes back as the user's data; a wrong one is named."""
+    structure = single(selector_config)
+    plain = structure_to_json_schema(structure)
+    assert plain["properties"]["value"]["description"].startswith("The value")
+    assert plain["required"] == ["value"]
+
+    data = drop_optional_nulls({"value": answer}, plain)
+    assert validate_result(structure, data) == {"value": expected}
+
+    with pytest.raises(StructureMismatch) as err:
+        validate_result(structure, wrong)
+    assert problem in err.value.problem
+    assert str(err.value) == err.value.problem
+
+
+@pytest.mark.parametrize(
+    "selector_config",
+    [pytest.param(case[1], id=case[0]) for case in ROUND_TRIPS],
+)
+def test_strict_form_of_each_selector(
+    selector_config: dict[str, Any], request: pytest.FixtureRequest
+) -> None:
+    """Every selector has a strict form, except those taking free-form objects."""
+    plain = structure_to_json_schema(single(selector_config))
+    if request.node.callspec.id in FREE_FORM:
+        with pytest.raises(StrictUnsupported, match="is a free-form object"):
+            strict_json_schema(plain)
+    else:
+        strict = strict_json_schema(plain)
+        assert strict["required"] == ["value"]
+        assert strict["additionalProperties"] is False
+
+
+def test_plain_schema_of_every_selector(snapshot: SnapshotAssertion) -> None:
+    """What each selector becomes in the plain schema."""
+    structure = build(
+        {
+            name: {"selector": config}
+            for name, config, *_ in [*ROUND_TRIPS, ("template", {"template": {}})]
+        }
+    )
+    assert structure_to_json_schema(structure) == snapshot
+
+
+RICH_STRUCTURE = {
+    "title": {
+        "description": "A short title",
+        "required": True,
+        "selector": {"text": {}},
+    },
+    "summary": {
+        "description": "Two sentences",
+        "selector": {"text": {"multiline": True}},
+    },
+    "temperature": {
+        "description": "Target temperature",
+        "required": True,
+        "selector": {
+            "number": {"min": 5, "max": 30, "step": 0.5, "unit_of_measurement": "°C"}
+        },
+    },
+    "mood": {
+        "description": "Lighting mood",
+        "selector": {
+            "select": {
+                "options": [
+                    {"value": "warm", "label": "Warm and cosy"},
+                    {"value": "cold", "label": "Cold and bright"},
+                ]
+            }
+        },
+    },
+    "lights": {
+        "description": "Lights to change",
+        "selector": {"entity": {"domain": ["light", "switch"], "multiple": True}},
+    },
+    "color": {"selector": {"color_rgb": {}}},
+    "when": {"description": "Start", "selector": {"datetime": {}}},
+    "at": {"selector": {"time": {}}},
+    "for": {"selector": {"duration": {}}},
+    "where": {"selector": {"location": {}}},
+    "steps": {
+        "description": "What to do, in order",
+        "required": True,
+        "selector": {
+            "object": {
+                "multiple": True,
+                "fields": {
+                    "action": {
+                        "label": "Action",
+                        "required": True,
+                        "selector": {"text": {}},
+                    },
+                    "delay": {
+                        "label": "Delay in seconds",
+                        "selector": {"number": {"min": 0}},
+                    },
+                    "done": {"selector": {"boolean": {}}},
+                    "where": {
+                        "selector": {
+                            "object": {
+                                "fields": {
+                                    "area": {
+                                        "required": True,
+                                        "selector": {"area": {}},
+                                    },
+                                    "floor": {"selector": {"floor": {}}},
+                                }
+                            }
+                        }
+                    },
+                },
+            }
+        },
+    },
+}
+
+
+def test_rich_structure(snapshot: SnapshotAssertion) -> None:
+    """A rich structure in plain and strict form, and an answer through both."""
+    structure = build(RICH_STRUCTURE)
+    plain = structure_to_json_schema(structure)
+    strict = strict_json_schema(plain)
+    assert plain == snapshot(name="plain")
+    assert strict == snapshot(name="strict")
+
+    answer = {
+        "title": "Evening",
+        "summary": None,
+        "temperature": 21.5,
+        "mood": "warm",
+        "lights": ["light.sofa", "switch.lamp"],
+        "color": None,
+        "when": None,
+        "at": "19:30:00",
+        "for": {"hours": 2, "minutes": 0, "seconds": 0},
+        "where": None,
+        "steps": [
+            {"action": "dim", "delay": None, "done": None, "where": None},
+            {
+                "action": "close blinds",
+                "delay": 10,
+                "done": False,
+                "where": {"area": "living_room", "floor": None},
+            },
+        ],
+    }
+    assert validate_result(structure, drop_optional_nulls(answer, plain)) == {
+        "title": "Evening",
+        "temperature": 21.5,
+        "mood": "warm",
+        "lights": ["light.sofa", "switch.lamp"],
+        "at": "19:30:00",
+        "for": {"hours": 2, "minutes": 0, "seconds": 0},
+        "steps": [
+            {"action": "dim"},
+            {
+                "action": "close blinds",
+                "delay": 10,
+                "done": False,
+                "where": {"area": "living_room"},
+            },
+        ],
+    }
+
+
+def test_output_is_deterministic() -> None:
+    """The same structure gives the same bytes, for prompt caching."""
+    first = structure_to_json_schema(build(RICH_STRUCTURE))
+    second = structure_to_json_schema(build(RICH_STRUCTURE))
+    assert json.dumps(first) == json.dumps(second)
+    assert json.dumps(strict_json_schema(first)) == json.dumps(
+        strict_json_schema(second)
+    )
+    assert list(first["properties"]) == list(RICH_STRUCTURE)
+
+
+async def test_template_round_trip(hass: HomeAssistant) -> None:
+    """A template is a string, checked by Home Assistant's template validation."""
+    structure = single({"template": {}})
+    plain = structure_to_json_schema(structure)
+    assert plain["properties"]["value"] == {
+        "type": "string",
+        "description": "The value (a Home Assistant template (Jinja2))",
+    }
+    assert validate_result(structure, {"value": "{{ 1 + 1 }}"}) == {
+        "value": "{{ 1 + 1 }}"
+    }
+    with pytest.raises(StructureMismatch, match="invalid template"):
+        validate_result(structure, {"value": "{{ 1 + }}"})
+
+
+def test_descriptions() -> None:
+    """The user's description comes first, followed by what the selector adds."""
+    structure = build(
+        {
+            "bare": {
+                "selector": {"select": {"options": [{"value": "a", "label": "Apple"}]}}
+            },
+            "described": {
+                "description": "Fruit",
+                "selector": {"select": {"options": [{"value": "a", "label": "Apple"}]}},
+            },
+            "plain": {"description": "Just text", "selector": {"text": {}}},
+            "suggested": {
+                "selector": {"select": {"options": ["a", "b"], "custom_value": True}}
+            },
+            "same": {
+                "selector": {"select": {"options": [{"value": "a", "label": "a"}]}}
+            },
+        }
+    )
+    properties = structure_to_json_schema(structure)["properties"]
+    assert properties["bare"]["description"] == "Values: a (Apple)"
+    assert properties["described"]["description"] == "Fruit (Values: a (Apple))"
+    assert properties["plain"]["description"] == "Just text"
+    assert properties["suggested"] == {
+        "type": "string",
+        "description": "Suggested values: a, b",
+    }
+    assert properties["same"] == {"type": "string", "enum": ["a"]}
+
+
+def test_selector_options_shape_the_schema() -> None:
+    """Options that narrow a selector's values narrow its schema."""
+    properties = structure_to_json_schema(
+        build(
+            {
+                "number_any": {"selector": {"number": {"step": "any"}}},
+                "number_box": {"selector": {"number": {"min": 0}}},
+                "number_box_step": {"selector": {"number": {"min": 0, "step": 5}}},
+                "number_slider": {"selector": {"number": {"min": 0, "max": 9}}},
+                "number_fraction": {
+                    "selector": {"number": {"min": 0.5, "max": 9, "step": 1}}
+                },
+                "entity_filter": {
+                    "selector": {
+                        "entity": {
+                            "filter": [
+                                {"domain": "light"},
+                                {"domain": ["fan", "light"]},
+                            ]
+                        }
+                    }
+                },
+                "entity_mixed_filter": {
+                    "selector": {
+                        "entity": {
+                            "filter": [{"domain": "light"}, {"integration": "hue"}]
+                        }
+                    }
+                },
+                "entity_excluded": {
+                    "selector": {
+                        "entity": {
+                            "include_entities": ["light.a", "light.b"],
+                            "exclude_entities": ["light.a"],
+                        }
+                    }
+                },
+                "country": {"selector": {"country": {}}},
+                "language": {"selector": {"language": {}}},
+                "mireds": {
+                    "selector": {"color_temp": {"min_mireds": 153, "max_mireds": 500}}
+                },
+                "signed": {
+                    "selector": {
+                        "duration": {"mode": "signed", "enable_millisecond": True}
+                    }
+                },
+                "no_seconds": {"selector": {"duration": {"enable_second": False}}},
+                "changed": {
+                    "selector": {
+                        "numeric_threshold": {"mode": "changed", "number": {"min": 0}}
+                    }
+                },
+                "any_unit": {"selector": {"unit_of_measurement": {}}},
+                "energy_unit": {
+                    "selector": {
+                        "unit_of_measurement": {
+                            "device_classes": ["energy"],
+                            "state_classes": ["total_increasing"],
+                        }
+                    }
+                },
+                "angle_unit": {
+                    "selector": {
+                        "unit_of_measurement": {
+                            "device_classes": ["wind_direction"],
+                            "state_classes": ["measurement_angle"],
+                        }
+                    }
+                },
+                "any_angle_unit": {
+                    "selector": {
+                        "unit_of_measurement": {"state_classes": ["measurement_angle"]}
+                    }
+                },
+                "true": {"selector": {"constant": {"value": True}}},
+                "three": {"selector": {"constant": {"value": 3}}},
+            }
+        )
+    )["properties"]
+    assert properties["number_any"] == {"type": "number"}
+    assert properties["number_box"] == {"type": "number", "minimum": 0}
+    assert properties["number_box_step"] == {"type": "integer", "minimum": 0}
+    assert properties["number_slider"] == {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 9,
+    }
+    assert properties["number_fraction"] == {
+        "type": "number",
+        "minimum": 0.5,
+        "maximum": 9,
+    }
+    assert properties["entity_filter"]["pattern"] == r"^(light|fan)\.[a-z0-9_]+$"
+    assert properties["entity_mixed_filter"]["pattern"] == r"^[a-z0-9_]+\.[a-z0-9_]+$"
+    assert properties["entity_excluded"]["enum"] == ["light.b"]
+    assert properties["country"] == {"type": "string", "pattern": "^[A-Z]{2}$"}
+    assert properties["language"] == {"type": "string"}
+    assert properties["mireds"] == {
+        "type": "integer",
+        "minimum": 153,
+        "maximum": 500,
+        "description": "in mired",
+    }
+    assert properties["signed"]["properties"] == {
+        "hours": {"type": "integer"},
+        "minutes": {"type": "integer"},
+        "seconds": {"type": "number"},
+        "milliseconds": {"type": "integer"},
+    }
+    assert properties["no_seconds"]["required"] == ["hours", "minutes"]
+    changed = properties["changed"]["properties"]
+    assert changed["type"]["enum"] == ["above", "below", "between", "outside", "any"]
+    assert changed["value"]["properties"]["number"] == {"type": "number", "minimum": 0}
+    assert "unit_of_measurement" not in changed["value"]["properties"]
+    assert properties["any_unit"] == {"type": "string"}
+    assert properties["energy_unit"]["enum"] == sorted(
+        properties["energy_unit"]["enum"]
+    )
+    assert "kWh" in properties["energy_unit"]["enum"]
+    assert properties["angle_unit"] == {"type": "string", "enum": ["°"]}
+    assert properties["any_angle_unit"] == {"type": "string", "enum": ["°"]}
+    assert properties["true"] == {"type": "boolean", "enum": [True]}
+    assert properties["three"] == {"type": "integer", "enum": [3]}
+
+
+class FutureSelector(selector.Selector[dict[str, Any]]):
+    """A selector this integration does not know (a newer Home Assistant's)."""
+
+    selector_type = "future"
+    CONFIG_SCHEMA = selector.make_selector_config_schema(
+        {probatio.Optional("multiple", default=False): bool}
+    )
+
+
+def test_unknown_selectors_and_api_serializer() -> None:
+    """Unknown selectors ask the API's serializer, else become named strings."""
+    structure = probatio.Schema(
+        {
+            probatio.Required("one", description="One"): FutureSelector(),
+            probatio.Optional("many"): FutureSelector({"multiple": True}),
+            probatio.Optional("name"): cv.string,
+            probatio.Optional("count"): probatio.All(int, probatio.Range(min=1)),
+            probatio.Optional("text"): selector.TextSelector(),
+        }
+    )
+    properties = structure_to_json_schema(structure)["properties"]
+    assert properties["one"] == {
+        "type": "string",
+        "description": "One (Value for a Home Assistant future selector)",
+    }
+    assert properties["many"] == {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "Value for a Home Assistant future selector",
+    }
+    assert properties["name"] == {"type": "string"}
+    assert properties["count"] == {"type": "integer", "minimum": 1}
+
+    def api_serializer(node: Any) -> Any:
+        if isinstance(node, FutureSelector) and not node.config["multiple"]:
+            return {"type": "string", "format": "future"}
+        return node  # what Home Assistant's merged serializer returns for unknowns
+
+    properties = structure_to_json_schema(structure, api_serializer)["properties"]
+    assert properties["one"] == {
+        "type": "string",
+        "format": "future",
+        "description": "One",
+    }
+    assert properties["many"]["items"] == {"type": "string"}
+    assert properties["text"] == {"type": "string"}
+    assert strict_json_schema(structure_to_json_schema(structure, api_serializer))[
+        "properties"
+    ]["one"] == {"type": "string", "description": "One"}
+
+
+def test_structure_of_a_python_caller() -> None:
+    """A structure that is not a mapping of fields still converts."""
+    structure = probatio.Schema(
+        probatio.All({probatio.Required("x", description="X"): str})
+    )
+    schema = structure_to_json_schema(structure)
+    assert schema["properties"]["x"] == {"type": "string", "description": "X"}
+
+
+def test_strict_drops_what_strict_mode_rejects() -> None:
+    """Keywords and formats outside OpenAI's supported subset are dropped."""
+    plain = {
+        "type": "object",
+        "title": "Answer",
+        "properties": {
+            "name": {"type": "string", "minLength": 1, "maxLength": 9, "default": "x"},
+            "mail": {"type": "string", "format": "email", "examples": ["a@b.c"]},
+            "entity": {"type": "string", "format": "entity_id"},
+            "tags": {
+                "type": "array",
+                "items": {"type": "string"},
+                "uniqueItems": True,
+                "minItems": 1,
+            },
+            "kind": {"type": "string", "enum": ["a", "b"]},
+            "either": {
+                "anyOf": [{"type": "string"}, {"type": "integer"}],
+                "description": "E",
+            },
+            "maybe": {"type": ["string", "null"]},
+            "node": {"$ref": "#/$defs/node"},
+        },
+        "required": ["name", "mail"],
+        "$defs": {
+            "node": {
+                "type": "object",
+                "properties": {"next": {"$ref": "#/$defs/node"}},
+                "additionalProperties": False,
+            }
+        },
+    }
+    assert strict_json_schema(plain) == {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "mail": {"type": "string", "format": "email"},
+            "entity": {"type": ["string", "null"]},
+            "tags": {
+                "anyOf": [
+                    {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                    {"type": "null"},
+                ]
+            },
+            "kind": {
+                "anyOf": [{"type": "string", "enum": ["a", "b"]}, {"type": "null"}]
+            },
+            "either": {
+                "anyOf": [
+                    {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+                    {"type": "null"},
+                ],
+                "description": "E",
+            },
+            "maybe": {"type": ["string", "null"]},
+            "node": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]},
+        },
+        "$defs": {
+            "node": {
+                "type": "object",
+                "properties": {
+                    "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]}
+                },
+                "required": ["next"],
+                "additionalProperties": False,
+            }
+        },
+        "required": [
+            "name",
+            "mail",
+            "entity",
+            "tags",
+            "kind",
+            "either",
+            "maybe",
+            "node",
+        ],
+        "additionalProperties": False,
+    }
+    assert (
+        plain["properties"]["name"]["minLength"] == 1
+    )  # the plain schema is untouched
+
+
+@pytest.mark.parametrize(
+    ("plain", "problem"),
+    [
+        ({"type": "array", "items": {"type": "string"}}, "the root is not an object"),
+        (
+            {"type": "object", "properties": {"x": {"type": "object"}}},
+            "the answer.x is a free-form object",
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "x": {"type": "object", "additionalProperties": {"type": "string"}}
+                },
+            },
+            "the answer.x is a free-form object",
+        ),
+        (
+            {"type": "object", "properties": {"x": {}}},
+            "the answer.x takes a value of any type",
+        ),
+        (
+            {"type": "object", "properties": {"x": {"allOf": [{"type": "string"}]}}},
+            "the answer.x takes a value of any type",
+        ),
+        (
+            {"type": "object", "properties": {"x": {"type": "array"}}},
+            "the answer.x is a list of anything",
+        ),
+        (
+            {"type": "object", "properties": {"x": {"type": "array", "items": True}}},
+            "the answer.x[] has no schema",
+        ),
+    ],
+)
+def test_strict_unsupported(plain: dict[str, Any], problem: str) -> None:
+    """What strict mode cannot describe is refused, naming where it is."""
+    with pytest.raises(StrictUnsupported) as err:
+        strict_json_schema(plain)
+    assert str(err.value) == problem
+
+
+def _nested(levels: int) -> dict[str, Any]:
+    """Return object selector fields nested `levels` deep."""
+    fields: dict[str, Any] = {"leaf": {"selector": {"text": {}}}}
+    for _ in range(levels):
+        fields = {"inner": {"selector": {"object": {"fields": fields}}}}
+    return fields
+
+
+def test_strict_limits() -> None:
+    """OpenAI's limits: ten levels of objects, a thousand enum values."""
+    strict_json_schema(structure_to_json_schema(build(_nested(9))))
+    with pytest.raises(StrictUnsupported, match="is nested too deep"):
+        strict_json_schema(structure_to_json_schema(build(_nested(10))))
+
+    options = [f"option_{index}" for index in range(600)]
+    fields = {
+        "first": {"selector": {"select": {"options": options}}},
+        "second": {"selector": {"select": {"options": options}}},
+    }
+    with pytest.raises(
+        StrictUnsupported, match="the answer.second brings the enum values past 1000"
+    ):
+        strict_json_schema(structure_to_json_schema(build(fields)))
+
+
+def test_drop_optional_nulls() -> None:
+    """Nulls of optional keys go, nested too; required and unknown keys stay."""
+    structure = build(
+        {
+            "name": {"required": True, "selector": {"text": {}}},
+            "note": {"selector": {"text": {}}},
+            "items": {
+                "selector": {
+                    "object": {
+                        "multiple": True,
+                        "fields": {
+                            "a": {"required": True, "selector": {"text": {}}},
+                            "b": {"selector": {"text": {}}},
+                        },
+                    }
+                }
+            },
+        }
+    )
+    plain = structure_to_json_schema(structure)
+    data = {
+        "name": None,
+        "note": None,
+        "items": [{"a": None, "b": None}, {"a": "x", "b": "y"}],
+        "extra": None,
+    }
+    assert drop_optional_nulls(data, plain) == {
+        "name": None,
+        "items": [{"a": None}, {"a": "x", "b": "y"}],
+        "extra": None,
+    }
+    assert data["note"] is None  # the input is not changed
+    assert drop_optional_nulls([None], plain) == [None]
+    assert drop_optional_nulls("text", plain) == "text"
+
+
+def test_validation_problems() -> None:
+    """Problems name the key and where it is, all of them."""
+    structure = build(
+        {
+            "color": {"required": True, "selector": {"text": {}}},
+            "count": {"selector": {"number": {}}},
+            "where": {"selector": {"location": {}}},
+        }
+    )
+    with pytest.raises(StructureMismatch) as err:
+        validate_result(
+            structure, {"count": "many", "where": {"latitude": 1}, "other": 1}
+        )
+    assert err.value.problem == (
+        "expected float at 'count'; "
+        "required key 'longitude' is missing at 'where'; "
+        "key 'other' is not allowed; "
+        "required key 'color' is missing"
+    )
+    with pytest.raises(StructureMismatch, match="^expected a mapping$"):
+        validate_result(structure, ["red"])
+
+
+def test_validation_of_a_value_a_selector_trips_over() -> None:
+    """A validator failing with TypeError is a mismatch too."""
+    structure = single({"choose": {"choices": {"a": {"selector": {"text": {}}}}}})
+    with pytest.raises(StructureMismatch, match="^the answer does not fit: "):
+        validate_result(structure, {"value": {"active_choice": ["a"]}})
+
+
+def test_schema_instructions() -> None:
+    """The fallback instruction carries the schema as compact JSON, in order."""
+    schema = structure_to_json_schema(
+        build(
+            {
+                "b": {
+                    "description": "Température",
+                    "required": True,
+                    "selector": {"text": {}},
+                },
+                "a": {"selector": {"boolean": {}}},
+            }
+        )
+    )
+    assert schema_instructions(schema) == (
+        "Answer with only a JSON object that matches this JSON schema: "
+        '{"type":"object","properties":{"b":{"type":"string","description":"Température"},'
+        '"a":{"type":"boolean"}},"required":["b"],"additionalProperties":false}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"a": 1}', {"a": 1}),
+        ("  [1, 2]\n", [1, 2]),
+        ('<think>\nThe user wants {a}.\n</think>\n\n{"a": 1}', {"a": 1}),
+        ('The user wants a JSON.</think>{"a": 1}', {"a": 1}),
+        ('```json\n{"a": 1}\n```', {"a": 1}),
+        ('```\n{"a": [1]}\n```\nDone.', {"a": [1]}),
+        ('Here you go: ```json\n{"a": 1}\n```', {"a": 1}),
+        ('```text\nnot json\n```\n```json\n{"a": 2}\n```', {"a": 2}),
+        ('Sure! Here is the data: {"a": {"b": "}"}} Hope it helps.', {"a": {"b": "}"}}),
+        ('Options [a] and {b} aside: {"a": 1}', {"a": 1}),
+        ('<think>{"draft": 1}</think>Final: {"a": 1}', {"a": 1}),
+    ],
+)
+def test_parse_json_answer(text: str, expected: Any) -> None:
+    """The JSON value is found behind reasoning, fences and prose."""
+    assert parse_json_answer(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("", "the answer is not valid JSON: Expecting value: line 1 column 1 (char 0)"),
+        (
+            "I cannot do that.",
+            "the answer is not valid JSON: Expecting value: line 1 column 1 (char 0)",
+        ),
+        (
+            '{"a": 1',
+            "the answer is not valid JSON: Expecting ',' delimiter: line 1 column 8 (char 7)",
+        ),
+        (
+            '<think>{"a": 1}',
+            "the answer is not valid JSON: Expecting value: line 1 column 1 (char 0)",
+        ),
+    ],
+)
+def test_parse_json_answer_garbage(text: str, problem: str) -> None:
+    """No JSON value at all is a mismatch that says why."""
+    with pytest.raises(StructureMismatch) as err:
+        parse_json_answer(text)
+    assert err.value.problem == problem
