@@ -1,0 +1,998 @@
+"""The config flow, reauth, reconfigure and subentry flows, against the simulator."""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+from typing import Any
+from unittest.mock import patch
+
+from homeassistant.config_entries import SOURCE_USER, ConfigEntryState, ConfigFlowResult
+from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_NAME, CONF_PROMPT
+from homeassistant.core import HomeAssistant
+from homeassistant.data_entry_flow import FlowResultType, InvalidData
+from homeassistant.helpers import llm
+import probatio
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.openai_compatible.api import entry_unique_id
+from custom_components.openai_compatible.const import (
+    CONF_BASE_URL,
+    CONF_CHAT_MODEL,
+    CONF_IMAGE_MODEL,
+    CONF_MAX_TOKENS,
+    CONF_PROVIDER,
+    CONF_RECOMMENDED,
+    CONF_TEMPERATURE,
+    CONF_TOP_P,
+    DEFAULT_AI_TASK_NAME,
+    DEFAULT_CONVERSATION_NAME,
+    DOMAIN,
+    PROVIDER_CUSTOM,
+    PROVIDERS,
+    SUBENTRY_AI_TASK,
+    SUBENTRY_CONVERSATION,
+)
+from simulator import OpenAISimulator
+
+from .conftest import KEYED_SIMULATOR_KEY, TEST_API_KEY, MakeConfigEntry
+
+NO_KEY = hashlib.sha256(b"").hexdigest()
+
+pytestmark = pytest.mark.usefixtures("ha_core")
+
+
+def _suggested(result: ConfigFlowResult, field: str) -> Any:
+    """Return the suggested value of a form field, or None."""
+    for key in result["data_schema"].schema:
+        if key == field:
+            return (key.description or {}).get("suggested_value")
+    raise AssertionError(f"no field {field}")
+
+
+def _field(result: ConfigFlowResult, field: str) -> Any:
+    """Return the schema marker of a form field."""
+    for key in result["data_schema"].schema:
+        if key == field:
+            return key
+    raise AssertionError(f"no field {field}")
+
+
+def _fields(result: ConfigFlowResult) -> list[str]:
+    """Return the names of a form's fields."""
+    return [str(key) for key in result["data_schema"].schema]
+
+
+def _selector_options(result: ConfigFlowResult, field: str) -> list[Any]:
+    """Return the option values of a select field."""
+    selector = result["data_schema"].schema[_field(result, field)]
+    if isinstance(selector, probatio.All):
+        selector = selector.validators[0]
+    return [
+        option["value"] if isinstance(option, dict) else option
+        for option in selector.config["options"]
+    ]
+
+
+def _closed_port_url() -> str:
+    """Return a URL on which nothing listens."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+async def _connect_form(hass: HomeAssistant, provider: str) -> ConfigFlowResult:
+    """Start the flow and pick a provider; return the connect form."""
+    result = await hass.config_entries.flow.async_init(
+        DOMAIN, context={"source": SOURCE_USER}
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["step_id"] == "user"
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_PROVIDER: provider}
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["step_id"] == "connect"
+    return result
+
+
+# --- the user flow ----------------------------------------------------------
+
+
+async def test_provider_dropdown_lists_every_preset_custom_last(
+    hass: HomeAssistant,
+) -> None:
+    """The first step offers all presets as a translated dropdown."""
+    result = await hass.config_entries.flow.async_init(
+        DOMAIN, context={"source": SOURCE_USER}
+    )
+    options = _selector_options(result, CONF_PROVIDER)
+    assert sorted(options) == sorted(PROVIDERS)
+    assert options[-1] == PROVIDER_CUSTOM
+    selector = result["data_schema"].schema[_field(result, CONF_PROVIDER)]
+    assert selector.config["translation_key"] == CONF_PROVIDER
+    assert selector.config["mode"] == "dropdown"
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+async def test_preset_fills_url_and_key_requirement(
+    hass: HomeAssistant, provider: str
+) -> None:
+    """Each preset prefills its URL and requires a key only where needed."""
+    preset = PROVIDERS[provider]
+    result = await _connect_form(hass, provider)
+    assert _suggested(result, CONF_BASE_URL) == (preset.base_url or None)
+    key_marker = _field(result, CONF_API_KEY)
+    assert isinstance(key_marker, probatio.Required) is preset.api_key_required
+    assert result["description_placeholders"]["provider"] == preset.name
+
+
+async def test_custom_server_without_key(
+    hass: HomeAssistant, simulator: OpenAISimulator
+) -> None:
+    """A keyless server creates an entry with one agent and one task."""
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: f"  {simulator.base_url}/ "}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    port = simulator.base_url.split(":")[2].split("/")[0]
+    assert result["title"] == f"Custom (127.0.0.1:{port})"
+    assert result["data"] == {
+        CONF_PROVIDER: PROVIDER_CUSTOM,
+        CONF_BASE_URL: simulator.base_url,
+    }
+    entry = result["result"]
+    assert entry.unique_id == f"{simulator.base_url}|{NO_KEY}"
+    subentries = {sub.subentry_type: sub for sub in entry.subentries.values()}
+    assert len(entry.subentries) == 2
+    conversation = subentries[SUBENTRY_CONVERSATION]
+    assert conversation.title == DEFAULT_CONVERSATION_NAME
+    assert conversation.data == {
+        CONF_RECOMMENDED: True,
+        CONF_PROMPT: llm.DEFAULT_INSTRUCTIONS_PROMPT,
+        CONF_LLM_HASS_API: [llm.LLM_API_ASSIST],
+        CONF_CHAT_MODEL: "gpt-4o-mini",
+    }
+    ai_task = subentries[SUBENTRY_AI_TASK]
+    assert ai_task.title == DEFAULT_AI_TASK_NAME
+    assert ai_task.data == {
+        CONF_RECOMMENDED: True,
+        CONF_CHAT_MODEL: "gpt-4o-mini",
+        CONF_IMAGE_MODEL: "gpt-image-1",
+    }
+    # Validation listed the models, with the placeholder key.
+    request = simulator.requests[0]
+    assert (request.method, request.path) == ("GET", "/v1/models")
+    await hass.async_block_till_done()
+    assert entry.state is ConfigEntryState.LOADED
+
+
+async def test_hosted_preset_prefers_its_model(
+    hass: HomeAssistant, simulator: OpenAISimulator
+) -> None:
+    """The preset's recommended model wins; the key is sent, never stored hashed."""
+    result = await _connect_form(hass, "openai")
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"],
+        {CONF_BASE_URL: simulator.base_url, CONF_API_KEY: " sk-live "},
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["title"].startswith("OpenAI (127.0.0.1:")
+    assert result["data"][CONF_API_KEY] == "sk-live"
+    entry = result["result"]
+    assert "sk-live" not in entry.unique_id
+    assert entry.unique_id.endswith(hashlib.sha256(b"sk-live").hexdigest())
+    models = {
+        sub.subentry_type: sub.data[CONF_CHAT_MODEL]
+        for sub in entry.subentries.values()
+    }
+    assert models == {
+        SUBENTRY_CONVERSATION: "gpt-5-mini",
+        SUBENTRY_AI_TASK: "gpt-5-mini",
+    }
+    assert simulator.requests[0].headers["Authorization"] == "Bearer sk-live"
+
+
+async def test_hosted_preset_title_is_the_provider(hass: HomeAssistant) -> None:
+    """A hosted service at its own address is named without a host."""
+    with patch(
+        "custom_components.openai_compatible.config_flow.async_validate_server",
+        return_value=["gpt-5-mini"],
+    ):
+        result = await _connect_form(hass, "openai")
+        result = await hass.config_entries.flow.async_configure(
+            result["flow_id"],
+            {CONF_BASE_URL: "HTTPS://API.OpenAI.com/v1/", CONF_API_KEY: "sk-a"},
+        )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["title"] == "OpenAI"
+    assert result["data"][CONF_BASE_URL] == "https://api.openai.com/v1"
+
+
+async def test_hosted_preset_requires_a_key(hass: HomeAssistant) -> None:
+    """OpenAI without a key does not pass the form."""
+    result = await _connect_form(hass, "openai")
+    with pytest.raises(InvalidData):
+        await hass.config_entries.flow.async_configure(
+            result["flow_id"], {CONF_BASE_URL: "https://api.openai.com/v1"}
+        )
+
+
+async def test_pasted_endpoint_is_trimmed(
+    hass: HomeAssistant, simulator: OpenAISimulator
+) -> None:
+    """A pasted /chat/completions endpoint becomes the base URL."""
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: f"{simulator.base_url}/chat/completions"}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["data"][CONF_BASE_URL] == simulator.base_url
+
+
+# --- errors -----------------------------------------------------------------
+
+
+async def test_cannot_connect_then_recover(
+    hass: HomeAssistant, simulator: OpenAISimulator
+) -> None:
+    """A closed port is cannot_connect; the form keeps the input; a fix works."""
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    url = _closed_port_url()
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: url}
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["errors"] == {"base": "cannot_connect"}
+    assert _suggested(result, CONF_BASE_URL) == url
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: simulator.base_url}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+
+
+async def test_invalid_auth_then_recover(
+    hass: HomeAssistant, keyed_simulator: OpenAISimulator
+) -> None:
+    """A refused key is invalid_auth; the right key creates the entry."""
+    result = await _connect_form(hass, "litellm")
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"],
+        {CONF_BASE_URL: keyed_simulator.base_url, CONF_API_KEY: "sk-wrong"},
+    )
+    assert result["errors"] == {"base": "invalid_auth"}
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"],
+        {CONF_BASE_URL: keyed_simulator.base_url, CONF_API_KEY: KEYED_SIMULATOR_KEY},
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["data"][CONF_PROVIDER] == "litellm"
+    assert result["title"].startswith("LiteLLM proxy (127.0.0.1:")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "not a url",
+        "localhost:11434/v1",
+        "ftp://example.com/v1",
+        "http://",
+        "https://example.com/v1?api-version=1",
+        "https://example.com/v1#top",
+        "",
+    ],
+)
+async def test_invalid_url(hass: HomeAssistant, url: str) -> None:
+    """Malformed, non-http(s) or odd URLs are refused before any request."""
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: url}
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["errors"] == {CONF_BASE_URL: "invalid_url"}
+
+
+async def test_azure_template_must_be_edited(hass: HomeAssistant) -> None:
+    """The Azure preset's placeholder host is refused until replaced."""
+    result = await _connect_form(hass, "azure")
+    template = _suggested(result, CONF_BASE_URL)
+    assert "YOUR-RESOURCE" in template
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: template, CONF_API_KEY: "azure-key"}
+    )
+    assert result["errors"] == {CONF_BASE_URL: "invalid_url"}
+    with patch(
+        "custom_components.openai_compatible.config_flow.async_validate_server",
+        return_value=["gpt-4.1"],
+    ):
+        result = await hass.config_entries.flow.async_configure(
+            result["flow_id"],
+            {
+                CONF_BASE_URL: template.replace("YOUR-RESOURCE", "home"),
+                CONF_API_KEY: "azure-key",
+            },
+        )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["title"] == "Azure OpenAI (home.openai.azure.com)"
+
+
+async def test_timeout(hass: HomeAssistant, simulator: OpenAISimulator) -> None:
+    """A server slower than the validation timeout is timeout_connect."""
+    simulator.settings.latency = 1.0
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    with patch(
+        "custom_components.openai_compatible.api.VALIDATION_TIMEOUT_SECONDS", 0.05
+    ):
+        result = await hass.config_entries.flow.async_configure(
+            result["flow_id"], {CONF_BASE_URL: simulator.base_url}
+        )
+    assert result["errors"] == {"base": "timeout_connect"}
+    # No retries while validating: one request only.
+    assert len(simulator.requests) == 1
+
+
+async def test_unknown_error(
+    hass: HomeAssistant, simulator: OpenAISimulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An unexpected exception is unknown and logged with its traceback."""
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    with patch(
+        "custom_components.openai_compatible.config_flow.async_validate_server",
+        side_effect=RuntimeError("boom"),
+    ):
+        result = await hass.config_entries.flow.async_configure(
+            result["flow_id"], {CONF_BASE_URL: simulator.base_url}
+        )
+    assert result["errors"] == {"base": "unknown"}
+    assert "Unexpected error while connecting" in caplog.text
+    assert "RuntimeError: boom" in caplog.text
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: simulator.base_url}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+
+
+@pytest.mark.parametrize(
+    ("status", "error"), [(500, "api_error"), (503, "api_error"), (429, "rate_limited")]
+)
+async def test_failing_server(
+    hass: HomeAssistant, simulator: OpenAISimulator, status: int, error: str
+) -> None:
+    """A failing server is reported with its own message."""
+    simulator.settings.fail_status = status
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: simulator.base_url}
+    )
+    assert result["errors"] == {"base": error}
+    if error == "api_error":
+        assert (
+            result["description_placeholders"]["message"]
+            == simulator.settings.fail_message
+        )
+    # The models listing failed, then the probe did.
+    assert [request.path for request in simulator.requests] == [
+        "/v1/models",
+        "/v1/chat/completions",
+    ]
+
+
+# --- servers without a models endpoint --------------------------------------
+
+
+async def test_missing_models_endpoint_probe_succeeds(
+    hass: HomeAssistant, simulator: OpenAISimulator
+) -> None:
+    """No /models: an empty chat request proves the server; no tokens spent."""
+    simulator.settings.models_endpoint = False
+    result = await _connect_form(hass, "openai")
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"],
+        {CONF_BASE_URL: simulator.base_url, CONF_API_KEY: "sk-probe"},
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    probe = simulator.requests[1]
+    assert (probe.method, probe.path) == ("POST", "/v1/chat/completions")
+    assert probe.json == {"model": "gpt-5-mini", "messages": []}
+    assert probe.headers["Authorization"] == "Bearer sk-probe"
+    subentries = {
+        sub.subentry_type: dict(sub.data)
+        for sub in result["result"].subentries.values()
+    }
+    assert subentries[SUBENTRY_CONVERSATION][CONF_CHAT_MODEL] == "gpt-5-mini"
+    assert CONF_IMAGE_MODEL not in subentries[SUBENTRY_AI_TASK]
+
+
+async def test_missing_models_endpoint_asks_for_model(
+    hass: HomeAssistant, simulator: OpenAISimulator
+) -> None:
+    """Without models or a preset model, the flow asks for the model name."""
+    simulator.settings.models_endpoint = False
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: simulator.base_url}
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["step_id"] == "model"
+    assert simulator.requests[1].json == {"model": "probe", "messages": []}
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_CHAT_MODEL: " my-local-model "}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    models = {sub.data[CONF_CHAT_MODEL] for sub in result["result"].subentries.values()}
+    assert models == {"my-local-model"}
+
+
+async def test_only_non_chat_models_asks_for_model(
+    hass: HomeAssistant, socket_enabled: None
+) -> None:
+    """A server listing no chat model offers its models and a typed name."""
+    sim = OpenAISimulator(models=["text-embedding-3-small", "whisper-1"])
+    await sim.start()
+    try:
+        result = await _connect_form(hass, PROVIDER_CUSTOM)
+        result = await hass.config_entries.flow.async_configure(
+            result["flow_id"], {CONF_BASE_URL: sim.base_url}
+        )
+        assert result["step_id"] == "model"
+        assert _selector_options(result, CONF_CHAT_MODEL) == [
+            "text-embedding-3-small",
+            "whisper-1",
+        ]
+        result = await hass.config_entries.flow.async_configure(
+            result["flow_id"], {CONF_CHAT_MODEL: "qwen3"}
+        )
+    finally:
+        await sim.stop()
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"status": 200, "json": {"id": "x", "choices": []}},
+        {"status": 422, "json": {"detail": [{"msg": "field required"}]}},
+        {
+            "status": 404,
+            "json": {
+                "error": {
+                    "message": "The model 'probe' does not exist",
+                    "code": "model_not_found",
+                }
+            },
+        },
+    ],
+)
+async def test_probe_answers_that_prove_the_protocol(
+    hass: HomeAssistant, simulator: OpenAISimulator, answer: dict[str, Any]
+) -> None:
+    """A 200, a 422 validation error or an unknown-model 404 all pass."""
+    simulator.settings.models_endpoint = False
+    simulator.enqueue("/chat/completions", **answer)
+    result = await _connect_form(hass, "groq")
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: simulator.base_url, CONF_API_KEY: "gsk"}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+
+
+@pytest.mark.parametrize(
+    ("answer", "error"),
+    [
+        ({"status": 404, "raw": "404 page not found"}, "not_compatible"),
+        ({"status": 404}, "not_compatible"),
+        ({"status": 405, "raw": "Method Not Allowed"}, "not_compatible"),
+        ({"status": 400, "raw": "Bad Request"}, "not_compatible"),
+        ({"status": 401}, "invalid_auth"),
+        ({"status": 403}, "invalid_auth"),
+    ],
+)
+async def test_probe_answers_that_fail(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    answer: dict[str, Any],
+    error: str,
+) -> None:
+    """A plain 404/405/400 is not the protocol; 401/403 refuse the key."""
+    simulator.enqueue("/models", status=404, raw="Not Found")
+    simulator.enqueue("/chat/completions", **answer)
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: simulator.base_url}
+    )
+    assert result["errors"] == {"base": error}
+
+
+async def test_probe_connection_lost(
+    hass: HomeAssistant, simulator: OpenAISimulator
+) -> None:
+    """A server that dies between listing and probing is cannot_connect."""
+    with patch(
+        "custom_components.openai_compatible.api.async_fetch_models",
+        side_effect=_stop_then_none(simulator),
+    ):
+        result = await _connect_form(hass, PROVIDER_CUSTOM)
+        result = await hass.config_entries.flow.async_configure(
+            result["flow_id"], {CONF_BASE_URL: simulator.base_url}
+        )
+    assert result["errors"] == {"base": "cannot_connect"}
+
+
+def _stop_then_none(simulator: OpenAISimulator) -> Any:
+    """Return a models fetcher that stops the server and finds no models."""
+
+    async def fetch(client: Any) -> None:
+        await simulator.stop()
+
+    return fetch
+
+
+# --- duplicates -------------------------------------------------------------
+
+
+async def test_duplicate_aborts(
+    hass: HomeAssistant, simulator: OpenAISimulator, make_config_entry: MakeConfigEntry
+) -> None:
+    """The same server and key cannot be added twice, however spelled."""
+    make_config_entry(api_key="sk-same")
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"],
+        {
+            CONF_BASE_URL: simulator.base_url.replace("http://", "HTTP://") + "/",
+            CONF_API_KEY: "sk-same",
+        },
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "already_configured"
+    assert simulator.requests == []
+
+
+async def test_same_server_other_key_is_another_entry(
+    hass: HomeAssistant, simulator: OpenAISimulator, make_config_entry: MakeConfigEntry
+) -> None:
+    """Another key on the same server is a separate entry."""
+    make_config_entry(api_key="sk-one")
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: simulator.base_url, CONF_API_KEY: "sk-two"}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+
+
+# --- reauth -----------------------------------------------------------------
+
+
+async def test_reauth_after_refused_key(
+    hass: HomeAssistant,
+    keyed_simulator: OpenAISimulator,
+    make_config_entry: MakeConfigEntry,
+) -> None:
+    """Setup refuses the key, reauth checks a new one and reloads the entry."""
+    entry = make_config_entry(
+        base_url=keyed_simulator.base_url, api_key="sk-old", provider="vllm"
+    )
+    await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    assert entry.state is ConfigEntryState.SETUP_ERROR
+    flows = hass.config_entries.flow.async_progress_by_handler(DOMAIN)
+    assert len(flows) == 1
+    flow_id = flows[0]["flow_id"]
+    result = await hass.config_entries.flow.async_configure(flow_id)
+    assert result["step_id"] == "reauth_confirm"
+    assert result["description_placeholders"]["base_url"] == keyed_simulator.base_url
+    assert result["description_placeholders"]["name"] == entry.title
+
+    result = await hass.config_entries.flow.async_configure(
+        flow_id, {CONF_API_KEY: "sk-still-wrong"}
+    )
+    assert result["errors"] == {"base": "invalid_auth"}
+
+    result = await hass.config_entries.flow.async_configure(
+        flow_id, {CONF_API_KEY: KEYED_SIMULATOR_KEY}
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "reauth_successful"
+    await hass.async_block_till_done()
+    assert entry.data[CONF_API_KEY] == KEYED_SIMULATOR_KEY
+    assert entry.unique_id == entry_unique_id(
+        keyed_simulator.base_url, KEYED_SIMULATOR_KEY
+    )
+    assert entry.state is ConfigEntryState.LOADED
+
+
+async def test_reauth_of_loaded_entry(
+    hass: HomeAssistant, setup_integration: MockConfigEntry
+) -> None:
+    """Reauth started at runtime updates a loaded entry, which reloads."""
+    entry = setup_integration
+    result = await entry.start_reauth_flow(hass)
+    assert result["step_id"] == "reauth_confirm"
+    # The preset of a custom server makes the key optional: clear it.
+    assert isinstance(_field(result, CONF_API_KEY), probatio.Optional)
+    result = await hass.config_entries.flow.async_configure(result["flow_id"], {})
+    assert result["reason"] == "reauth_successful"
+    await hass.async_block_till_done()
+    assert CONF_API_KEY not in entry.data
+    assert entry.unique_id.endswith(NO_KEY)
+    assert entry.state is ConfigEntryState.LOADED
+
+
+async def test_reauth_to_key_of_another_entry_aborts(
+    hass: HomeAssistant, make_config_entry: MakeConfigEntry
+) -> None:
+    """Reauth cannot turn an entry into a duplicate of another."""
+    make_config_entry(api_key="sk-taken")
+    entry = make_config_entry(api_key="sk-mine")
+    result = await entry.start_reauth_flow(hass)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_API_KEY: "sk-taken"}
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "already_configured"
+
+
+# --- reconfigure ------------------------------------------------------------
+
+
+async def test_reconfigure_moves_to_another_server(
+    hass: HomeAssistant,
+    setup_integration: MockConfigEntry,
+    keyed_simulator: OpenAISimulator,
+) -> None:
+    """A new URL and key are validated, saved, and the entry reloads."""
+    entry = setup_integration
+    result = await entry.start_reconfigure_flow(hass)
+    assert result["step_id"] == "reconfigure"
+    assert _suggested(result, CONF_BASE_URL) == entry.data[CONF_BASE_URL]
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: keyed_simulator.base_url}
+    )
+    # The kept key is wrong for the new server.
+    assert result["errors"] == {"base": "invalid_auth"}
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"],
+        {CONF_BASE_URL: keyed_simulator.base_url, CONF_API_KEY: KEYED_SIMULATOR_KEY},
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "reconfigure_successful"
+    await hass.async_block_till_done()
+    assert entry.data == {
+        CONF_PROVIDER: PROVIDER_CUSTOM,
+        CONF_BASE_URL: keyed_simulator.base_url,
+        CONF_API_KEY: KEYED_SIMULATOR_KEY,
+    }
+    assert entry.unique_id == entry_unique_id(
+        keyed_simulator.base_url, KEYED_SIMULATOR_KEY
+    )
+    # The generated title follows the new address.
+    port = keyed_simulator.base_url.split(":")[2].split("/")[0]
+    assert entry.title == f"Custom (127.0.0.1:{port})"
+    assert entry.state is ConfigEntryState.LOADED
+    assert keyed_simulator.requests[-1].headers["Authorization"] == (
+        f"Bearer {KEYED_SIMULATOR_KEY}"
+    )
+
+
+async def test_reconfigure_keeps_key_and_custom_title(
+    hass: HomeAssistant, simulator: OpenAISimulator, make_config_entry: MakeConfigEntry
+) -> None:
+    """An empty key keeps the current one; a title the user chose stays."""
+    entry = make_config_entry(title="My server")
+    result = await entry.start_reconfigure_flow(hass)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: simulator.base_url + "/"}
+    )
+    assert result["reason"] == "reconfigure_successful"
+    await hass.async_block_till_done()
+    assert entry.data[CONF_API_KEY] == TEST_API_KEY
+    assert entry.title == "My server"
+    # The entry was not loaded: it is set up now.
+    assert entry.state is ConfigEntryState.LOADED
+
+
+async def test_reconfigure_errors(
+    hass: HomeAssistant, setup_integration: MockConfigEntry
+) -> None:
+    """A bad URL and a closed port are reported on the reconfigure form."""
+    entry = setup_integration
+    result = await entry.start_reconfigure_flow(hass)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: "nope"}
+    )
+    assert result["errors"] == {CONF_BASE_URL: "invalid_url"}
+    assert _suggested(result, CONF_BASE_URL) == "nope"
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: _closed_port_url()}
+    )
+    assert result["errors"] == {"base": "cannot_connect"}
+
+
+async def test_reconfigure_to_another_entry_aborts(
+    hass: HomeAssistant, make_config_entry: MakeConfigEntry
+) -> None:
+    """Reconfigure cannot make an entry a duplicate of another."""
+    make_config_entry(base_url="http://127.0.0.1:9/v1", api_key="sk-x")
+    entry = make_config_entry(api_key="sk-x")
+    result = await entry.start_reconfigure_flow(hass)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: "http://127.0.0.1:9/v1/"}
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "already_configured"
+
+
+# --- subentries -------------------------------------------------------------
+
+
+async def _subentry_form(
+    hass: HomeAssistant, entry: MockConfigEntry, subentry_type: str
+) -> Any:
+    """Start adding a subentry; return the form."""
+    result = await hass.config_entries.subentries.async_init(
+        (entry.entry_id, subentry_type), context={"source": SOURCE_USER}
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["step_id"] == "init"
+    return result
+
+
+async def test_add_conversation_recommended(
+    hass: HomeAssistant, setup_integration: MockConfigEntry
+) -> None:
+    """A new agent offers chat models first and saves only what it shows."""
+    entry = setup_integration
+    result = await _subentry_form(hass, entry, SUBENTRY_CONVERSATION)
+    assert _fields(result) == [
+        CONF_NAME,
+        CONF_CHAT_MODEL,
+        CONF_PROMPT,
+        CONF_LLM_HASS_API,
+        CONF_RECOMMENDED,
+        CONF_MAX_TOKENS,
+        CONF_TEMPERATURE,
+        CONF_TOP_P,
+    ]
+    assert _selector_options(result, CONF_CHAT_MODEL) == [
+        "gpt-4o-mini",
+        "gpt-5-mini",
+        "llama3.2:3b",
+        "gpt-image-1",
+        "text-embedding-3-small",
+    ]
+    assert _suggested(result, CONF_CHAT_MODEL) == "gpt-4o-mini"
+    assert _suggested(result, CONF_PROMPT) == llm.DEFAULT_INSTRUCTIONS_PROMPT
+    assert _suggested(result, CONF_LLM_HASS_API) == [llm.LLM_API_ASSIST]
+    assert _field(result, CONF_MAX_TOKENS).visible == {
+        "field": CONF_RECOMMENDED,
+        "value": False,
+    }
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"],
+        {
+            CONF_NAME: "Kitchen helper",
+            CONF_CHAT_MODEL: "gpt-5-mini",
+            CONF_PROMPT: "Be brief.",
+            CONF_LLM_HASS_API: [llm.LLM_API_ASSIST],
+            CONF_RECOMMENDED: True,
+            # Hidden while recommended: dropped.
+            CONF_MAX_TOKENS: 99,
+        },
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["title"] == "Kitchen helper"
+    assert result["data"] == {
+        CONF_RECOMMENDED: True,
+        CONF_CHAT_MODEL: "gpt-5-mini",
+        CONF_PROMPT: "Be brief.",
+        CONF_LLM_HASS_API: [llm.LLM_API_ASSIST],
+    }
+    await hass.async_block_till_done()
+    assert len(entry.subentries) == 3
+    assert entry.state is ConfigEntryState.LOADED
+
+
+async def test_add_conversation_advanced_custom_model_no_api(
+    hass: HomeAssistant, setup_integration: MockConfigEntry
+) -> None:
+    """Recommended off stores changed values only; a typed model is fine."""
+    result = await _subentry_form(hass, setup_integration, SUBENTRY_CONVERSATION)
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"],
+        {
+            CONF_NAME: "Local",
+            CONF_CHAT_MODEL: "my-finetune:latest",
+            CONF_LLM_HASS_API: [],
+            CONF_RECOMMENDED: False,
+            CONF_MAX_TOKENS: 500.0,
+            CONF_TEMPERATURE: 0.3,
+            CONF_TOP_P: 1.0,
+        },
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["data"] == {
+        CONF_RECOMMENDED: False,
+        CONF_CHAT_MODEL: "my-finetune:latest",
+        CONF_MAX_TOKENS: 500,
+        CONF_TEMPERATURE: 0.3,
+    }
+    assert isinstance(result["data"][CONF_MAX_TOKENS], int)
+
+
+async def test_add_ai_task(
+    hass: HomeAssistant, setup_integration: MockConfigEntry
+) -> None:
+    """An AI task offers image models first; an empty image model is left out."""
+    result = await _subentry_form(hass, setup_integration, SUBENTRY_AI_TASK)
+    assert CONF_PROMPT not in _fields(result)
+    assert CONF_LLM_HASS_API not in _fields(result)
+    assert _selector_options(result, CONF_IMAGE_MODEL)[0] == "gpt-image-1"
+    assert _suggested(result, CONF_IMAGE_MODEL) == "gpt-image-1"
+    assert _field(result, CONF_NAME).default() == DEFAULT_AI_TASK_NAME
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"],
+        {
+            CONF_NAME: "Text only",
+            CONF_CHAT_MODEL: "llama3.2:3b",
+            CONF_IMAGE_MODEL: "",
+            CONF_RECOMMENDED: True,
+        },
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["data"] == {CONF_RECOMMENDED: True, CONF_CHAT_MODEL: "llama3.2:3b"}
+    # Adding a subentry reloads the entry.
+    await hass.async_block_till_done()
+
+    result = await _subentry_form(hass, setup_integration, SUBENTRY_AI_TASK)
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"],
+        {
+            CONF_NAME: "Painter",
+            CONF_CHAT_MODEL: "gpt-4o-mini",
+            CONF_IMAGE_MODEL: "flux-dev",
+            CONF_RECOMMENDED: False,
+            CONF_TOP_P: 0.5,
+        },
+    )
+    assert result["data"] == {
+        CONF_RECOMMENDED: False,
+        CONF_CHAT_MODEL: "gpt-4o-mini",
+        CONF_IMAGE_MODEL: "flux-dev",
+        CONF_TOP_P: 0.5,
+    }
+
+
+async def test_reconfigure_conversation(
+    hass: HomeAssistant, make_config_entry: MakeConfigEntry
+) -> None:
+    """Reconfigure shows saved values, drops stale APIs, keeps unknown keys."""
+    entry = make_config_entry(
+        conversation={
+            CONF_LLM_HASS_API: [llm.LLM_API_ASSIST, "vanished_api"],
+            CONF_CHAT_MODEL: "typed-model",
+            CONF_RECOMMENDED: False,
+            CONF_TEMPERATURE: 0.2,
+            "future_option": "kept",
+        }
+    )
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    subentry = next(
+        sub
+        for sub in entry.subentries.values()
+        if sub.subentry_type == SUBENTRY_CONVERSATION
+    )
+    result = await entry.start_subentry_reconfigure_flow(hass, subentry.subentry_id)
+    assert result["step_id"] == "init"
+    assert CONF_NAME not in _fields(result)
+    assert _suggested(result, CONF_LLM_HASS_API) == [llm.LLM_API_ASSIST]
+    # A typed model the server does not list is still offered.
+    assert _selector_options(result, CONF_CHAT_MODEL)[0] == "typed-model"
+    assert _suggested(result, CONF_TEMPERATURE) == 0.2
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"],
+        {
+            CONF_CHAT_MODEL: "gpt-5-mini",
+            CONF_PROMPT: "New prompt",
+            CONF_RECOMMENDED: True,
+        },
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "reconfigure_successful"
+    await hass.async_block_till_done()
+    assert dict(entry.subentries[subentry.subentry_id].data) == {
+        "future_option": "kept",
+        CONF_RECOMMENDED: True,
+        CONF_CHAT_MODEL: "gpt-5-mini",
+        CONF_PROMPT: "New prompt",
+    }
+    assert entry.state is ConfigEntryState.LOADED
+
+
+async def test_reconfigure_drops_only_stale_apis(
+    hass: HomeAssistant, make_config_entry: MakeConfigEntry
+) -> None:
+    """When every saved API is gone, none is suggested; one saved as text works."""
+    entry = make_config_entry(conversation={CONF_LLM_HASS_API: "vanished_api"})
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    subentry_id = next(
+        sub.subentry_id
+        for sub in entry.subentries.values()
+        if sub.subentry_type == SUBENTRY_CONVERSATION
+    )
+    result = await entry.start_subentry_reconfigure_flow(hass, subentry_id)
+    assert _suggested(result, CONF_LLM_HASS_API) is None
+
+    entry2 = make_config_entry(
+        api_key="sk-other", conversation={CONF_LLM_HASS_API: "assist"}
+    )
+    assert await hass.config_entries.async_setup(entry2.entry_id)
+    await hass.async_block_till_done()
+    subentry_id = next(
+        sub.subentry_id
+        for sub in entry2.subentries.values()
+        if sub.subentry_type == SUBENTRY_CONVERSATION
+    )
+    result = await entry2.start_subentry_reconfigure_flow(hass, subentry_id)
+    assert _suggested(result, CONF_LLM_HASS_API) == [llm.LLM_API_ASSIST]
+
+
+async def test_reconfigure_ai_task(
+    hass: HomeAssistant, setup_integration: MockConfigEntry
+) -> None:
+    """An AI task can lose its image model."""
+    entry = setup_integration
+    subentry_id = next(
+        sub.subentry_id
+        for sub in entry.subentries.values()
+        if sub.subentry_type == SUBENTRY_AI_TASK
+    )
+    result = await entry.start_subentry_reconfigure_flow(hass, subentry_id)
+    assert _suggested(result, CONF_IMAGE_MODEL) == "gpt-image-1"
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"],
+        {CONF_CHAT_MODEL: "gpt-4o-mini", CONF_RECOMMENDED: True},
+    )
+    assert result["reason"] == "reconfigure_successful"
+    assert dict(entry.subentries[subentry_id].data) == {
+        CONF_RECOMMENDED: True,
+        CONF_CHAT_MODEL: "gpt-4o-mini",
+    }
+
+
+@pytest.mark.parametrize("subentry_type", [SUBENTRY_CONVERSATION, SUBENTRY_AI_TASK])
+async def test_subentry_needs_loaded_entry(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry, subentry_type: str
+) -> None:
+    """Adding or changing a subentry of an entry that is not loaded aborts."""
+    result = await hass.config_entries.subentries.async_init(
+        (mock_config_entry.entry_id, subentry_type), context={"source": SOURCE_USER}
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "entry_not_loaded"
+    subentry_id = next(
+        sub.subentry_id
+        for sub in mock_config_entry.subentries.values()
+        if sub.subentry_type == subentry_type
+    )
+    result = await mock_config_entry.start_subentry_reconfigure_flow(hass, subentry_id)
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "entry_not_loaded"
+
+
+async def test_subentry_entry_unloaded_while_open(
+    hass: HomeAssistant, setup_integration: MockConfigEntry
+) -> None:
+    """An entry unloaded while the form is open aborts on submit."""
+    result = await _subentry_form(hass, setup_integration, SUBENTRY_CONVERSATION)
+    await hass.config_entries.async_unload(setup_integration.entry_id)
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"],
+        {CONF_NAME: "x", CONF_CHAT_MODEL: "gpt-4o-mini", CONF_RECOMMENDED: True},
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "entry_not_loaded"

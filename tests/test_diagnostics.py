@@ -1,0 +1,51 @@
+"""Config entry diagnostics: settings, models and quirks, without secrets."""
+
+from __future__ import annotations
+
+import json
+
+from homeassistant.core import HomeAssistant
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+from pytest_homeassistant_custom_component.components.diagnostics import (
+    get_diagnostics_for_config_entry,
+)
+from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
+from syrupy.assertion import SnapshotAssertion
+from syrupy.matchers import path_type
+
+from custom_components.openai_compatible.diagnostics import (
+    async_get_config_entry_diagnostics,
+)
+
+from .conftest import TEST_API_KEY
+
+# The simulator listens on a random port.
+VOLATILE = path_type({"title": (str,), "data.base_url": (str,)})
+
+
+async def test_diagnostics(
+    hass: HomeAssistant,
+    hass_client: ClientSessionGenerator,
+    setup_integration: MockConfigEntry,
+    snapshot: SnapshotAssertion,
+) -> None:
+    """The key and the prompts are redacted; models and quirks are shown."""
+    result = await get_diagnostics_for_config_entry(
+        hass, hass_client, setup_integration
+    )
+    assert result == snapshot(matcher=VOLATILE)
+    text = json.dumps(result)
+    assert TEST_API_KEY not in text
+    assert "You are a test assistant." not in text
+    assert result["data"]["base_url"] == setup_integration.data["base_url"]
+
+
+async def test_diagnostics_of_entry_not_loaded(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry
+) -> None:
+    """An entry that is not loaded has no models or quirks to show."""
+    result = await async_get_config_entry_diagnostics(hass, mock_config_entry)
+    assert result["state"] == "not_loaded"
+    assert "models" not in result
+    assert "quirks" not in result
+    assert result["data"]["api_key"] == "**REDACTED**"

@@ -1,0 +1,115 @@
+"""Setting up and unloading an entry, against the simulator."""
+
+from __future__ import annotations
+
+from homeassistant.config_entries import SOURCE_REAUTH, ConfigEntryState
+from homeassistant.core import HomeAssistant
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.openai_compatible.const import DOMAIN
+from simulator import DEFAULT_MODELS, OpenAISimulator
+
+from .conftest import MakeConfigEntry
+
+
+async def test_setup_and_unload(
+    hass: HomeAssistant, setup_integration: MockConfigEntry
+) -> None:
+    """An entry loads with the listed models and unloads cleanly."""
+    entry = setup_integration
+    assert entry.state is ConfigEntryState.LOADED
+    assert entry.runtime_data.models == sorted(DEFAULT_MODELS)
+    assert hass.states.async_entity_ids("conversation")
+    assert await hass.config_entries.async_unload(entry.entry_id)
+    await hass.async_block_till_done()
+    assert entry.state is ConfigEntryState.NOT_LOADED
+
+
+async def test_sends_the_key(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_integration: MockConfigEntry
+) -> None:
+    """Setup lists the models with the entry's key."""
+    request = simulator.requests[0]
+    assert (request.method, request.path) == ("GET", "/v1/models")
+    assert request.headers["Authorization"].startswith("Bearer sk-test-")
+
+
+async def test_refused_key_starts_reauth(
+    hass: HomeAssistant,
+    keyed_simulator: OpenAISimulator,
+    make_config_entry: MakeConfigEntry,
+) -> None:
+    """A 401 at setup is ConfigEntryAuthFailed: the entry asks for a new key."""
+    entry = make_config_entry(base_url=keyed_simulator.base_url, api_key="sk-wrong")
+    assert not await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    assert entry.state is ConfigEntryState.SETUP_ERROR
+    flows = hass.config_entries.flow.async_progress_by_handler(DOMAIN)
+    assert [flow["context"]["source"] for flow in flows] == [SOURCE_REAUTH]
+    assert flows[0]["context"]["entry_id"] == entry.entry_id
+
+
+async def test_server_down_is_not_ready(
+    hass: HomeAssistant, make_config_entry: MakeConfigEntry, socket_enabled: None
+) -> None:
+    """A server that cannot be reached makes setup retry later."""
+    sim = OpenAISimulator()
+    await sim.start()
+    url = sim.base_url
+    await sim.stop()
+    entry = make_config_entry(base_url=url)
+    assert not await hass.config_entries.async_setup(entry.entry_id)
+    assert entry.state is ConfigEntryState.SETUP_RETRY
+    assert entry.reason == "Cannot connect to the model server"
+
+
+async def test_failing_server_is_not_ready(
+    hass: HomeAssistant, simulator: OpenAISimulator, mock_config_entry: MockConfigEntry
+) -> None:
+    """A server error on the models list is worth a retry, not an empty list."""
+    simulator.settings.fail_status = 503
+    assert not await hass.config_entries.async_setup(mock_config_entry.entry_id)
+    assert mock_config_entry.state is ConfigEntryState.SETUP_RETRY
+    assert simulator.settings.fail_message in (mock_config_entry.reason or "")
+
+
+async def test_missing_models_endpoint_still_loads(
+    hass: HomeAssistant, simulator: OpenAISimulator, mock_config_entry: MockConfigEntry
+) -> None:
+    """A server without /models loads, knowing no models."""
+    simulator.settings.models_endpoint = False
+    assert await hass.config_entries.async_setup(mock_config_entry.entry_id)
+    await hass.async_block_till_done()
+    assert mock_config_entry.state is ConfigEntryState.LOADED
+    assert mock_config_entry.runtime_data.models == []
+
+
+async def test_odd_models_listing(
+    hass: HomeAssistant, simulator: OpenAISimulator, mock_config_entry: MockConfigEntry
+) -> None:
+    """A listing with odd entries keeps only the usable ids."""
+    simulator.enqueue(
+        "/models",
+        json={
+            "object": "list",
+            "data": [{"id": "b"}, {"id": ""}, {"x": 1}, {"id": "a"}],
+        },
+    )
+    assert await hass.config_entries.async_setup(mock_config_entry.entry_id)
+    assert mock_config_entry.runtime_data.models == ["a", "b"]
+
+
+async def test_subentry_change_reloads(
+    hass: HomeAssistant, setup_integration: MockConfigEntry, simulator: OpenAISimulator
+) -> None:
+    """Changing a subentry reloads the entry (the models are listed again)."""
+    entry = setup_integration
+    listed = sum(request.path == "/v1/models" for request in simulator.requests)
+    subentry = next(iter(entry.subentries.values()))
+    hass.config_entries.async_update_subentry(entry, subentry, title="Renamed")
+    await hass.async_block_till_done()
+    assert entry.state is ConfigEntryState.LOADED
+    assert (
+        sum(request.path == "/v1/models" for request in simulator.requests)
+        == listed + 1
+    )
