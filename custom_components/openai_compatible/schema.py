@@ -112,7 +112,8 @@ def structure_to_json_schema(
             and key.schema in properties
         ):
             # to_openapi put the key's description over the one of the value.
-            _describe(properties[key.schema], key.description, value, serializer)
+            own = serializer.convert(value).get("description")
+            properties[key.schema]["description"] = _joined(key.description, own)
     return result
 
 
@@ -238,20 +239,9 @@ class _Serializer:
         return self.convert(value)
 
 
-def _describe(
-    schema: _Schema, description: str, value: Any, serializer: _Serializer
-) -> None:
-    """Set a user's description, followed by what the value's schema says itself."""
-    own = serializer.convert(value).get("description")
-    schema["description"] = f"{description} ({own})" if own else description
-
-
-def _with_description(schema: _Schema, description: str | None) -> _Schema:
-    """Return the schema with a label in front of its own description."""
-    if description:
-        own = schema.get("description")
-        schema["description"] = f"{description} ({own})" if own else description
-    return schema
+def _joined(description: str, own: str | None) -> str:
+    """Return a user's description followed by the one a schema gives itself."""
+    return f"{description} ({own})" if own else description
 
 
 def _multiple(config: Mapping[str, Any], item: _Schema) -> _Schema:
@@ -466,10 +456,12 @@ def _numeric_threshold(config: Mapping[str, Any], convert: _Convert) -> _Schema:
             "entity": {"type": "string", "pattern": _ENTITY_ID_PATTERN},
         }
         if units:
-            properties["unit_of_measurement"] = {"type": "string", "enum": units}
+            properties["unit_of_measurement"] = {"type": "string", "enum": list(units)}
         result = _object(properties, [])
         result["description"] = (
-            "Either a number, with its unit if units are listed, or an entity"
+            "A number with its unit, or an entity ID"
+            if units
+            else "A number or an entity ID"
         )
         return result
 
@@ -492,10 +484,13 @@ def _object_selector(config: Mapping[str, Any], convert: _Convert) -> _Schema:
     """Return the selector's fields as an object, or any object if it has none."""
     if not (fields := config.get("fields")):
         return _multiple(config, {"type": "object", "additionalProperties": True})
-    properties = {
-        name: _with_description(convert(field["selector"]), field.get("label"))
-        for name, field in fields.items()
-    }
+    properties: _Schema = {}
+    for name, field in fields.items():
+        properties[name] = convert(field["selector"])
+        if label := field.get("label"):
+            properties[name]["description"] = _joined(
+                label, properties[name].get("description")
+            )
     required = [name for name, field in fields.items() if field.get("required")]
     return _multiple(config, _object(properties, required))
 
