@@ -234,6 +234,8 @@ def _validate_tool_calls(calls: Any, param: str) -> list[str]:
     """Check an assistant message's tool calls; return their ids."""
     if not isinstance(calls, list):
         raise invalid_type(f"{param}.tool_calls", "an array", calls)
+    if not calls:
+        raise empty_array(f"{param}.tool_calls")
     ids: list[str] = []
     for index, call in enumerate(calls):
         where = f"{param}.tool_calls[{index}]"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 import email
 import email.policy
@@ -112,7 +112,7 @@ class _Scripted:
 
     status: int
     json: Any
-    sse: list[SSEItem] | None
+    sse: Sequence[SSEItem] | None
     raw: str | None
     headers: dict[str, str] = field(default_factory=dict)
 
@@ -185,7 +185,7 @@ class OpenAISimulator:
         *,
         status: int = 200,
         json: Any = None,
-        sse: list[SSEItem] | None = None,
+        sse: Sequence[SSEItem] | None = None,
         headers: dict[str, str] | None = None,
         raw: str | None = None,
     ) -> None:
@@ -209,7 +209,9 @@ class OpenAISimulator:
         return [
             request.json
             for request in self.requests
-            if request.method == "POST" and request.path.endswith("/chat/completions")
+            if request.method == "POST"
+            and request.path.endswith("/chat/completions")
+            and isinstance(request.json, dict)
         ]
 
     # --- plumbing ------------------------------------------------------------
@@ -334,7 +336,7 @@ class OpenAISimulator:
     async def _send_sse(
         self,
         request: web.Request,
-        items: list[SSEItem],
+        items: Sequence[SSEItem],
         *,
         model: str,
         status: int = 200,
@@ -404,7 +406,7 @@ class OpenAISimulator:
             reasoning_mode=mode,
             usage=usage if wants_usage and self.settings.stream_usage else None,
         )
-        return await self._send_sse(request, list(chunks), model=body["model"])
+        return await self._send_sse(request, chunks, model=body["model"])
 
     async def _image_generations(self, request: web.Request) -> web.Response:
         """Draw images for a JSON request."""

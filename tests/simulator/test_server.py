@@ -249,3 +249,21 @@ async def test_standalone_command(socket_enabled: None) -> None:
     finally:
         process.terminate()
         assert await process.wait() == 0
+
+
+async def test_restart_on_the_same_port(socket_enabled: None) -> None:
+    """A stopped simulator refuses connections and can come back on its port."""
+    sim = OpenAISimulator()
+    base_url = await sim.start()
+    port = int(base_url.rsplit(":", 1)[1].split("/")[0])
+    async with openai.AsyncOpenAI(
+        base_url=base_url, api_key="x", max_retries=0
+    ) as client:
+        await sim.stop()
+        with pytest.raises(openai.APIConnectionError):
+            await client.models.list()
+        assert await sim.start(port=port) == base_url
+        try:
+            assert (await client.models.list()).data
+        finally:
+            await sim.stop()
