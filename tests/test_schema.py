@@ -118,7 +118,7 @@ ROUND_TRIPS: list[tuple[str, dict[str, Any], Any, Any, Any, str]] = [
         "/backup",
         "/backup",
         {"value": "my backups"},
-        "at 'value'",
+        "does not match the expected pattern at 'value'",
     ),
     (
         "boolean",
@@ -149,7 +149,7 @@ ROUND_TRIPS: list[tuple[str, dict[str, Any], Any, Any, Any, str]] = [
         [255, 128, 0],
         [255, 128, 0],
         {"value": [255, 128, 256]},
-        "at 'value[2]'",
+        "value must be at most 255 at 'value[2]'",
     ),
     (
         "color_temp",
@@ -157,7 +157,7 @@ ROUND_TRIPS: list[tuple[str, dict[str, Any], Any, Any, Any, str]] = [
         2700,
         2700.0,
         {"value": 9000},
-        "at 'value'",
+        "value must be at most 6500 at 'value'",
     ),
     (
         "condition",
@@ -172,7 +172,7 @@ ROUND_TRIPS: list[tuple[str, dict[str, Any], Any, Any, Any, str]] = [
             }
         ],
         {"value": [{"condition": "state"}]},
-        "at 'value",
+        "required key 'entity_id' is missing at 'value[0]'; required key 'state' is missing at 'value[0]'",
     ),
     (
         "config_entry",
@@ -188,7 +188,7 @@ ROUND_TRIPS: list[tuple[str, dict[str, Any], Any, Any, Any, str]] = [
         "on",
         "on",
         {"value": "off"},
-        "at 'value'",
+        "not a valid value at 'value'",
     ),
     (
         "conversation_agent",
@@ -222,7 +222,14 @@ ROUND_TRIPS: list[tuple[str, dict[str, Any], Any, Any, Any, str]] = [
         {"value": "tomorrow"},
         "Invalid datetime specified: tomorrow at 'value'",
     ),
-    ("device", {"device": {}}, "abc123", "abc123", {"value": ["abc"]}, "expected str"),
+    (
+        "device",
+        {"device": {}},
+        "abc123",
+        "abc123",
+        {"value": ["abc"]},
+        "expected str at 'value'",
+    ),
     (
         "device_class",
         {"device_class": {"domain": "sensor"}},
@@ -245,7 +252,7 @@ ROUND_TRIPS: list[tuple[str, dict[str, Any], Any, Any, Any, str]] = [
         "light.kitchen",
         "light.kitchen",
         {"value": "switch.kitchen"},
-        "Entity switch.kitchen belongs to domain switch",
+        "Entity switch.kitchen belongs to domain switch, expected ['light'] at 'value'",
     ),
     (
         "entity_multiple",
@@ -253,7 +260,7 @@ ROUND_TRIPS: list[tuple[str, dict[str, Any], Any, Any, Any, str]] = [
         ["light.b"],
         ["light.b"],
         {"value": ["light.c"]},
-        "at 'value[0]'",
+        "value must be one of ['light.a', 'light.b']",
     ),
     (
         "file",
@@ -263,14 +270,21 @@ ROUND_TRIPS: list[tuple[str, dict[str, Any], Any, Any, Any, str]] = [
         {"value": "photo.jpg"},
         "badly formed hexadecimal UUID string at 'value'",
     ),
-    ("floor", {"floor": {}}, "ground", "ground", {"value": 0}, "expected str"),
+    (
+        "floor",
+        {"floor": {}},
+        "ground",
+        "ground",
+        {"value": 0},
+        "expected str at 'value'",
+    ),
     (
         "icon",
         {"icon": {}},
         "mdi:lightbulb",
         "mdi:lightbulb",
         {"value": 0},
-        "expected str",
+        "expected str at 'value'",
     ),
     (
         "label",
@@ -278,7 +292,7 @@ ROUND_TRIPS: list[tuple[str, dict[str, Any], Any, Any, Any, str]] = [
         ["a", "b"],
         ["a", "b"],
         {"value": [1]},
-        "expected str",
+        "expected str at 'value'",
     ),
     (
         "language",
@@ -364,14 +378,21 @@ ROUND_TRIPS: list[tuple[str, dict[str, Any], Any, Any, Any, str]] = [
         {},
         "required key 'value' is missing",
     ),
-    ("qr_code", {"qr_code": {"data": "abc"}}, "abc", "abc", {"value": 5}, "at 'value'"),
+    (
+        "qr_code",
+        {"qr_code": {"data": "abc"}},
+        "abc",
+        "abc",
+        {"value": 5},
+        "expected str or None at 'value'",
+    ),
     (
         "select",
         {"select": {"options": ["a", "b"]}},
         "a",
         "a",
         {"value": "c"},
-        "value must be one of",
+        "value must be one of ['a', 'b'] at 'value'",
     ),
     (
         "select_multiple",
@@ -403,7 +424,7 @@ ROUND_TRIPS: list[tuple[str, dict[str, Any], Any, Any, Any, str]] = [
         "/dev/ttyUSB0",
         "/dev/ttyUSB0",
         {"value": 1},
-        "expected str",
+        "expected str at 'value'",
     ),
     (
         "state",
@@ -411,7 +432,7 @@ ROUND_TRIPS: list[tuple[str, dict[str, Any], Any, Any, Any, str]] = [
         "on",
         "on",
         {"value": 1},
-        "expected str",
+        "expected str at 'value'",
     ),
     (
         "state_class",
@@ -419,7 +440,7 @@ ROUND_TRIPS: list[tuple[str, dict[str, Any], Any, Any, Any, str]] = [
         "total",
         "total",
         {"value": "total_increasing"},
-        "value must be one of",
+        "value must be one of ['measurement', 'total'] at 'value'",
     ),
     (
         "statistic",
@@ -427,7 +448,7 @@ ROUND_TRIPS: list[tuple[str, dict[str, Any], Any, Any, Any, str]] = [
         "sensor.energy",
         "sensor.energy",
         {"value": 1},
-        "expected str",
+        "expected str at 'value'",
     ),
     (
         "target",
@@ -449,7 +470,7 @@ ROUND_TRIPS: list[tuple[str, dict[str, Any], Any, Any, Any, str]] = [
         "Hello",
         "Hello",
         {"value": 1},
-        "expected str",
+        "expected str at 'value'",
     ),
     (
         "text_multiple",
@@ -459,7 +480,7 @@ ROUND_TRIPS: list[tuple[str, dict[str, Any], Any, Any, Any, str]] = [
         {"value": "a@example.com"},
         "Value should be a list at 'value'",
     ),
-    ("theme", {"theme": {}}, "dark", "dark", {"value": 1}, "expected str"),
+    ("theme", {"theme": {}}, "dark", "dark", {"value": 1}, "expected str at 'value'"),
     (
         "time",
         {"time": {}},
@@ -474,7 +495,7 @@ ROUND_TRIPS: list[tuple[str, dict[str, Any], Any, Any, Any, str]] = [
         [{"trigger": "state", "entity_id": "light.kitchen"}],
         [{"platform": "state", "entity_id": "light.kitchen"}],
         {"value": [{"entity_id": "light.kitchen"}]},
-        "at 'value",
+        "required key not provided at 'value[0].trigger'",
     ),
     (
         "unit_of_measurement",
