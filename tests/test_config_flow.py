@@ -282,6 +282,7 @@ async def test_invalid_auth_then_recover(
         "http://",
         "https://example.com/v1?api-version=1",
         "https://example.com/v1#top",
+        "http://[::1/v1",
         "",
     ],
 )
@@ -455,6 +456,8 @@ async def test_only_non_chat_models_asks_for_model(
     [
         {"status": 200, "json": {"id": "x", "choices": []}},
         {"status": 422, "json": {"detail": [{"msg": "field required"}]}},
+        {"status": 400, "json": {"error": "messages: must not be empty"}},
+        {"status": 404, "json": {"error": "model 'probe' not found"}},
         {
             "status": 404,
             "json": {
@@ -484,6 +487,8 @@ async def test_probe_answers_that_prove_the_protocol(
     [
         ({"status": 404, "raw": "404 page not found"}, "not_compatible"),
         ({"status": 404}, "not_compatible"),
+        ({"status": 404, "json": {"error": "no such route"}}, "not_compatible"),
+        ({"status": 404, "json": ["not", "an", "object"]}, "not_compatible"),
         ({"status": 405, "raw": "Method Not Allowed"}, "not_compatible"),
         ({"status": 400, "raw": "Bad Request"}, "not_compatible"),
         ({"status": 401}, "invalid_auth"),

@@ -255,7 +255,10 @@ def _proves_protocol(err: openai.APIStatusError) -> bool:
     and took the key; so does a JSON 404 about the model, while a 404 about
     the URL does not.
     """
-    body = err.body
+    try:
+        body = err.response.json()
+    except ValueError:
+        return False
     if not isinstance(body, dict) or not body:
         return False
     if err.status_code in (400, 422):
@@ -263,9 +266,9 @@ def _proves_protocol(err: openai.APIStatusError) -> bool:
     if err.status_code != 404:
         return False
     inner = body.get("error", body)
-    if not isinstance(inner, dict):
-        return False
-    return (
+    if isinstance(inner, str):
+        return "model" in inner.lower()
+    return isinstance(inner, dict) and (
         inner.get("code") == "model_not_found"
         or inner.get("param") == "model"
         or "model" in str(inner.get("message", "")).lower()

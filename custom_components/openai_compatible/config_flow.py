@@ -124,12 +124,10 @@ def _entry_title(provider_key: str, base_url: str) -> str:
     return f"{preset.name} ({host})"
 
 
-def _api_key_field(required: bool, description: str | None = None) -> probatio.Marker:
+def _api_key_field(required: bool) -> probatio.Marker:
     """Return the schema key of the API key, required or not."""
     marker = probatio.Required if required else probatio.Optional
-    if description is None:
-        return marker(probatio.Secret(CONF_API_KEY))
-    return marker(probatio.Secret(CONF_API_KEY), description=description)
+    return marker(probatio.Secret(CONF_API_KEY))
 
 
 API_KEY_SELECTOR = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
