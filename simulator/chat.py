@@ -436,7 +436,12 @@ class Answer:
 
 
 def answer(body: dict[str, Any], settings: SimulatorSettings) -> Answer:
-    """Return the built-in answer to a valid request."""
+    """Return the built-in answer to a valid request.
+
+    In order of precedence: a tool call for an on/off command (or a forced
+    tool_choice), JSON for a response_format, a summary of trailing tool
+    results, a label token when logprobs are asked for, else an echo.
+    """
     messages: list[dict[str, Any]] = body["messages"]
     user_text = next(
         (_text(m.get("content")) for m in reversed(messages) if m["role"] == "user"), ""

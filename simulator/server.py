@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 import email
@@ -132,7 +131,7 @@ class OpenAISimulator:
         self.models = list(DEFAULT_MODELS if models is None else models)
         self.settings = SimulatorSettings()
         self.requests: list[RecordedRequest] = []
-        self._queue: dict[str, deque[_Scripted]] = {}
+        self._queue: list[tuple[str, _Scripted]] = []
         self._files: dict[str, bytes] = {}
         self._runner: web.AppRunner | None = None
         self._base_url: str | None = None
@@ -200,8 +199,8 @@ class OpenAISimulator:
         if sum(body is not None for body in (json, sse, raw)) > 1:
             raise ValueError("Give at most one of json, sse and raw")
         key = path if path.startswith("/") else f"/{path}"
-        self._queue.setdefault(key, deque()).append(
-            _Scripted(status, json, sse, raw, dict(headers or {}))
+        self._queue.append(
+            (key, _Scripted(status, json, sse, raw, dict(headers or {})))
         )
 
     def chat_requests(self) -> list[dict[str, Any]]:
@@ -275,9 +274,10 @@ class OpenAISimulator:
 
     def _next_scripted(self, path: str) -> _Scripted | None:
         """Pop the oldest queued response for the path, if any."""
-        for suffix, queue in self._queue.items():
-            if queue and path.endswith(suffix):
-                return queue.popleft()
+        for index, (suffix, scripted) in enumerate(self._queue):
+            if path.endswith(suffix):
+                del self._queue[index]
+                return scripted
         return None
 
     async def _stamp(self, request: web.Request, response: web.StreamResponse) -> None:

@@ -96,12 +96,16 @@ async def test_enqueue_is_fifo_then_builtin(
     sim: OpenAISimulator, client: openai.AsyncOpenAI
 ) -> None:
     """Queued responses go first, in order, then the built-in behaviour."""
+    sim.enqueue("/chat/completions", json={})
     sim.enqueue("/models", json={"object": "list", "data": []})
-    sim.enqueue("models", json={"object": "list", "data": [{"id": "a"}]})
+    sim.enqueue("v1/models", json={"object": "list", "data": [{"id": "a"}]})
 
     assert (await client.models.list()).data == []
     assert [m.id for m in (await client.models.list()).data] == ["a"]
     assert len((await client.models.list()).data) == len(DEFAULT_MODELS)
+    assert (
+        await client.chat.completions.create(model="m", messages=USER_HI)
+    ).id is None
 
 
 async def test_enqueue_status_headers_and_raw(
