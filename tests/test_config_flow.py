@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import socket
 from typing import Any
 from unittest.mock import patch
@@ -10,8 +11,12 @@ from unittest.mock import patch
 from homeassistant.config_entries import SOURCE_USER, ConfigEntryState, ConfigFlowResult
 from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_NAME, CONF_PROMPT
 from homeassistant.core import HomeAssistant
-from homeassistant.data_entry_flow import FlowResultType, InvalidData
-from homeassistant.helpers import llm
+from homeassistant.data_entry_flow import (
+    FlowResultType,
+    InvalidData,
+    add_visible_conditions_to_serialized_schema,
+)
+from homeassistant.helpers import config_validation as cv, llm
 import probatio
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
@@ -1001,3 +1006,48 @@ async def test_subentry_entry_unloaded_while_open(
     )
     assert result["type"] is FlowResultType.ABORT
     assert result["reason"] == "entry_not_loaded"
+
+
+def _serialize(result: ConfigFlowResult) -> list[dict[str, Any]]:
+    """Serialize a form's schema as the frontend receives it."""
+    schema = result["data_schema"]
+    serialized = probatio.to_field_list(schema, custom_serializer=cv.custom_serializer)
+    add_visible_conditions_to_serialized_schema(schema, serialized)
+    json.dumps(serialized)
+    return serialized
+
+
+async def test_forms_serialize_for_the_frontend(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_integration: MockConfigEntry,
+) -> None:
+    """Every form converts to the frontend's JSON, visibility included."""
+    result = await hass.config_entries.flow.async_init(
+        DOMAIN, context={"source": SOURCE_USER}
+    )
+    _serialize(result)
+    connect = await _connect_form(hass, "ollama")
+    fields = {field["name"]: field for field in _serialize(connect)}
+    assert fields[CONF_API_KEY]["selector"] == {
+        "text": {"type": "password", "multiline": False, "multiple": False}
+    }
+    simulator.settings.models_endpoint = False
+    model = await hass.config_entries.flow.async_configure(
+        (await _connect_form(hass, PROVIDER_CUSTOM))["flow_id"],
+        {CONF_BASE_URL: simulator.base_url, CONF_API_KEY: "sk-other"},
+    )
+    assert model["step_id"] == "model"
+    _serialize(model)
+    simulator.settings.models_endpoint = True
+    _serialize(await setup_integration.start_reauth_flow(hass))
+    _serialize(await setup_integration.start_reconfigure_flow(hass))
+    for subentry_type in (SUBENTRY_CONVERSATION, SUBENTRY_AI_TASK):
+        form = await _subentry_form(hass, setup_integration, subentry_type)
+        fields = {field["name"]: field for field in _serialize(form)}
+        assert fields[CONF_TEMPERATURE]["visible"] == {
+            "field": CONF_RECOMMENDED,
+            "value": False,
+        }
+        assert fields[CONF_CHAT_MODEL]["selector"]["select"]["custom_value"] is True
+        assert "number" in fields[CONF_MAX_TOKENS]["selector"]
