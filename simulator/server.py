@@ -162,7 +162,9 @@ class OpenAISimulator:
         """Serve on host and port (0: any free port); return the base URL."""
         if self._runner is not None:
             raise RuntimeError("The simulator is already running")
-        runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=1.0)
+        runner = web.AppRunner(
+            self.app, access_log=None, handler_cancellation=True, shutdown_timeout=0.25
+        )
         await runner.setup()
         await web.TCPSite(runner, host, port).start()
         self._runner = runner
