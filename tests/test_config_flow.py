@@ -602,7 +602,7 @@ async def test_reauth_after_refused_key(
     assert result["errors"] == {"base": "invalid_auth"}
 
     result = await hass.config_entries.flow.async_configure(
-        flow_id, {CONF_API_KEY: KEYED_SIMULATOR_KEY}
+        flow_id, {CONF_API_KEY: f" {KEYED_SIMULATOR_KEY}\n"}
     )
     assert result["type"] is FlowResultType.ABORT
     assert result["reason"] == "reauth_successful"

@@ -263,7 +263,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         if user_input is not None:
             data = {**entry.data}
             data.pop(CONF_API_KEY, None)
-            if api_key := user_input.get(CONF_API_KEY):
+            if api_key := (user_input.get(CONF_API_KEY) or "").strip():
                 data[CONF_API_KEY] = api_key
             unique_id = entry_unique_id(data[CONF_BASE_URL], api_key)
             if self._unique_id_taken(unique_id, entry):
