@@ -10,7 +10,33 @@ Keep this file sectioned: add fixtures under a heading for their area.
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Any
+
+from homeassistant.config_entries import ConfigSubentryData
+from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_PROMPT
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import llm
+from homeassistant.setup import async_setup_component
 import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+from yarl import URL
+
+from custom_components.openai_compatible.api import entry_unique_id
+from custom_components.openai_compatible.const import (
+    CONF_BASE_URL,
+    CONF_CHAT_MODEL,
+    CONF_IMAGE_MODEL,
+    CONF_PROVIDER,
+    CONF_RECOMMENDED,
+    DEFAULT_AI_TASK_NAME,
+    DEFAULT_CONVERSATION_NAME,
+    DOMAIN,
+    PROVIDER_CUSTOM,
+    SUBENTRY_AI_TASK,
+    SUBENTRY_CONVERSATION,
+)
+from simulator import OpenAISimulator
 
 # ---------------------------------------------------------------------------
 # Base
@@ -20,3 +46,145 @@ import pytest
 @pytest.fixture(autouse=True)
 def auto_enable_custom_integrations(enable_custom_integrations: None) -> None:
     """Let Home Assistant load the integration from custom_components/."""
+
+
+# ---------------------------------------------------------------------------
+# Simulator: the local OpenAI-compatible server (owned with simulator/)
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def simulator(socket_enabled: None) -> AsyncGenerator[OpenAISimulator]:
+    """Serve a fresh simulator on a free localhost port; see `simulator.base_url`."""
+    sim = OpenAISimulator()
+    await sim.start()
+    yield sim
+    await sim.stop()
+
+
+# ---------------------------------------------------------------------------
+# Config flow, setup and diagnostics: entries for the simulator
+# (owner: config flow). `make_config_entry(...)` builds an entry like the one
+# the config flow creates, added to hass but not set up; `mock_config_entry`
+# is the default one; `setup_integration` loads it; `keyed_simulator` is a
+# second simulator that insists on the API key KEYED_SIMULATOR_KEY; `ha_core`
+# sets up the `homeassistant` integration (the factory depends on it).
+# ---------------------------------------------------------------------------
+
+
+type MakeConfigEntry = Callable[..., MockConfigEntry]
+
+TEST_API_KEY = "sk-test-0123456789"
+KEYED_SIMULATOR_KEY = "sk-right-key"
+
+
+@pytest.fixture
+async def ha_core(hass: HomeAssistant) -> None:
+    """Set up Home Assistant's core integration, which conversation needs."""
+    assert await async_setup_component(hass, "homeassistant", {})
+
+
+@pytest.fixture
+def make_config_entry(
+    hass: HomeAssistant, simulator: OpenAISimulator, ha_core: None
+) -> MakeConfigEntry:
+    """Return a factory of entries for a simulator, added to hass, not set up.
+
+    Keywords: `base_url` (default: the `simulator` fixture's), `api_key`
+    (default TEST_API_KEY; None for no key), `provider` ("custom"), `title`,
+    and `conversation` / `ai_task`: data merged over the subentries' defaults.
+    """
+
+    def factory(
+        *,
+        base_url: str | None = None,
+        api_key: str | None = TEST_API_KEY,
+        provider: str = PROVIDER_CUSTOM,
+        title: str | None = None,
+        conversation: dict[str, Any] | None = None,
+        ai_task: dict[str, Any] | None = None,
+    ) -> MockConfigEntry:
+        url = base_url or simulator.base_url
+        data: dict[str, Any] = {CONF_PROVIDER: provider, CONF_BASE_URL: url}
+        if api_key is not None:
+            data[CONF_API_KEY] = api_key
+        entry = MockConfigEntry(
+            domain=DOMAIN,
+            title=title or f"Custom ({URL(url).host_port_subcomponent})",
+            data=data,
+            unique_id=entry_unique_id(url, api_key),
+            subentries_data=[
+                ConfigSubentryData(
+                    data={
+                        CONF_RECOMMENDED: True,
+                        CONF_CHAT_MODEL: "gpt-4o-mini",
+                        CONF_PROMPT: "You are a test assistant.",
+                        CONF_LLM_HASS_API: [llm.LLM_API_ASSIST],
+                        **(conversation or {}),
+                    },
+                    subentry_type=SUBENTRY_CONVERSATION,
+                    title=DEFAULT_CONVERSATION_NAME,
+                    unique_id=None,
+                ),
+                ConfigSubentryData(
+                    data={
+                        CONF_RECOMMENDED: True,
+                        CONF_CHAT_MODEL: "gpt-4o-mini",
+                        CONF_IMAGE_MODEL: "gpt-image-1",
+                        **(ai_task or {}),
+                    },
+                    subentry_type=SUBENTRY_AI_TASK,
+                    title=DEFAULT_AI_TASK_NAME,
+                    unique_id=None,
+                ),
+            ],
+        )
+        entry.add_to_hass(hass)
+        return entry
+
+    return factory
+
+
+@pytest.fixture
+def mock_config_entry(make_config_entry: MakeConfigEntry) -> MockConfigEntry:
+    """Return the default entry for the simulator (with TEST_API_KEY)."""
+    return make_config_entry()
+
+
+@pytest.fixture
+async def setup_integration(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry
+) -> MockConfigEntry:
+    """Set up `mock_config_entry` and return it, loaded."""
+    assert await hass.config_entries.async_setup(mock_config_entry.entry_id)
+    await hass.async_block_till_done()
+    return mock_config_entry
+
+
+@pytest.fixture
+async def keyed_simulator(socket_enabled: None) -> AsyncGenerator[OpenAISimulator]:
+    """Yield a started simulator that accepts only KEYED_SIMULATOR_KEY."""
+    sim = OpenAISimulator(api_key=KEYED_SIMULATOR_KEY)
+    await sim.start()
+    yield sim
+    await sim.stop()
+
+
+# ---------------------------------------------------------------------------
+# Engine: a loaded entry pointing at the simulator
+# ---------------------------------------------------------------------------
+
+type SetupEntry = Callable[..., Awaitable[MockConfigEntry]]
+
+
+@pytest.fixture
+def setup_entry(hass: HomeAssistant, make_config_entry: MakeConfigEntry) -> SetupEntry:
+    """Return a factory that loads an entry made by `make_config_entry`."""
+
+    async def factory(**kwargs: Any) -> MockConfigEntry:
+        entry = make_config_entry(**kwargs)
+        assert await hass.config_entries.async_setup(entry.entry_id)
+        await hass.async_block_till_done()
+        return entry
+
+    return factory
