@@ -102,7 +102,7 @@ async def async_create_client(
         base_url=data[CONF_BASE_URL],
         http_client=get_async_client(hass),
         timeout=TIMEOUT_SECONDS,
-        max_retries=1,
+        max_retries=0,
     )
     # The client reads platform details from disk on first use; do it here.
     await hass.async_add_executor_job(client.platform_headers)
