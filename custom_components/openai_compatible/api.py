@@ -349,4 +349,7 @@ def pick_image_model(models: list[str]) -> str | None:
 def is_reasoning_model(model: str) -> bool:
     """Tell whether a model is one of OpenAI's reasoning models."""
     name = model.lower().rsplit("/", 1)[-1]
-    return name.startswith(("o1", "o3", "o4", "gpt-5"))
+    # gpt-5-chat is the non-reasoning chat variant of the family.
+    return name.startswith(("o1", "o3", "o4", "gpt-5")) and not name.startswith(
+        "gpt-5-chat"
+    )

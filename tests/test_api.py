@@ -1,0 +1,78 @@
+"""The one error mapper, fed by real HTTP answers from the simulator."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from homeassistant.core import HomeAssistant
+import openai
+import pytest
+
+from custom_components.openai_compatible.api import (
+    RequestRejectedError,
+    ServerError,
+    async_create_client,
+    is_reasoning_model,
+    map_error,
+    translate_errors,
+)
+from custom_components.openai_compatible.const import CONF_BASE_URL
+from simulator import OpenAISimulator
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "key", "message"),
+    [
+        (400, {"error": "plain string error"}, "api_error", "plain string error"),
+        (422, {"message": "top-level message"}, "api_error", "top-level message"),
+        (404, {"detail": "Not Found"}, "api_error", "Not Found"),
+        (503, None, "api_error", None),
+        (429, {"error": {"message": "busy"}}, "rate_limited", None),
+    ],
+)
+async def test_error_bodies_of_any_shape(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    status: int,
+    body: dict[str, Any] | None,
+    key: str,
+    message: str | None,
+) -> None:
+    """Whatever shape the error body has, the user reads the server's words."""
+    client = await async_create_client(hass, {CONF_BASE_URL: simulator.base_url})
+    if body is None:
+        simulator.enqueue("/models", status=status, raw="upstream failed")
+    else:
+        simulator.enqueue("/models", status=status, json=body)
+
+    with pytest.raises(ServerError) as err, translate_errors():
+        await client.models.list()
+
+    assert err.value.translation_key == key
+    if message is not None:
+        assert err.value.translation_placeholders == {"message": message}
+    if status in (400, 404, 422):
+        assert isinstance(err.value, RequestRejectedError)
+
+
+def test_errors_outside_http() -> None:
+    """Client errors without a response still become translated errors."""
+    error = map_error(openai.OpenAIError("stream ended early"))
+    assert error.translation_key == "api_error"
+    assert error.translation_placeholders == {"message": "stream ended early"}
+
+
+@pytest.mark.parametrize(
+    ("model", "reasoning"),
+    [
+        ("gpt-5-mini", True),
+        ("o3", True),
+        ("openai/o4-mini", True),
+        ("gpt-4o-mini", False),
+        ("gpt-5-chat-latest", False),
+        ("llama3.2:3b", False),
+    ],
+)
+def test_reasoning_models(model: str, reasoning: bool) -> None:
+    """OpenAI's reasoning models are told apart from the rest."""
+    assert is_reasoning_model(model) is reasoning
