@@ -7,6 +7,7 @@ from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
 from homeassistant.components import conversation
+from homeassistant.components.conversation import trace
 from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
 from homeassistant.components.light import ColorMode, LightEntity
 from homeassistant.components.llm import LLMTools
@@ -578,3 +579,37 @@ async def test_entry_unloads(
     assert hass.states.get(AGENT)
     assert await hass.config_entries.async_unload(entry.entry_id)
     assert conversation.async_get_agent(hass, AGENT) is None
+
+
+async def test_usage_is_traced(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """Token usage from the stream's last chunk lands in the conversation trace."""
+    await setup_entry(conversation={CONF_LLM_HASS_API: []})
+    usage = {
+        "prompt_tokens": 120,
+        "completion_tokens": 7,
+        "total_tokens": 127,
+        "prompt_tokens_details": {"cached_tokens": 100},
+    }
+    simulator.enqueue("/chat/completions", sse=sse_text("Hi.", usage=usage))
+
+    await converse(hass, "Hello")
+
+    events = trace.async_get_traces()[-1].as_dict()["events"]
+    details = [
+        event["data"]
+        for event in events
+        if event["event_type"] == trace.ConversationTraceEventType.AGENT_DETAIL
+        and "stats" in event["data"]
+    ]
+    assert details == [
+        {
+            "stats": {
+                "input_tokens": 120,
+                "cached_input_tokens": 100,
+                "output_tokens": 7,
+            },
+            "usage": usage,
+        }
+    ]
