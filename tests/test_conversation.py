@@ -613,3 +613,18 @@ async def test_usage_is_traced(
             "usage": usage,
         }
     ]
+
+
+async def test_question_continues_conversation(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """An answer that asks back keeps the conversation open."""
+    await setup_entry(conversation={CONF_LLM_HASS_API: []})
+    simulator.enqueue("/chat/completions", sse=sse_text("Which light?"))
+    simulator.enqueue("/chat/completions", sse=sse_text("Done."))
+
+    asked = await converse(hass, "Turn on a light")
+    told = await converse(hass, "The kitchen one", asked.conversation_id)
+
+    assert asked.continue_conversation
+    assert not told.continue_conversation
