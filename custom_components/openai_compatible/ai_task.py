@@ -1,19 +1,59 @@
-"""AI task entities, one per AI task subentry."""
+"""AI task entities, one per AI task subentry.
+
+Structured data walks a ladder of ways to ask for JSON, from the strongest a
+server may support to the weakest every server has:
+
+0. ``response_format`` json_schema in OpenAI's strict form,
+1. ``response_format`` json_schema with the plain schema,
+2. ``response_format`` json_object, the schema in the task's instructions,
+3. no ``response_format``, the schema in the task's instructions.
+
+A rung is left only when the server rejects the request; the entry remembers
+the rung that worked, so later tasks start there. Every answer is parsed and
+validated; one repair round asks again when it does not fit.
+"""
 
 from __future__ import annotations
 
-from typing import override
+from dataclasses import dataclass
+from typing import Any, Final, override
 
 from homeassistant.components import ai_task, conversation
+from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+from homeassistant.util import slugify
+import probatio
 
 from . import OpenAICompatibleConfigEntry
-from .api import ServerError
-from .const import MAX_TOOL_ROUNDS_AI_TASK, SUBENTRY_AI_TASK
+from .api import RequestRejectedError, ServerError
+from .const import CONF_IMAGE_MODEL, LOGGER, MAX_TOOL_ROUNDS_AI_TASK, SUBENTRY_AI_TASK
 from .entity import OpenAICompatibleEntity
+from .images import async_generate_image
+from .schema import (
+    StrictUnsupported,
+    StructureMismatch,
+    drop_optional_nulls,
+    parse_json_answer,
+    schema_instructions,
+    strict_json_schema,
+    structure_to_json_schema,
+    validate_result,
+)
 
 PARALLEL_UPDATES = 0
+
+# The rungs of the structured-output ladder.
+RUNG_STRICT: Final = 0
+RUNG_SCHEMA: Final = 1
+RUNG_JSON_OBJECT: Final = 2
+RUNG_INSTRUCTIONS: Final = 3
+
+_SCHEMA_NAME_LENGTH: Final = 64
+_REPAIR: Final = (
+    "Your answer does not match the requested structure: {problem}. "
+    "Answer again with only the JSON, nothing else."
+)
 
 
 async def async_setup_entry(
@@ -30,23 +70,232 @@ async def async_setup_entry(
             )
 
 
-class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
-    """Generates data through the shared model round trip."""
+@dataclass(frozen=True, slots=True)
+class StructuredRequest:
+    """How one rung asks for JSON: a response format and extra instructions."""
 
-    _attr_supported_features = (
-        ai_task.AITaskEntityFeature.GENERATE_DATA
-        | ai_task.AITaskEntityFeature.SUPPORT_ATTACHMENTS
-    )
+    response_format: dict[str, Any] | None
+    instructions: str | None
+
+
+def structured_request(
+    rung: int, name: str, schema: dict[str, Any], strict: dict[str, Any] | None
+) -> StructuredRequest:
+    """Return the request of a rung of the ladder for a schema."""
+    if rung == RUNG_STRICT and strict is not None:
+        return StructuredRequest(
+            {
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": strict, "strict": True},
+            },
+            None,
+        )
+    if rung <= RUNG_SCHEMA:
+        return StructuredRequest(
+            {"type": "json_schema", "json_schema": {"name": name, "schema": schema}},
+            None,
+        )
+    response_format = {"type": "json_object"} if rung == RUNG_JSON_OBJECT else None
+    return StructuredRequest(response_format, schema_instructions(schema))
+
+
+def schema_name(task_name: str) -> str:
+    """Return a json_schema name the API accepts, from the task's name."""
+    return slugify(task_name, separator="_")[:_SCHEMA_NAME_LENGTH] or "result"
+
+
+@dataclass(frozen=True, slots=True)
+class GeneratedImageInfo:
+    """What the chat log keeps of a generated image: a description, no bytes."""
+
+    model: str
+    mime_type: str
+    width: int | None
+    height: int | None
+    revised_prompt: str | None
+
+
+class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
+    """Generates data and images with the subentry's models."""
+
+    def __init__(
+        self,
+        entry: OpenAICompatibleConfigEntry,
+        subentry: ConfigSubentry,
+    ) -> None:
+        """Describe the entity and the features its subentry allows."""
+        super().__init__(entry, subentry)
+        self._attr_supported_features = self._features()
+
+    def _features(self) -> ai_task.AITaskEntityFeature:
+        """Return the features of this subentry's models."""
+        features = (
+            ai_task.AITaskEntityFeature.GENERATE_DATA
+            | ai_task.AITaskEntityFeature.SUPPORT_ATTACHMENTS
+        )
+        if self.image_model:
+            features |= ai_task.AITaskEntityFeature.GENERATE_IMAGE
+        return features
+
+    @property
+    def image_model(self) -> str:
+        """Return the image model of the subentry, empty when it has none."""
+        return str(self.subentry.data.get(CONF_IMAGE_MODEL) or "").strip()
 
     @override
     async def _async_generate_data(
         self, task: ai_task.GenDataTask, chat_log: conversation.ChatLog
     ) -> ai_task.GenDataTaskResult:
-        """Answer a generate-data task with the model's text."""
-        await self._async_handle_chat_log(chat_log, max_rounds=MAX_TOOL_ROUNDS_AI_TASK)
-        last = chat_log.content[-1]
-        if not isinstance(last, conversation.AssistantContent) or not last.content:
-            raise ServerError("no_answer")
+        """Answer a generate-data task with text, or with data of its structure."""
+        if task.structure is None:
+            await self._async_handle_chat_log(
+                chat_log, max_rounds=MAX_TOOL_ROUNDS_AI_TASK
+            )
+            text = _answer(chat_log)
+            if not text:
+                raise ServerError("no_answer")
+            data: Any = text
+        else:
+            data = await self._async_structured(task.name, task.structure, chat_log)
         return ai_task.GenDataTaskResult(
-            conversation_id=chat_log.conversation_id, data=last.content
+            conversation_id=chat_log.conversation_id, data=data
         )
+
+    async def _async_structured(
+        self, name: str, structure: probatio.Schema, chat_log: conversation.ChatLog
+    ) -> Any:
+        """Ask for JSON of the structure, parse and validate it; repair once."""
+        llm_api = chat_log.llm_api
+        schema = structure_to_json_schema(
+            structure, llm_api.custom_serializer if llm_api else None
+        )
+        try:
+            strict: dict[str, Any] | None = strict_json_schema(schema)
+        except StrictUnsupported as err:
+            LOGGER.debug("No strict form of the structure (%s)", err)
+            strict = None
+        # The task's own message: rung instructions are added to it.
+        task_content = next(
+            content
+            for content in reversed(chat_log.content)
+            if isinstance(content, conversation.UserContent)
+        )
+        request = await self._async_climb(
+            chat_log, task_content, schema_name(name), schema, strict
+        )
+        instructions = (
+            (task_content, request.instructions) if request.instructions else None
+        )
+        try:
+            return _structured_answer(chat_log, structure, schema)
+        except StructureMismatch as err:
+            LOGGER.debug("Asking again for the structure: %s", err.problem)
+            chat_log.async_add_user_content(
+                conversation.UserContent(_REPAIR.format(problem=err.problem))
+            )
+        await self._async_handle_chat_log(
+            chat_log,
+            max_rounds=MAX_TOOL_ROUNDS_AI_TASK,
+            response_format=request.response_format,
+            instructions=instructions,
+        )
+        try:
+            return _structured_answer(chat_log, structure, schema)
+        except StructureMismatch as err:
+            raise ServerError("structured_output_invalid", problem=err.problem) from err
+
+    async def _async_climb(
+        self,
+        chat_log: conversation.ChatLog,
+        task_content: conversation.UserContent,
+        name: str,
+        schema: dict[str, Any],
+        strict: dict[str, Any] | None,
+    ) -> StructuredRequest:
+        """Run the task from the remembered rung down until the server accepts.
+
+        Returns the request that was accepted; the answer is in the chat log.
+        """
+        quirks = self.entry.runtime_data.quirks
+        start = quirks.structured_output_rung
+        if strict is None:
+            start = max(start, RUNG_SCHEMA)
+        rung = start
+        while True:
+            request = structured_request(rung, name, schema, strict)
+            try:
+                await self._async_handle_chat_log(
+                    chat_log,
+                    max_rounds=MAX_TOOL_ROUNDS_AI_TASK,
+                    response_format=request.response_format,
+                    instructions=(
+                        (task_content, request.instructions)
+                        if request.instructions
+                        else None
+                    ),
+                )
+            except RequestRejectedError as err:
+                if rung == RUNG_INSTRUCTIONS:
+                    # Not even a plain request goes through: not about the format.
+                    raise
+                LOGGER.debug(
+                    "Structured output rung %s rejected: %s", rung, err.server_message
+                )
+                rung += 1
+                continue
+            if rung > start and rung > quirks.structured_output_rung:
+                LOGGER.debug("The server takes structured output at rung %s", rung)
+                quirks.structured_output_rung = rung
+            return request
+
+    @override
+    async def _async_generate_image(
+        self, task: ai_task.GenImageTask, chat_log: conversation.ChatLog
+    ) -> ai_task.GenImageTaskResult:
+        """Generate an image, or edit the attached ones, with the image model."""
+        model = self.image_model
+        with self._server_errors():
+            image = await async_generate_image(
+                self.hass,
+                self.entry.runtime_data.client,
+                model=model,
+                prompt=task.instructions,
+                attachments=task.attachments,
+            )
+        chat_log.async_add_assistant_content_without_tools(
+            conversation.AssistantContent(
+                agent_id=self.entity_id,
+                native=GeneratedImageInfo(
+                    model=model,
+                    mime_type=image.mime_type,
+                    width=image.width,
+                    height=image.height,
+                    revised_prompt=image.revised_prompt,
+                ),
+            )
+        )
+        return ai_task.GenImageTaskResult(
+            image_data=image.data,
+            conversation_id=chat_log.conversation_id,
+            mime_type=image.mime_type,
+            width=image.width,
+            height=image.height,
+            model=model,
+            revised_prompt=image.revised_prompt,
+        )
+
+
+def _answer(chat_log: conversation.ChatLog) -> str:
+    """Return the text of the model's last answer."""
+    last = chat_log.content[-1]
+    if isinstance(last, conversation.AssistantContent) and last.content:
+        return last.content
+    return ""
+
+
+def _structured_answer(
+    chat_log: conversation.ChatLog, structure: probatio.Schema, schema: dict[str, Any]
+) -> Any:
+    """Return the last answer as data of the structure; raise StructureMismatch."""
+    data = drop_optional_nulls(parse_json_answer(_answer(chat_log)), schema)
+    return validate_result(structure, data)
