@@ -736,6 +736,50 @@ async def test_attachment_refused(
     assert simulator.chat_requests() == []
 
 
+async def test_attachment_type_sniffed(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup: SetupEntry,
+    media_dir: Path,
+) -> None:
+    """An image declared with a vague type is sent as what its bytes are."""
+    await setup()
+    webp = _encode("WEBP", 4, 3)
+    (media_dir / "photo.bin").write_bytes(webp)
+    simulator.enqueue(CHAT, sse=sse_text("A picture."))
+
+    await generate_data(
+        hass,
+        instructions="What is this?",
+        attachments=[media("photo.bin", "application/octet-stream")],
+    )
+
+    (body,) = simulator.chat_requests()
+    url = user_parts(body)[1]["image_url"]["url"]
+    assert url == "data:image/webp;base64," + base64.b64encode(webp).decode()
+
+
+async def test_attachment_unreadable(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup: SetupEntry,
+    media_dir: Path,
+) -> None:
+    """A file that cannot be read is a translated error naming it."""
+    await setup()
+
+    with pytest.raises(HomeAssistantError) as err:
+        await generate_data(
+            hass,
+            instructions="What is this?",
+            attachments=[media("gone.png", "image/png")],
+        )
+
+    assert err.value.translation_key == "attachment_unreadable"
+    assert err.value.translation_placeholders == {"name": "gone.png"}
+    assert simulator.chat_requests() == []
+
+
 # ---------------------------------------------------------------------------
 # generate_image
 # ---------------------------------------------------------------------------
@@ -883,6 +927,23 @@ async def test_generate_image_jpeg_detected(
     assert response["mime_type"] == "image/jpeg"
     assert (response["width"], response["height"]) == (40, 30)
     assert response["revised_prompt"] == "A fox"
+
+
+async def test_generate_image_webp_detected(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """A WebP answer is reported as WebP with its own size."""
+    await setup()
+    webp = _encode("WEBP", 20, 10)
+    simulator.enqueue(
+        "/images/generations",
+        json={"created": 1, "data": [{"b64_json": base64.b64encode(webp).decode()}]},
+    )
+
+    response = await generate_image(hass, instructions="fox")
+
+    assert response["mime_type"] == "image/webp"
+    assert (response["width"], response["height"]) == (20, 10)
 
 
 async def test_generate_image_data_url(
