@@ -1,0 +1,617 @@
+"""A real Home Assistant for development: its config folder and its HTTP API.
+
+Used by ``scripts/develop`` (through the command line below) and by the
+end-to-end test in ``tests/e2e/`` (imported). Everything after the config
+folder is written goes through Home Assistant's own HTTP API, as a user's
+browser would: the onboarding API creates the owner, the login flow signs in
+again on later starts, and the config-flow API adds the integration.
+
+    python scripts/dev_hass.py prepare --config .dev/config
+    python scripts/dev_hass.py bootstrap --config .dev/config \
+        --url http://127.0.0.1:8123 --base-url http://127.0.0.1:8099/v1
+
+The config folder gets:
+
+- ``configuration.yaml`` (only when missing: edit it freely);
+- ``openai_compatible_demo.yaml``, a package with demo devices that Assist can
+  control: ``light.kitchen_light``, ``climate.thermostat`` and
+  ``binary_sensor.front_door``, template entities backed by helpers (only
+  when missing);
+- ``custom_components/openai_compatible``, a symlink to this repository's
+  integration, so Home Assistant runs the working tree;
+- on a fresh folder, ``.storage/onboarding`` with every onboarding step but
+  the first (creating the owner) marked done. The location step would start
+  the met, Google Translate and Radio Browser flows, whose requirements are
+  not installed, and a development instance has no use for them; the owner is
+  then created through the onboarding API, which completes onboarding.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+import json
+import os
+from pathlib import Path
+import sys
+import time
+from typing import Any, Self
+
+import httpx2
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DOMAIN = "openai_compatible"
+INTEGRATION_DIR = REPO_ROOT / "custom_components" / DOMAIN
+DEMO_PACKAGE_FILE = "openai_compatible_demo.yaml"
+STATE_FILE = "openai_compatible_develop.json"
+
+DEV_USERNAME = "dev"
+DEV_PASSWORD = "dev"  # a local development login, printed on start
+DEV_NAME = "Developer"
+
+KITCHEN_LIGHT = "light.kitchen_light"
+THERMOSTAT = "climate.thermostat"
+FRONT_DOOR = "binary_sensor.front_door"
+
+# Demo devices, exposed to Assist by default (light, climate and door sensors
+# are). The helpers behind them are not exposed.
+DEMO_PACKAGE = """\
+# Demo devices for trying the OpenAI Compatible integration: template entities
+# backed by helpers, so they work without any hardware. Written by
+# scripts/dev_hass.py when missing; edit freely.
+input_boolean:
+  kitchen_light_power:
+    name: Kitchen light power
+    icon: mdi:lightbulb
+  front_door_open:
+    name: Front door open
+    icon: mdi:door
+
+input_number:
+  thermostat_target:
+    name: Thermostat target
+    min: 7
+    max: 30
+    step: 0.5
+    initial: 21
+    unit_of_measurement: "°C"
+
+input_select:
+  thermostat_mode:
+    name: Thermostat mode
+    options:
+      - "off"
+      - "heat"
+    initial: "heat"
+
+template:
+  - light:
+      - name: Kitchen light
+        unique_id: openai_compatible_demo_kitchen_light
+        state: "{{ is_state('input_boolean.kitchen_light_power', 'on') }}"
+        turn_on:
+          - action: input_boolean.turn_on
+            target:
+              entity_id: input_boolean.kitchen_light_power
+        turn_off:
+          - action: input_boolean.turn_off
+            target:
+              entity_id: input_boolean.kitchen_light_power
+    climate:
+      - name: Thermostat
+        unique_id: openai_compatible_demo_thermostat
+        hvac_modes: "{{ ['off', 'heat'] }}"
+        hvac_mode: "{{ states('input_select.thermostat_mode') }}"
+        current_temperature: "{{ 20.5 }}"
+        target_temperature: "{{ states('input_number.thermostat_target') | float(21) }}"
+        min_temperature: 7
+        max_temperature: 30
+        target_temperature_step: 0.5
+        temperature_unit: "°C"
+        set_hvac_mode:
+          - action: input_select.select_option
+            target:
+              entity_id: input_select.thermostat_mode
+            data:
+              option: "{{ hvac_mode }}"
+        set_temperature:
+          - action: input_number.set_value
+            target:
+              entity_id: input_number.thermostat_target
+            data:
+              value: "{{ temperature }}"
+    binary_sensor:
+      - name: Front door
+        unique_id: openai_compatible_demo_front_door
+        device_class: door
+        state: "{{ is_state('input_boolean.front_door_open', 'on') }}"
+"""
+
+# default_config (homeassistant/components/default_config/manifest.json)
+# minus go2rtc, which needs its own binary (and when it fails to set up, the
+# whole of default_config fails with it), and dhcp, which needs libpcap.
+DEFAULT_CONFIG_PARTS = (
+    "assist_pipeline",
+    "bluetooth",
+    "cloud",
+    "conversation",
+    "energy",
+    "file",
+    "history",
+    "homeassistant_alerts",
+    "logbook",
+    "media_source",
+    "mobile_app",
+    "my",
+    "ssdp",
+    "stream",
+    "sun",
+    "usage_prediction",
+    "usb",
+    "webhook",
+    "zeroconf",
+)
+
+DEVELOP_CONFIGURATION = f"""\
+# Home Assistant configuration of scripts/develop, written when missing; edit
+# freely (scripts/develop --reset starts over with a fresh folder).
+homeassistant:
+  name: OpenAI Compatible (develop)
+  packages:
+    openai_compatible_demo: !include {DEMO_PACKAGE_FILE}
+
+# scripts/develop sets these from $PORT and $DEVELOP_HOST.
+http:
+  server_host: !env_var OPENAI_COMPATIBLE_DEV_HOST 127.0.0.1
+  server_port: !env_var OPENAI_COMPATIBLE_DEV_PORT 8123
+
+logger:
+  default: warning
+  logs:
+    custom_components.openai_compatible: debug
+    # Shows any attempt to pip-install a requirement.
+    homeassistant.util.package: info
+    # Without the ffmpeg binary and libturbojpeg (not needed to try this
+    # integration) these log an error with a traceback at every start.
+    haffmpeg.core: critical
+    homeassistant.components.camera.img_util: critical
+
+# default_config, listed without go2rtc (needs the go2rtc binary; when it
+# fails, all of default_config fails) and dhcp (needs libpcap).
+{"".join(f"{part}:\n" for part in DEFAULT_CONFIG_PARTS)}"""
+
+ONBOARDING_STORE = {
+    "version": 4,
+    "minor_version": 1,
+    "key": "onboarding",
+    "data": {"done": ["core_config", "analytics", "integration"]},
+}
+
+
+# --- the config folder ----------------------------------------------------------
+
+
+def prepare_config(config_dir: Path, configuration: str | None = None) -> None:
+    """Write what the config folder needs; keep what is there.
+
+    `configuration`: the text of configuration.yaml (default: the develop
+    configuration), written only when the file is missing.
+    """
+    config_dir.mkdir(parents=True, exist_ok=True)
+    fresh = not (config_dir / ".storage").exists()
+    _write_if_missing(
+        config_dir / "configuration.yaml", configuration or DEVELOP_CONFIGURATION
+    )
+    _write_if_missing(config_dir / DEMO_PACKAGE_FILE, DEMO_PACKAGE)
+    link_integration(config_dir)
+    if fresh:
+        storage = config_dir / ".storage"
+        storage.mkdir()
+        (storage / "onboarding").write_text(
+            json.dumps(ONBOARDING_STORE, indent=2), encoding="utf-8"
+        )
+
+
+def _write_if_missing(path: Path, text: str) -> None:
+    if not path.exists():
+        path.write_text(text, encoding="utf-8")
+
+
+def link_integration(config_dir: Path) -> None:
+    """Point <config>/custom_components/openai_compatible at the working tree."""
+    folder = config_dir / "custom_components"
+    folder.mkdir(exist_ok=True)
+    link = folder / DOMAIN
+    if link.is_symlink():
+        if link.resolve() == INTEGRATION_DIR.resolve():
+            return
+        link.unlink()
+    elif link.exists():
+        raise SystemExit(
+            f"{link} is a real folder, not a link to {INTEGRATION_DIR}; "
+            "move it away so the working tree is used"
+        )
+    link.symlink_to(INTEGRATION_DIR, target_is_directory=True)
+
+
+# --- the HTTP API ---------------------------------------------------------------
+
+
+class HomeAssistantError(Exception):
+    """Home Assistant answered something else than expected."""
+
+
+@dataclass(slots=True)
+class EntryOutcome:
+    """What adding the integration through the config flow came to."""
+
+    created: bool
+    message: str
+    result: dict[str, Any]
+
+
+class HomeAssistantAPI:
+    """Home Assistant's HTTP API, used as the frontend uses it."""
+
+    def __init__(self, url: str, *, timeout: float = 150.0) -> None:
+        """Talk to the Home Assistant at `url` (such as http://127.0.0.1:8123)."""
+        self.url = url.rstrip("/")
+        self.client_id = f"{self.url}/"
+        self.token: str | None = None
+        self._http = httpx2.Client(base_url=self.url, timeout=timeout)
+
+    def close(self) -> None:
+        """Close the connections."""
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        """Use as a context manager."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Close the connections."""
+        self.close()
+
+    # -- plumbing
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        json_body: Any = None,
+        *,
+        expect: Iterable[int] = (200, 201),
+    ) -> Any:
+        """Send an authenticated request; return the JSON answer."""
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        response = self._http.request(method, path, json=json_body, headers=headers)
+        if response.status_code not in set(expect):
+            raise HomeAssistantError(
+                f"{method} {path} answered {response.status_code}: {response.text[:2000]}"
+            )
+        if not response.content:
+            return None
+        return response.json()
+
+    def get(self, path: str) -> Any:
+        """GET a path of the API."""
+        return self.request("GET", path)
+
+    def post(self, path: str, json_body: Any = None) -> Any:
+        """POST JSON to a path of the API."""
+        return self.request("POST", path, json_body if json_body is not None else {})
+
+    def get_bytes(self, path: str) -> httpx2.Response:
+        """GET anything (such as a signed image URL) without the token."""
+        return self._http.get(path)
+
+    # -- start up and sign in
+
+    def wait_until_up(
+        self, timeout: float, alive: Callable[[], bool] | None = None
+    ) -> None:
+        """Wait until the HTTP server answers the onboarding status."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if alive is not None and not alive():
+                raise HomeAssistantError("Home Assistant exited while starting")
+            try:
+                if self._http.get("/api/onboarding", timeout=5).status_code == 200:
+                    return
+            except httpx2.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise HomeAssistantError(
+                    f"Home Assistant did not answer at {self.url} within {timeout:.0f} s"
+                )
+            time.sleep(0.5)
+
+    def sign_in(
+        self,
+        username: str = DEV_USERNAME,
+        password: str = DEV_PASSWORD,
+        name: str = DEV_NAME,
+    ) -> str:
+        """Create the owner through onboarding, or log in; return which."""
+        steps = self._http.get("/api/onboarding").json()
+        user_step = next((step for step in steps if step["step"] == "user"), None)
+        if user_step is not None and not user_step["done"]:
+            answer = self._checked(
+                self._http.post(
+                    "/api/onboarding/users",
+                    json={
+                        "client_id": self.client_id,
+                        "name": name,
+                        "username": username,
+                        "password": password,
+                        "language": "en",
+                    },
+                )
+            )
+            self._token_from_code(answer["auth_code"])
+            return "created"
+        self.login(username, password)
+        return "logged_in"
+
+    def login(self, username: str, password: str) -> None:
+        """Log in through the login flow of the Home Assistant auth provider."""
+        flow = self._checked(
+            self._http.post(
+                "/auth/login_flow",
+                json={
+                    "client_id": self.client_id,
+                    "handler": ["homeassistant", None],
+                    "redirect_uri": f"{self.client_id}?auth_callback=1",
+                },
+            )
+        )
+        result = self._checked(
+            self._http.post(
+                f"/auth/login_flow/{flow['flow_id']}",
+                json={
+                    "client_id": self.client_id,
+                    "username": username,
+                    "password": password,
+                },
+            )
+        )
+        if result.get("type") != "create_entry":
+            raise HomeAssistantError(
+                f"Logging in as {username!r} failed: {result.get('errors') or result}"
+            )
+        self._token_from_code(result["result"])
+
+    def _token_from_code(self, code: str) -> None:
+        tokens = self._checked(
+            self._http.post(
+                "/auth/token",
+                data={
+                    "grant_type": "authorization_code",
+                    "code": code,
+                    "client_id": self.client_id,
+                },
+            )
+        )
+        self.token = tokens["access_token"]
+
+    @staticmethod
+    def _checked(response: httpx2.Response) -> Any:
+        if response.status_code != 200:
+            raise HomeAssistantError(
+                f"{response.request.method} {response.request.url.path} answered "
+                f"{response.status_code}: {response.text[:2000]}"
+            )
+        return response.json()
+
+    def wait_until_running(self, timeout: float) -> None:
+        """Wait until Home Assistant has finished starting."""
+        deadline = time.monotonic() + timeout
+        while (state := self.get("/api/config")["state"]) != "RUNNING":
+            if time.monotonic() > deadline:
+                raise HomeAssistantError(
+                    f"Home Assistant is still {state} after {timeout:.0f} s"
+                )
+            time.sleep(0.5)
+
+    # -- the integration
+
+    def add_integration(
+        self,
+        *,
+        base_url: str | None,
+        api_key: str | None = None,
+        provider: str = "custom",
+        model: str | None = None,
+    ) -> EntryOutcome:
+        """Add the integration through the config flow, as the UI does.
+
+        `base_url` None takes the provider's preset URL.
+        """
+        path = "/api/config/config_entries/flow"
+        step = self.post(path, {"handler": DOMAIN, "show_advanced_options": False})
+        flow = f"{path}/{step['flow_id']}"
+        if _is_form(step, "user"):
+            step = self.post(flow, {"provider": provider})
+        if _is_form(step, "connect"):
+            url = base_url or _suggested(step, "base_url")
+            if not url:
+                self.request("DELETE", flow)
+                raise HomeAssistantError(
+                    f"Provider {provider!r} has no preset URL: set OPENAI_BASE_URL"
+                )
+            data = {"base_url": url}
+            if api_key:
+                data["api_key"] = api_key
+            step = self.post(flow, data)
+            if _is_form(step, "connect"):
+                self.request("DELETE", flow)
+                return EntryOutcome(False, _form_errors(step), step)
+        if _is_form(step, "model"):
+            if not model:
+                self.request("DELETE", flow)
+                return EntryOutcome(
+                    False,
+                    "the server lists no chat model; set OPENAI_MODEL to the model "
+                    "to use, or add the integration in the UI",
+                    step,
+                )
+            step = self.post(flow, {"chat_model": model})
+        if step.get("type") == "create_entry":
+            return EntryOutcome(True, f"added {step.get('title')!r}", step)
+        if step.get("type") == "abort":
+            return EntryOutcome(False, f"aborted: {step.get('reason')}", step)
+        self.request("DELETE", flow, expect=(200, 404))
+        return EntryOutcome(False, f"unexpected step: {step}", step)
+
+    def states(self) -> list[dict[str, Any]]:
+        """Return every entity's state."""
+        states: list[dict[str, Any]] = self.get("/api/states")
+        return states
+
+    def state(self, entity_id: str) -> dict[str, Any]:
+        """Return one entity's state."""
+        state: dict[str, Any] = self.get(f"/api/states/{entity_id}")
+        return state
+
+    def entities_of(self, title: str) -> dict[str, str]:
+        """Return {domain: entity_id} of our conversation and AI task entities.
+
+        They are named after the subentries, whose default titles start with
+        `title` ("OpenAI Compatible").
+        """
+        found: dict[str, str] = {}
+        for state in self.states():
+            domain = state["entity_id"].split(".")[0]
+            name = str(state["attributes"].get("friendly_name", ""))
+            if domain in ("conversation", "ai_task") and name.startswith(title):
+                found.setdefault(domain, state["entity_id"])
+        return found
+
+
+def _is_form(step: dict[str, Any], step_id: str) -> bool:
+    return step.get("type") == "form" and step.get("step_id") == step_id
+
+
+def _suggested(step: dict[str, Any], field: str) -> str | None:
+    for item in step.get("data_schema") or ():
+        if item.get("name") == field:
+            value = (item.get("description") or {}).get("suggested_value")
+            return str(value) if value else None
+    return None
+
+
+def _form_errors(step: dict[str, Any]) -> str:
+    """Say in words what the connect form complained about."""
+    try:
+        texts = json.loads(
+            (INTEGRATION_DIR / "translations" / "en.json").read_text(encoding="utf-8")
+        )["config"]["error"]
+    except OSError, ValueError, KeyError:
+        texts = {}
+    placeholders = step.get("description_placeholders") or {}
+    parts = []
+    for key in (step.get("errors") or {}).values():
+        text = str(texts.get(key, key))
+        for name, value in placeholders.items():
+            text = text.replace(f"{{{name}}}", str(value))
+        parts.append(text)
+    return " ".join(parts) or "the server was refused"
+
+
+# --- the command line -----------------------------------------------------------
+
+
+def _load_state(config_dir: Path) -> dict[str, Any]:
+    try:
+        state: dict[str, Any] = json.loads(
+            (config_dir / STATE_FILE).read_text(encoding="utf-8")
+        )
+    except OSError, ValueError:
+        return {}
+    return state
+
+
+def _bootstrap(args: argparse.Namespace) -> int:
+    config_dir = Path(args.config)
+    pid = args.pid
+
+    def alive() -> bool:
+        if pid is None:
+            return True
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return True
+
+    with HomeAssistantAPI(args.url) as api:
+        api.wait_until_up(args.timeout, alive)
+        how = api.sign_in()
+        if how == "created":
+            print(
+                f"develop: created the owner {DEV_USERNAME!r} (password {DEV_PASSWORD!r})"
+            )
+        api.wait_until_running(args.timeout)
+
+        state = _load_state(config_dir)
+        done: list[str] = state.setdefault("entries_for", [])
+        key = args.base_url or f"provider:{args.provider}"
+        if key in done:
+            print(f"develop: the integration was added for {key} on an earlier start")
+        else:
+            outcome = api.add_integration(
+                base_url=args.base_url,
+                api_key=args.api_key,
+                provider=args.provider,
+                model=args.model,
+            )
+            if outcome.created or outcome.result.get("reason") == "already_configured":
+                done.append(key)
+                (config_dir / STATE_FILE).write_text(
+                    json.dumps(state, indent=2), encoding="utf-8"
+                )
+            print(f"develop: OpenAI Compatible for {key}: {outcome.message}")
+            if not outcome.created:
+                print(
+                    "develop: add it yourself under Settings → Devices & services"
+                    " → Add integration → OpenAI Compatible"
+                )
+        entities = api.entities_of("OpenAI Compatible")
+        if entities:
+            print(
+                "develop: entities: " + ", ".join(entities[d] for d in sorted(entities))
+            )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run a sub-command of scripts/develop."""
+    parser = argparse.ArgumentParser(prog="scripts/dev_hass.py")
+    sub = parser.add_subparsers(dest="command", required=True)
+    prepare = sub.add_parser("prepare", help="write the config folder")
+    prepare.add_argument("--config", required=True)
+    boot = sub.add_parser(
+        "bootstrap", help="sign in and add the integration once Home Assistant is up"
+    )
+    boot.add_argument("--config", required=True)
+    boot.add_argument("--url", required=True)
+    boot.add_argument("--pid", type=int, help="give up when this process exits")
+    boot.add_argument("--base-url")
+    boot.add_argument("--api-key")
+    boot.add_argument("--provider", default="custom")
+    boot.add_argument("--model")
+    boot.add_argument("--timeout", type=float, default=300.0)
+    args = parser.parse_args(argv)
+    if args.command == "prepare":
+        prepare_config(Path(args.config))
+        return 0
+    try:
+        return _bootstrap(args)
+    except (HomeAssistantError, httpx2.HTTPError) as err:
+        print(f"develop: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""End-to-end tests: a real `hass` process driven through its HTTP API."""

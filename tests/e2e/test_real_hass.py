@@ -1,0 +1,471 @@
+"""End to end: a real Home Assistant process, used only through its HTTP API.
+
+A module-scoped fixture starts the simulator (``python -m simulator``) and
+``python -m homeassistant`` on free ports with a temporary config folder: the
+demo devices of scripts/dev_hass.py, ``conversation`` and this integration as
+a symlink in ``custom_components``. It creates the owner through the
+onboarding API. The tests then do what a user does: add the integration
+through the config-flow API, talk to the agent, call the AI task actions, and
+finally stop Home Assistant with SIGTERM and read its log.
+
+Both processes run in their own process group and are killed on the way out,
+whatever happened. They need sockets, so every test takes ``socket_enabled``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+import contextlib
+from dataclasses import dataclass, field
+import importlib.util
+import os
+from pathlib import Path
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from types import ModuleType
+from typing import Any
+
+import pytest
+import pytest_socket
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT = 240.0  # seconds; Home Assistant with the frontend on 2 slow cores
+STOP_TIMEOUT = 90.0
+
+
+def _load_dev_hass() -> ModuleType:
+    """Import scripts/dev_hass.py, which scripts/develop uses as well."""
+    spec = importlib.util.spec_from_file_location(
+        "dev_hass", REPO_ROOT / "scripts" / "dev_hass.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("dev_hass", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+dev_hass = _load_dev_hass()
+
+CONFIGURATION = """\
+homeassistant:
+  name: OpenAI Compatible e2e
+  packages:
+    openai_compatible_demo: !include {demo}
+
+http:
+  server_host: 127.0.0.1
+  server_port: {port}
+
+logger:
+  default: warning
+  logs:
+    custom_components.openai_compatible: debug
+    homeassistant.util.package: info
+
+api:
+conversation:
+"""
+
+
+@dataclass
+class Stack:
+    """The running processes and what the tests learned about them."""
+
+    config_dir: Path
+    url: str
+    simulator_url: str
+    hass: subprocess.Popen[bytes]
+    simulator: subprocess.Popen[bytes]
+    hass_output: Path
+    api: Any  # dev_hass.HomeAssistantAPI
+    exit_code: int | None = None
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def log_file(self) -> Path:
+        """Return Home Assistant's own log file."""
+        return self.config_dir / "home-assistant.log"
+
+    def log_tail(self, lines: int = 80) -> str:
+        """Return the end of the log, for failure messages."""
+        try:
+            text = self.log_file.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = self.hass_output.read_text(encoding="utf-8", errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+
+@contextlib.contextmanager
+def _sockets_allowed() -> Iterator[None]:
+    """Allow sockets in a module-scoped fixture (socket_enabled is per test)."""
+    guarded = socket.socket
+    pytest_socket.enable_socket()
+    try:
+        yield
+    finally:
+        socket.socket = guarded  # type: ignore[misc]
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _start(args: list[str], output: Path) -> subprocess.Popen[bytes]:
+    """Start a process in its own session (process group), output to a file."""
+    with output.open("wb") as out:
+        return subprocess.Popen(
+            args,
+            cwd=REPO_ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def _stop(process: subprocess.Popen[bytes], timeout: float) -> int | None:
+    """SIGTERM the process group, wait, then SIGKILL; return the exit code."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            return process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(10)
+    return process.returncode
+
+
+def _simulator_url(process: subprocess.Popen[bytes], output: Path) -> str:
+    """Wait for the simulator to say where it listens."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        text = output.read_text(encoding="utf-8", errors="replace")
+        if match := re.search(r"listening at (\S+)", text):
+            return match[1]
+        if process.poll() is not None:
+            pytest.fail(f"The simulator exited: {text}")
+        time.sleep(0.1)
+    pytest.fail("The simulator did not start within 60 s")
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """Run the simulator and Home Assistant; sign in as the owner."""
+    base = tmp_path_factory.mktemp("e2e")
+    config_dir = base / "config"
+    started: list[subprocess.Popen[bytes]] = []
+    api = None
+    try:
+        with _sockets_allowed():
+            port = _free_port()
+            dev_hass.prepare_config(
+                config_dir,
+                CONFIGURATION.format(demo=dev_hass.DEMO_PACKAGE_FILE, port=port),
+            )
+            sim_output = base / "simulator.out"
+            simulator = _start(
+                [
+                    sys.executable,
+                    "-m",
+                    "simulator",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    "0",
+                ],
+                sim_output,
+            )
+            started.append(simulator)
+            simulator_url = _simulator_url(simulator, sim_output)
+
+            hass_output = base / "hass.out"
+            hass = _start(
+                [
+                    sys.executable,
+                    "-m",
+                    "homeassistant",
+                    "--config",
+                    str(config_dir),
+                    "--log-no-color",
+                ],
+                hass_output,
+            )
+            started.append(hass)
+            url = f"http://127.0.0.1:{port}"
+            api = dev_hass.HomeAssistantAPI(url)
+            began = time.monotonic()
+            try:
+                api.wait_until_up(START_TIMEOUT, lambda: hass.poll() is None)
+                assert api.sign_in() == "created"
+                api.wait_until_running(START_TIMEOUT)
+            except dev_hass.HomeAssistantError as err:
+                tail = hass_output.read_text(encoding="utf-8", errors="replace")
+                pytest.fail(f"{err}\n--- Home Assistant output ---\n{tail[-6000:]}")
+            stack = Stack(
+                config_dir=config_dir,
+                url=url,
+                simulator_url=simulator_url,
+                hass=hass,
+                simulator=simulator,
+                hass_output=hass_output,
+                api=api,
+            )
+            stack.notes["startup_seconds"] = round(time.monotonic() - began, 1)
+        yield stack
+    finally:
+        if api is not None:
+            api.close()
+        for process in reversed(started):
+            _stop(process, STOP_TIMEOUT)
+
+
+@pytest.fixture(scope="module")
+def entry(stack: Stack) -> dict[str, Any]:
+    """Add the integration for the simulator through the config-flow API."""
+    with _sockets_allowed():
+        outcome = stack.api.add_integration(base_url=stack.simulator_url)
+        assert outcome.created, f"{outcome.message}: {outcome.result}"
+        entities = stack.api.entities_of("OpenAI Compatible")
+    return {"result": outcome.result, "entities": entities}
+
+
+def _wait_for_state(stack: Stack, entity_id: str, wanted: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 10
+    state: dict[str, Any] = stack.api.state(entity_id)
+    while state["state"] != wanted and time.monotonic() < deadline:
+        time.sleep(0.2)
+        state = stack.api.state(entity_id)
+    return state
+
+
+def _action(stack: Stack, service: str, data: dict[str, Any]) -> dict[str, Any]:
+    """Call an AI task action with ?return_response; return its response."""
+    answer = stack.api.post(f"/api/services/ai_task/{service}?return_response", data)
+    response: dict[str, Any] = answer["service_response"]
+    return response
+
+
+def test_config_flow_creates_the_entry(
+    socket_enabled: None, stack: Stack, entry: dict[str, Any]
+) -> None:
+    """The config flow (user → connect) creates a loaded entry and its entities."""
+    result = entry["result"]
+    assert result["type"] == "create_entry"
+    assert result["title"].startswith("Custom (127.0.0.1:")
+    entries = stack.api.get("/api/config/config_entries/entry?domain=openai_compatible")
+    assert [e["state"] for e in entries] == ["loaded"]
+    assert set(entry["entities"]) == {"conversation", "ai_task"}
+
+
+def test_conversation_turns_on_the_kitchen_light(
+    socket_enabled: None, stack: Stack, entry: dict[str, Any]
+) -> None:
+    """'Turn on the kitchen light' to our agent turns the light on."""
+    assert stack.api.state(dev_hass.KITCHEN_LIGHT)["state"] == "off"
+    answer = stack.api.post(
+        "/api/conversation/process",
+        {
+            "text": "turn on the kitchen light",
+            "agent_id": entry["entities"]["conversation"],
+            "language": "en",
+        },
+    )
+    response = answer["response"]
+    assert response["response_type"] == "action_done", answer
+    assert response["speech"]["plain"]["speech"]
+    assert _wait_for_state(stack, dev_hass.KITCHEN_LIGHT, "on")["state"] == "on"
+    # The other demo devices are there for Assist as well.
+    assert stack.api.state(dev_hass.THERMOSTAT)["state"] == "heat"
+    assert stack.api.state(dev_hass.FRONT_DOOR)["state"] == "off"
+
+
+def test_ai_task_generate_data(
+    socket_enabled: None, stack: Stack, entry: dict[str, Any]
+) -> None:
+    """generate_data answers text, and data matching a structure."""
+    ai_task = entry["entities"]["ai_task"]
+    plain = _action(
+        stack,
+        "generate_data",
+        {
+            "task_name": "greeting",
+            "entity_id": ai_task,
+            "instructions": "Say hello to the household.",
+        },
+    )
+    assert isinstance(plain["data"], str)
+    assert plain["data"]
+    assert plain["conversation_id"]
+
+    structured = _action(
+        stack,
+        "generate_data",
+        {
+            "task_name": "person",
+            "entity_id": ai_task,
+            "instructions": "Invent a person.",
+            "structure": {
+                "name": {
+                    "description": "The person's name",
+                    "required": True,
+                    "selector": {"text": {}},
+                },
+                "age": {"description": "Age in years", "selector": {"number": {}}},
+                "pet": {
+                    "required": True,
+                    "selector": {"select": {"options": ["cat", "dog"]}},
+                },
+            },
+        },
+    )
+    data = structured["data"]
+    assert isinstance(data, dict), structured
+    assert isinstance(data["name"], str)
+    assert data["pet"] in ("cat", "dog")
+    assert set(data) <= {"name", "age", "pet"}
+    if "age" in data:
+        assert isinstance(data["age"], int | float)
+
+
+def test_ai_task_generate_image(
+    socket_enabled: None, stack: Stack, entry: dict[str, Any]
+) -> None:
+    """generate_image stores a PNG that Home Assistant serves at a signed URL."""
+    response = _action(
+        stack,
+        "generate_image",
+        {
+            "task_name": "kitchen",
+            "entity_id": entry["entities"]["ai_task"],
+            "instructions": "A small drawing of a kitchen light.",
+        },
+    )
+    assert response["mime_type"] == "image/png", response
+    assert response["url"]
+    image = stack.api.get_bytes(response["url"])
+    assert image.status_code == 200
+    assert image.content.startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_ai_task_evaluate(
+    socket_enabled: None, stack: Stack, entry: dict[str, Any]
+) -> None:
+    """Evaluate answers noul, choice and score questions about a state."""
+    response = _action(
+        stack,
+        "evaluate",
+        {
+            "task_name": "kitchen check",
+            "entity_id": entry["entities"]["ai_task"],
+            "state": {"kitchen_light": "on", "time": "23:30"},
+            "questions": {
+                "left_on": {
+                    "type": "noul",
+                    "instructions": "Was the kitchen light left on?",
+                },
+                "action": {
+                    "type": "choice",
+                    "instructions": "What should happen to the light?",
+                    "criteria": {
+                        "keep": "Leave it on.",
+                        "off": "Turn it off.",
+                    },
+                },
+                "urgency": {
+                    "type": "score",
+                    "instructions": "How urgent is it to act?",
+                    "criteria": ["not urgent", "somewhat urgent", "urgent"],
+                },
+            },
+        },
+    )
+    answers = response["answers"]
+    assert set(answers) == {"left_on", "action", "urgency"}, response
+    assert answers["left_on"]["type"] == "noul"
+    assert 0.0 <= answers["left_on"]["noul"] <= 1.0
+    assert answers["action"]["type"] == "choice"
+    assert answers["action"]["choice"] in ("keep", "off")
+    assert set(answers["action"]["probabilities"]) <= {"keep", "off"}
+    assert sum(answers["action"]["probabilities"].values()) == pytest.approx(
+        1.0, abs=0.01
+    )
+    assert answers["urgency"]["type"] == "score"
+    assert 0.0 <= answers["urgency"]["score"] <= 2.0
+    assert len(answers["urgency"]["probabilities"]) == 3
+
+
+# A log record starts with a timestamp: "2026-11-29 18:30:40.266+00:00 ERROR ...".
+_RECORD_START = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d", re.MULTILINE)
+_LEVEL = re.compile(r"^\S+ \S+ (?P<level>[A-Z]+) ")
+
+
+def _records(text: str) -> list[str]:
+    """Split a log into records (a record keeps its traceback lines)."""
+    starts = [match.start() for match in _RECORD_START.finditer(text)]
+    bounds = [0, *starts, len(text)]
+    return [
+        chunk
+        for begin, end in zip(bounds, bounds[1:], strict=False)
+        if (chunk := text[begin:end].strip())
+    ]
+
+
+def _problems(text: str) -> list[str]:
+    """Return errors and tracebacks that involve this integration."""
+    found = []
+    for record in _records(text):
+        if "openai_compatible" not in record:
+            continue
+        level = match["level"] if (match := _LEVEL.match(record)) else ""
+        if (
+            level in ("ERROR", "CRITICAL")
+            or "Traceback (most recent call last)" in record
+            or "Detected blocking call" in record
+        ):
+            found.append(_summary(record))
+    return found
+
+
+def _summary(record: str) -> str:
+    """Keep a record's first lines, its frames in this integration and its end."""
+    lines = record.splitlines()
+    ours = [
+        f"{line}\n{after}"
+        for line, after in zip(lines, [*lines[1:], ""], strict=True)
+        if "custom_components/openai_compatible" in line
+    ]
+    return "\n".join([*lines[:3], *ours, *lines[-2:]])[:4000]
+
+
+def test_stops_cleanly_without_errors_from_the_integration(
+    socket_enabled: None, stack: Stack
+) -> None:
+    """SIGTERM stops Home Assistant; its log holds no error from the integration.
+
+    Runs last: it stops the shared Home Assistant.
+    """
+    began = time.monotonic()
+    exit_code = _stop(stack.hass, STOP_TIMEOUT)
+    stopped_in = time.monotonic() - began
+    assert exit_code == 0, (
+        f"hass exited with {exit_code} after {stopped_in:.1f} s\n{stack.log_tail()}"
+    )
+    log = stack.log_file.read_text(encoding="utf-8", errors="replace")
+    output = stack.hass_output.read_text(encoding="utf-8", errors="replace")
+    problems = _problems(log) or _problems(output)
+    assert not problems, "\n\n".join(problems)
+    # Everything Home Assistant needs is installed: it must not try pip.
+    assert "Attempting install of" not in log, log
