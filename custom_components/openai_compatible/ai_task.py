@@ -29,6 +29,7 @@ from . import OpenAICompatibleConfigEntry
 from .api import RequestRejectedError, ServerError
 from .const import CONF_IMAGE_MODEL, LOGGER, MAX_TOOL_ROUNDS_AI_TASK, SUBENTRY_AI_TASK
 from .entity import OpenAICompatibleEntity
+from .evaluate import async_evaluate
 from .images import async_generate_image
 from .schema import (
     StrictUnsupported,
@@ -132,6 +133,7 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         features = (
             ai_task.AITaskEntityFeature.GENERATE_DATA
             | ai_task.AITaskEntityFeature.SUPPORT_ATTACHMENTS
+            | ai_task.AITaskEntityFeature.EVALUATE
         )
         if self.image_model:
             features |= ai_task.AITaskEntityFeature.GENERATE_IMAGE
@@ -247,6 +249,16 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
                 LOGGER.debug("The server takes structured output at rung %s", rung)
                 quirks.structured_output_rung = rung
             return request
+
+    @override
+    async def _async_evaluate(
+        self, task: ai_task.EvaluationTask
+    ) -> ai_task.EvaluationTaskResult:
+        """Answer the questions with probabilities; see evaluate.py."""
+        with self._server_errors():
+            return await async_evaluate(
+                self.hass, self.entry, self.request_settings(), task
+            )
 
     @override
     async def _async_generate_image(
