@@ -550,39 +550,44 @@ async def test_decisions_score_answer(
 
 
 @pytest.mark.parametrize(
-    ("response", "problem"),
+    "response",
     [
-        pytest.param(
-            {"raw": "<html>ok</html>"}, "the server's answer is not JSON", id="not JSON"
-        ),
-        pytest.param(
-            {"json": [1, 2]},
-            "the server's answer is not a JSON object",
-            id="not an object",
-        ),
-        pytest.param(
-            {"json": {"answers": "yes"}},
-            "the decision has no list of answers",
-            id="no answers",
-        ),
+        pytest.param({"raw": "<html>Welcome</html>"}, id="not JSON"),
+        pytest.param({"json": [1, 2]}, id="not an object"),
+        pytest.param({"json": {"status": "ok"}}, id="no answers"),
     ],
 )
-async def test_decisions_unreadable(
+async def test_decisions_catch_all_page(
     hass: HomeAssistant,
     simulator: OpenAISimulator,
     setup: SetupEntry,
     response: dict[str, Any],
-    problem: str,
 ) -> None:
-    """An answer that is no Decision at all fails the evaluation."""
+    """A 200 that is no Decision at all means the route is not there."""
     entry = await setup()
     simulator.enqueue(DECISIONS, **response)
+    simulator.requests.clear()
+
+    answers = await evaluate(hass, {"door": DOOR})
+
+    assert paths(simulator) == [DECISIONS, CHAT]
+    assert answers["door"]["noul"] > 0.9
+    assert quirks(entry).decisions is False
+
+
+async def test_decisions_answer_not_an_object(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """A Decision whose answers are not objects fails the evaluation."""
+    entry = await setup()
+    simulator.enqueue(DECISIONS, json=decision("yes"))  # type: ignore[arg-type]
 
     err = await evaluate_error(hass, {"door": DOOR})
 
     assert err.translation_key == "evaluate_failed"
-    assert err.translation_placeholders == {"problem": problem}
-    # The route answered, so the server has it.
+    assert err.translation_placeholders == {
+        "problem": "an answer of the decision is not an object"
+    }
     assert quirks(entry).decisions is True
 
 
@@ -1204,6 +1209,36 @@ async def test_stated_invalid(
 
     assert err.translation_key == key
     assert err.translation_placeholders == placeholders
+
+
+@pytest.mark.parametrize(
+    ("response", "problem"),
+    [
+        pytest.param(
+            {"raw": "<html>Welcome</html>"},
+            "the server's answer is not JSON",
+            id="not JSON",
+        ),
+        pytest.param(
+            {"json": [1, 2]}, "the server's answer is not a JSON object", id="list"
+        ),
+    ],
+)
+async def test_chat_unreadable(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup: SetupEntry,
+    response: dict[str, Any],
+    problem: str,
+) -> None:
+    """A chat answer that is no completion fails the evaluation."""
+    await setup(provider="ollama")
+    simulator.enqueue(CHAT, **response)
+
+    err = await evaluate_error(hass, {"door": DOOR})
+
+    assert err.translation_key == "evaluate_failed"
+    assert err.translation_placeholders == {"problem": problem}
 
 
 async def test_stated_with_reasoning_text(

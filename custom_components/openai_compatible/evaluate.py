@@ -7,8 +7,10 @@ three ways, chosen per server, model and question:
 1. ``decisions``: OpenAI's Decisions API (``POST /decisions``), all eligible
    questions in one request. Tried for the OpenAI and Azure presets and for
    custom servers (which may be a proxy in front of OpenAI) until the server
-   rejects the route or the request (400/404/405/415/422/501); then the entry
-   remembers ``quirks.decisions = False`` and never asks again until reloaded.
+   rejects the route or the request (400/404/405/415/422/501) or answers with
+   something that is no Decision; then the entry remembers
+   ``quirks.decisions = False`` and does not ask again until it is reloaded.
+   Scores of more than 10 levels, PDFs and over 128 images are not sent there.
 2. ``logprobs``: one Chat Completions request per question, concurrently, asking
    for a one-token label (Yes/No; a letter per alternative; a digit per level)
    with ``max_tokens`` 1, ``logprobs`` and ``top_logprobs``. The probability of
@@ -302,16 +304,29 @@ class Evaluation:
                 or err.status_code not in MISSING_ENDPOINT_STATUSES
             ):
                 raise map_error(err) from err
-            self._quirks.decisions = False
-            reason = f"decisions: rejected ({err.status_code}): {server_message(err)}"
-            LOGGER.debug("No Decisions API here, using chat completions: %s", reason)
-            for question in questions:
-                self.skipped[question.key].append(reason)
+            self._no_decisions(
+                questions, f"rejected ({err.status_code}): {server_message(err)}"
+            )
             return None
         except openai.OpenAIError as err:
             raise map_error(err) from err
+        try:
+            data = response.http_response.json()
+        except ValueError:
+            data = None
+        if not isinstance(data, dict) or not isinstance(data.get("answers"), list):
+            # A catch-all page (some proxies answer any path with 200), not a Decision.
+            self._no_decisions(questions, "the answer is not a Decision")
+            return None
         self._quirks.decisions = True
-        return _read_decision(_json_body(response.http_response), questions)
+        return _read_decision(data["answers"], questions)
+
+    def _no_decisions(self, questions: list[Question], reason: str) -> None:
+        """Remember that the server has no Decisions API for us."""
+        LOGGER.debug("No Decisions API here, using chat completions: %s", reason)
+        self._quirks.decisions = False
+        for question in questions:
+            self.skipped[question.key].append(f"decisions: {reason}")
 
     # --- paths 2 and 3: chat completions --------------------------------------
 
@@ -695,13 +710,12 @@ def _decision_question(question: Question) -> decision_create_params.Question:
 
 
 def _read_decision(
-    data: dict[str, Any], questions: Sequence[Question]
+    answers: list[Any], questions: Sequence[Question]
 ) -> dict[str, Outcome]:
     """Return the outcome of each question from a Decision, refusing bad ones."""
-    answers = data.get("answers")
-    if not isinstance(answers, list) or not all(isinstance(a, dict) for a in answers):
+    if not all(isinstance(answer, dict) for answer in answers):
         raise ServerError(
-            "evaluate_failed", problem="the decision has no list of answers"
+            "evaluate_failed", problem="an answer of the decision is not an object"
         )
     asked = {q.key: q for q in questions}
     by_key: dict[str, dict[str, Any]] = {}
