@@ -1,0 +1,1 @@
+"""Benchmarks; run them as scripts, never as part of the test suite."""

@@ -1,0 +1,103 @@
+"""The simulator in a process of its own, with two routes for the benchmarks.
+
+`python -m bench.sim_server [--host H] [--port N]` serves `simulator` (the
+same server as `python -m simulator`) and prints its base URL as the first
+line of stdout. Its CPU time is then not part of the benchmark process.
+
+- `GET /bench/requests?since=N`: the requests recorded from index N on (the
+  benchmark's own `/bench/` requests left out), as
+  `{"next": M, "requests": [{"method", "path", "body": <base64>, "peer"}]}`;
+  `peer` is the client's port, which tells the TCP connections apart. (The
+  benchmark sends one request at a time, so requests and ports line up.)
+- `POST /bench/enqueue` with `{"path": ..., "sse": [...]}`: queue a scripted
+  streamed answer, like `OpenAISimulator.enqueue`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+from collections.abc import Awaitable, Callable
+import contextlib
+import signal
+from typing import Any
+
+from aiohttp import web
+
+from simulator import OpenAISimulator
+
+CONTROL_PREFIX = "/bench/"
+
+type Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def add_control_routes(sim: OpenAISimulator) -> None:
+    """Add the benchmark's routes to a simulator that is not started yet."""
+    peers: dict[int, int] = {}
+
+    @web.middleware
+    async def note_peer(request: web.Request, handler: Handler) -> web.StreamResponse:
+        peer = (
+            request.transport.get_extra_info("peername") if request.transport else None
+        )
+        peers[len(sim.requests)] = int(peer[1]) if peer else 0
+        return await handler(request)
+
+    sim.app.middlewares.insert(0, note_peer)
+
+    async def requests(request: web.Request) -> web.Response:
+        since = int(request.query.get("since", "0"))
+        recorded = sim.requests[since:]
+        return web.json_response(
+            {
+                "next": since + len(recorded),
+                "requests": [
+                    {
+                        "method": item.method,
+                        "path": item.path,
+                        "body": base64.b64encode(item.body).decode(),
+                        "peer": peers.get(index, 0),
+                    }
+                    for index, item in enumerate(recorded, start=since)
+                    if not item.path.startswith(CONTROL_PREFIX)
+                ],
+            }
+        )
+
+    async def enqueue(request: web.Request) -> web.Response:
+        payload: dict[str, Any] = await request.json()
+        sim.enqueue(str(payload["path"]), sse=payload["sse"])
+        return web.json_response({"queued": True})
+
+    sim.app.router.add_get(f"{CONTROL_PREFIX}requests", requests)
+    sim.app.router.add_post(f"{CONTROL_PREFIX}enqueue", enqueue)
+
+
+async def _serve(host: str, port: int) -> None:
+    """Serve until SIGTERM or SIGINT."""
+    sim = OpenAISimulator()
+    add_control_routes(sim)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    print(await sim.start(host=host, port=port), flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await sim.stop()
+
+
+def main() -> None:
+    """Parse the command line and serve."""
+    parser = argparse.ArgumentParser(prog="python -m bench.sim_server")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0: any free port")
+    args = parser.parse_args()
+    asyncio.run(_serve(args.host, args.port))
+
+
+if __name__ == "__main__":
+    main()
