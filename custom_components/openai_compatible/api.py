@@ -12,6 +12,7 @@ from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers.httpx_client import get_async_client
+import httpx2
 import openai
 from yarl import URL
 
@@ -168,6 +169,11 @@ def translate_errors() -> Iterator[None]:
         yield
     except openai.OpenAIError as err:
         raise map_error(err) from err
+    except httpx2.TimeoutException as err:
+        # Raised while a streamed answer is being read.
+        raise ConnectError("timeout_connect") from err
+    except httpx2.HTTPError as err:
+        raise ConnectError("cannot_connect") from err
 
 
 # Answers to GET /models that mean "no such route here", not "the server failed".

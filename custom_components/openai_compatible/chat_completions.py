@@ -20,6 +20,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 from homeassistant.helpers.json import json_dumps
 from homeassistant.util.json import json_loads
+import httpx2
 import openai
 import probatio
 
@@ -450,13 +451,19 @@ def _decode_arguments(call: _PendingCall) -> dict[str, Any]:
 async def async_sse_chunks(
     lines: AsyncIterator[str],
 ) -> AsyncIterator[dict[str, Any]]:
-    """Yield the JSON events of a server-sent event stream."""
+    """Yield the JSON events of a server-sent event stream.
+
+    The stream is read to its end, past `[DONE]`, so that the connection can
+    be reused for the next request.
+    """
+    done = False
     async for line in lines:
-        if not line.startswith("data:"):
+        if done or not line.startswith("data:"):
             continue
         data = line[5:].strip()
         if data == "[DONE]":
-            return
+            done = True
+            continue
         if not data:
             continue
         try:
@@ -476,12 +483,12 @@ class ChatCompletionsAdapter:
         hass: HomeAssistant,
         client: openai.AsyncOpenAI,
         settings: RequestSettings,
-        llm_api: llm.APIInstance | None,
+        tool_set: ToolSet,
     ) -> None:
-        """Prepare the tools and the renderer for a run of rounds."""
+        """Prepare the renderer for a run of rounds."""
         self._client = client
         self._settings = settings
-        self.tool_set = build_tool_set(llm_api)
+        self.tool_set = tool_set
         self._renderer = MessageRenderer(hass, self.tool_set, settings)
         self.last_result = StreamResult()
 
@@ -514,14 +521,24 @@ class ChatCompletionsAdapter:
         self.last_result = parser.result
         yield {"role": "assistant"}
         with translate_errors():
-            async with self._client.chat.completions.with_streaming_response.create(
-                **body,
+            # The body is already plain JSON; the SDK's typed transform of
+            # every message would only cost time.
+            response = await self._client.post(
+                "/chat/completions",
+                cast_to=httpx2.Response,
+                body={
+                    **body,
+                    "stream": True,
+                    "stream_options": {"include_usage": True},
+                },
                 stream=True,
-                stream_options={"include_usage": True},
-            ) as response:
-                async for chunk in async_sse_chunks(response.iter_lines()):
+            )
+            try:
+                async for chunk in async_sse_chunks(response.aiter_lines()):
                     for delta in parser.feed(chunk):
                         yield delta
+            finally:
+                await response.aclose()
         for delta in parser.close():
             yield delta
         if usage := parser.result.usage:

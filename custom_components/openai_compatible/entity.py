@@ -8,11 +8,16 @@ from typing import TYPE_CHECKING, Any
 
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
-from homeassistant.helpers import device_registry as dr
+from homeassistant.helpers import device_registry as dr, llm
 from homeassistant.helpers.entity import Entity
 
 from .api import AuthError, ServerError, is_reasoning_model
-from .chat_completions import ChatCompletionsAdapter, RequestSettings
+from .chat_completions import (
+    ChatCompletionsAdapter,
+    RequestSettings,
+    ToolSet,
+    build_tool_set,
+)
 from .const import (
     CONF_CHAT_MODEL,
     CONF_MAX_TOKENS,
@@ -36,6 +41,7 @@ class OpenAICompatibleEntity(Entity):
 
     _attr_has_entity_name = True
     _attr_name = None
+    _tool_set_cache: tuple[llm.APIInstance | None, ToolSet] | None = None
 
     def __init__(
         self, entry: OpenAICompatibleConfigEntry, subentry: ConfigSubentry
@@ -78,6 +84,17 @@ class OpenAICompatibleEntity(Entity):
             short_tool_call_ids=self.provider is PROVIDERS["mistral"],
         )
 
+    def _tool_set(self, llm_api: llm.APIInstance | None) -> ToolSet:
+        """Return the tools in wire form, converted once per API instance.
+
+        Home Assistant keeps a conversation's API instance between turns.
+        """
+        cached = self._tool_set_cache
+        if cached is None or cached[0] is not llm_api:
+            cached = (llm_api, build_tool_set(llm_api))
+            self._tool_set_cache = cached
+        return cached[1]
+
     @contextmanager
     def _server_errors(self) -> Iterator[None]:
         """Start reauthentication when the server refuses our key."""
@@ -104,7 +121,7 @@ class OpenAICompatibleEntity(Entity):
             self.hass,
             self.entry.runtime_data.client,
             self.request_settings(),
-            chat_log.llm_api,
+            self._tool_set(chat_log.llm_api),
         )
         with self._server_errors():
             for _ in range(max_rounds):
