@@ -51,6 +51,7 @@ from homeassistant.components import ai_task, conversation
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.json import json_dumps
 import openai
+from openai.resources.decisions import AsyncDecisions
 from openai.types import decision_create_params
 from openai.types.decision_input_message_param import DecisionInputMessageParam
 from openai.types.decision_input_part_union_param import DecisionInputPartUnionParam
@@ -290,8 +291,10 @@ class Evaluation:
             {"type": "input_image", "image_url": file.data_url} for file in self._files
         )
         message: DecisionInputMessageParam = {"role": "user", "content": content}
+        # Imported with this module: the client would import it in the event loop.
+        decisions: AsyncDecisions = self._client.decisions
         try:
-            response = await self._client.decisions.with_raw_response.create(
+            response = await decisions.with_raw_response.create(
                 model=self._settings.model,
                 input=[message],
                 questions=[_decision_question(q) for q in questions],
