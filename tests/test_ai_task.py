@@ -24,15 +24,7 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
 
-from custom_components.openai_compatible.ai_task import (
-    RUNG_INSTRUCTIONS,
-    RUNG_JSON_OBJECT,
-    RUNG_SCHEMA,
-    RUNG_STRICT,
-    GeneratedImageInfo,
-    schema_name,
-    structured_request,
-)
+from custom_components.openai_compatible.ai_task import GeneratedImageInfo, schema_name
 from custom_components.openai_compatible.const import (
     CONF_CHAT_MODEL,
     CONF_IMAGE_MODEL,
@@ -40,6 +32,13 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_AI_TASK,
 )
 from custom_components.openai_compatible.images import image_size
+from custom_components.openai_compatible.structured import (
+    RUNG_INSTRUCTIONS,
+    RUNG_JSON_OBJECT,
+    RUNG_SCHEMA,
+    RUNG_STRICT,
+    structured_request,
+)
 from simulator import OpenAISimulator, chunk, sse_text, sse_tool_calls
 
 from .conftest import SetupEntry

@@ -22,13 +22,12 @@ from syrupy.assertion import SnapshotAssertion
 
 from custom_components.openai_compatible.api import ServerQuirks
 from custom_components.openai_compatible.const import CONF_CHAT_MODEL
-from custom_components.openai_compatible.evaluate import (
+from custom_components.openai_compatible.evaluate import TOP_LOGPROBS, fold
+from custom_components.openai_compatible.structured import (
     RUNG_INSTRUCTIONS,
     RUNG_JSON_OBJECT,
     RUNG_SCHEMA,
     RUNG_STRICT,
-    TOP_LOGPROBS,
-    fold,
 )
 from simulator import OpenAISimulator
 

@@ -26,7 +26,7 @@ from homeassistant.util import slugify
 import probatio
 
 from . import OpenAICompatibleConfigEntry
-from .api import RequestRejectedError, ServerError
+from .api import ServerError
 from .const import CONF_IMAGE_MODEL, LOGGER, MAX_TOOL_ROUNDS_AI_TASK, SUBENTRY_AI_TASK
 from .entity import OpenAICompatibleEntity
 from .evaluate import async_evaluate
@@ -36,19 +36,13 @@ from .schema import (
     StructureMismatch,
     drop_optional_nulls,
     parse_json_answer,
-    schema_instructions,
     strict_json_schema,
     structure_to_json_schema,
     validate_result,
 )
+from .structured import StructuredRequest, async_climb
 
 PARALLEL_UPDATES = 0
-
-# The rungs of the structured-output ladder.
-RUNG_STRICT: Final = 0
-RUNG_SCHEMA: Final = 1
-RUNG_JSON_OBJECT: Final = 2
-RUNG_INSTRUCTIONS: Final = 3
 
 _SCHEMA_NAME_LENGTH: Final = 64
 _REPAIR: Final = (
@@ -69,35 +63,6 @@ async def async_setup_entry(
                 [OpenAICompatibleTaskEntity(entry, subentry)],
                 config_subentry_id=subentry.subentry_id,
             )
-
-
-@dataclass(frozen=True, slots=True)
-class StructuredRequest:
-    """How one rung asks for JSON: a response format and extra instructions."""
-
-    response_format: dict[str, Any] | None
-    instructions: str | None
-
-
-def structured_request(
-    rung: int, name: str, schema: dict[str, Any], strict: dict[str, Any] | None
-) -> StructuredRequest:
-    """Return the request of a rung of the ladder for a schema."""
-    if rung == RUNG_STRICT and strict is not None:
-        return StructuredRequest(
-            {
-                "type": "json_schema",
-                "json_schema": {"name": name, "schema": strict, "strict": True},
-            },
-            None,
-        )
-    if rung <= RUNG_SCHEMA:
-        return StructuredRequest(
-            {"type": "json_schema", "json_schema": {"name": name, "schema": schema}},
-            None,
-        )
-    response_format = {"type": "json_object"} if rung == RUNG_JSON_OBJECT else None
-    return StructuredRequest(response_format, schema_instructions(schema))
 
 
 def schema_name(task_name: str) -> str:
@@ -182,11 +147,21 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
             for content in reversed(chat_log.content)
             if isinstance(content, conversation.UserContent)
         )
-        request = await self._async_climb(
-            chat_log, task_content, schema_name(name), schema, strict
-        )
-        instructions = (
-            (task_content, request.instructions) if request.instructions else None
+
+        async def attempt(request: StructuredRequest) -> None:
+            await self._async_handle_chat_log(
+                chat_log,
+                max_rounds=MAX_TOOL_ROUNDS_AI_TASK,
+                response_format=request.response_format,
+                instructions=(
+                    (task_content, request.instructions)
+                    if request.instructions
+                    else None
+                ),
+            )
+
+        request, _ = await async_climb(
+            self.entry.runtime_data.quirks, schema_name(name), schema, strict, attempt
         )
         try:
             return _structured_answer(chat_log, structure, schema)
@@ -195,60 +170,11 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
             chat_log.async_add_user_content(
                 conversation.UserContent(_REPAIR.format(problem=err.problem))
             )
-        await self._async_handle_chat_log(
-            chat_log,
-            max_rounds=MAX_TOOL_ROUNDS_AI_TASK,
-            response_format=request.response_format,
-            instructions=instructions,
-        )
+        await attempt(request)
         try:
             return _structured_answer(chat_log, structure, schema)
         except StructureMismatch as err:
             raise ServerError("structured_output_invalid", problem=err.problem) from err
-
-    async def _async_climb(
-        self,
-        chat_log: conversation.ChatLog,
-        task_content: conversation.UserContent,
-        name: str,
-        schema: dict[str, Any],
-        strict: dict[str, Any] | None,
-    ) -> StructuredRequest:
-        """Run the task from the remembered rung down until the server accepts.
-
-        Returns the request that was accepted; the answer is in the chat log.
-        """
-        quirks = self.entry.runtime_data.quirks
-        start = quirks.structured_output_rung
-        if strict is None:
-            start = max(start, RUNG_SCHEMA)
-        rung = start
-        while True:
-            request = structured_request(rung, name, schema, strict)
-            try:
-                await self._async_handle_chat_log(
-                    chat_log,
-                    max_rounds=MAX_TOOL_ROUNDS_AI_TASK,
-                    response_format=request.response_format,
-                    instructions=(
-                        (task_content, request.instructions)
-                        if request.instructions
-                        else None
-                    ),
-                )
-            except RequestRejectedError as err:
-                if rung == RUNG_INSTRUCTIONS:
-                    # Not even a plain request goes through: not about the format.
-                    raise
-                LOGGER.debug(
-                    "Structured output rung %s rejected: %s", rung, err.server_message
-                )
-                rung += 1
-                continue
-            if rung > start and rung > quirks.structured_output_rung:
-                LOGGER.debug("The server takes structured output at rung %s", rung)
-                quirks.structured_output_rung = rung
-            return request
 
     @override
     async def _async_evaluate(

@@ -119,7 +119,7 @@ def _wire_call_id(call_id: str, short: bool) -> str:
     return format(int(digest, 16), "x")[:9]
 
 
-def _attachment_part(file: LoadedFile) -> dict[str, Any]:
+def attachment_part(file: LoadedFile) -> dict[str, Any]:
     """Return the content part for one attachment."""
     if file.mime_type.startswith("image/"):
         return {"type": "image_url", "image_url": {"url": file.data_url}}
@@ -204,7 +204,7 @@ class MessageRenderer:
                 return [{"role": "user", "content": text}]
             files = await async_load_attachments(self._hass, content.attachments)
             parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
-            parts.extend(_attachment_part(file) for file in files)
+            parts.extend(attachment_part(file) for file in files)
             return [{"role": "user", "content": parts}]
         if isinstance(content, conversation.AssistantContent):
             calls = [call for call in content.tool_calls or () if not call.external]

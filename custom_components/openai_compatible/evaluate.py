@@ -66,14 +66,10 @@ from .api import (
     translate_errors,
 )
 from .attachments import LoadedFile, async_load_attachments
-from .chat_completions import RequestSettings
+from .chat_completions import RequestSettings, attachment_part
 from .const import CONF_PROVIDER, LOGGER, PROVIDER_CUSTOM
-from .schema import (
-    StructureMismatch,
-    parse_json_answer,
-    schema_instructions,
-    strict_json_schema,
-)
+from .schema import StructureMismatch, parse_json_answer, strict_json_schema
+from .structured import RUNG_NAMES, StructuredRequest, async_climb
 
 if TYPE_CHECKING:
     from . import OpenAICompatibleConfigEntry
@@ -94,12 +90,6 @@ MAX_DIGITS: Final = 10
 
 # The structured-output ladder, as ai_task.py walks it for generate_data: a rung
 # is left when the server rejects the request, and remembered once one is taken.
-RUNG_STRICT: Final = 0
-RUNG_SCHEMA: Final = 1
-RUNG_JSON_OBJECT: Final = 2
-RUNG_INSTRUCTIONS: Final = 3
-_RUNG_NAMES: Final = ("json_schema strict", "json_schema", "json_object", "prompt")
-
 SYSTEM_PROMPT: Final = (
     "You evaluate evidence from a smart home: its state, given as JSON or text, "
     "and any attached images. Answer the question exactly in the form it asks for."
@@ -353,7 +343,7 @@ class Evaluation:
             user: dict[str, Any] = {"role": "user", "content": text}
         else:
             parts: list[dict[str, Any]] = [{"type": "text", "text": self._evidence}]
-            parts.extend(_chat_part(file) for file in self._files)
+            parts.extend(attachment_part(file) for file in self._files)
             parts.append({"type": "text", "text": prompt})
             user = {"role": "user", "content": parts}
         return [{"role": "system", "content": SYSTEM_PROMPT}, user]
@@ -418,58 +408,45 @@ class Evaluation:
             "required": names,
             "additionalProperties": False,
         }
-        rung = min(self._quirks.structured_output_rung, RUNG_INSTRUCTIONS)
-        while True:
-            body = self._stated_body(question, schema, rung)
-            try:
-                data = await self._async_chat_request(body)
-            except RequestRejectedError as err:
-                if rung >= RUNG_INSTRUCTIONS:
-                    # Not even a plain request goes through: not about the format.
-                    raise
-                self.skipped[question.key].append(
-                    f"stated: {_RUNG_NAMES[rung]} rejected: {err.server_message}"
-                )
-                rung += 1
-                continue
-            break
-        if rung > self._quirks.structured_output_rung:
-            LOGGER.debug("The server takes structured output at rung %s", rung)
-            self._quirks.structured_output_rung = rung
+
+        async def attempt(request: StructuredRequest) -> dict[str, Any]:
+            return await self._async_chat_request(self._stated_body(question, request))
+
+        def on_rejected(request: StructuredRequest, err: RequestRejectedError) -> None:
+            self.skipped[question.key].append(
+                f"stated: {RUNG_NAMES[request.rung]} rejected: {err.server_message}"
+            )
+
+        request, data = await async_climb(
+            self._quirks,
+            "evaluation",
+            schema,
+            strict_json_schema(schema),
+            attempt,
+            on_rejected,
+        )
         stated = _stated_answer(_first_choice(data), question)
         probabilities = _normalised(
             question, [stated[n] for n in names], STATED_TOLERANCE
         )
-        return Outcome(probabilities, "stated", stated, {"format": _RUNG_NAMES[rung]})
+        return Outcome(
+            probabilities, "stated", stated, {"format": RUNG_NAMES[request.rung]}
+        )
 
     def _stated_body(
-        self, question: Question, schema: dict[str, Any], rung: int
+        self, question: Question, request: StructuredRequest
     ) -> dict[str, Any]:
         """Return the request for stated probabilities on one rung of the ladder."""
         prompt = _stated_prompt(question)
-        if rung >= RUNG_JSON_OBJECT:
-            prompt = f"{prompt}\n\n{schema_instructions(schema)}"
+        if request.instructions:
+            prompt = f"{prompt}\n\n{request.instructions}"
         body: dict[str, Any] = {
             "model": self._settings.model,
             "messages": self._messages(prompt),
             **self._settings.body(),
         }
-        if rung == RUNG_STRICT:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": "evaluation",
-                    "strict": True,
-                    "schema": strict_json_schema(schema),
-                },
-            }
-        elif rung == RUNG_SCHEMA:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "evaluation", "schema": schema},
-            }
-        elif rung == RUNG_JSON_OBJECT:
-            body["response_format"] = {"type": "json_object"}
+        if request.response_format:
+            body["response_format"] = request.response_format
         return body
 
     async def _async_chat_request(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -518,13 +495,6 @@ def _evidence_text(task: ai_task.EvaluationTask) -> str:
     elif task.state is not None:
         text += f"\n\nState (JSON):\n{json_dumps(task.state)}"
     return text
-
-
-def _chat_part(file: LoadedFile) -> dict[str, Any]:
-    """Return the chat content part of one attachment."""
-    if file.mime_type.startswith("image/"):
-        return {"type": "image_url", "image_url": {"url": file.data_url}}
-    return {"type": "file", "file": {"filename": file.name, "file_data": file.data_url}}
 
 
 def _label_prompt(question: Question, labels: list[str]) -> str:
