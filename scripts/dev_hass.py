@@ -29,6 +29,7 @@ The config folder gets:
 from __future__ import annotations
 
 import argparse
+import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 import json
@@ -38,12 +39,15 @@ import sys
 import time
 from typing import Any, Self
 
+import aiohttp
 import httpx2
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOMAIN = "openai_compatible"
 INTEGRATION_DIR = REPO_ROOT / "custom_components" / DOMAIN
+PACKAGES_DIR = "packages"
 DEMO_PACKAGE_FILE = "openai_compatible_demo.yaml"
+HTTP_PACKAGE_FILE = "develop_http.yaml"
 STATE_FILE = "openai_compatible_develop.json"
 
 DEV_USERNAME = "dev"
@@ -158,23 +162,23 @@ DEVELOP_CONFIGURATION = f"""\
 # freely (scripts/develop --reset starts over with a fresh folder).
 homeassistant:
   name: OpenAI Compatible (develop)
-  packages:
-    openai_compatible_demo: !include {DEMO_PACKAGE_FILE}
+  # {PACKAGES_DIR}/{DEMO_PACKAGE_FILE}: the demo devices.
+  packages: !include_dir_named {PACKAGES_DIR}
 
-# scripts/develop sets these from $PORT and $DEVELOP_HOST.
-http:
-  server_host: !env_var OPENAI_COMPATIBLE_DEV_HOST 127.0.0.1
-  server_port: !env_var OPENAI_COMPATIBLE_DEV_PORT 8123
+# No http: section. Home Assistant 2026.11 keeps its HTTP settings in
+# .storage/http: scripts/develop hands it $PORT and $DEVELOP_HOST once, on the
+# first start, in {PACKAGES_DIR}/{HTTP_PACKAGE_FILE}, which Home Assistant moves
+# there; then change them under Settings -> System -> Network.
 
 logger:
   default: warning
   logs:
-    custom_components.openai_compatible: debug
+    custom_components.openai_compatible: info
     # Shows any attempt to pip-install a requirement.
     homeassistant.util.package: info
     # Without the ffmpeg binary and libturbojpeg (not needed to try this
     # integration) these log an error with a traceback at every start.
-    haffmpeg.core: critical
+    haffmpeg: critical
     homeassistant.components.camera.img_util: critical
 
 # default_config, listed without go2rtc (needs the go2rtc binary; when it
@@ -192,18 +196,29 @@ ONBOARDING_STORE = {
 # --- the config folder ----------------------------------------------------------
 
 
-def prepare_config(config_dir: Path, configuration: str | None = None) -> None:
+def prepare_config(
+    config_dir: Path,
+    configuration: str | None = None,
+    *,
+    port: int = 8123,
+    host: str | None = "127.0.0.1",
+) -> tuple[str | None, int]:
     """Write what the config folder needs; keep what is there.
 
     `configuration`: the text of configuration.yaml (default: the develop
-    configuration), written only when the file is missing.
+    configuration), written only when the file is missing. On a fresh folder,
+    `port` and `host` (None: all interfaces) go into a package that Home
+    Assistant moves to .storage/http on its first start. Return the host and
+    port Home Assistant will listen on.
     """
     config_dir.mkdir(parents=True, exist_ok=True)
     fresh = not (config_dir / ".storage").exists()
     _write_if_missing(
         config_dir / "configuration.yaml", configuration or DEVELOP_CONFIGURATION
     )
-    _write_if_missing(config_dir / DEMO_PACKAGE_FILE, DEMO_PACKAGE)
+    packages = config_dir / PACKAGES_DIR
+    packages.mkdir(exist_ok=True)
+    _write_if_missing(packages / DEMO_PACKAGE_FILE, DEMO_PACKAGE)
     link_integration(config_dir)
     if fresh:
         storage = config_dir / ".storage"
@@ -211,6 +226,45 @@ def prepare_config(config_dir: Path, configuration: str | None = None) -> None:
         (storage / "onboarding").write_text(
             json.dumps(ONBOARDING_STORE, indent=2), encoding="utf-8"
         )
+        http = f"http:\n  server_port: {int(port)}\n"
+        if host:
+            http += f"  server_host: {json.dumps(host)}\n"
+        (packages / HTTP_PACKAGE_FILE).write_text(
+            "# The HTTP settings of the first start; Home Assistant moves them to\n"
+            "# .storage/http, and scripts/dev_hass.py then deletes this file.\n" + http,
+            encoding="utf-8",
+        )
+        return host, port
+    return http_settings(config_dir, (host, port))
+
+
+def http_settings(
+    config_dir: Path, default: tuple[str | None, int]
+) -> tuple[str | None, int]:
+    """Return the host (None: all) and port a config folder's Home Assistant uses.
+
+    From the package of the first start while it is there, else from
+    .storage/http: the pending settings (on trial) unless they failed, else
+    the stable ones.
+    """
+    if (config_dir / PACKAGES_DIR / HTTP_PACKAGE_FILE).exists():
+        return default
+    try:
+        data = json.loads(
+            (config_dir / ".storage" / "http").read_text(encoding="utf-8")
+        )["data"]
+    except OSError, ValueError, KeyError:
+        return None, 8123
+    pending = data.get("pending")
+    settings = pending if pending and not pending.get("error") else data["stable"]
+    hosts = settings.get("server_host")
+    host = hosts[0] if isinstance(hosts, list) and hosts else hosts
+    return (str(host) if host else None), int(settings.get("server_port", 8123))
+
+
+def forget_first_http_settings(config_dir: Path) -> None:
+    """Delete the first start's HTTP package once Home Assistant has moved it."""
+    (config_dir / PACKAGES_DIR / HTTP_PACKAGE_FILE).unlink(missing_ok=True)
 
 
 def _write_if_missing(path: Path, text: str) -> None:
@@ -317,7 +371,10 @@ class HomeAssistantAPI:
             if alive is not None and not alive():
                 raise HomeAssistantError("Home Assistant exited while starting")
             try:
-                if self._http.get("/api/onboarding", timeout=5).status_code == 200:
+                # The server starts once the frontend (which needs onboarding)
+                # is set up; onboarding's views exist until it is complete.
+                status = self._http.get("/api/onboarding", timeout=5).status_code
+                if status in (200, 404):
                     return
             except httpx2.TransportError:
                 pass
@@ -334,7 +391,8 @@ class HomeAssistantAPI:
         name: str = DEV_NAME,
     ) -> str:
         """Create the owner through onboarding, or log in; return which."""
-        steps = self._http.get("/api/onboarding").json()
+        status = self._http.get("/api/onboarding")
+        steps = status.json() if status.status_code == 200 else []
         user_step = next((step for step in steps if step["step"] == "user"), None)
         if user_step is not None and not user_step["done"]:
             answer = self._checked(
@@ -414,6 +472,49 @@ class HomeAssistantAPI:
                 )
             time.sleep(0.5)
 
+    # -- the WebSocket API
+
+    def websocket(self, *commands: dict[str, Any]) -> list[Any]:
+        """Send commands over the WebSocket API; return their results."""
+        return asyncio.run(self._websocket(commands))
+
+    async def _websocket(self, commands: Sequence[dict[str, Any]]) -> list[Any]:
+        results: list[Any] = []
+        async with (
+            aiohttp.ClientSession() as session,
+            session.ws_connect(
+                f"{self.url}/api/websocket",
+                timeout=aiohttp.ClientWSTimeout(ws_receive=30),
+            ) as ws,
+        ):
+            await ws.receive_json()  # auth_required
+            await ws.send_json({"type": "auth", "access_token": self.token})
+            if (answer := await ws.receive_json())["type"] != "auth_ok":
+                raise HomeAssistantError(f"WebSocket authentication failed: {answer}")
+            for number, command in enumerate(commands, start=1):
+                await ws.send_json({"id": number, **command})
+                answer = await ws.receive_json()
+                while answer.get("id") != number or answer.get("type") != "result":
+                    answer = await ws.receive_json()
+                if not answer["success"]:
+                    raise HomeAssistantError(f"{command}: {answer['error']}")
+                results.append(answer["result"])
+        return results
+
+    def keep_http_settings(self) -> bool:
+        """Confirm HTTP settings on trial, as the UI asks the user to.
+
+        Since 2026.11, HTTP settings that differ from the stored ones (such as
+        a first start's YAML) are a trial: unless confirmed within five
+        minutes, Home Assistant restarts with the previous ones. Return
+        whether there was a trial to confirm.
+        """
+        (config,) = self.websocket({"type": "http/config"})
+        if config.get("active_config_type") != "pending":
+            return False
+        self.websocket({"type": "http/config/promote"})
+        return True
+
     # -- the integration
 
     def add_integration(
@@ -431,38 +532,61 @@ class HomeAssistantAPI:
         path = "/api/config/config_entries/flow"
         step = self.post(path, {"handler": DOMAIN, "show_advanced_options": False})
         flow = f"{path}/{step['flow_id']}"
+        try:
+            step = self._run_flow(flow, step, base_url, api_key, provider, model)
+        except HomeAssistantError as err:
+            step = {"type": "error", "message": str(err)}
+        if step.get("type") == "create_entry":
+            return EntryOutcome(True, f"added {step.get('title')!r}", step)
+        # Leave no half-done flow behind (it is gone after an abort already).
+        self.request("DELETE", flow, expect=(200, 404))
+        if step.get("type") == "abort":
+            return EntryOutcome(False, f"aborted: {step.get('reason')}", step)
+        if step.get("type") == "error":
+            return EntryOutcome(False, str(step["message"]), step)
+        if _is_form(step, "connect"):
+            if step.get("errors"):
+                return EntryOutcome(False, _form_errors(step), step)
+            return EntryOutcome(
+                False, "this server needs an API key: set OPENAI_API_KEY", step
+            )
+        if _is_form(step, "model"):
+            return EntryOutcome(
+                False,
+                "the server lists no chat model; set OPENAI_MODEL to the model "
+                "to use, or add the integration in the UI",
+                step,
+            )
+        return EntryOutcome(False, f"unexpected step: {step}", step)
+
+    def _run_flow(
+        self,
+        flow: str,
+        step: dict[str, Any],
+        base_url: str | None,
+        api_key: str | None,
+        provider: str,
+        model: str | None,
+    ) -> dict[str, Any]:
+        """Answer the steps of the config flow; return the last one."""
         if _is_form(step, "user"):
             step = self.post(flow, {"provider": provider})
         if _is_form(step, "connect"):
             url = base_url or _suggested(step, "base_url")
             if not url:
-                self.request("DELETE", flow)
                 raise HomeAssistantError(
-                    f"Provider {provider!r} has no preset URL: set OPENAI_BASE_URL"
+                    f"provider {provider!r} has no preset URL: set OPENAI_BASE_URL"
                 )
+            if not api_key and _required(step, "api_key"):
+                return step
             data = {"base_url": url}
             if api_key:
                 data["api_key"] = api_key
             step = self.post(flow, data)
-            if _is_form(step, "connect"):
-                self.request("DELETE", flow)
-                return EntryOutcome(False, _form_errors(step), step)
-        if _is_form(step, "model"):
-            if not model:
-                self.request("DELETE", flow)
-                return EntryOutcome(
-                    False,
-                    "the server lists no chat model; set OPENAI_MODEL to the model "
-                    "to use, or add the integration in the UI",
-                    step,
-                )
+        if _is_form(step, "model") and model:
             step = self.post(flow, {"chat_model": model})
-        if step.get("type") == "create_entry":
-            return EntryOutcome(True, f"added {step.get('title')!r}", step)
-        if step.get("type") == "abort":
-            return EntryOutcome(False, f"aborted: {step.get('reason')}", step)
-        self.request("DELETE", flow, expect=(200, 404))
-        return EntryOutcome(False, f"unexpected step: {step}", step)
+        result: dict[str, Any] = step
+        return result
 
     def states(self) -> list[dict[str, Any]]:
         """Return every entity's state."""
@@ -491,6 +615,13 @@ class HomeAssistantAPI:
 
 def _is_form(step: dict[str, Any], step_id: str) -> bool:
     return step.get("type") == "form" and step.get("step_id") == step_id
+
+
+def _required(step: dict[str, Any], field: str) -> bool:
+    return any(
+        item.get("name") == field and item.get("required")
+        for item in step.get("data_schema") or ()
+    )
 
 
 def _suggested(step: dict[str, Any], field: str) -> str | None:
@@ -547,12 +678,15 @@ def _bootstrap(args: argparse.Namespace) -> int:
 
     with HomeAssistantAPI(args.url) as api:
         api.wait_until_up(args.timeout, alive)
+        forget_first_http_settings(config_dir)
         how = api.sign_in()
         if how == "created":
             print(
                 f"develop: created the owner {DEV_USERNAME!r} (password {DEV_PASSWORD!r})"
             )
         api.wait_until_running(args.timeout)
+        if api.keep_http_settings():
+            print("develop: confirmed the HTTP settings of the first start")
 
         state = _load_state(config_dir)
         done: list[str] = state.setdefault("entries_for", [])
@@ -589,8 +723,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run a sub-command of scripts/develop."""
     parser = argparse.ArgumentParser(prog="scripts/dev_hass.py")
     sub = parser.add_subparsers(dest="command", required=True)
-    prepare = sub.add_parser("prepare", help="write the config folder")
+    prepare = sub.add_parser(
+        "prepare", help="write the config folder; print the host and port to use"
+    )
     prepare.add_argument("--config", required=True)
+    prepare.add_argument("--port", type=int, default=8123)
+    prepare.add_argument("--host", default="127.0.0.1", help="empty: all interfaces")
     boot = sub.add_parser(
         "bootstrap", help="sign in and add the integration once Home Assistant is up"
     )
@@ -604,7 +742,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     boot.add_argument("--timeout", type=float, default=300.0)
     args = parser.parse_args(argv)
     if args.command == "prepare":
-        prepare_config(Path(args.config))
+        host, port = prepare_config(
+            Path(args.config), port=args.port, host=args.host or None
+        )
+        print(port, host or "")
         return 0
     try:
         return _bootstrap(args)

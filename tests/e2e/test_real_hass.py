@@ -52,15 +52,12 @@ def _load_dev_hass() -> ModuleType:
 
 dev_hass = _load_dev_hass()
 
+# The HTTP settings come in a package (see dev_hass.prepare_config), as with
+# scripts/develop.
 CONFIGURATION = """\
 homeassistant:
   name: OpenAI Compatible e2e
-  packages:
-    openai_compatible_demo: !include {demo}
-
-http:
-  server_host: 127.0.0.1
-  server_port: {port}
+  packages: !include_dir_named packages
 
 logger:
   default: warning
@@ -171,10 +168,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     try:
         with _sockets_allowed():
             port = _free_port()
-            dev_hass.prepare_config(
-                config_dir,
-                CONFIGURATION.format(demo=dev_hass.DEMO_PACKAGE_FILE, port=port),
-            )
+            assert dev_hass.prepare_config(
+                config_dir, CONFIGURATION, port=port, host="127.0.0.1"
+            ) == ("127.0.0.1", port)
             sim_output = base / "simulator.out"
             simulator = _start(
                 [
@@ -209,8 +205,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             began = time.monotonic()
             try:
                 api.wait_until_up(START_TIMEOUT, lambda: hass.poll() is None)
+                dev_hass.forget_first_http_settings(config_dir)
                 assert api.sign_in() == "created"
                 api.wait_until_running(START_TIMEOUT)
+                # The first start's HTTP settings are a trial (2026.11): keep
+                # them, or Home Assistant restarts with defaults in 5 minutes.
+                assert api.keep_http_settings()
             except dev_hass.HomeAssistantError as err:
                 tail = hass_output.read_text(encoding="utf-8", errors="replace")
                 pytest.fail(f"{err}\n--- Home Assistant output ---\n{tail[-6000:]}")
@@ -442,12 +442,11 @@ def _problems(text: str) -> list[str]:
 def _summary(record: str) -> str:
     """Keep a record's first lines, its frames in this integration and its end."""
     lines = record.splitlines()
-    ours = [
-        f"{line}\n{after}"
-        for line, after in zip(lines, [*lines[1:], ""], strict=True)
-        if "custom_components/openai_compatible" in line
-    ]
-    return "\n".join([*lines[:3], *ours, *lines[-2:]])[:4000]
+    keep = {0, 1, 2, len(lines) - 2, len(lines) - 1}
+    for index, line in enumerate(lines):
+        if "custom_components/openai_compatible" in line:
+            keep |= {index, index + 1}
+    return "\n".join(lines[i] for i in sorted(keep) if 0 <= i < len(lines))[:4000]
 
 
 def test_stops_cleanly_without_errors_from_the_integration(
