@@ -116,11 +116,25 @@ def _free_port() -> int:
         return port
 
 
-def _start(args: list[str], output: Path) -> subprocess.Popen[bytes]:
-    """Start a process in its own session (process group), output to a file."""
+# Runs a Python module in a child that gets SIGTERM when the test process
+# dies (Linux), then becomes that module (exec keeps the setting). It covers
+# what the fixtures' finalizers cannot: a test run killed with SIGKILL, such as
+# by a CI timeout.
+_LAUNCHER = """\
+import ctypes, os, signal, sys
+if sys.platform == "linux":
+    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+if os.getppid() != int(sys.argv[1]):
+    sys.exit("the test process is gone")
+os.execv(sys.executable, [sys.executable, "-m", *sys.argv[2:]])
+"""
+
+
+def _start(module: str, args: list[str], output: Path) -> subprocess.Popen[bytes]:
+    """Run `python -m module args` in its own session, output to a file."""
     with output.open("wb") as out:
         return subprocess.Popen(
-            args,
+            [sys.executable, "-c", _LAUNCHER, str(os.getpid()), module, *args],
             cwd=REPO_ROOT,
             stdin=subprocess.DEVNULL,
             stdout=out,
@@ -131,13 +145,14 @@ def _start(args: list[str], output: Path) -> subprocess.Popen[bytes]:
 
 def _stop(process: subprocess.Popen[bytes], timeout: float) -> int | None:
     """SIGTERM the process group, wait, then SIGKILL; return the exit code."""
-    if process.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            return process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            pass
+    if process.poll() is not None:
+        return process.returncode  # reaped: its pid may belong to another now
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        return process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        pass
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
@@ -173,30 +188,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             ) == ("127.0.0.1", port)
             sim_output = base / "simulator.out"
             simulator = _start(
-                [
-                    sys.executable,
-                    "-m",
-                    "simulator",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    "0",
-                ],
-                sim_output,
+                "simulator", ["--host", "127.0.0.1", "--port", "0"], sim_output
             )
             started.append(simulator)
             simulator_url = _simulator_url(simulator, sim_output)
 
             hass_output = base / "hass.out"
             hass = _start(
-                [
-                    sys.executable,
-                    "-m",
-                    "homeassistant",
-                    "--config",
-                    str(config_dir),
-                    "--log-no-color",
-                ],
+                "homeassistant",
+                ["--config", str(config_dir), "--log-no-color"],
                 hass_output,
             )
             started.append(hass)
