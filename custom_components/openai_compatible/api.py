@@ -105,9 +105,19 @@ async def async_create_client(
         timeout=TIMEOUT_SECONDS,
         max_retries=0,
     )
-    # The client reads platform details from disk on first use; do it here.
-    await hass.async_add_executor_job(client.platform_headers)
+    await hass.async_add_executor_job(_warm_up, client)
     return client
+
+
+def _warm_up(client: openai.AsyncOpenAI) -> None:
+    """Do the client's lazy disk work now, in the executor, not in the loop.
+
+    It reads platform details on first use and imports each API resource on
+    first access.
+    """
+    client.platform_headers()
+    for resource in ("chat", "models", "images", "decisions"):
+        getattr(client, resource)
 
 
 def server_message(err: openai.APIStatusError) -> str:
