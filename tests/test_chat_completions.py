@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from freezegun.api import FrozenDateTimeFactory
 from homeassistant.components import conversation
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import chat_session, intent, llm
 import pytest
+from syrupy.assertion import SnapshotAssertion
 
 from custom_components.openai_compatible.api import ServerError
 from custom_components.openai_compatible.chat_completions import (
@@ -256,8 +258,11 @@ async def test_history_from_other_agents_converts(
     simulator: OpenAISimulator,
     setup_entry: SetupEntry,
     tmp_path: Path,
+    freezer: FrozenDateTimeFactory,
+    snapshot: SnapshotAssertion,
 ) -> None:
     """Thinking, provider-run tool calls, orphans and attachments convert cleanly."""
+    freezer.move_to("2026-11-29 12:00:00+00:00")
     await setup_entry(conversation={CONF_LLM_HASS_API: []})
     image = tmp_path / "photo.png"
     image.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16)
@@ -316,6 +321,7 @@ async def test_history_from_other_agents_converts(
     assert parts[2]["type"] == "file"
     assert parts[2]["file"]["filename"] == "manual.pdf"
     assert messages[2] == {"role": "assistant", "content": "A photo of a manual."}
+    assert simulator.chat_requests()[0] == snapshot
 
 
 async def test_unanswered_calls_get_a_result(
