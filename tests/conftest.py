@@ -11,6 +11,7 @@ Keep this file sectioned: add fixtures under a heading for their area.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from homeassistant.config_entries import ConfigSubentryData
@@ -188,3 +189,26 @@ def setup_entry(hass: HomeAssistant, make_config_entry: MakeConfigEntry) -> Setu
         return entry
 
     return factory
+
+
+# ---------------------------------------------------------------------------
+# AI tasks: a local media folder for attachments and stored images
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def media_dir(hass: HomeAssistant, tmp_path: Path) -> Path:
+    """Give Home Assistant a local media folder."""
+    folder = tmp_path / "media"
+    folder.mkdir()
+    hass.config.media_dirs = {"local": str(folder)}
+    return folder
+
+
+@pytest.fixture
+async def setup(
+    hass: HomeAssistant, setup_entry: SetupEntry, media_dir: Path
+) -> SetupEntry:
+    """Return `setup_entry` with media sources ready for attachments."""
+    assert await async_setup_component(hass, "media_source", {})
+    return setup_entry

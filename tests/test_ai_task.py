@@ -17,7 +17,6 @@ from homeassistant.config_entries import ConfigEntryState, ConfigSubentry
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.helpers import entity_registry as er, llm
-from homeassistant.setup import async_setup_component
 from PIL import Image
 import probatio
 import pytest
@@ -71,24 +70,6 @@ WEATHER_ANSWER = {"condition": "sunny", "temperature": 21}
 def frozen_time(freezer: FrozenDateTimeFactory) -> None:
     """Keep the date in the system prompt stable for snapshots."""
     freezer.move_to("2026-11-29 12:00:00+00:00")
-
-
-@pytest.fixture
-def media_dir(hass: HomeAssistant, tmp_path: Path) -> Path:
-    """Give Home Assistant a local media folder (attachments, stored images)."""
-    folder = tmp_path / "media"
-    folder.mkdir()
-    hass.config.media_dirs = {"local": str(folder)}
-    return folder
-
-
-@pytest.fixture
-async def setup(
-    hass: HomeAssistant, setup_entry: SetupEntry, media_dir: Path
-) -> Callable[..., Any]:
-    """Return `setup_entry` with media and the AI task component ready."""
-    assert await async_setup_component(hass, "media_source", {})
-    return setup_entry
 
 
 def png(width: int = 4, height: int = 3) -> bytes:

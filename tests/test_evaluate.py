@@ -15,7 +15,6 @@ from homeassistant.components.conversation.trace import (
 )
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
-from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
@@ -60,24 +59,6 @@ QUESTIONS = {"door": DOOR, "vehicle": VEHICLE, "fill": FILL}
 # ---------------------------------------------------------------------------
 # Fixtures and helpers
 # ---------------------------------------------------------------------------
-
-
-@pytest.fixture
-def media_dir(hass: HomeAssistant, tmp_path: Path) -> Path:
-    """Give Home Assistant a local media folder for attachments."""
-    folder = tmp_path / "media"
-    folder.mkdir()
-    hass.config.media_dirs = {"local": str(folder)}
-    return folder
-
-
-@pytest.fixture
-async def setup(
-    hass: HomeAssistant, setup_entry: SetupEntry, media_dir: Path
-) -> SetupEntry:
-    """Return `setup_entry` with media sources ready."""
-    assert await async_setup_component(hass, "media_source", {})
-    return setup_entry
 
 
 def quirks(entry: MockConfigEntry) -> ServerQuirks:
