@@ -49,6 +49,9 @@ class RequestSettings:
     prompt_cache_key: str | None = None
     # Mistral only accepts tool call ids of exactly nine letters or digits.
     short_tool_call_ids: bool = False
+    # Ask for usage figures in the stream (servers that refuse the field
+    # report them unasked, or not at all).
+    stream_usage: bool = True
 
     def body(self) -> dict[str, Any]:
         """Return the sampling parameters the user set; nothing otherwise."""
@@ -307,15 +310,6 @@ class _PendingCall:
         return True
 
 
-@dataclass(slots=True)
-class StreamResult:
-    """What a finished stream told besides its content."""
-
-    finish_reason: str | None = None
-    usage: dict[str, Any] | None = None
-    logprobs: list[dict[str, Any]] = field(default_factory=list)
-
-
 class ChatStreamParser:
     """Turn Chat Completions chunks into chat log deltas."""
 
@@ -327,7 +321,8 @@ class ChatStreamParser:
         self._by_index: dict[int, _PendingCall] = {}
         self._think = ThinkTagSplitter()
         self._calls_sent = False
-        self.result = StreamResult()
+        # The token usage the server reported, if it did.
+        self.usage: dict[str, Any] | None = None
 
     def feed(
         self, chunk: dict[str, Any]
@@ -337,7 +332,7 @@ class ChatStreamParser:
             message = error.get("message") if isinstance(error, dict) else error
             raise ServerError("api_error", message=str(message))
         if usage := chunk.get("usage"):
-            self.result.usage = usage
+            self.usage = usage
         deltas: list[conversation.AssistantContentDeltaDict] = []
         for choice in chunk.get("choices") or ():
             if choice.get("index", 0) != 0:
@@ -353,10 +348,7 @@ class ChatStreamParser:
                 deltas.extend(self._text(self._think.feed(text)))
             for call in delta.get("tool_calls") or ():
                 self._add_call_fragment(call)
-            if logprobs := (choice.get("logprobs") or {}).get("content"):
-                self.result.logprobs.extend(logprobs)
-            if reason := choice.get("finish_reason"):
-                self.result.finish_reason = self.result.finish_reason or reason
+            if choice.get("finish_reason"):
                 deltas.extend(self._finish())
         return deltas
 
@@ -490,7 +482,6 @@ class ChatCompletionsAdapter:
         self._settings = settings
         self.tool_set = tool_set
         self._renderer = MessageRenderer(hass, self.tool_set, settings)
-        self.last_result = StreamResult()
 
     async def async_build_body(
         self,
@@ -513,12 +504,17 @@ class ChatCompletionsAdapter:
             body["response_format"] = response_format
         return body
 
+    def _stream_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Return the body asking for a streamed answer."""
+        if self._settings.stream_usage:
+            return {**body, "stream": True, "stream_options": {"include_usage": True}}
+        return {**body, "stream": True}
+
     async def async_stream(
         self, chat_log: conversation.ChatLog, body: dict[str, Any]
     ) -> AsyncIterator[conversation.AssistantContentDeltaDict]:
         """Send the request and yield the answer as chat log deltas."""
         parser = ChatStreamParser(self.tool_set, self._settings)
-        self.last_result = parser.result
         yield {"role": "assistant"}
         with translate_errors():
             # The body is already plain JSON; the SDK's typed transform of
@@ -526,11 +522,7 @@ class ChatCompletionsAdapter:
             response = await self._client.post(
                 "/chat/completions",
                 cast_to=httpx2.Response,
-                body={
-                    **body,
-                    "stream": True,
-                    "stream_options": {"include_usage": True},
-                },
+                body=self._stream_body(body),
                 stream=True,
             )
             try:
@@ -541,7 +533,7 @@ class ChatCompletionsAdapter:
                 await response.aclose()
         for delta in parser.close():
             yield delta
-        if usage := parser.result.usage:
+        if usage := parser.usage:
             chat_log.async_trace({"stats": _usage_stats(usage), "usage": usage})
 
 

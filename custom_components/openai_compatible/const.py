@@ -40,6 +40,8 @@ class Provider:
     recommended_model: str | None = None
     # OpenAI's own API takes prompt_cache_key; most others reject unknown fields.
     accepts_prompt_cache_key: bool = False
+    # Mistral refuses stream_options (it reports usage in its last chunk anyway).
+    accepts_stream_options: bool = True
     local: bool = False
 
 
@@ -75,6 +77,7 @@ PROVIDERS: Final[dict[str, Provider]] = {
         "https://api.mistral.ai/v1",
         api_key_required=True,
         recommended_model="mistral-medium-latest",
+        accepts_stream_options=False,
     ),
     "deepseek": Provider(
         "DeepSeek",

@@ -82,6 +82,7 @@ class OpenAICompatibleEntity(Entity):
                 else None
             ),
             short_tool_call_ids=self.provider is PROVIDERS["mistral"],
+            stream_usage=self.provider.accepts_stream_options,
         )
 
     def _tool_set(self, llm_api: llm.APIInstance | None) -> ToolSet:
