@@ -28,6 +28,37 @@ from simulator import OpenAISimulator
         (404, {"detail": "Not Found"}, "api_error", "Not Found"),
         (503, None, "api_error", None),
         (429, {"error": {"message": "busy"}}, "rate_limited", None),
+        (
+            429,
+            {
+                "error": {
+                    "message": "You exceeded your current quota.",
+                    "type": "insufficient_quota",
+                    "code": "insufficient_quota",
+                }
+            },
+            "insufficient_quota",
+            "You exceeded your current quota.",
+        ),
+        (401, {"error": {"message": "Incorrect API key"}}, "invalid_auth", None),
+        (403, {"error": {"message": "Forbidden"}}, "invalid_auth", None),
+        (
+            403,
+            {"error": {"message": "Your organization must be verified to use it."}},
+            "permission_denied",
+            "Your organization must be verified to use it.",
+        ),
+        (
+            401,
+            {
+                "error": {
+                    "message": "Missing scopes: api.model.read",
+                    "code": "missing_scope",
+                }
+            },
+            "permission_denied",
+            "Missing scopes: api.model.read",
+        ),
     ],
 )
 async def test_error_bodies_of_any_shape(

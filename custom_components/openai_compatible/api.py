@@ -147,17 +147,37 @@ def _retry_hint(err: openai.APIStatusError) -> str:
     return ""
 
 
+def _lacks_permission(err: openai.APIStatusError, message: str) -> bool:
+    """Tell a key that lacks access to one model or feature from a bad key."""
+    lowered = message.lower()
+    return err.code == "missing_scope" or any(
+        phrase in lowered
+        for phrase in (
+            "must be verified",
+            "not allowed to access",
+            "does not have access to",
+        )
+    )
+
+
 def map_error(err: openai.OpenAIError) -> ServerError:
     """Turn a client error into our translated error."""
     if isinstance(err, openai.APITimeoutError):
         return ConnectError("timeout_connect")
     if isinstance(err, openai.APIConnectionError):
         return ConnectError("cannot_connect")
-    if isinstance(err, (openai.AuthenticationError, openai.PermissionDeniedError)):
-        return AuthError("invalid_auth")
     if isinstance(err, openai.APIStatusError):
         message = server_message(err)
+        if isinstance(err, (openai.AuthenticationError, openai.PermissionDeniedError)):
+            if _lacks_permission(err, message):
+                # The key is fine; a new one would not help.
+                return ServerError("permission_denied", message=message)
+            return AuthError("invalid_auth")
         if isinstance(err, openai.RateLimitError):
+            if err.code == "insufficient_quota" or "insufficient_quota" in str(
+                err.body
+            ):
+                return ServerError("insufficient_quota", message=message)
             hint = _retry_hint(err)
             if hint:
                 return RateLimitedError("rate_limited_retry", retry_after=hint)
