@@ -1,4 +1,4 @@
-"""Reading task and chat attachments from disk, off the event loop."""
+"""Reading and encoding task and chat attachments, off the event loop."""
 
 from __future__ import annotations
 
@@ -30,12 +30,8 @@ class LoadedFile:
     name: str
     mime_type: str
     data: bytes
-
-    @property
-    def data_url(self) -> str:
-        """Return the file as a base64 data URL."""
-        encoded = base64.b64encode(self.data).decode("ascii")
-        return f"data:{self.mime_type};base64,{encoded}"
+    # Encoded once, in the executor: requests may embed it several times.
+    data_url: str
 
 
 def sniff_mime_type(data: bytes) -> str | None:
@@ -67,7 +63,8 @@ def _read(path: Path, declared: str, allowed: frozenset[str]) -> LoadedFile:
         raise ServerError(
             "unsupported_attachment", mime_type=mime_type or "unknown", name=path.name
         )
-    return LoadedFile(path.name, mime_type, data)
+    encoded = base64.b64encode(data).decode("ascii")
+    return LoadedFile(path.name, mime_type, data, f"data:{mime_type};base64,{encoded}")
 
 
 async def async_load_attachments(
