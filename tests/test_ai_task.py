@@ -978,6 +978,35 @@ async def test_generate_image_no_image(
     assert err.value.translation_placeholders["message"].startswith(message)
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"raw": "<html><body>Welcome</body></html>"},
+        {"raw": "<html>", "headers": {"Content-Type": "text/html"}},
+        {"raw": ""},
+        {"raw": "", "headers": {"Content-Type": "application/json"}},
+        {"json": ["not", "an", "object"]},
+    ],
+)
+async def test_generate_image_answer_not_json(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup: SetupEntry,
+    answer: dict[str, Any],
+) -> None:
+    """A 200 that is no JSON object is a translated failure, not a traceback."""
+    await setup()
+    simulator.enqueue("/images/generations", **answer)
+
+    with pytest.raises(HomeAssistantError) as err:
+        await generate_image(hass, instructions="fox")
+
+    assert err.value.translation_key == "image_generation_failed"
+    assert err.value.translation_placeholders["message"].startswith(
+        "the server sent an answer that is"
+    )
+
+
 async def test_generate_image_url_fetch_fails(
     hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
 ) -> None:

@@ -516,6 +516,32 @@ async def test_probe_answers_that_fail(
     assert result["errors"] == {"base": error}
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"raw": "<html><body>Welcome</body></html>"},
+        {"raw": "<html>", "headers": {"Content-Type": "text/html"}},
+        {"json": ["not", "an", "object"]},
+        {"raw": ""},
+    ],
+)
+async def test_web_page_on_both_routes_is_not_compatible(
+    hass: HomeAssistant, simulator: OpenAISimulator, answer: dict[str, Any]
+) -> None:
+    """A server that answers every route with 200 and no JSON object is refused."""
+    simulator.enqueue("/models", **answer)
+    simulator.enqueue("/chat/completions", **answer)
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: simulator.base_url}
+    )
+    assert result["errors"] == {"base": "not_compatible"}
+    assert [request.path for request in simulator.requests] == [
+        "/v1/models",
+        "/v1/chat/completions",
+    ]
+
+
 async def test_probe_connection_lost(
     hass: HomeAssistant, simulator: OpenAISimulator
 ) -> None:

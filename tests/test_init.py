@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from homeassistant.config_entries import SOURCE_REAUTH, ConfigEntryState
 from homeassistant.core import HomeAssistant
 import pytest
@@ -84,6 +86,30 @@ async def test_missing_models_endpoint_still_loads(
 ) -> None:
     """A server without /models loads, knowing no models."""
     simulator.settings.models_endpoint = False
+    assert await hass.config_entries.async_setup(mock_config_entry.entry_id)
+    await hass.async_block_till_done()
+    assert mock_config_entry.state is ConfigEntryState.LOADED
+    assert mock_config_entry.runtime_data.models == []
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"raw": "<html><body>Welcome</body></html>"},
+        {"raw": "<html>", "headers": {"Content-Type": "text/html"}},
+        {"json": ["gpt-5-mini"]},
+        {"raw": ""},
+        {"raw": "", "headers": {"Content-Type": "application/json"}},
+    ],
+)
+async def test_models_answer_that_is_no_listing_still_loads(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    mock_config_entry: MockConfigEntry,
+    answer: dict[str, Any],
+) -> None:
+    """A 200 on /models that is no models page means no models route."""
+    simulator.enqueue("/models", **answer)
     assert await hass.config_entries.async_setup(mock_config_entry.entry_id)
     await hass.async_block_till_done()
     assert mock_config_entry.state is ConfigEntryState.LOADED

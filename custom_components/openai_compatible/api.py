@@ -281,6 +281,10 @@ async def async_fetch_models(client: openai.AsyncOpenAI) -> list[str] | None:
         raise map_error(err) from err
     except openai.OpenAIError as err:
         raise map_error(err) from err
+    except ValueError, AttributeError, TypeError:
+        # A 200 that is no models page (HTML, a JSON list, an empty body):
+        # no usable models route here; the probe decides.
+        return None
     return _model_ids(page)
 
 
@@ -320,7 +324,7 @@ async def async_probe(client: openai.AsyncOpenAI, model: str) -> None:
     model proves as much. Raises ServerError otherwise.
     """
     try:
-        await client.chat.completions.with_raw_response.create(
+        response = await client.chat.completions.with_raw_response.create(
             model=model, messages=[], timeout=VALIDATION_TIMEOUT_SECONDS
         )
     except openai.APIStatusError as err:
@@ -333,6 +337,13 @@ async def async_probe(client: openai.AsyncOpenAI, model: str) -> None:
         raise map_error(err) from err
     except openai.OpenAIError as err:
         raise map_error(err) from err
+    # A 200 proves the protocol only when it is a JSON object (not a web page).
+    try:
+        body = response.http_response.json()
+    except ValueError as err:
+        raise NotCompatibleError("not_compatible") from err
+    if not isinstance(body, dict):
+        raise NotCompatibleError("not_compatible")
 
 
 async def async_validate_server(

@@ -60,17 +60,31 @@ async def async_generate_image(
         if attachments
         else []
     )
-    with translate_errors():
-        if files:
-            uploads = [(file.name, file.data, file.mime_type) for file in files]
-            # One image goes as a single file: older models and servers take no list.
-            response: ImagesResponse = await client.images.edit(
-                model=model,
-                prompt=prompt,
-                image=uploads[0] if len(uploads) == 1 else uploads,
-            )
-        else:
-            response = await client.images.generate(model=model, prompt=prompt)
+    try:
+        with translate_errors():
+            if files:
+                uploads = [(file.name, file.data, file.mime_type) for file in files]
+                # One image goes as a single file: older models and servers
+                # take no list.
+                response: ImagesResponse = await client.images.edit(
+                    model=model,
+                    prompt=prompt,
+                    image=uploads[0] if len(uploads) == 1 else uploads,
+                )
+            else:
+                response = await client.images.generate(model=model, prompt=prompt)
+    except (ValueError, AttributeError, TypeError) as err:
+        # A 200 whose body is not JSON (an empty body, a web page).
+        raise ServerError(
+            "image_generation_failed",
+            message=f"the server sent an answer that is not JSON: {err}",
+        ) from err
+    # The client hands back the text of a non-JSON answer, or a list as is.
+    if not isinstance(response, ImagesResponse):
+        raise ServerError(
+            "image_generation_failed",
+            message="the server sent an answer that is no image response",
+        )
     item = next(
         (item for item in response.data or () if item.b64_json or item.url), None
     )
