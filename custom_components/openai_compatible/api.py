@@ -219,6 +219,7 @@ def normalize_base_url(url: str) -> str:
 
     Lower-cases scheme and host, drops a trailing slash and a pasted
     ``/chat/completions`` suffix, so one server always gets one spelling.
+    A user name or password in the URL is refused: the key belongs in its field.
     """
     text = url.strip()
     if not text or any(char.isspace() for char in text):
@@ -230,6 +231,9 @@ def normalize_base_url(url: str) -> str:
     if (
         parsed.scheme not in ("http", "https")
         or not parsed.host
+        # Credentials in the URL would end up in the unique id and diagnostics.
+        or parsed.user is not None
+        or parsed.password is not None
         or parsed.query_string
         or parsed.fragment
         or URL_PLACEHOLDER in parsed.host.lower()
