@@ -690,8 +690,11 @@ async def test_reconfigure_moves_to_another_server(
     result = await hass.config_entries.flow.async_configure(
         result["flow_id"], {CONF_BASE_URL: keyed_simulator.base_url}
     )
-    # The kept key is wrong for the new server.
+    # The current key stays with the old server: the new one got none.
     assert result["errors"] == {"base": "invalid_auth"}
+    assert keyed_simulator.requests
+    for request in keyed_simulator.requests:
+        assert TEST_API_KEY not in request.headers.get("Authorization", "")
     result = await hass.config_entries.flow.async_configure(
         result["flow_id"],
         {CONF_BASE_URL: keyed_simulator.base_url, CONF_API_KEY: KEYED_SIMULATOR_KEY},
@@ -733,6 +736,59 @@ async def test_reconfigure_keeps_key_and_custom_title(
     assert entry.state is ConfigEntryState.LOADED
 
 
+async def test_reconfigure_never_sends_the_key_to_another_server(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    keyed_simulator: OpenAISimulator,
+    make_config_entry: MakeConfigEntry,
+) -> None:
+    """An empty key on another origin sends no key; the same origin keeps it."""
+    entry = make_config_entry()
+    result = await entry.start_reconfigure_flow(hass)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: keyed_simulator.base_url}
+    )
+    assert result["errors"] == {"base": "invalid_auth"}
+    assert keyed_simulator.requests
+    assert all(
+        request.headers.get("Authorization") != f"Bearer {TEST_API_KEY}"
+        for request in keyed_simulator.requests
+    )
+    assert entry.data[CONF_API_KEY] == TEST_API_KEY
+
+    # Another path on the same origin keeps the key.
+    origin = simulator.base_url.removesuffix("/v1")
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: f"{origin}/other/v1"}
+    )
+    assert simulator.requests[-1].path.startswith("/other/v1/")
+    assert simulator.requests[-1].headers["Authorization"] == f"Bearer {TEST_API_KEY}"
+
+
+async def test_reconfigure_hosted_preset_to_another_origin_needs_a_key(
+    hass: HomeAssistant,
+    keyed_simulator: OpenAISimulator,
+    make_config_entry: MakeConfigEntry,
+) -> None:
+    """A preset that needs a key asks for one when the server moves."""
+    entry = make_config_entry(
+        provider="openai", base_url="https://api.openai.com/v1", api_key="sk-old"
+    )
+    result = await entry.start_reconfigure_flow(hass)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: keyed_simulator.base_url}
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["errors"] == {CONF_API_KEY: "api_key_required"}
+    assert not keyed_simulator.requests
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"],
+        {CONF_BASE_URL: keyed_simulator.base_url, CONF_API_KEY: KEYED_SIMULATOR_KEY},
+    )
+    assert result["reason"] == "reconfigure_successful"
+    assert entry.data[CONF_API_KEY] == KEYED_SIMULATOR_KEY
+
+
 async def test_reconfigure_errors(
     hass: HomeAssistant, setup_integration: MockConfigEntry
 ) -> None:
@@ -758,7 +814,8 @@ async def test_reconfigure_to_another_entry_aborts(
     entry = make_config_entry(api_key="sk-x")
     result = await entry.start_reconfigure_flow(hass)
     result = await hass.config_entries.flow.async_configure(
-        result["flow_id"], {CONF_BASE_URL: "http://127.0.0.1:9/v1/"}
+        result["flow_id"],
+        {CONF_BASE_URL: "http://127.0.0.1:9/v1/", CONF_API_KEY: "sk-x"},
     )
     assert result["type"] is FlowResultType.ABORT
     assert result["reason"] == "already_configured"

@@ -104,6 +104,16 @@ def _provider(key: str | None) -> Provider:
     return PROVIDERS.get(key or PROVIDER_CUSTOM, PROVIDERS[PROVIDER_CUSTOM])
 
 
+def _same_origin(url: str, other: str) -> bool:
+    """Tell whether two base URLs have the same scheme, host and port."""
+    first, second = URL(url), URL(other)
+    return (first.scheme, first.host, first.port) == (
+        second.scheme,
+        second.host,
+        second.port,
+    )
+
+
 def _entry_title(provider_key: str, base_url: str) -> str:
     """Return the title of an entry: the provider, plus the host when useful.
 
@@ -292,16 +302,17 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         placeholders = {"name": entry.title, "message": ""}
 
         if user_input is not None:
-            # An empty key keeps the current one.
-            merged = {
-                CONF_BASE_URL: user_input[CONF_BASE_URL],
-                CONF_API_KEY: user_input.get(CONF_API_KEY)
-                or entry.data.get(CONF_API_KEY),
-            }
-            data = self._entry_data(merged, provider_key)
+            data = self._entry_data(user_input, provider_key)
             if data is None:
                 errors[CONF_BASE_URL] = "invalid_url"
-            else:
+            elif CONF_API_KEY not in data and entry.data.get(CONF_API_KEY):
+                # An empty key keeps the current one, but only on the same
+                # origin: the key must never go to another server.
+                if _same_origin(data[CONF_BASE_URL], entry.data[CONF_BASE_URL]):
+                    data[CONF_API_KEY] = entry.data[CONF_API_KEY]
+                elif _provider(provider_key).api_key_required:
+                    errors[CONF_API_KEY] = "api_key_required"
+            if data is not None and not errors:
                 unique_id = entry_unique_id(data[CONF_BASE_URL], data.get(CONF_API_KEY))
                 if self._unique_id_taken(unique_id, entry):
                     return self.async_abort(reason="already_configured")
