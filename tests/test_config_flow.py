@@ -894,7 +894,7 @@ async def test_add_conversation_recommended(
 async def test_add_conversation_advanced_custom_model_no_api(
     hass: HomeAssistant, setup_integration: MockConfigEntry
 ) -> None:
-    """Recommended off stores changed values only; a typed model is fine."""
+    """Recommended off stores every shown value, defaults too; a typed model is fine."""
     result = await _subentry_form(hass, setup_integration, SUBENTRY_CONVERSATION)
     result = await hass.config_entries.subentries.async_configure(
         result["flow_id"],
@@ -914,6 +914,8 @@ async def test_add_conversation_advanced_custom_model_no_api(
         CONF_CHAT_MODEL: "my-finetune:latest",
         CONF_MAX_TOKENS: 500,
         CONF_TEMPERATURE: 0.3,
+        # At its default, and still sent: the form showed it.
+        CONF_TOP_P: 1.0,
     }
     assert isinstance(result["data"][CONF_MAX_TOKENS], int)
 
@@ -957,6 +959,9 @@ async def test_add_ai_task(
         CONF_RECOMMENDED: False,
         CONF_CHAT_MODEL: "gpt-4o-mini",
         CONF_IMAGE_MODEL: "flux-dev",
+        # The shown defaults of the fields left alone are stored and sent.
+        CONF_MAX_TOKENS: 3000,
+        CONF_TEMPERATURE: 1.0,
         CONF_TOP_P: 0.5,
     }
 

@@ -600,7 +600,7 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
         return probatio.Schema(schema)
 
     def _async_save(self, user_input: dict[str, Any]) -> SubentryFlowResult:
-        """Store the form's values; leave out what stays at its default."""
+        """Store the form's values; the model settings only when tuned."""
         data = {
             key: value
             for key, value in self.options.items()
@@ -616,9 +616,10 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
         elif image_model := (user_input.get(CONF_IMAGE_MODEL) or "").strip():
             data[CONF_IMAGE_MODEL] = image_model
         if not data[CONF_RECOMMENDED]:
+            # Store what the form shows, defaults included: all of it is sent.
             for key, default in ADVANCED_DEFAULTS.items():
-                value = user_input.get(key)
-                if value is not None and value != default:
+                value = user_input.get(key, default)
+                if value is not None:
                     data[key] = value
 
         if self._is_new:
