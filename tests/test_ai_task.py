@@ -44,6 +44,7 @@ from .conftest import SetupEntry
 
 ENTITY = "ai_task.openai_compatible_ai_task"
 CHAT = "/chat/completions"
+MODEL = "gpt-4o-mini"
 
 WEATHER = {
     "condition": {
@@ -334,7 +335,7 @@ async def test_structured_strict(
     assert response_format["json_schema"]["strict"] is True
     assert response_format["json_schema"]["name"] == "test_task"
     assert body == snapshot
-    assert entry.runtime_data.quirks.structured_output_rung == RUNG_STRICT
+    assert entry.runtime_data.quirks_for(MODEL).structured_output_rung == RUNG_STRICT
 
 
 async def test_optional_nulls_dropped(
@@ -422,7 +423,7 @@ async def test_ladder_walks_down_once(
     else:
         assert task_text == "Describe today's weather"
     assert first["data"]["condition"] in ("sunny", "cloudy", "rainy")
-    assert entry.runtime_data.quirks.structured_output_rung == rung
+    assert entry.runtime_data.quirks_for(MODEL).structured_output_rung == rung
 
     # Later tasks start at the rung found: one request each.
     second = await generate_data(
@@ -478,7 +479,9 @@ async def test_ladder_down_to_instructions(
     assert user_parts(requests[2])[0] == schema_text
     # The messages of the rejected rungs were not kept in the chat log.
     assert requests[-1]["messages"][:-1] == requests[0]["messages"][:-1]
-    assert entry.runtime_data.quirks.structured_output_rung == RUNG_INSTRUCTIONS
+    assert (
+        entry.runtime_data.quirks_for(MODEL).structured_output_rung == RUNG_INSTRUCTIONS
+    )
 
     simulator.enqueue(CHAT, sse=sse_text(json.dumps(WEATHER_ANSWER)))
     await generate_data(hass, instructions="And tomorrow?", structure=WEATHER)
@@ -503,7 +506,7 @@ async def test_ladder_all_rejected_is_not_remembered(
     assert err.value.translation_key == "api_error"
     assert err.value.translation_placeholders == {"message": "The model does not exist"}
     assert len(simulator.chat_requests()) == 4
-    assert entry.runtime_data.quirks.structured_output_rung == RUNG_STRICT
+    assert entry.runtime_data.quirks_for(MODEL).structured_output_rung == RUNG_STRICT
 
 
 async def test_strict_unsupported_starts_lower_without_remembering(
@@ -523,7 +526,7 @@ async def test_strict_unsupported_starts_lower_without_remembering(
     (body,) = simulator.chat_requests()
     assert body["response_format"]["type"] == "json_schema"
     assert "strict" not in body["response_format"]["json_schema"]
-    assert entry.runtime_data.quirks.structured_output_rung == RUNG_STRICT
+    assert entry.runtime_data.quirks_for(MODEL).structured_output_rung == RUNG_STRICT
 
     await generate_data(hass, instructions="Describe", structure=WEATHER)
 
@@ -541,7 +544,104 @@ async def test_strict_unsupported_on_a_json_object_server(
     await generate_data(hass, instructions="Give details", structure=free_form)
 
     assert len(simulator.chat_requests()) == 2
-    assert entry.runtime_data.quirks.structured_output_rung == RUNG_JSON_OBJECT
+    assert (
+        entry.runtime_data.quirks_for(MODEL).structured_output_rung == RUNG_JSON_OBJECT
+    )
+
+
+async def test_ladder_rejection_not_about_the_format_is_not_remembered(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """A rejection that names no format moves this task down, not the model."""
+    entry = await setup()
+    simulator.enqueue(
+        CHAT,
+        status=400,
+        json={"error": {"message": "The image is too large for this model"}},
+    )
+
+    first = await generate_data(
+        hass, instructions="Describe today's weather", structure=WEATHER
+    )
+
+    assert first["data"]["condition"] in ("sunny", "cloudy", "rainy")
+    rejected, accepted = simulator.chat_requests()
+    assert rejected["response_format"]["json_schema"]["strict"] is True
+    assert "strict" not in accepted["response_format"]["json_schema"]
+    assert entry.runtime_data.quirks_for(MODEL).structured_output_rung == RUNG_STRICT
+
+    await generate_data(hass, instructions="Describe", structure=WEATHER)
+
+    assert simulator.chat_requests()[-1]["response_format"]["json_schema"]["strict"]
+
+
+async def test_ladder_with_tools_is_not_remembered(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """With tools in the request, a rejection may be about their mix: not learned."""
+    entry = await setup()
+
+    class NoteTool(llm.Tool):
+        name = "notes__read"
+        description = "Read the notes."
+        parameters = probatio.Schema({})
+
+        async def async_call(
+            self,
+            hass: HomeAssistant,
+            tool_input: llm.ToolInput,
+            llm_context: llm.LLMContext,
+        ) -> llm.ToolResult:
+            return {}
+
+    class NotesAPI(llm.API):
+        async def async_get_api_instance(
+            self, llm_context: llm.LLMContext
+        ) -> llm.APIInstance:
+            return llm.APIInstance(self, "Notes.", llm_context, [NoteTool()])
+
+    simulator.enqueue(
+        CHAT,
+        status=400,
+        json={
+            "error": {
+                "message": "Invalid 'response_format.json_schema.strict': not "
+                "supported in this request"
+            }
+        },
+    )
+    simulator.enqueue(CHAT, sse=sse_text(json.dumps({"condition": "sunny"})))
+
+    result = await ai_task.async_generate_data(
+        hass,
+        task_name="Weather",
+        entity_id=ENTITY,
+        instructions="Describe today's weather",
+        structure=probatio.Schema({probatio.Required("condition"): str}),
+        llm_api=NotesAPI(hass=hass, id="notes", name="Notes"),
+    )
+
+    assert result.data == {"condition": "sunny"}
+    rejected, accepted = simulator.chat_requests()
+    assert rejected["tools"] and accepted["tools"]
+    assert "strict" not in accepted["response_format"]["json_schema"]
+    assert entry.runtime_data.quirks_for(MODEL).structured_output_rung == RUNG_STRICT
+
+
+async def test_ladder_is_remembered_per_model(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """What one model needs does not move another model of the same server."""
+    entry = await setup()
+    entry.runtime_data.quirks_for(
+        "llama3.2:3b"
+    ).structured_output_rung = RUNG_INSTRUCTIONS
+
+    await generate_data(hass, instructions="Describe", structure=WEATHER)
+
+    (body,) = simulator.chat_requests()
+    assert body["response_format"]["json_schema"]["strict"] is True
+    assert entry.runtime_data.quirks_for(MODEL).structured_output_rung == RUNG_STRICT
 
 
 async def test_repair_round(
@@ -579,7 +679,7 @@ async def test_repair_keeps_rung_instructions(
 ) -> None:
     """On the instruction rungs, the repair request repeats the schema prefix."""
     entry = await setup()
-    entry.runtime_data.quirks.structured_output_rung = RUNG_JSON_OBJECT
+    entry.runtime_data.quirks_for(MODEL).structured_output_rung = RUNG_JSON_OBJECT
     simulator.enqueue(CHAT, sse=sse_text(json.dumps({"condition": "snowy"})))
 
     response = await generate_data(

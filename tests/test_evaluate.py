@@ -62,8 +62,13 @@ QUESTIONS = {"door": DOOR, "vehicle": VEHICLE, "fill": FILL}
 
 
 def quirks(entry: MockConfigEntry) -> ServerQuirks:
-    """Return what the entry learned about its server."""
-    result: ServerQuirks = entry.runtime_data.quirks
+    """Return what the entry learned about its server with the AI task's model."""
+    (subentry,) = (
+        subentry
+        for subentry in entry.subentries.values()
+        if subentry.subentry_type == "ai_task_data"
+    )
+    result: ServerQuirks = entry.runtime_data.quirks_for(subentry.data[CONF_CHAT_MODEL])
     return result
 
 
@@ -908,6 +913,74 @@ async def test_logprobs_rejected(
 
     assert answers["door"]["noul"] == pytest.approx(0.6)
     assert quirks(entry).logprobs is False
+
+
+async def test_logprobs_rejected_for_the_request(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """A rejection that names no logprobs sends this question on, unremembered."""
+    entry = await setup(provider="ollama")
+    simulator.enqueue(
+        CHAT,
+        status=400,
+        json={"error": {"message": "This model's maximum context length is 8192"}},
+    )
+    simulator.enqueue(CHAT, json=stated(yes=0.6, no=0.4))
+    simulator.enqueue(CHAT, json=label_answer(("Yes", 0.8), ("No", 0.2)))
+    simulator.requests.clear()
+
+    first = await evaluate(hass, {"door": DOOR})
+    assert quirks(entry).logprobs is None
+    second = await evaluate(hass, {"door": DOOR})
+
+    assert first["door"]["noul"] == pytest.approx(0.6)
+    assert second["door"]["noul"] == pytest.approx(0.8)
+    assert ["logprobs" in body for body in simulator.chat_requests()] == [
+        True,
+        False,
+        True,
+    ]
+    assert quirks(entry).logprobs is True
+
+
+async def test_logprobs_no_flip_flop(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """Once a question learns there are no logprobs, another's answer keeps it so."""
+    entry = await setup(provider="ollama")
+    light = {"type": "noul", "instructions": "Is the light on?"}
+    # One question's request is rejected. The next two answers serve either
+    # path, whichever request comes first: label log-probabilities and a
+    # stated JSON object.
+    simulator.enqueue(CHAT, status=400, json={"error": "logprobs not supported"})
+    either = label_answer(("Yes", 0.8), ("No", 0.2))
+    either["choices"][0]["message"]["content"] = json.dumps({"yes": 0.8, "no": 0.2})
+    simulator.enqueue(CHAT, json=either)
+    simulator.enqueue(CHAT, json=either)
+    simulator.requests.clear()
+
+    answers = await evaluate(hass, {"door": DOOR, "light": light})
+
+    assert [answer["noul"] for answer in answers.values()] == pytest.approx([0.8, 0.8])
+    assert len(simulator.chat_requests()) == 3
+    assert quirks(entry).logprobs is False
+
+
+async def test_quirks_per_model(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """What one model of the server lacks is not held against another."""
+    entry = await setup(provider="ollama")
+    entry.runtime_data.quirks_for("llama3.2:3b").logprobs = False
+    simulator.enqueue(CHAT, json=label_answer(("Yes", 0.7), ("No", 0.3)))
+    simulator.requests.clear()
+
+    answers = await evaluate(hass, {"door": DOOR})
+
+    assert answers["door"]["noul"] == pytest.approx(0.7)
+    (body,) = simulator.chat_requests()
+    assert body["logprobs"] is True
+    assert quirks(entry).logprobs is True
 
 
 async def test_without_decisions_and_logprobs(

@@ -161,7 +161,13 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
             )
 
         request, _ = await async_climb(
-            self.entry.runtime_data.quirks, schema_name(name), schema, strict, attempt
+            self.entry.runtime_data.quirks_for(self.model),
+            schema_name(name),
+            schema,
+            strict,
+            attempt,
+            # With tools in the request, a rejection may be about their mix.
+            learn=llm_api is None,
         )
         try:
             return _structured_answer(chat_log, structure, schema)

@@ -76,7 +76,7 @@ class RequestRejectedError(ServerError):
 
 @dataclass(slots=True)
 class ServerQuirks:
-    """What we learned about a server while talking to it (per entry)."""
+    """What we learned about a server and one of its models while talking."""
 
     # Index into the structured-output ladder that this server needs.
     structured_output_rung: int = 0
@@ -91,7 +91,12 @@ class RuntimeData:
 
     client: openai.AsyncOpenAI
     models: list[str]
-    quirks: ServerQuirks = field(default_factory=ServerQuirks)
+    # Learned per model: a rejection is often about one model, not the server.
+    quirks: dict[str, ServerQuirks] = field(default_factory=dict)
+
+    def quirks_for(self, model: str) -> ServerQuirks:
+        """Return what we learned about the server with this model."""
+        return self.quirks.setdefault(model, ServerQuirks())
 
 
 async def async_create_client(

@@ -37,5 +37,9 @@ async def async_get_config_entry_diagnostics(
     }
     if entry.state is ConfigEntryState.LOADED:
         diagnostics["models"] = entry.runtime_data.models
-        diagnostics["quirks"] = asdict(entry.runtime_data.quirks)
+        # What was learned about the server, per model: {model: quirks}.
+        diagnostics["quirks"] = {
+            model: asdict(quirks)
+            for model, quirks in sorted(entry.runtime_data.quirks.items())
+        }
     return diagnostics

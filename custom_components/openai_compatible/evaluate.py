@@ -2,15 +2,18 @@
 
 Each question ends up as a distribution over its options (noul: yes and no; a
 choice: its alternatives; a score: its levels, lowest first), found one of
-three ways, chosen per server, model and question:
+three ways, chosen per server, model and question: what a server rejects is
+remembered per model (``RuntimeData.quirks_for``), and a question that one path
+cannot answer goes to the next:
 
 1. ``decisions``: OpenAI's Decisions API (``POST /decisions``), all eligible
    questions in one request. Tried for the OpenAI and Azure presets and for
    custom servers (which may be a proxy in front of OpenAI) until the server
    rejects the route or the request (400/404/405/415/422/501) or answers with
    something that is no Decision; then the entry remembers
-   ``quirks.decisions = False`` and does not ask again until it is reloaded.
-   Scores of more than 10 levels, PDFs and over 128 images are not sent there.
+   ``quirks.decisions = False`` for the model and does not ask again until it
+   is reloaded. Scores of more than 10 levels, PDFs and over 128 images are not
+   sent there.
 2. ``logprobs``: one Chat Completions request per question, concurrently, asking
    for a one-token label (Yes/No; a letter per alternative; a digit per level)
    with ``max_tokens`` 1, ``logprobs`` and ``top_logprobs``. The probability of
@@ -18,14 +21,17 @@ three ways, chosen per server, model and question:
    punctuation variants folded together (" Yes", "YES", "yes."), and
    renormalised over the labels; a label missing from the top tokens gets 0.
    When no label is among them, that question goes to path 3. A server that
-   gives no top log-probabilities (or rejects asking for them) makes the entry
-   remember ``quirks.logprobs = False``. Reasoning models skip this path: they
-   cannot answer within one token.
+   gives no top log-probabilities, or rejects a request naming ``logprobs``,
+   makes the entry remember ``quirks.logprobs = False`` for the model (never
+   back to True until it is reloaded); a rejection for another reason (the
+   context, an attachment) sends only that question to path 3. Reasoning
+   models skip this path: they cannot answer within one token.
 3. ``stated``: the model states a probability per option in a JSON object,
    through the structured-output ladder (strict ``json_schema``, plain
    ``json_schema``, ``json_object``, instructions only) that generate_data
-   walks too: a rung is left when the server rejects the request, and the rung
-   a server takes is remembered in ``quirks.structured_output_rung``.
+   walks too (see structured.py): a rung is left when the server rejects the
+   request, and the rung is remembered for the model in
+   ``quirks.structured_output_rung`` when the rejections named the format.
 
 Every answer is checked: probabilities are numbers in [0, 1], each option has
 exactly one, and a distribution must add up to 1 within a tolerance (0.01 for
@@ -88,8 +94,6 @@ TOP_LOGPROBS: Final = 20
 MAX_LETTERS: Final = 26
 MAX_DIGITS: Final = 10
 
-# The structured-output ladder, as ai_task.py walks it for generate_data: a rung
-# is left when the server rejects the request, and remembered once one is taken.
 SYSTEM_PROMPT: Final = (
     "You evaluate evidence from a smart home: its state, given as JSON or text, "
     "and any attached images. Answer the question exactly in the form it asks for."
@@ -186,7 +190,7 @@ async def async_evaluate(
     )
     evaluation = Evaluation(
         entry.runtime_data.client,
-        entry.runtime_data.quirks,
+        entry.runtime_data.quirks_for(settings.model),
         settings,
         entry.data.get(CONF_PROVIDER, PROVIDER_CUSTOM),
         task,
@@ -366,13 +370,20 @@ class Evaluation:
         try:
             data = await self._async_chat_request(body)
         except RequestRejectedError as err:
-            self._no_logprobs(question, f"rejected: {err.server_message}")
+            reason = f"rejected: {err.server_message}"
+            if "logprobs" in err.server_message.casefold():
+                self._no_logprobs(question, reason)
+            else:
+                # About this request (the context, an attachment), not logprobs.
+                self.skipped[question.key].append(f"logprobs: {reason}")
             return None
         top = _top_logprobs(_first_choice(data))
         if top is None:
             self._no_logprobs(question, "the server returned none")
             return None
-        self._quirks.logprobs = True
+        if self._quirks.logprobs is None:
+            # Not back to True: a concurrent question may have learned False.
+            self._quirks.logprobs = True
         raw = _label_masses(top, labels)
         coverage = sum(raw.values())
         if coverage <= 0:

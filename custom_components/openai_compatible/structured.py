@@ -2,7 +2,10 @@
 
 Servers differ: some take a strict `json_schema`, some only a plain one, some
 only `json_object`, some nothing. Each rung is tried only when the server
-rejects the one above it, and the entry remembers the rung that worked.
+rejects the one above it. The rung that worked is remembered for the model
+only when the rejections named the format and the request had no tools: a
+schema past a strict-mode limit, or a server that takes no JSON mode next to
+tools, says nothing about the next request.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ RUNG_SCHEMA: Final = 1
 RUNG_JSON_OBJECT: Final = 2
 RUNG_INSTRUCTIONS: Final = 3
 RUNG_NAMES: Final = ("json_schema strict", "json_schema", "json_object", "prompt")
+# Words of a rejection that is about the response format, not the request.
+_FORMAT_WORDS: Final = ("response_format", "json_object", "schema", "strict")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,17 +67,22 @@ async def async_climb[T](
     attempt: Callable[[StructuredRequest], Awaitable[T]],
     on_rejected: Callable[[StructuredRequest, RequestRejectedError], None]
     | None = None,
+    *,
+    learn: bool = True,
 ) -> tuple[StructuredRequest, T]:
     """Run `attempt` from the remembered rung down until the server accepts.
 
-    A schema without a strict form starts below strict mode without teaching
-    the entry anything; a request that fails even as plain text is not about
-    the format and is raised.
+    Any rejection moves this request down a rung. The rung that worked is
+    remembered in `quirks` only when `learn` (the request has no tools) and
+    every rejection on the way named the format. A schema without a strict
+    form starts below strict mode without teaching anything; a request that
+    fails even as plain text is not about the format and is raised.
     """
     start = min(quirks.structured_output_rung, RUNG_INSTRUCTIONS)
     if strict is None:
         start = max(start, RUNG_SCHEMA)
     rung = start
+    about_format = True
     while True:
         request = structured_request(rung, name, schema, strict)
         try:
@@ -87,9 +97,21 @@ async def async_climb[T](
             )
             if on_rejected is not None:
                 on_rejected(request, err)
+            about_format = about_format and rejects_format(err)
             rung += 1
             continue
-        if rung > start and rung > quirks.structured_output_rung:
+        if (
+            learn
+            and about_format
+            and rung > start
+            and rung > quirks.structured_output_rung
+        ):
             LOGGER.debug("The server takes structured output as %s", RUNG_NAMES[rung])
             quirks.structured_output_rung = rung
         return request, result
+
+
+def rejects_format(err: RequestRejectedError) -> bool:
+    """Return whether a rejection names the response format (or its schema)."""
+    message = err.server_message.casefold()
+    return any(word in message for word in _FORMAT_WORDS)
