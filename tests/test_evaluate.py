@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
@@ -21,7 +22,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from custom_components.openai_compatible.api import ServerQuirks
 from custom_components.openai_compatible.const import CONF_CHAT_MODEL
-from custom_components.openai_compatible.evaluate import TOP_LOGPROBS, fold
+from custom_components.openai_compatible.evaluate import TOP_LOGPROBS, Evaluation, fold
 from custom_components.openai_compatible.structured import (
     RUNG_INSTRUCTIONS,
     RUNG_JSON_OBJECT,
@@ -1166,6 +1167,41 @@ async def test_stated_ladder(
     second = await evaluate(hass, {"door": DOOR})
     assert second["door"]["noul"] == pytest.approx(0.5)
     assert simulator.chat_requests() == [accepted]
+
+
+async def test_failed_question_cancels_the_others(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup: SetupEntry,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One bad answer fails the task at once; slow requests of others are cancelled."""
+    await setup(provider="ollama", ai_task={CONF_CHAT_MODEL: "gpt-5-mini"})
+    simulator.enqueue(CHAT, json=stated(yes=0.9, no=0.9))
+    simulator.requests.clear()
+    send = Evaluation._async_chat_request
+    cancelled = asyncio.Event()
+
+    async def slow_for_vehicle(
+        evaluation: Evaluation, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        if VEHICLE["instructions"] in prompt(body):
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+        return await send(evaluation, body)
+
+    monkeypatch.setattr(Evaluation, "_async_chat_request", slow_for_vehicle)
+
+    async with asyncio.timeout(5):
+        err = await evaluate_error(hass, {"door": DOOR, "vehicle": VEHICLE})
+
+    assert err.translation_key == "evaluate_not_normalized"
+    assert err.translation_placeholders == {"question": "door", "total": "1.8"}
+    assert cancelled.is_set()
+    assert len(simulator.chat_requests()) == 1
 
 
 async def test_stated_rejected_on_every_rung(

@@ -232,8 +232,18 @@ class Evaluation:
         if eligible := self._decisions_eligible():
             outcomes.update(await self._async_decisions(eligible) or {})
         rest = [q for q in self.questions if q.key not in outcomes]
-        results = await asyncio.gather(*(self._async_chat(q) for q in rest))
-        outcomes.update(zip((q.key for q in rest), results, strict=True))
+        try:
+            # One failed question fails the task: the others are cancelled.
+            async with asyncio.TaskGroup() as group:
+                tasks = [group.create_task(self._async_chat(q)) for q in rest]
+        except ExceptionGroup as errors:
+            if (error := _first_server_error(errors)) is None:
+                raise
+            # Its own cause, not the group, is what explains it.
+            raise error from error.__cause__
+        outcomes.update(
+            (q.key, task.result()) for q, task in zip(rest, tasks, strict=True)
+        )
         self._trace(outcomes)
         return ai_task.EvaluationTaskResult(
             answers={
@@ -553,6 +563,17 @@ def _levels(question: Question) -> str:
 
 
 # --- reading answers ------------------------------------------------------------
+
+
+def _first_server_error(errors: ExceptionGroup[Exception]) -> ServerError | None:
+    """Return the first translated error among those of failed questions."""
+    for error in errors.exceptions:
+        found = (
+            _first_server_error(error) if isinstance(error, ExceptionGroup) else error
+        )
+        if isinstance(found, ServerError):
+            return found
+    return None
 
 
 def _json_body(response: Any) -> dict[str, Any]:
