@@ -1308,8 +1308,17 @@ async def test_stated_invalid(
             "the server's answer is not JSON",
             id="not JSON",
         ),
+        pytest.param({"raw": ""}, "the server's answer is not JSON", id="empty"),
+        pytest.param(
+            {"raw": 'data: {"choices": []}\n\ndata: [DONE]\n\n'},
+            "the server's answer is not JSON",
+            id="event stream",
+        ),
         pytest.param(
             {"json": [1, 2]}, "the server's answer is not a JSON object", id="list"
+        ),
+        pytest.param(
+            {"raw": "42"}, "the server's answer is not a JSON object", id="number"
         ),
     ],
 )
