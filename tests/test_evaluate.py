@@ -596,6 +596,32 @@ async def test_decisions_rejected_falls_back(
     assert first["door"]["noul"] > 0.95
 
 
+async def test_decisions_out_of_the_keys_scope_falls_back(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """A restricted key without the Decisions scope still evaluates, over chat."""
+    entry = await setup()
+    simulator.enqueue(
+        DECISIONS,
+        status=401,
+        json={
+            "error": {
+                "message": "You have insufficient permissions for this operation. "
+                "Missing scopes: api.decisions.write.",
+                "code": "missing_scope",
+            }
+        },
+    )
+    simulator.requests.clear()
+
+    answers = await evaluate(hass, {"door": DOOR})
+
+    assert paths(simulator) == [DECISIONS, CHAT]
+    assert quirks(entry).decisions is False
+    assert answers["door"]["noul"] > 0.95
+    assert not hass.config_entries.flow.async_progress_by_handler("openai_compatible")
+
+
 async def test_decisions_switched_off(
     hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
 ) -> None:

@@ -64,6 +64,7 @@ from openai.types.decision_input_part_union_param import DecisionInputPartUnionP
 
 from .api import (
     MISSING_ENDPOINT_STATUSES,
+    AuthError,
     RequestRejectedError,
     ServerError,
     ServerQuirks,
@@ -304,13 +305,13 @@ class Evaluation:
                 questions=[_decision_question(q) for q in questions],
             )
         except openai.APIStatusError as err:
+            mapped = map_error(err)
+            # A key without access to the Decisions API still serves chat.
             if (
-                isinstance(
-                    err, (openai.AuthenticationError, openai.PermissionDeniedError)
-                )
-                or err.status_code not in MISSING_ENDPOINT_STATUSES
-            ):
-                raise map_error(err) from err
+                err.status_code not in MISSING_ENDPOINT_STATUSES
+                or isinstance(mapped, AuthError)
+            ) and mapped.translation_key != "permission_denied":
+                raise mapped from err
             self._no_decisions(
                 questions, f"rejected ({err.status_code}): {server_message(err)}"
             )
