@@ -628,3 +628,66 @@ async def test_question_continues_conversation(
 
     assert asked.continue_conversation
     assert not told.continue_conversation
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        '{"name": "intent__HassTurnOn", "arguments": {"name": "Kitchen light"}}',
+        '```json\n{"name": "HassTurnOn", "parameters": {"name": "Kitchen light"}}\n```',
+        (
+            '<tool_call>\n{"name": "HassTurnOn", "arguments": "{\\"name\\": '
+            '\\"Kitchen light\\"}"}\n</tool_call>'
+        ),
+    ],
+)
+async def test_tool_call_written_as_text(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    kitchen_light: str,
+    written: str,
+) -> None:
+    """A model that writes its tool call as text still turns on the light."""
+    await setup_entry(conversation={CONF_LLM_HASS_API: [llm.LLM_API_ASSIST]})
+    simulator.enqueue("/chat/completions", sse=sse_text(written, split=7))
+    simulator.enqueue("/chat/completions", sse=sse_text("It is on."))
+
+    result = await converse(hass, "Turn on the kitchen light")
+
+    assert hass.states.get(kitchen_light).state == "on"
+    assert speech(result) == "It is on."
+    assistant = simulator.chat_requests()[1]["messages"][-2]
+    assert assistant["content"] is None
+    assert assistant["tool_calls"][0]["function"] == {
+        "name": "intent__HassTurnOn",
+        "arguments": '{"name":"Kitchen light"}',
+    }
+
+
+@pytest.mark.parametrize(
+    ("tools", "text"),
+    [
+        (True, '{"answer": 42}'),
+        (True, '{"name": "NoSuchTool", "arguments": {}}'),
+        (True, "```python\nprint(1)\n```"),
+        (True, "{not json at all"),
+        (False, '{"name": "intent__HassTurnOn", "arguments": {}}'),
+    ],
+)
+async def test_text_that_only_looks_like_a_call(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    tools: bool,
+    text: str,
+) -> None:
+    """JSON or code that is not a call of an offered tool is spoken as it is."""
+    apis = [llm.LLM_API_ASSIST] if tools else []
+    await setup_entry(conversation={CONF_LLM_HASS_API: apis})
+    simulator.enqueue("/chat/completions", sse=sse_text(text, split=3))
+
+    result = await converse(hass, "Say something")
+
+    assert speech(result) == text
+    assert len(simulator.chat_requests()) == 1

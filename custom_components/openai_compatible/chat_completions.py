@@ -33,6 +33,10 @@ _INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 _MISTRAL_ID = re.compile(r"^[a-zA-Z0-9]{9}$")
 _THINK_OPEN = "<think>"
 _THINK_CLOSE = "</think>"
+# How an answer starts when a model writes its tool call as text.
+_TEXT_CALL_STARTS = ("{", "<tool_call>", "```")
+_TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 type Message = dict[str, Any]
 
@@ -321,6 +325,9 @@ class ChatStreamParser:
         self._by_index: dict[int, _PendingCall] = {}
         self._think = ThinkTagSplitter()
         self._calls_sent = False
+        self._spoken = False
+        # Spoken text held back because it may be a tool call written as text.
+        self._held: list[str] | None = None
         # The token usage the server reported, if it did.
         self.usage: dict[str, Any] | None = None
 
@@ -356,15 +363,45 @@ class ChatStreamParser:
         """Return what remains when the stream ends."""
         return [*self._text(self._think.flush()), *self._finish()]
 
-    @staticmethod
     def _text(
-        pieces: list[tuple[bool, str]],
+        self, pieces: list[tuple[bool, str]]
     ) -> list[conversation.AssistantContentDeltaDict]:
-        """Return deltas for spoken and thinking text."""
-        return [
-            {"thinking_content": text} if thinking else {"content": text}
-            for thinking, text in pieces
-        ]
+        """Return deltas for thinking and spoken text.
+
+        When tools are offered and the answer starts like a tool call written
+        as text, it is held back until the end decides what it is.
+        """
+        deltas: list[conversation.AssistantContentDeltaDict] = []
+        for thinking, text in pieces:
+            if thinking:
+                deltas.append({"thinking_content": text})
+            elif self._held is not None:
+                self._held.append(text)
+            elif self._spoken or not text.strip():
+                deltas.append({"content": text})
+            else:
+                self._spoken = True
+                start = text.lstrip()
+                if self._tool_set.tools and any(
+                    start.startswith(marker) or marker.startswith(start)
+                    for marker in _TEXT_CALL_STARTS
+                ):
+                    self._held = [text]
+                else:
+                    deltas.append({"content": text})
+        return deltas
+
+    def _release_held(self) -> list[conversation.AssistantContentDeltaDict]:
+        """Turn held text into tool calls if it is one, else speak it."""
+        if self._held is None:
+            return []
+        text = "".join(self._held)
+        self._held = None
+        calls = None if self._calls else _calls_in_text(text, self._tool_set)
+        if calls:
+            self._calls.extend(calls)
+            return []
+        return [{"content": text}]
 
     def _add_call_fragment(self, fragment: dict[str, Any]) -> None:
         """Merge one tool call fragment into the call it belongs to."""
@@ -402,8 +439,9 @@ class ChatStreamParser:
 
     def _finish(self) -> list[conversation.AssistantContentDeltaDict]:
         """Hand over the assembled calls once, however often the stream ends."""
+        deltas = self._release_held()
         if self._calls_sent or not self._calls:
-            return []
+            return deltas
         self._calls_sent = True
         tool_inputs = [
             llm.ToolInput(
@@ -414,13 +452,55 @@ class ChatStreamParser:
             for call in self._calls
             if call.name
         ]
-        return [{"tool_calls": tool_inputs}] if tool_inputs else []
+        if tool_inputs:
+            deltas.append({"tool_calls": tool_inputs})
+        return deltas
 
     def _new_call_id(self) -> str:
         """Make an id for a call the server sent without one."""
         if self._short_ids:
             return uuid4().hex[:9]
         return f"call_{uuid4().hex[:24]}"
+
+
+def _calls_in_text(text: str, tool_set: ToolSet) -> list[_PendingCall] | None:
+    """Return the tool calls a model wrote as text, if that is all it wrote.
+
+    Takes a JSON object (or a fenced one) or Hermes-style `<tool_call>` blocks
+    that name an offered tool and give its arguments.
+    """
+    stripped = text.strip()
+    if stripped.startswith("<tool_call>"):
+        bodies = _TOOL_CALL_TAG.findall(stripped)
+    else:
+        bodies = [_FENCE.sub(r"\1", stripped)]
+    calls: list[_PendingCall] = []
+    for body in bodies:
+        try:
+            value = json.loads(body)
+        except ValueError:
+            return None
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, dict):
+                return None
+            name = _offered_name(item.get("name"), tool_set)
+            arguments = item.get("arguments", item.get("parameters"))
+            if name is None or not isinstance(arguments, (dict, str)):
+                return None
+            if isinstance(arguments, dict):
+                arguments = json.dumps(arguments)
+            calls.append(_PendingCall(None, name, [arguments]))
+    return calls or None
+
+
+def _offered_name(name: Any, tool_set: ToolSet) -> str | None:
+    """Return the offered tool a written name means, also without its prefix."""
+    if not isinstance(name, str):
+        return None
+    if name in tool_set.from_wire:
+        return name
+    matches = [wire for wire in tool_set.from_wire if wire.endswith(f"__{name}")]
+    return matches[0] if len(matches) == 1 else None
 
 
 def _decode_arguments(call: _PendingCall) -> dict[str, Any]:
