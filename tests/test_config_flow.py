@@ -29,6 +29,7 @@ from custom_components.openai_compatible.const import (
     CONF_MAX_TOKENS,
     CONF_PROVIDER,
     CONF_RECOMMENDED,
+    CONF_STREAMING,
     CONF_TEMPERATURE,
     CONF_TOP_P,
     DEFAULT_AI_TASK_NAME,
@@ -851,6 +852,7 @@ async def test_add_conversation_recommended(
         CONF_MAX_TOKENS,
         CONF_TEMPERATURE,
         CONF_TOP_P,
+        CONF_STREAMING,
     ]
     assert _selector_options(result, CONF_CHAT_MODEL) == [
         "gpt-4o-mini",
@@ -906,6 +908,7 @@ async def test_add_conversation_advanced_custom_model_no_api(
             CONF_MAX_TOKENS: 500.0,
             CONF_TEMPERATURE: 0.3,
             CONF_TOP_P: 1.0,
+            CONF_STREAMING: False,
         },
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
@@ -916,6 +919,7 @@ async def test_add_conversation_advanced_custom_model_no_api(
         CONF_TEMPERATURE: 0.3,
         # At its default, and still sent: the form showed it.
         CONF_TOP_P: 1.0,
+        CONF_STREAMING: False,
     }
     assert isinstance(result["data"][CONF_MAX_TOKENS], int)
 
@@ -963,6 +967,7 @@ async def test_add_ai_task(
         CONF_MAX_TOKENS: 3000,
         CONF_TEMPERATURE: 1.0,
         CONF_TOP_P: 0.5,
+        CONF_STREAMING: True,
     }
 
 

@@ -691,3 +691,60 @@ async def test_text_that_only_looks_like_a_call(
 
     assert speech(result) == text
     assert len(simulator.chat_requests()) == 1
+
+
+async def test_streaming_off(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    kitchen_light: str,
+) -> None:
+    """With streaming off, whole answers drive the same tool loop."""
+    await setup_entry(
+        conversation={
+            CONF_LLM_HASS_API: [llm.LLM_API_ASSIST],
+            "recommended": False,
+            "streaming": False,
+        }
+    )
+    entity = hass.data[conversation.DOMAIN].get_entity(AGENT)
+    assert entity is not None
+    assert entity.supports_streaming is False
+
+    result = await converse(hass, "turn on the kitchen light")
+
+    assert hass.states.get(kitchen_light).state == "on"
+    assert speech(result)
+    first, second = simulator.chat_requests()
+    assert "stream" not in first
+    assert "stream_options" not in first
+    assert second["messages"][-2]["tool_calls"][0]["function"]["name"] == (
+        "intent__HassTurnOn"
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        ({"raw": "<html>oops</html>"}, "not JSON"),
+        ({"json": {"choices": "none"}}, "not a chat completion"),
+        ({"json": {"error": {"message": "overloaded"}}}, "overloaded"),
+    ],
+)
+async def test_streaming_off_odd_answers(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    answer: dict[str, Any],
+    problem: str,
+) -> None:
+    """A whole answer that is no chat completion gives a readable error."""
+    await setup_entry(
+        conversation={CONF_LLM_HASS_API: [], "recommended": False, "streaming": False}
+    )
+    simulator.enqueue("/chat/completions", **answer)
+
+    result = await converse(hass, "Hello")
+
+    assert result.response.response_type == intent.IntentResponseType.ERROR
+    assert problem in speech(result)

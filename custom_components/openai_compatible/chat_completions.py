@@ -56,6 +56,8 @@ class RequestSettings:
     # Ask for usage figures in the stream (servers that refuse the field
     # report them unasked, or not at all).
     stream_usage: bool = True
+    # Off for servers whose streaming breaks tool calls or structured output.
+    stream: bool = True
 
     def body(self) -> dict[str, Any]:
         """Return the sampling parameters the user set; nothing otherwise."""
@@ -602,12 +604,16 @@ class ChatCompletionsAdapter:
             response = await self._client.post(
                 "/chat/completions",
                 cast_to=httpx2.Response,
-                body=self._stream_body(body),
-                stream=True,
+                body=self._stream_body(body) if self._settings.stream else body,
+                stream=self._settings.stream,
             )
             try:
-                async for chunk in async_sse_chunks(response.aiter_lines()):
-                    for delta in parser.feed(chunk):
+                if self._settings.stream:
+                    async for chunk in async_sse_chunks(response.aiter_lines()):
+                        for delta in parser.feed(chunk):
+                            yield delta
+                else:
+                    for delta in parser.feed(_as_chunk(await response.aread())):
                         yield delta
             finally:
                 await response.aclose()
@@ -615,6 +621,32 @@ class ChatCompletionsAdapter:
             yield delta
         if usage := parser.usage:
             chat_log.async_trace({"stats": _usage_stats(usage), "usage": usage})
+
+
+def _as_chunk(raw: bytes) -> dict[str, Any]:
+    """Return a whole (non-streamed) answer in the form of one stream chunk."""
+    try:
+        answer = json_loads(raw)
+    except ValueError as err:
+        raise ServerError("api_error", message=f"not JSON: {err}") from err
+    choices = answer.get("choices") if isinstance(answer, dict) else None
+    if not isinstance(answer, dict) or not isinstance(choices, (list, type(None))):
+        raise ServerError("api_error", message="the answer is not a chat completion")
+    chunk: dict[str, Any] = {
+        "choices": [
+            {
+                "index": choice.get("index", 0),
+                "delta": choice.get("message") or {},
+                "finish_reason": choice.get("finish_reason"),
+            }
+            for choice in choices or ()
+            if isinstance(choice, dict)
+        ],
+        "usage": answer.get("usage"),
+    }
+    if error := answer.get("error"):
+        chunk["error"] = error
+    return chunk
 
 
 def _usage_stats(usage: dict[str, Any]) -> dict[str, Any]:

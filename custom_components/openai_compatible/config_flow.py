@@ -60,6 +60,7 @@ from .const import (
     CONF_MAX_TOKENS,
     CONF_PROVIDER,
     CONF_RECOMMENDED,
+    CONF_STREAMING,
     CONF_TEMPERATURE,
     CONF_TOP_P,
     DEFAULT_AI_TASK_NAME,
@@ -79,11 +80,12 @@ _LOGGER = logging.getLogger(__name__)
 
 DEFAULT_PROVIDER = "openai"
 
-# The sampling settings behind the "recommended" toggle, with their defaults.
-ADVANCED_DEFAULTS: dict[str, float] = {
+# The settings behind the "recommended" toggle, with their defaults.
+ADVANCED_DEFAULTS: dict[str, float | bool] = {
     CONF_MAX_TOKENS: RECOMMENDED_MAX_TOKENS,
     CONF_TEMPERATURE: RECOMMENDED_TEMPERATURE,
     CONF_TOP_P: RECOMMENDED_TOP_P,
+    CONF_STREAMING: True,
 }
 
 # Every key the subentry form owns; other keys in saved data are kept.
@@ -595,6 +597,9 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
                 data_entry_flow.Optional(
                     CONF_TOP_P, default=RECOMMENDED_TOP_P, visible=advanced
                 ): NumberSelector(NumberSelectorConfig(min=0, max=1, step=0.05)),
+                data_entry_flow.Optional(
+                    CONF_STREAMING, default=True, visible=advanced
+                ): bool,
             }
         )
         return probatio.Schema(schema)

@@ -15,6 +15,7 @@ CONF_RECOMMENDED: Final = "recommended"
 CONF_MAX_TOKENS: Final = "max_tokens"
 CONF_TEMPERATURE: Final = "temperature"
 CONF_TOP_P: Final = "top_p"
+CONF_STREAMING: Final = "streaming"
 
 SUBENTRY_CONVERSATION: Final = "conversation"
 SUBENTRY_AI_TASK: Final = "ai_task_data"

@@ -38,13 +38,12 @@ class OpenAICompatibleConversationEntity(
 ):
     """A conversation agent that streams its answers."""
 
-    _attr_supports_streaming = True
-
     def __init__(
         self, entry: OpenAICompatibleConfigEntry, subentry: ConfigSubentry
     ) -> None:
         """Set up the agent; it controls the home when an LLM API is chosen."""
         super().__init__(entry, subentry)
+        self._attr_supports_streaming = self.request_settings().stream
         if subentry.data.get(CONF_LLM_HASS_API):
             self._attr_supported_features = (
                 conversation.ConversationEntityFeature.CONTROL

@@ -23,6 +23,7 @@ from .const import (
     CONF_MAX_TOKENS,
     CONF_PROVIDER,
     CONF_RECOMMENDED,
+    CONF_STREAMING,
     CONF_TEMPERATURE,
     CONF_TOP_P,
     DOMAIN,
@@ -83,6 +84,7 @@ class OpenAICompatibleEntity(Entity):
             ),
             short_tool_call_ids=self.provider is PROVIDERS["mistral"],
             stream_usage=self.provider.accepts_stream_options,
+            stream=bool(options.get(CONF_STREAMING, True)) if tuned else True,
         )
 
     def _tool_set(self, llm_api: llm.APIInstance | None) -> ToolSet:
