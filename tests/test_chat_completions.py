@@ -356,3 +356,84 @@ async def test_unanswered_calls_get_a_result(
         "tool_call_id": call_id,
         "content": json.dumps({"error": "no result"}, separators=(",", ":")),
     }
+
+
+LIGHT_TOOLS = ToolSet(
+    [{"type": "function", "function": {"name": "intent__HassTurnOn"}}],
+    {"HassTurnOn": "intent__HassTurnOn"},
+    {"intent__HassTurnOn": "HassTurnOn"},
+)
+
+
+def parse_with_tools(pieces: list[str]) -> list[list[dict]]:
+    """Feed text pieces with tools offered; return the deltas of each step."""
+    parser = ChatStreamParser(LIGHT_TOOLS, RequestSettings(model="m"))
+    steps = [parser.feed(chunk({"content": piece})) for piece in pieces]
+    return [*steps, parser.close()]
+
+
+def test_text_that_cannot_be_a_call_streams_at_once() -> None:
+    """Held text is let go as soon as it can no longer be a call."""
+    steps = parse_with_tools(["`", "light.kitchen", "` is on.", " More."])
+    assert steps == [
+        [],
+        [{"content": "`light.kitchen"}],
+        [{"content": "` is on."}],
+        [{"content": " More."}],
+        [],
+    ]
+    assert parse_with_tools(["{", " 42 }"])[1] == [{"content": "{ 42 }"}]
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        '\n\n[{"name": "HassTurnOn", "arguments": {"name": "Kitchen"}}]',
+        '{"name": "HassTurnOn", "arguments": "{\\"name\\": \\"Kitchen\\"}"}',
+    ],
+)
+def test_calls_written_as_text(written: str) -> None:
+    """Arrays of calls and string arguments work; nothing is spoken."""
+    steps = parse_with_tools([written[:5], written[5:]])
+    *spoken, last = steps
+    assert not any(spoken)
+    (delta,) = last
+    (call,) = delta["tool_calls"]
+    assert (call.tool_name, call.tool_args) == ("HassTurnOn", {"name": "Kitchen"})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>{"name": "HassTurnOn", "arguments": {}}</tool_call>\nDone, it is on.',
+        '<tool_call>{"name": "HassTurnOn", "arguments": {}}</tool_call><tool_call>{"na',
+        '{"name": "HassTurnOn", "arguments": "the kitchen"}',
+        "[1, 2, 3]",
+    ],
+)
+def test_text_that_is_not_only_calls_is_spoken(text: str) -> None:
+    """Words besides the calls, a call cut short or odd arguments: all spoken."""
+    steps = parse_with_tools([text])
+    assert "".join(d["content"] for step in steps for d in step) == text
+
+
+def test_text_repeating_native_calls_is_not_spoken() -> None:
+    """A server that sends a call natively and as text runs it once, silently."""
+    parser = ChatStreamParser(LIGHT_TOOLS, RequestSettings(model="m"))
+    deltas = parser.feed(
+        chunk(
+            {
+                "content": '{"name": "HassTurnOn", "arguments": {}}',
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "c1",
+                        "function": {"name": "intent__HassTurnOn", "arguments": "{}"},
+                    }
+                ],
+            },
+            finish_reason="tool_calls",
+        )
+    )
+    assert deltas == [{"tool_calls": [deltas[0]["tool_calls"][0]]}]
+    assert deltas[0]["tool_calls"][0].id == "c1"

@@ -34,7 +34,7 @@ _MISTRAL_ID = re.compile(r"^[a-zA-Z0-9]{9}$")
 _THINK_OPEN = "<think>"
 _THINK_CLOSE = "</think>"
 # How an answer starts when a model writes its tool call as text.
-_TEXT_CALL_STARTS = ("{", "<tool_call>", "```")
+_TEXT_CALL_TAGS = ("<tool_call>", "```")
 _TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
@@ -370,27 +370,22 @@ class ChatStreamParser:
     ) -> list[conversation.AssistantContentDeltaDict]:
         """Return deltas for thinking and spoken text.
 
-        When tools are offered and the answer starts like a tool call written
-        as text, it is held back until the end decides what it is.
+        When tools are offered, the start of the answer is held back for as
+        long as it can still be a tool call written as text.
         """
         deltas: list[conversation.AssistantContentDeltaDict] = []
         for thinking, text in pieces:
             if thinking:
                 deltas.append({"thinking_content": text})
-            elif self._held is not None:
-                self._held.append(text)
-            elif self._spoken or not text.strip():
+            elif self._spoken or not self._tool_set.tools:
                 deltas.append({"content": text})
             else:
-                self._spoken = True
-                start = text.lstrip()
-                if self._tool_set.tools and any(
-                    start.startswith(marker) or marker.startswith(start)
-                    for marker in _TEXT_CALL_STARTS
-                ):
-                    self._held = [text]
-                else:
-                    deltas.append({"content": text})
+                self._held = [*(self._held or ()), text]
+                held = "".join(self._held)
+                if not _may_be_call(held):
+                    self._held = None
+                    self._spoken = True
+                    deltas.append({"content": held})
         return deltas
 
     def _release_held(self) -> list[conversation.AssistantContentDeltaDict]:
@@ -399,11 +394,14 @@ class ChatStreamParser:
             return []
         text = "".join(self._held)
         self._held = None
-        calls = None if self._calls else _calls_in_text(text, self._tool_set)
-        if calls:
+        self._spoken = True
+        calls = _calls_in_text(text, self._tool_set)
+        if calls is None:
+            return [{"content": text}]
+        if not self._calls:
             self._calls.extend(calls)
-            return []
-        return [{"content": text}]
+        # With native calls too, the text only repeats them: say nothing.
+        return []
 
     def _add_call_fragment(self, fragment: dict[str, Any]) -> None:
         """Merge one tool call fragment into the call it belongs to."""
@@ -465,6 +463,19 @@ class ChatStreamParser:
         return f"call_{uuid4().hex[:24]}"
 
 
+def _may_be_call(text: str) -> bool:
+    """Tell whether an answer that starts like this can be a call written out."""
+    start = text.lstrip()
+    if start[:1] in ("{", "["):
+        rest = start[1:].lstrip()
+        if not rest:
+            return True
+        return rest[0] == '"' if start[0] == "{" else _may_be_call(rest)
+    return any(
+        start.startswith(tag) or tag.startswith(start) for tag in _TEXT_CALL_TAGS
+    )
+
+
 def _calls_in_text(text: str, tool_set: ToolSet) -> list[_PendingCall] | None:
     """Return the tool calls a model wrote as text, if that is all it wrote.
 
@@ -474,6 +485,10 @@ def _calls_in_text(text: str, tool_set: ToolSet) -> list[_PendingCall] | None:
     stripped = text.strip()
     if stripped.startswith("<tool_call>"):
         bodies = _TOOL_CALL_TAG.findall(stripped)
+        if _TOOL_CALL_TAG.sub("", stripped).strip() or stripped.count(
+            "<tool_call>"
+        ) != len(bodies):
+            return None  # words besides the calls, or a call cut short
     else:
         bodies = [_FENCE.sub(r"\1", stripped)]
     calls: list[_PendingCall] = []
@@ -487,11 +502,14 @@ def _calls_in_text(text: str, tool_set: ToolSet) -> list[_PendingCall] | None:
                 return None
             name = _offered_name(item.get("name"), tool_set)
             arguments = item.get("arguments", item.get("parameters"))
-            if name is None or not isinstance(arguments, (dict, str)):
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments)
+                except ValueError:
+                    return None
+            if name is None or not isinstance(arguments, dict):
                 return None
-            if isinstance(arguments, dict):
-                arguments = json.dumps(arguments)
-            calls.append(_PendingCall(None, name, [arguments]))
+            calls.append(_PendingCall(None, name, [json.dumps(arguments)]))
     return calls or None
 
 
