@@ -41,6 +41,19 @@ from simulator import OpenAISimulator
             "You exceeded your current quota.",
         ),
         (401, {"error": {"message": "Incorrect API key"}}, "invalid_auth", None),
+        (
+            401,
+            {
+                "error": {
+                    "message": "You have insufficient permissions for this "
+                    "operation. Missing scopes: api.responses.write.",
+                    "code": None,
+                }
+            },
+            "permission_denied",
+            "You have insufficient permissions for this operation. "
+            "Missing scopes: api.responses.write.",
+        ),
         (403, {"error": {"message": "Forbidden"}}, "invalid_auth", None),
         (
             403,

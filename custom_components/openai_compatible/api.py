@@ -158,6 +158,8 @@ def _lacks_permission(err: openai.APIStatusError, message: str) -> bool:
     return err.code == "missing_scope" or any(
         phrase in lowered
         for phrase in (
+            "missing scopes",
+            "insufficient permissions",
             "must be verified",
             "not allowed to access",
             "does not have access to",
