@@ -848,11 +848,11 @@ async def test_add_conversation_recommended(
         CONF_CHAT_MODEL,
         CONF_PROMPT,
         CONF_LLM_HASS_API,
+        CONF_STREAMING,
         CONF_RECOMMENDED,
         CONF_MAX_TOKENS,
         CONF_TEMPERATURE,
         CONF_TOP_P,
-        CONF_STREAMING,
     ]
     assert _selector_options(result, CONF_CHAT_MODEL) == [
         "gpt-4o-mini",
@@ -967,7 +967,6 @@ async def test_add_ai_task(
         CONF_MAX_TOKENS: 3000,
         CONF_TEMPERATURE: 1.0,
         CONF_TOP_P: 0.5,
-        CONF_STREAMING: True,
     }
 
 

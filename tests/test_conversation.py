@@ -701,11 +701,7 @@ async def test_streaming_off(
 ) -> None:
     """With streaming off, whole answers drive the same tool loop."""
     await setup_entry(
-        conversation={
-            CONF_LLM_HASS_API: [llm.LLM_API_ASSIST],
-            "recommended": False,
-            "streaming": False,
-        }
+        conversation={CONF_LLM_HASS_API: [llm.LLM_API_ASSIST], "streaming": False}
     )
     entity = hass.data[conversation.DOMAIN].get_entity(AGENT)
     assert entity is not None
@@ -739,9 +735,7 @@ async def test_streaming_off_odd_answers(
     problem: str,
 ) -> None:
     """A whole answer that is no chat completion gives a readable error."""
-    await setup_entry(
-        conversation={CONF_LLM_HASS_API: [], "recommended": False, "streaming": False}
-    )
+    await setup_entry(conversation={CONF_LLM_HASS_API: [], "streaming": False})
     simulator.enqueue("/chat/completions", **answer)
 
     result = await converse(hass, "Hello")

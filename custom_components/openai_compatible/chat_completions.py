@@ -26,7 +26,7 @@ import probatio
 
 from .api import ServerError, translate_errors
 from .attachments import LoadedFile, async_load_attachments
-from .const import LOGGER
+from .const import LOGGER, WHOLE_ANSWER_TIMEOUT_SECONDS
 
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
@@ -624,6 +624,9 @@ class ChatCompletionsAdapter:
                 cast_to=httpx2.Response,
                 body=self._stream_body(body) if self._settings.stream else body,
                 stream=self._settings.stream,
+                options={}
+                if self._settings.stream
+                else {"timeout": WHOLE_ANSWER_TIMEOUT_SECONDS},
             )
             try:
                 if self._settings.stream:

@@ -80,12 +80,11 @@ _LOGGER = logging.getLogger(__name__)
 
 DEFAULT_PROVIDER = "openai"
 
-# The settings behind the "recommended" toggle, with their defaults.
-ADVANCED_DEFAULTS: dict[str, float | bool] = {
+# The sampling settings behind the "recommended" toggle, with their defaults.
+ADVANCED_DEFAULTS: dict[str, float] = {
     CONF_MAX_TOKENS: RECOMMENDED_MAX_TOKENS,
     CONF_TEMPERATURE: RECOMMENDED_TEMPERATURE,
     CONF_TOP_P: RECOMMENDED_TOP_P,
-    CONF_STREAMING: True,
 }
 
 # Every key the subentry form owns; other keys in saved data are kept.
@@ -96,6 +95,7 @@ SUBENTRY_FORM_KEYS = frozenset(
         CONF_LLM_HASS_API,
         CONF_PROMPT,
         CONF_RECOMMENDED,
+        CONF_STREAMING,
         *ADVANCED_DEFAULTS,
     }
 )
@@ -577,6 +577,7 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
                 )
             )
 
+        schema[probatio.Optional(CONF_STREAMING, default=True)] = bool
         schema[probatio.Required(CONF_RECOMMENDED, default=True)] = bool
         advanced: FieldCondition = {"field": CONF_RECOMMENDED, "value": False}
         schema.update(
@@ -597,9 +598,6 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
                 data_entry_flow.Optional(
                     CONF_TOP_P, default=RECOMMENDED_TOP_P, visible=advanced
                 ): NumberSelector(NumberSelectorConfig(min=0, max=1, step=0.05)),
-                data_entry_flow.Optional(
-                    CONF_STREAMING, default=True, visible=advanced
-                ): bool,
             }
         )
         return probatio.Schema(schema)
@@ -620,6 +618,8 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
                 data[CONF_LLM_HASS_API] = apis
         elif image_model := (user_input.get(CONF_IMAGE_MODEL) or "").strip():
             data[CONF_IMAGE_MODEL] = image_model
+        if not user_input.get(CONF_STREAMING, True):
+            data[CONF_STREAMING] = False
         if not data[CONF_RECOMMENDED]:
             # Store what the form shows, defaults included: all of it is sent.
             for key, default in ADVANCED_DEFAULTS.items():

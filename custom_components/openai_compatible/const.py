@@ -28,6 +28,8 @@ MAX_TOOL_ROUNDS_CONVERSATION: Final = 10
 MAX_TOOL_ROUNDS_AI_TASK: Final = 20
 
 TIMEOUT_SECONDS: Final = 120.0
+# A whole (non-streamed) answer arrives only once the model has finished.
+WHOLE_ANSWER_TIMEOUT_SECONDS: Final = 600.0
 VALIDATION_TIMEOUT_SECONDS: Final = 10.0
 
 

@@ -84,7 +84,7 @@ class OpenAICompatibleEntity(Entity):
             ),
             short_tool_call_ids=self.provider is PROVIDERS["mistral"],
             stream_usage=self.provider.accepts_stream_options,
-            stream=bool(options.get(CONF_STREAMING, True)) if tuned else True,
+            stream=bool(options.get(CONF_STREAMING, True)),
         )
 
     def _tool_set(self, llm_api: llm.APIInstance | None) -> ToolSet:
