@@ -51,8 +51,10 @@ from simulator import OpenAISimulator
                 }
             },
             "permission_denied",
-            "You have insufficient permissions for this operation. "
-            "Missing scopes: api.responses.write.",
+            (
+                "You have insufficient permissions for this operation. "
+                "Missing scopes: api.responses.write."
+            ),
         ),
         (403, {"error": {"message": "Forbidden"}}, "invalid_auth", None),
         (
