@@ -9,12 +9,7 @@ from homeassistant.core import HomeAssistant
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.openai_compatible.api import (
-    ServerError,
-    async_create_client,
-    async_list_models,
-)
-from custom_components.openai_compatible.const import CONF_BASE_URL, DOMAIN
+from custom_components.openai_compatible.const import DOMAIN
 from simulator import DEFAULT_MODELS, OpenAISimulator
 
 from .conftest import MakeConfigEntry
@@ -145,15 +140,3 @@ async def test_subentry_change_reloads(
         sum(request.path == "/v1/models" for request in simulator.requests)
         == listed + 1
     )
-
-
-async def test_list_models_helper(
-    hass: HomeAssistant, simulator: OpenAISimulator
-) -> None:
-    """The plain listing helper returns the ids and raises translated errors."""
-    client = await async_create_client(hass, {CONF_BASE_URL: simulator.base_url})
-    assert await async_list_models(client) == sorted(DEFAULT_MODELS)
-    simulator.settings.models_endpoint = False
-    with pytest.raises(ServerError) as err:
-        await async_list_models(client)
-    assert err.value.translation_key == "api_error"

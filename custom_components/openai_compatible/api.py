@@ -272,13 +272,6 @@ def _model_ids(page: Any) -> list[str]:
     )
 
 
-async def async_list_models(client: openai.AsyncOpenAI) -> list[str]:
-    """Return the model ids the server lists, sorted; raise ServerError."""
-    with translate_errors():
-        page = await client.models.list(timeout=VALIDATION_TIMEOUT_SECONDS)
-    return _model_ids(page)
-
-
 async def async_fetch_models(client: openai.AsyncOpenAI) -> list[str] | None:
     """Return the listed models, or None when the server has no models route.
 
@@ -365,7 +358,7 @@ async def async_validate_server(
     A server without a usable models route is accepted when the probe passes
     (then no models are known). Raises ServerError.
     """
-    client = (await async_create_client(hass, data)).with_options(max_retries=0)
+    client = await async_create_client(hass, data)
     try:
         models = await async_fetch_models(client)
     except AuthError, ConnectError:
