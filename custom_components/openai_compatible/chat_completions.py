@@ -35,6 +35,7 @@ _THINK_OPEN = "<think>"
 _THINK_CLOSE = "</think>"
 # How an answer starts when a model writes its tool call as text.
 _TEXT_CALL_TAGS = ("<tool_call>", "```")
+_LONGEST_MARKER = max(len(tag) for tag in _TEXT_CALL_TAGS)
 _TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
@@ -330,6 +331,7 @@ class ChatStreamParser:
         self._spoken = False
         # Spoken text held back because it may be a tool call written as text.
         self._held: list[str] | None = None
+        self._held_settled = False
         # The token usage the server reported, if it did.
         self.usage: dict[str, Any] | None = None
 
@@ -379,6 +381,8 @@ class ChatStreamParser:
                 deltas.append({"thinking_content": text})
             elif self._spoken or not self._tool_set.tools:
                 deltas.append({"content": text})
+            elif self._held is not None and self._held_settled:
+                self._held.append(text)
             else:
                 self._held = [*(self._held or ()), text]
                 held = "".join(self._held)
@@ -386,6 +390,8 @@ class ChatStreamParser:
                     self._held = None
                     self._spoken = True
                     deltas.append({"content": held})
+                # Past the longest marker the verdict cannot change.
+                self._held_settled = len("".join(held.split())) > _LONGEST_MARKER
         return deltas
 
     def _release_held(self) -> list[conversation.AssistantContentDeltaDict]:
