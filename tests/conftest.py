@@ -14,9 +14,10 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentryData
 from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_PROMPT
-from homeassistant.core import HomeAssistant
+from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import llm
 from homeassistant.setup import async_setup_component
 import pytest
@@ -212,3 +213,24 @@ async def setup(
     """Return `setup_entry` with media sources ready for attachments."""
     assert await async_setup_component(hass, "media_source", {})
     return setup_entry
+
+
+# ---------------------------------------------------------------------------
+# Conversation: talking to the default agent of `setup_entry`
+# ---------------------------------------------------------------------------
+
+AGENT = "conversation.openai_compatible_conversation"
+
+
+async def converse(
+    hass: HomeAssistant, text: str, conversation_id: str | None = None
+) -> conversation.ConversationResult:
+    """Send one sentence to our agent."""
+    return await conversation.async_converse(
+        hass, text, conversation_id, Context(), agent_id=AGENT
+    )
+
+
+def speech(result: conversation.ConversationResult) -> str:
+    """Return what the agent said."""
+    return str(result.response.speech["plain"]["speech"])

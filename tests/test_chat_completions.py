@@ -23,19 +23,9 @@ from custom_components.openai_compatible.chat_completions import (
 )
 from simulator import OpenAISimulator, chunk, sse_text
 
-from .conftest import SetupEntry
+from .conftest import AGENT, SetupEntry, converse
 
-AGENT = "conversation.openai_compatible_conversation"
 NO_TOOLS = ToolSet([], {}, {})
-
-
-async def converse(
-    hass: HomeAssistant, text: str, conversation_id: str | None = None
-) -> conversation.ConversationResult:
-    """Send one sentence to our agent."""
-    return await conversation.async_converse(
-        hass, text, conversation_id, Context(), agent_id=AGENT
-    )
 
 
 def parse(chunks: list[dict], settings: RequestSettings | None = None) -> list[dict]:

@@ -13,7 +13,7 @@ from homeassistant.components.light import ColorMode, LightEntity
 from homeassistant.components.llm import LLMTools
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT
-from homeassistant.core import Context, HomeAssistant, callback
+from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import intent, llm
 from homeassistant.setup import async_setup_component
 import probatio
@@ -28,9 +28,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from simulator import OpenAISimulator, chunk, sse_text, sse_tool_calls
 
-from .conftest import SetupEntry
-
-AGENT = "conversation.openai_compatible_conversation"
+from .conftest import AGENT, SetupEntry, converse, speech
 
 
 class BeamTool(llm.Tool):
@@ -100,20 +98,6 @@ async def kitchen_light(hass: HomeAssistant) -> str:
     await hass.async_block_till_done()
     async_expose_entity(hass, conversation.DOMAIN, "light.kitchen_light", True)
     return "light.kitchen_light"
-
-
-async def converse(
-    hass: HomeAssistant, text: str, conversation_id: str | None = None
-) -> conversation.ConversationResult:
-    """Send one sentence to our agent."""
-    return await conversation.async_converse(
-        hass, text, conversation_id, Context(), agent_id=AGENT
-    )
-
-
-def speech(result: conversation.ConversationResult) -> str:
-    """Return what the agent said."""
-    return str(result.response.speech["plain"]["speech"])
 
 
 async def test_plain_answer(
