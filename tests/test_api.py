@@ -9,14 +9,13 @@ import openai
 import pytest
 
 from custom_components.openai_compatible.api import (
-    RequestRejectedError,
-    ServerError,
     async_create_client,
     is_reasoning_model,
     map_error,
     translate_errors,
 )
 from custom_components.openai_compatible.const import CONF_BASE_URL
+from custom_components.openai_compatible.errors import RequestRejectedError, ServerError
 from simulator import OpenAISimulator
 
 

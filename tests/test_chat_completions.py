@@ -13,7 +13,6 @@ from homeassistant.helpers import chat_session, intent, llm
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from custom_components.openai_compatible.api import ServerError
 from custom_components.openai_compatible.chat_completions import (
     ChatStreamParser,
     RequestSettings,
@@ -21,6 +20,7 @@ from custom_components.openai_compatible.chat_completions import (
     ToolSet,
     build_tool_set,
 )
+from custom_components.openai_compatible.errors import ModelError
 from simulator import OpenAISimulator, chunk, sse_text
 
 from .conftest import AGENT, SetupEntry, converse
@@ -114,7 +114,7 @@ def test_calls_without_index_and_double_encoded_arguments() -> None:
 
 def test_invalid_arguments_raise_translated_error() -> None:
     """Arguments that are not JSON end the turn with a clear error."""
-    with pytest.raises(ServerError) as err:
+    with pytest.raises(ModelError) as err:
         parse(
             [
                 chunk(

@@ -7,14 +7,9 @@ from homeassistant.const import Platform
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryNotReady
 
-from .api import (
-    AuthError,
-    RuntimeData,
-    ServerError,
-    async_create_client,
-    async_fetch_models,
-)
+from .api import RuntimeData, async_create_client, async_fetch_models
 from .const import DOMAIN, LOGGER
+from .errors import AuthError, ServerError
 
 PLATFORMS = (Platform.AI_TASK, Platform.CONVERSATION)
 

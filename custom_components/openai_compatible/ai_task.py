@@ -26,9 +26,9 @@ from homeassistant.util import slugify
 import probatio
 
 from . import OpenAICompatibleConfigEntry
-from .api import ServerError
 from .const import CONF_IMAGE_MODEL, LOGGER, MAX_TOOL_ROUNDS_AI_TASK, SUBENTRY_AI_TASK
 from .entity import OpenAICompatibleEntity
+from .errors import ModelError
 from .evaluate import async_evaluate
 from .images import async_generate_image
 from .schema import (
@@ -120,7 +120,7 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
             )
             text = _answer(chat_log)
             if not text:
-                raise ServerError("no_answer")
+                raise ModelError("no_answer")
             data: Any = text
         else:
             data = await self._async_structured(task.name, task.structure, chat_log)
@@ -180,7 +180,7 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         try:
             return _structured_answer(chat_log, structure, schema)
         except StructureMismatch as err:
-            raise ServerError("structured_output_invalid", problem=err.problem) from err
+            raise ModelError("structured_output_invalid", problem=err.problem) from err
 
     @override
     async def _async_evaluate(

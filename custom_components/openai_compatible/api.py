@@ -10,7 +10,6 @@ from typing import Any
 
 from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
-from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers.httpx_client import get_async_client
 import httpx2
 import openai
@@ -18,60 +17,24 @@ from yarl import URL
 
 from .const import (
     CONF_BASE_URL,
-    DOMAIN,
     IMAGE_MODEL_MARKERS,
     NON_CHAT_MODEL_MARKERS,
     TIMEOUT_SECONDS,
     VALIDATION_TIMEOUT_SECONDS,
 )
+from .errors import (
+    AuthError,
+    ConnectError,
+    InvalidURLError,
+    NotCompatibleError,
+    RateLimitedError,
+    RequestRejectedError,
+    ServerError,
+    ToolsUnsupportedError,
+)
 
 # Local servers ignore the key, but the client insists on one.
 PLACEHOLDER_API_KEY = "no-key"
-
-
-class ServerError(HomeAssistantError):
-    """A failure talking to the model server, with a translated message."""
-
-    def __init__(self, key: str, **placeholders: str) -> None:
-        """Create the error from a translation key of ours."""
-        super().__init__(
-            translation_domain=DOMAIN,
-            translation_key=key,
-            translation_placeholders=placeholders or None,
-        )
-
-
-class AuthError(ServerError):
-    """The server refused our credentials (401/403)."""
-
-
-class ConnectError(ServerError):
-    """The server could not be reached or did not answer in time."""
-
-
-class RateLimitedError(ServerError):
-    """The server asked us to slow down (429)."""
-
-
-class ToolsUnsupportedError(ServerError):
-    """The model cannot call tools."""
-
-
-class NotCompatibleError(ServerError):
-    """Nothing at the URL answers like an OpenAI-compatible API."""
-
-
-class InvalidURLError(ValueError):
-    """The base URL is malformed, not http(s), or still a template."""
-
-
-class RequestRejectedError(ServerError):
-    """The server rejected the request as malformed or unsupported (400/422)."""
-
-    def __init__(self, message: str) -> None:
-        """Keep the server's message for callers that adapt and retry."""
-        super().__init__("api_error", message=message)
-        self.server_message = message
 
 
 @dataclass(slots=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 
-from .api import ServerError
+from .errors import InputError
 
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/webp", "image/gif"})
 PDF_TYPE = "application/pdf"
@@ -55,12 +55,12 @@ def _read(path: Path, declared: str, allowed: frozenset[str]) -> LoadedFile:
     try:
         data = path.read_bytes()
     except OSError as err:
-        raise ServerError("attachment_unreadable", name=path.name) from err
+        raise InputError("attachment_unreadable", name=path.name) from err
     mime_type = normalise_mime_type(declared)
     if mime_type not in allowed:
         mime_type = sniff_mime_type(data) or mime_type
     if mime_type not in allowed:
-        raise ServerError(
+        raise InputError(
             "unsupported_attachment", mime_type=mime_type or "unknown", name=path.name
         )
     encoded = base64.b64encode(data).decode("ascii")

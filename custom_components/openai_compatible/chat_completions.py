@@ -24,9 +24,10 @@ import httpx2
 import openai
 import probatio
 
-from .api import ServerError, translate_errors
+from .api import translate_errors
 from .attachments import LoadedFile, async_load_attachments
 from .const import LOGGER, WHOLE_ANSWER_TIMEOUT_SECONDS
+from .errors import ModelError, ServerError
 
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
@@ -537,7 +538,7 @@ def _decode_arguments(call: _PendingCall) -> dict[str, Any]:
     try:
         value = json.loads(raw)
     except ValueError as err:
-        raise ServerError(
+        raise ModelError(
             "invalid_tool_arguments", name=str(call.name), message=str(err)
         ) from err
     if isinstance(value, str):

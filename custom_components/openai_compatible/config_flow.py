@@ -39,12 +39,6 @@ import probatio
 from yarl import URL
 
 from .api import (
-    AuthError,
-    ConnectError,
-    InvalidURLError,
-    NotCompatibleError,
-    RateLimitedError,
-    ServerError,
     async_validate_server,
     entry_unique_id,
     is_chat_model,
@@ -74,6 +68,14 @@ from .const import (
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
     Provider,
+)
+from .errors import (
+    AuthError,
+    ConnectError,
+    InvalidURLError,
+    NotCompatibleError,
+    RateLimitedError,
+    ServerError,
 )
 
 _LOGGER = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from homeassistant.config_entries import ConfigSubentry
 from homeassistant.helpers import device_registry as dr, llm
 from homeassistant.helpers.entity import Entity
 
-from .api import AuthError, ServerError, is_reasoning_model
+from .api import is_reasoning_model
 from .chat_completions import (
     ChatCompletionsAdapter,
     RequestSettings,
@@ -32,6 +32,7 @@ from .const import (
     PROVIDER_CUSTOM,
     PROVIDERS,
 )
+from .errors import AuthError, ModelError, ServerError
 
 if TYPE_CHECKING:
     from . import OpenAICompatibleConfigEntry
@@ -137,4 +138,4 @@ class OpenAICompatibleEntity(Entity):
                     pass
                 if not chat_log.unresponded_tool_results:
                     return
-        raise ServerError("max_tool_rounds", rounds=str(max_rounds))
+        raise ModelError("max_tool_rounds", rounds=str(max_rounds))

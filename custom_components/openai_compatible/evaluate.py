@@ -64,9 +64,6 @@ from openai.types.decision_input_part_union_param import DecisionInputPartUnionP
 
 from .api import (
     MISSING_ENDPOINT_STATUSES,
-    AuthError,
-    RequestRejectedError,
-    ServerError,
     ServerQuirks,
     map_error,
     server_message,
@@ -75,6 +72,13 @@ from .api import (
 from .attachments import LoadedFile, async_load_attachments
 from .chat_completions import RequestSettings, attachment_part
 from .const import CONF_PROVIDER, LOGGER, PROVIDER_CUSTOM
+from .errors import (
+    AuthError,
+    ModelError,
+    RequestRejectedError,
+    ServerError,
+    TranslatedError,
+)
 from .schema import StructureMismatch, parse_json_answer, strict_json_schema
 from .structured import RUNG_NAMES, StructuredRequest, async_climb
 
@@ -238,7 +242,7 @@ class Evaluation:
             async with asyncio.TaskGroup() as group:
                 tasks = [group.create_task(self._async_chat(q)) for q in rest]
         except ExceptionGroup as errors:
-            if (error := _first_server_error(errors)) is None:
+            if (error := _first_translated_error(errors)) is None:
                 raise
             # Its own cause, not the group, is what explains it.
             raise error from error.__cause__
@@ -566,13 +570,17 @@ def _levels(question: Question) -> str:
 # --- reading answers ------------------------------------------------------------
 
 
-def _first_server_error(errors: ExceptionGroup[Exception]) -> ServerError | None:
+def _first_translated_error(
+    errors: ExceptionGroup[Exception],
+) -> TranslatedError | None:
     """Return the first translated error among those of failed questions."""
     for error in errors.exceptions:
         found = (
-            _first_server_error(error) if isinstance(error, ExceptionGroup) else error
+            _first_translated_error(error)
+            if isinstance(error, ExceptionGroup)
+            else error
         )
-        if isinstance(found, ServerError):
+        if isinstance(found, TranslatedError):
             return found
     return None
 
@@ -596,7 +604,7 @@ def _first_choice(data: dict[str, Any]) -> dict[str, Any]:
     """Return the first choice of a chat completion."""
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise ServerError("no_answer")
+        raise ModelError("no_answer")
     return choices[0]
 
 
@@ -650,18 +658,18 @@ def _stated_answer(choice: dict[str, Any], question: Question) -> dict[str, floa
     text = message.get("content")
     if not isinstance(text, str) or not text.strip():
         if message.get("refusal"):
-            raise ServerError("evaluate_refused", question=question.key)
-        raise ServerError("no_answer")
+            raise ModelError("evaluate_refused", question=question.key)
+        raise ModelError("no_answer")
     try:
         value = parse_json_answer(text)
     except StructureMismatch as err:
-        raise ServerError("evaluate_failed", problem=err.problem) from err
+        raise ModelError("evaluate_failed", problem=err.problem) from err
     if not isinstance(value, dict):
-        raise ServerError(
+        raise ModelError(
             "evaluate_failed", problem="the stated probabilities are not a JSON object"
         )
     if set(value) != set(question.names):
-        raise ServerError("evaluate_wrong_options", question=question.key)
+        raise ModelError("evaluate_wrong_options", question=question.key)
     return {name: _probability(value[name], question) for name in question.names}
 
 
@@ -672,7 +680,7 @@ def _probability(value: Any, question: Question) -> float:
         or not isinstance(value, int | float)
         or not 0 <= value <= 1
     ):
-        raise ServerError(
+        raise ModelError(
             "evaluate_probability_out_of_range", question=question.key, value=str(value)
         )
     return float(value)
@@ -684,7 +692,7 @@ def _normalised(
     """Return the distribution scaled to add up to 1; refuse one far from it."""
     total = sum(probabilities)
     if abs(total - 1) > tolerance:
-        raise ServerError(
+        raise ModelError(
             "evaluate_not_normalized", question=question.key, total=f"{total:g}"
         )
     return [p / total for p in probabilities]
@@ -720,7 +728,7 @@ def _read_decision(
 ) -> dict[str, Outcome]:
     """Return the outcome of each question from a Decision, refusing bad ones."""
     if not all(isinstance(answer, dict) for answer in answers):
-        raise ServerError(
+        raise ModelError(
             "evaluate_failed", problem="an answer of the decision is not an object"
         )
     asked = {q.key: q for q in questions}
@@ -730,14 +738,14 @@ def _read_decision(
         if name is None and position < len(questions):
             name = questions[position].key  # unnamed: answers come in order
         if not isinstance(name, str) or name not in asked:
-            raise ServerError("evaluate_unknown_answer", name=str(name))
+            raise ModelError("evaluate_unknown_answer", name=str(name))
         if name in by_key:
-            raise ServerError("evaluate_duplicate_answer", question=name)
+            raise ModelError("evaluate_duplicate_answer", question=name)
         by_key[name] = answer
     outcomes: dict[str, Outcome] = {}
     for question in questions:
         if (answer := by_key.get(question.key)) is None:
-            raise ServerError("evaluate_missing_answer", question=question.key)
+            raise ModelError("evaluate_missing_answer", question=question.key)
         outcomes[question.key] = _decision_outcome(question, answer)
     return outcomes
 
@@ -753,9 +761,9 @@ def _decision_outcome(question: Question, answer: dict[str, Any]) -> Outcome:
     """Return one question's outcome from its Decisions API answer."""
     kind = answer.get("type")
     if kind == "refusal":
-        raise ServerError("evaluate_refused", question=question.key)
+        raise ModelError("evaluate_refused", question=question.key)
     if kind != _DECISION_TYPES[question.kind]:
-        raise ServerError(
+        raise ModelError(
             "evaluate_wrong_answer_type", question=question.key, type=str(kind)
         )
     if question.kind == "noul":
@@ -763,7 +771,7 @@ def _decision_outcome(question: Question, answer: dict[str, Any]) -> Outcome:
         return Outcome([yes, 1 - yes], "decisions", {"yes": yes})
     entries = answer.get("probabilities")
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-        raise ServerError("evaluate_wrong_options", question=question.key)
+        raise ModelError("evaluate_wrong_options", question=question.key)
     if question.kind == "choice":
         keys = [
             value if isinstance(value := entry.get("value"), str) else None
@@ -772,7 +780,7 @@ def _decision_outcome(question: Question, answer: dict[str, Any]) -> Outcome:
     else:
         keys = [_level_key(question, entry) for entry in entries]
     if len(keys) != len(question.names) or set(keys) != set(question.names):
-        raise ServerError("evaluate_wrong_options", question=question.key)
+        raise ModelError("evaluate_wrong_options", question=question.key)
     raw = {
         str(key): _probability(entry.get("probability"), question)
         for key, entry in zip(keys, entries, strict=True)

@@ -18,9 +18,10 @@ import httpx2
 import openai
 from openai.types import ImagesResponse
 
-from .api import ServerError, translate_errors
+from .api import translate_errors
 from .attachments import IMAGE_TYPES, async_load_attachments, sniff_mime_type
 from .const import TIMEOUT_SECONDS
+from .errors import ServerError
 
 # JPEG start-of-frame markers: baseline, progressive and the rarer codings.
 _JPEG_FRAMES = frozenset(

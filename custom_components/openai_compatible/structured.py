@@ -14,8 +14,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .api import RequestRejectedError, ServerQuirks
+from .api import ServerQuirks
 from .const import LOGGER
+from .errors import RequestRejectedError
 from .schema import schema_instructions
 
 RUNG_STRICT: Final = 0

@@ -1,0 +1,74 @@
+"""The integration's errors, each with a translated message.
+
+Three families, by who can fix the problem:
+
+- `InputError`: what the user or automation gave cannot be used (an attachment
+  of the wrong type or size, too many questions);
+- `ServerError`: the server failed, refused us, could not be reached, or sent
+  an answer that cannot be read;
+- `ModelError`: the server answered, but the model's answer does not do
+  (no text, data that does not fit the structure, endless tool rounds).
+"""
+
+from __future__ import annotations
+
+from homeassistant.exceptions import HomeAssistantError
+
+from .const import DOMAIN
+
+
+class TranslatedError(HomeAssistantError):
+    """An error whose message comes from our translations."""
+
+    def __init__(self, key: str, **placeholders: str) -> None:
+        """Create the error from a translation key of ours."""
+        super().__init__(
+            translation_domain=DOMAIN,
+            translation_key=key,
+            translation_placeholders=placeholders or None,
+        )
+
+
+class InputError(TranslatedError):
+    """The input of a task or message cannot be used."""
+
+
+class ModelError(TranslatedError):
+    """The model's answer cannot be used."""
+
+
+class ServerError(TranslatedError):
+    """A failure talking to the model server."""
+
+
+class AuthError(ServerError):
+    """The server refused our credentials (401/403)."""
+
+
+class ConnectError(ServerError):
+    """The server could not be reached or did not answer in time."""
+
+
+class RateLimitedError(ServerError):
+    """The server asked us to slow down (429)."""
+
+
+class ToolsUnsupportedError(ServerError):
+    """The model cannot call tools."""
+
+
+class NotCompatibleError(ServerError):
+    """Nothing at the URL answers like an OpenAI-compatible API."""
+
+
+class RequestRejectedError(ServerError):
+    """The server rejected the request as malformed or unsupported (400/422)."""
+
+    def __init__(self, message: str) -> None:
+        """Keep the server's message for callers that adapt and retry."""
+        super().__init__("api_error", message=message)
+        self.server_message = message
+
+
+class InvalidURLError(ValueError):
+    """The base URL is malformed, not http(s), or still a template."""
