@@ -1,0 +1,1 @@
+"""The fault matrix: hostile and broken servers, driven at the HTTP level."""
