@@ -65,11 +65,15 @@ def test_manifest_content(manifest: dict[str, Any]) -> None:
 
 
 def test_manifest_requirements(manifest: dict[str, Any]) -> None:
-    """The openai pin is installed here and agrees with Home Assistant's pin."""
+    """The openai requirement is a lower bound that HA's pin and the venv meet.
+
+    An exact pin would break the integration the day Home Assistant raises its own.
+    """
     requirements = [Requirement(item) for item in manifest["requirements"]]
-    assert [str(req) for req in requirements] == ["openai==3.26.0"]
+    assert [str(req) for req in requirements] == ["openai>=3.26.0"]
     constraints = _ha_constraints()
     for req in requirements:
+        assert all(spec.operator == ">=" for spec in req.specifier)
         installed = metadata.version(req.name)
         assert req.specifier.contains(installed, prereleases=True), (
             f"{req} is not satisfied by the installed {req.name} {installed}"
@@ -81,6 +85,28 @@ def test_manifest_requirements(manifest: dict[str, Any]) -> None:
         assert req.specifier.contains(spec.version, prereleases=True), (
             f"{req} conflicts with Home Assistant's {pinned}"
         )
+
+
+def test_manifest_categories(manifest: dict[str, Any]) -> None:
+    """The category is the one of core's AI model integrations, and it exists."""
+    generated = Path(homeassistant.__file__).parent / "generated"
+    known = {
+        f"{category['slug']}.{sub['slug']}"
+        for category in _read_json(generated / "integration_categories.json")
+        for sub in category["subcategories"]
+    }
+    assert manifest["categories"][0] == "ai_voice.ai_models"
+    assert set(manifest["categories"]) <= known
+
+
+def test_manifest_loggers(manifest: dict[str, Any]) -> None:
+    """Each requirement's top-level logger is declared, so its level can be set."""
+    modules_of = metadata.packages_distributions()
+    for item in manifest["requirements"]:
+        name = Requirement(item).name
+        modules = {module for module, dists in modules_of.items() if name in dists}
+        assert modules
+        assert modules <= set(manifest["loggers"])
 
 
 def test_hacs_json() -> None:

@@ -1,4 +1,4 @@
-"""translations/en.json: complete, sorted, and covering every key the code uses."""
+"""translations/en.json: complete, sorted, every key the code uses, none it does not."""
 
 from __future__ import annotations
 
@@ -7,9 +7,26 @@ from pathlib import Path
 import re
 from typing import Any
 
+import homeassistant
+from homeassistant.config_entries import (
+    SOURCE_USER,
+    ConfigFlowResult,
+    SubentryFlowResult,
+)
+from homeassistant.const import CONF_API_KEY
+from homeassistant.core import HomeAssistant
+from homeassistant.data_entry_flow import FlowResultType
 import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.openai_compatible.const import PROVIDERS
+from custom_components.openai_compatible.const import (
+    CONF_BASE_URL,
+    CONF_PROVIDER,
+    DOMAIN,
+    PROVIDER_CUSTOM,
+    PROVIDERS,
+)
+from simulator import OpenAISimulator
 
 PACKAGE = Path(__file__).parent.parent / "custom_components" / "openai_compatible"
 EN = json.loads((PACKAGE / "translations" / "en.json").read_text(encoding="utf-8"))
@@ -120,3 +137,119 @@ def test_flow_strings() -> None:
         assert "entry_not_loaded" in subentry["abort"]
         init = subentry["step"]["init"]
         assert set(init["data"]) == set(init["data_description"])
+
+
+# --- strings that nothing uses ----------------------------------------------
+
+# Abort reasons and errors may also come from Home Assistant's own flow helpers
+# (already_configured, reauth_successful, reconfigure_successful).
+HA_FLOW_SOURCES = ("config_entries.py", "data_entry_flow.py")
+
+
+def _literals_in(paths: list[Path]) -> set[str]:
+    """Return every double-quoted word in the given source files."""
+    return {
+        word
+        for path in paths
+        for word in re.findall(r"\"([a-z_]+)\"", path.read_text(encoding="utf-8"))
+    }
+
+
+def test_every_reason_error_and_exception_is_used() -> None:
+    """Each abort reason, error and exception key is named somewhere in the code."""
+    ours = _literals_in(list(PACKAGE.glob("*.py")))
+    ha_root = Path(homeassistant.__file__).parent
+    from_ha = _literals_in([ha_root / name for name in HA_FLOW_SOURCES])
+    unused = {f"exceptions.{key}" for key in EN["exceptions"] if key not in ours}
+    subentry_flows = list(EN["config_subentries"].values())
+    for section, flows in (("config", [EN["config"]]), ("subentries", subentry_flows)):
+        for flow in flows:
+            unused |= {
+                f"{section}.error.{key}"
+                for key in flow.get("error", {})
+                if key not in ours
+            }
+            unused |= {
+                f"{section}.abort.{key}"
+                for key in flow.get("abort", {})
+                if key not in ours | from_ha
+            }
+    assert not unused, f"translations nothing uses: {sorted(unused)}"
+
+
+def test_every_selector_is_used() -> None:
+    """Each selector translation is named in the code (its translation_key)."""
+    ours = _literals_in(list(PACKAGE.glob("*.py")))
+    assert set(EN["selector"]) <= ours
+
+
+async def _shown_forms(
+    hass: HomeAssistant, simulator: OpenAISimulator, entry: MockConfigEntry
+) -> list[tuple[str, str, set[str]]]:
+    """Open every form the flows show; return (section, step, fields) of each."""
+    shown: list[ConfigFlowResult | SubentryFlowResult] = []
+    flow = hass.config_entries.flow
+    shown.append(await flow.async_init(DOMAIN, context={"source": SOURCE_USER}))
+    shown.append(
+        await flow.async_configure(
+            shown[-1]["flow_id"], {CONF_PROVIDER: PROVIDER_CUSTOM}
+        )
+    )
+    simulator.settings.models_endpoint = False
+    shown.append(
+        await flow.async_configure(
+            shown[-1]["flow_id"],
+            {CONF_BASE_URL: simulator.base_url, CONF_API_KEY: "sk-other"},
+        )
+    )
+    simulator.settings.models_endpoint = True
+    shown.append(await entry.start_reauth_flow(hass))
+    shown.append(await entry.start_reconfigure_flow(hass))
+    shown.extend(
+        [
+            await hass.config_entries.subentries.async_init(
+                (entry.entry_id, subentry_type), context={"source": SOURCE_USER}
+            )
+            for subentry_type in entry.supported_subentry_types
+        ]
+    )
+    shown.extend(
+        [
+            await entry.start_subentry_reconfigure_flow(hass, subentry.subentry_id)
+            for subentry in entry.subentries.values()
+        ]
+    )
+    forms = []
+    for result in shown:
+        assert result["type"] is FlowResultType.FORM, result
+        handler = result["handler"]
+        section = (
+            "config"
+            if handler == DOMAIN
+            else f"config_subentries.{handler[1]}"  # (entry id, subentry type)
+        )
+        fields = {str(key) for key in result["data_schema"].schema}
+        forms.append((section, result["step_id"], fields))
+    return forms
+
+
+@pytest.mark.usefixtures("ha_core")
+async def test_every_step_and_field_is_shown(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_integration: MockConfigEntry
+) -> None:
+    """Each translated step is a form the flows show, with exactly its fields."""
+    translated = {
+        (section, step): set(texts.get("data", {}))
+        for section, steps in [
+            ("config", EN["config"]["step"]),
+            *(
+                (f"config_subentries.{kind}", flow["step"])
+                for kind, flow in EN["config_subentries"].items()
+            ),
+        ]
+        for step, texts in steps.items()
+    }
+    shown: dict[tuple[str, str], set[str]] = {}
+    for section, step, fields in await _shown_forms(hass, simulator, setup_integration):
+        shown.setdefault((section, step), set()).update(fields)
+    assert shown == translated
