@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .schema import fill_schema, schema_in_text, strict_schema_problem
+from .window import prompt_tokens
 from .wire import (
     APIError,
     decode_data_url,
@@ -670,7 +671,7 @@ def _logprob_answer(messages: list[dict[str, Any]], user_text: str, top: int) ->
 
 def usage(body: dict[str, Any], result: Answer) -> dict[str, Any]:
     """Return the usage block of an answer."""
-    prompt = count_tokens(json.dumps([body.get("messages"), body.get("tools")]))
+    prompt = prompt_tokens(body)
     reasoning = count_tokens(result.reasoning or "")
     completion = (
         count_tokens(result.text)

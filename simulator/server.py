@@ -17,7 +17,7 @@ import uuid
 
 from aiohttp import web
 
-from . import chat, decisions
+from . import chat, decisions, window
 from .imagegen import draw_png, is_image
 from .wire import (
     APIError,
@@ -76,6 +76,10 @@ class SimulatorSettings:
     )
     # Seconds to wait before answering each request.
     latency: float = 0.0
+    # Set: chat requests over this many tokens (as `window.prompt_tokens`
+    # counts them) are refused, in the words of `overflow_style`'s server.
+    context_window: int | None = None
+    overflow_style: window.OverflowStyle = "openai"
 
 
 class Headers(dict[str, str]):
@@ -393,6 +397,7 @@ class OpenAISimulator:
         """Validate the request and answer it, streamed or not."""
         body = request["json"]
         chat.validate(body, self.settings)
+        window.check(body, self.settings)
         result = chat.answer(body, self.settings)
         usage = chat.usage(body, result)
         mode = self.settings.reasoning
