@@ -72,3 +72,17 @@ class RequestRejectedError(ServerError):
 
 class InvalidURLError(ValueError):
     """The base URL is malformed, not http(s), or still a template."""
+
+
+class ContextWindowError(InputError):
+    """The request cannot fit the model's context window, however trimmed."""
+
+
+class ContextOverflowError(ServerError):
+    """The server refused the request as larger than the model's window."""
+
+    def __init__(self, window: int | None, prompt_tokens: int | None) -> None:
+        """Keep what the server said about the window and the prompt."""
+        super().__init__("context_overflow")
+        self.window = window
+        self.prompt_tokens = prompt_tokens

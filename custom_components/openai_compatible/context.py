@@ -1,0 +1,432 @@
+"""Fit each request into the model's context window, measured in tokens.
+
+Pure functions over rendered Chat Completions messages:
+
+- a cheap token estimate (characters, with a few fixed costs), corrected by
+  the server's own `usage.prompt_tokens` of earlier requests;
+- fitting: the system prompt, the tools and the current turn stay whole, with
+  room for the answer; whole old turns are dropped from the start, several at
+  a time, so that the start of the prompt changes once and then stays the
+  same for the following turns (what lets servers reuse their prompt cache);
+  a tool result over its budget is cut, with a note on how to ask narrower;
+- reading a server's context-overflow error: the window it names, and the
+  size of the prompt it counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+import math
+import re
+from typing import Any
+
+from homeassistant.helpers.json import json_dumps
+
+from .errors import ContextWindowError
+
+type Message = dict[str, Any]
+type Turn = list[Message]
+
+# Characters per token of the raw estimate, before calibration; on the low
+# side of real tokenizers, so an uncalibrated estimate tends to be too high.
+CHARS_PER_TOKEN = 3.5
+# What a chat template adds around each message.
+MESSAGE_TOKENS = 4
+# An image or file part, whose data URL says nothing about its tokens.
+ATTACHMENT_TOKENS = 768
+# Room kept for the answer when the max tokens setting is not set.
+DEFAULT_ANSWER_TOKENS = 1024
+# Share of the window kept free for the error of the estimate.
+SAFETY_SHARE = 0.05
+# Most of the free room (window less prompt, tools and answer) that one tool
+# result may take.
+RESULT_SHARE = 0.4
+# Share of the free room left empty after old turns are dropped, so that the
+# next turns fit without dropping again.
+HEADROOM_SHARE = 0.25
+# A cut tool result keeps at least this much.
+MIN_RESULT_TOKENS = 64
+# At most this many turns go at once when "history to keep" is exceeded.
+HISTORY_STEP = 4
+# Calibration ignores ratios outside this range (a server that truncated the
+# prompt, or counts only part of it).
+_RATIO_RANGE = (0.25, 4.0)
+
+_HEAD_ROLES = ("system", "developer")
+
+
+class TokenEstimate:
+    """A token estimate, calibrated by what the server counted before."""
+
+    def __init__(self) -> None:
+        """Start uncalibrated."""
+        # Server tokens per raw estimated token.
+        self.ratio = 1.0
+        self.calibrated = False
+        self._tools: tuple[list[dict[str, Any]], float] | None = None
+
+    def tokens(self, raw: float) -> int:
+        """Return the calibrated token count of a raw estimate."""
+        return math.ceil(raw * self.ratio)
+
+    def chars(self, tokens: int) -> int:
+        """Return about how many characters make this many tokens."""
+        return int(tokens / self.ratio * CHARS_PER_TOKEN)
+
+    def raw_tools(self, tools: list[dict[str, Any]]) -> float:
+        """Return the raw estimate of the tools, computed once per tool list."""
+        cached = self._tools
+        if cached is None or cached[0] is not tools:
+            cached = (tools, len(json_dumps(tools)) / CHARS_PER_TOKEN if tools else 0.0)
+            self._tools = cached
+        return cached[1]
+
+    def raw_request(self, messages: Iterable[Message], tools: list[Any]) -> float:
+        """Return the raw estimate of a whole request."""
+        return sum(map(raw_message, messages)) + self.raw_tools(tools)
+
+    def calibrate(self, raw: float, prompt_tokens: Any) -> None:
+        """Correct the estimate by the tokens the server counted for it."""
+        if not isinstance(prompt_tokens, int) or raw <= 0 or prompt_tokens <= 0:
+            return
+        ratio = prompt_tokens / raw
+        if not _RATIO_RANGE[0] <= ratio <= _RATIO_RANGE[1]:
+            return
+        # Lean on the latest figure, smoothed over the previous ones.
+        self.ratio = (self.ratio + ratio) / 2 if self.calibrated else ratio
+        self.calibrated = True
+
+
+def raw_message(message: Message) -> float:
+    """Return the raw token estimate of one rendered message."""
+    chars = 0
+    fixed = MESSAGE_TOKENS
+    content = message.get("content")
+    if isinstance(content, str):
+        chars += len(content)
+    elif isinstance(content, list):
+        for part in content:
+            text = part.get("text") if isinstance(part, dict) else None
+            if isinstance(text, str):
+                chars += len(text)
+            else:
+                fixed += ATTACHMENT_TOKENS
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        chars += len(str(function.get("name"))) + len(str(function.get("arguments")))
+        fixed += MESSAGE_TOKENS
+    return fixed + chars / CHARS_PER_TOKEN
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What a request must fit in."""
+
+    # The context window in tokens; None: unknown, nothing is trimmed.
+    window: int | None
+    # Room kept for the answer.
+    answer_tokens: int = DEFAULT_ANSWER_TOKENS
+    # Earlier turns to keep at most; None: as many as fit.
+    history_turns: int | None = None
+
+
+@dataclass(slots=True)
+class ConversationCut:
+    """What was left out of a conversation, so later requests repeat it."""
+
+    dropped_turns: int = 0
+    # Characters kept of each cut tool result, by tool call id.
+    result_chars: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Fitted:
+    """A request's messages as sent, and what fitting did."""
+
+    messages: list[Message]
+    # Calibrated estimate of messages and tools.
+    tokens: int
+    kept_turns: int
+    dropped_turns: int
+
+
+def split_turns(messages: list[Message]) -> tuple[list[Message], list[Turn]]:
+    """Return the leading system messages and the turns after them.
+
+    A turn starts with a user message and holds everything up to the next
+    one, so a tool call and its result are always in the same turn.
+    """
+    start = 0
+    while start < len(messages) and messages[start].get("role") in _HEAD_ROLES:
+        start += 1
+    turns: list[Turn] = []
+    for message in messages[start:]:
+        if not turns or message.get("role") == "user":
+            turns.append([])
+        turns[-1].append(message)
+    return messages[:start], turns
+
+
+def fit(
+    messages: list[Message],
+    tools: list[dict[str, Any]],
+    limits: Limits,
+    estimate: TokenEstimate,
+    cut: ConversationCut,
+) -> Fitted:
+    """Return the messages that fit the window, and remember what was cut.
+
+    Raises ContextWindowError when the system prompt and tools, or the current
+    turn, cannot fit however much history is dropped.
+    """
+    head, turns = split_turns(messages)
+    history, current = turns[:-1], turns[-1:]
+    if limits.history_turns is not None:
+        cut.dropped_turns = _dropped_by_count(
+            len(history), limits.history_turns, cut.dropped_turns
+        )
+    cut.dropped_turns = min(cut.dropped_turns, len(history))
+    if limits.window is None:
+        kept = [*head, *_join(history[cut.dropped_turns :]), *_join(current)]
+        return Fitted(
+            kept,
+            estimate.tokens(estimate.raw_request(kept, tools)),
+            len(history) - cut.dropped_turns,
+            cut.dropped_turns,
+        )
+    window = limits.window
+    fixed = estimate.tokens(sum(map(raw_message, head)) + estimate.raw_tools(tools))
+    room = window - math.ceil(window * SAFETY_SHARE) - limits.answer_tokens - fixed
+    if room <= 0:
+        raise ContextWindowError(
+            "prompt_too_large",
+            needed=f"{fixed + limits.answer_tokens:,}",
+            window=f"{window:,}",
+        )
+    cutter = _ResultCutter(messages, tools, estimate, cut, room)
+    history = [cutter.apply(turn) for turn in history]
+    current_turn = cutter.fit_current(current[0] if current else [], window)
+    used = estimate.tokens(sum(map(raw_message, current_turn)))
+    sizes = [estimate.tokens(sum(map(raw_message, turn))) for turn in history]
+    cut.dropped_turns = _dropped_by_tokens(
+        sizes, room - used, math.floor(room * HEADROOM_SHARE), cut.dropped_turns
+    )
+    kept = [*head, *_join(history[cut.dropped_turns :]), *current_turn]
+    return Fitted(
+        kept,
+        fixed + used + sum(sizes[cut.dropped_turns :]),
+        len(history) - cut.dropped_turns,
+        cut.dropped_turns,
+    )
+
+
+def _join(turns: Iterable[Turn]) -> list[Message]:
+    """Return the messages of the turns, in order."""
+    return [message for turn in turns for message in turn]
+
+
+def _dropped_by_count(turns: int, keep: int, dropped: int) -> int:
+    """Return how many old turns to leave out to keep at most `keep`.
+
+    Past the limit, several turns go at once, so the next turns find the
+    same start.
+    """
+    if turns - dropped <= keep:
+        return dropped
+    step = max(1, min(HISTORY_STEP, (keep + 1) // 2))
+    return turns - max(0, keep - step + 1)
+
+
+def _dropped_by_tokens(
+    sizes: list[int], budget: int, headroom: int, dropped: int
+) -> int:
+    """Return how many old turns to leave out for the rest to fit the budget.
+
+    Turns left out before stay out. When more must go, enough go to leave
+    `headroom` tokens free as well.
+    """
+    kept = sum(sizes[dropped:])
+    if kept <= budget:
+        return dropped
+    while dropped < len(sizes) and kept > budget - headroom:
+        kept -= sizes[dropped]
+        dropped += 1
+    return dropped
+
+
+class _ResultCutter:
+    """Cut tool results over their budget, the same way in every request."""
+
+    def __init__(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        estimate: TokenEstimate,
+        cut: ConversationCut,
+        room: int,
+    ) -> None:
+        """Learn which tool each call id belongs to, and the budget."""
+        self._estimate = estimate
+        self._cut = cut
+        self._room = room
+        self._budget = max(MIN_RESULT_TOKENS, int(room * RESULT_SHARE))
+        self._names = {
+            call.get("id"): (call.get("function") or {}).get("name")
+            for message in messages
+            for call in message.get("tool_calls") or ()
+        }
+        self._parameters = {
+            tool["function"]["name"]: list(
+                (tool["function"].get("parameters") or {}).get("properties") or ()
+            )
+            for tool in tools
+        }
+
+    def apply(self, turn: Turn) -> Turn:
+        """Return the turn with its tool results cut to their budget."""
+        return [self._result(message, self._budget) for message in turn]
+
+    def fit_current(self, turn: Turn, window: int) -> Turn:
+        """Return the current turn cut to fit the room on its own.
+
+        Its results share the room equally when, cut to their usual budget,
+        they still do not fit.
+        """
+        fitted = self.apply(turn)
+        used = self._estimate.tokens(sum(map(raw_message, fitted)))
+        if used <= self._room:
+            return fitted
+        results = [message for message in turn if message.get("role") == "tool"]
+        others = [message for message in turn if message.get("role") != "tool"]
+        left = self._room - self._estimate.tokens(sum(map(raw_message, others)))
+        share = left // len(results) if results else 0
+        if share < MIN_RESULT_TOKENS:
+            raise ContextWindowError(
+                "message_too_large",
+                needed=f"{used + window - self._room:,}",
+                window=f"{window:,}",
+            )
+        for message in results:
+            self._cut.result_chars.pop(message.get("tool_call_id", ""), None)
+        return [self._result(message, share - MESSAGE_TOKENS) for message in turn]
+
+    def _result(self, message: Message, budget: int) -> Message:
+        """Return a tool result message cut to the budget, or as it is."""
+        content = message.get("content")
+        if message.get("role") != "tool" or not isinstance(content, str):
+            return message
+        call_id = str(message.get("tool_call_id"))
+        keep = self._cut.result_chars.get(call_id)
+        if keep is None:
+            if self._estimate.tokens(raw_message(message)) <= budget:
+                return message
+            keep = self._estimate.chars(budget - MESSAGE_TOKENS)
+            self._cut.result_chars[call_id] = keep
+        if len(content) <= keep:
+            return message
+        return {**message, "content": self._shortened(call_id, content, keep)}
+
+    def _shortened(self, call_id: str, content: str, keep: int) -> str:
+        """Return the start of a result and a note on how to ask narrower."""
+        name = self._names.get(call_id) or "the tool"
+        parameters = self._parameters.get(name) or []
+        note = (
+            f"[Cut to fit the context window: {keep:,} of {len(content):,} "
+            "characters shown."
+        )
+        if parameters:
+            note += (
+                f" For the rest, call {name} again with narrower arguments "
+                f"({', '.join(parameters)})."
+            )
+        note += "]"
+        text = content[: max(0, keep - len(note) - 1)]
+        # End at a line break where one is near, not in the middle of a line.
+        line_end = max(text.rfind("\n"), text.rfind("\\n"))
+        if line_end > len(text) * 3 // 4:
+            text = text[:line_end]
+        return f"{text}\n{note}"
+
+
+# --- overflow errors ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Overflow:
+    """What a server's context-overflow error says, as far as it says it."""
+
+    window: int | None = None
+    prompt_tokens: int | None = None
+
+
+_WINDOW = (
+    # OpenAI, vLLM, DeepSeek, Groq, and gateways that pass their text on.
+    re.compile(r"maximum context length is (\d+)", re.IGNORECASE),
+    # llama.cpp server.
+    re.compile(r"available context size \((\d+) tokens?\)", re.IGNORECASE),
+    # LM Studio.
+    re.compile(r"context length of only (\d+)", re.IGNORECASE),
+    # Mistral.
+    re.compile(r"with (\d+) maximum context length", re.IGNORECASE),
+    # Gemini.
+    re.compile(r"maximum number of tokens allowed \((\d+)\)", re.IGNORECASE),
+    # Anthropic's wording, behind a gateway.
+    re.compile(r"tokens > (\d+) maximum", re.IGNORECASE),
+    # Text Generation Inference.
+    re.compile(r"max_new_tokens` must be <= (\d+)", re.IGNORECASE),
+)
+_PROMPT = (
+    re.compile(r"your messages resulted in (\d+) tokens", re.IGNORECASE),
+    re.compile(r"\((\d+) in the messages", re.IGNORECASE),
+    re.compile(r"your request has (\d+) input tokens", re.IGNORECASE),
+    re.compile(r"request \((\d+) tokens\) exceeds", re.IGNORECASE),
+    re.compile(r"keep the first (\d+) tokens", re.IGNORECASE),
+    re.compile(r"prompt contains (\d+) tokens", re.IGNORECASE),
+    re.compile(r"input token count \((\d+)\)", re.IGNORECASE),
+    re.compile(r"prompt is too long: (\d+) tokens", re.IGNORECASE),
+    re.compile(r"given: (\d+) `inputs` tokens", re.IGNORECASE),
+)
+# Words of an overflow error that names no number.
+_OVERFLOW_WORDS = (
+    "context_length_exceeded",
+    "exceed_context_size",
+    "context length",
+    "context window",
+    "context size",
+    "prompt is too long",
+    "input is too long",
+    "too many tokens",
+    "reduce the length of the messages",
+)
+
+
+def parse_overflow(message: str, body: Any = None) -> Overflow | None:
+    """Return what a context-overflow error says; None for any other error."""
+    details = body.get("error", body) if isinstance(body, dict) else None
+    if not isinstance(details, dict):
+        details = {}
+    window = _first_number(_WINDOW, message) or _positive(details.get("n_ctx"))
+    prompt = _first_number(_PROMPT, message) or _positive(
+        details.get("n_prompt_tokens")
+    )
+    if window is None and prompt is None:
+        words = f"{message} {details.get('code')} {details.get('type')}".lower()
+        if not any(word in words for word in _OVERFLOW_WORDS):
+            return None
+    return Overflow(window, prompt)
+
+
+def _first_number(patterns: tuple[re.Pattern[str], ...], text: str) -> int | None:
+    """Return the number the first matching pattern captures."""
+    for pattern in patterns:
+        if match := pattern.search(text):
+            return int(match[1])
+    return None
+
+
+def _positive(value: Any) -> int | None:
+    """Return a positive integer field, or None."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
