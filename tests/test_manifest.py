@@ -1,18 +1,22 @@
-"""Check the integration's metadata: manifest.json, hacs.json and brand images."""
+"""Check the integration's metadata: manifest.json, hacs.json, icons and brand images."""
 
 from __future__ import annotations
 
 from importlib import metadata
 import json
 from pathlib import Path
+import re
 from typing import Any
 
 import homeassistant
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers import entity_registry as er
+from homeassistant.helpers.icon import async_get_icons
 from homeassistant.loader import async_get_integration
 from packaging.requirements import Requirement
 from PIL import Image
 import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 INTEGRATION_DIR = REPO_ROOT / "custom_components" / "openai_compatible"
@@ -155,3 +159,21 @@ async def test_loader_finds_our_integration(hass: HomeAssistant) -> None:
     assert integration.version is not None
     assert str(integration.version) == integration.manifest["version"]
     assert {"conversation", "ai_task"} <= set(integration.dependencies)
+
+
+async def test_every_entity_has_an_icon(
+    hass: HomeAssistant, setup_integration: MockConfigEntry
+) -> None:
+    """icons.json loads and names an icon for each entity's translation key."""
+    icons = (await async_get_icons(hass, "entity", [DOMAIN]))[DOMAIN]
+    entries = er.async_entries_for_config_entry(
+        er.async_get(hass), setup_integration.entry_id
+    )
+    assert entries
+    for entry in entries:
+        assert entry.translation_key, entry.entity_id
+        icon = icons[entry.domain][entry.translation_key]["default"]
+        assert re.fullmatch(r"mdi:[a-z0-9-]+", icon), icon
+    used = {(entry.domain, entry.translation_key) for entry in entries}
+    listed = {(domain, key) for domain, keys in icons.items() for key in keys}
+    assert listed <= used, f"icons for no entity: {sorted(listed - used)}"

@@ -84,6 +84,8 @@ class GeneratedImageInfo:
 class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
     """Generates data and images with the subentry's models."""
 
+    _attr_translation_key = "ai_task_data"
+
     def __init__(
         self,
         entry: OpenAICompatibleConfigEntry,

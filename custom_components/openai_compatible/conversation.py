@@ -38,6 +38,8 @@ class OpenAICompatibleConversationEntity(
 ):
     """A conversation agent that streams its answers."""
 
+    _attr_translation_key = "conversation"
+
     def __init__(
         self, entry: OpenAICompatibleConfigEntry, subentry: ConfigSubentry
     ) -> None:
