@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
+import subprocess
+import sys
 from typing import Any
 
 from homeassistant.components.ai_task.services import (
@@ -694,15 +698,36 @@ def test_rich_structure(snapshot: SnapshotAssertion) -> None:
     }
 
 
-def test_output_is_deterministic() -> None:
-    """The same structure gives the same bytes, for prompt caching."""
-    first = structure_to_json_schema(build(RICH_STRUCTURE))
-    second = structure_to_json_schema(build(RICH_STRUCTURE))
-    assert json.dumps(first) == json.dumps(second)
-    assert json.dumps(strict_json_schema(first)) == json.dumps(
-        strict_json_schema(second)
+def rich_schema_bytes() -> str:
+    """Return the plain and strict schema of RICH_STRUCTURE as sent on the wire."""
+    plain = structure_to_json_schema(build(RICH_STRUCTURE))
+    return json.dumps([plain, strict_json_schema(plain)])
+
+
+def test_output_is_the_same_in_every_process() -> None:
+    """The same structure gives the same bytes under any hash seed.
+
+    Prompt caching needs the bytes of a request to repeat across restarts, and
+    a set or a hash-ordered walk would reorder them from one process to the next.
+    """
+    here = rich_schema_bytes()
+    assert list(json.loads(here)[0]["properties"]) == list(RICH_STRUCTURE)
+    # Any seed other than this process's own (random unless one was set).
+    seed = "1" if os.environ.get("PYTHONHASHSEED") == "0" else "0"
+    other = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from tests.test_schema import rich_schema_bytes as out; print(out())",
+        ],
+        cwd=Path(__file__).parent.parent,
+        env={**os.environ, "PYTHONHASHSEED": seed},
+        capture_output=True,
+        check=True,
+        text=True,
+        timeout=120,
     )
-    assert list(first["properties"]) == list(RICH_STRUCTURE)
+    assert other.stdout.strip() == here
 
 
 async def test_template_round_trip(hass: HomeAssistant) -> None:
