@@ -42,6 +42,10 @@ _COMMAND = re.compile(
     r"\s*(?:,?\s*please)?[.!?]*\s*$",
     re.IGNORECASE,
 )
+# What Home Assistant takes for a question mark at the end of an answer
+# (ChatLog.continue_conversation): Latin, Greek (its question mark is a
+# semicolon once normalised) and full-width.
+_QUESTION_MARKS = ("?", ";", "？")
 _ALPHANUMERIC = string.ascii_letters + string.digits
 _FILLER_TOKENS = ("\n", ".", " ", "The", "I", "It", "**", "Answer", "Sure", ":", '"')
 
@@ -455,9 +459,7 @@ def answer(body: dict[str, Any], settings: SimulatorSettings) -> Answer:
     if result is None and settings.logprobs and body.get("logprobs"):
         return _logprob_answer(messages, user_text, body.get("top_logprobs") or 0)
     if result is None:
-        result = Answer(
-            f"You said: {user_text}" if user_text else _describe(messages[-1])
-        )
+        result = Answer(_echo(user_text) if user_text else _describe(messages[-1]))
     if settings.reasoning:
         words = len(user_text.split())
         result.reasoning = f"The user wrote {words} words. I will answer briefly."
@@ -475,6 +477,19 @@ def _text(content: Any) -> str:
             if isinstance(part, dict) and isinstance(part.get("text"), str)
         )
     return ""
+
+
+def _echo(user_text: str) -> str:
+    """Repeat the user's words, never ending with a question mark.
+
+    Home Assistant keeps the conversation open (continue_conversation) after
+    an answer that ends with one, so an echoed question would make every
+    question look like the assistant asking back. A test that wants that
+    scripts such an answer.
+    """
+    if user_text.rstrip().endswith(_QUESTION_MARKS):
+        return f"You asked: {user_text.rstrip()} The simulator has no answer."
+    return f"You said: {user_text}"
 
 
 def _describe(message: dict[str, Any]) -> str:
@@ -661,7 +676,7 @@ def _logprob_answer(messages: list[dict[str, Any]], user_text: str, top: int) ->
     if labels := _labels(prompt):
         tokens = [_token_entry(labels[0], labels[1:], top)]
     else:
-        words = re.findall(r"\s*\S+", f"You said: {user_text}")
+        words = re.findall(r"\s*\S+", _echo(user_text))
         tokens = [_token_entry(word, [], top) for word in words]
     return Answer("".join(t["token"] for t in tokens), tokens=tokens)
 

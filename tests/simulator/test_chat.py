@@ -52,6 +52,23 @@ def streamed_text(chunks: list[openai.types.chat.ChatCompletionChunk]) -> str:
     return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
 
 
+@pytest.mark.parametrize("question", ["Is it on?", "Is it on? ", "Είναι;", "开着吗？"])
+async def test_echo_of_a_question_does_not_ask_back(
+    client: openai.AsyncOpenAI, question: str
+) -> None:
+    """An echoed question ends with a statement: Home Assistant would keep listening.
+
+    Home Assistant keeps the conversation open after an answer ending with a
+    question mark; the built-in answer must not do that to every question.
+    """
+    answer = await client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": question}]
+    )
+
+    text = answer.choices[0].message.content
+    assert text == f"You asked: {question.rstrip()} The simulator has no answer."
+
+
 async def test_echo_not_streamed(client: openai.AsyncOpenAI) -> None:
     """Without tools or formats the answer echoes the last user text."""
     answer = await client.chat.completions.create(
@@ -605,4 +622,7 @@ async def test_multimodal_content_is_accepted(client: openai.AsyncOpenAI) -> Non
             }
         ],
     )
-    assert answer.choices[0].message.content == "You said: What is this?"
+    assert (
+        answer.choices[0].message.content
+        == "You asked: What is this? The simulator has no answer."
+    )
