@@ -4,7 +4,9 @@ Used by ``scripts/develop`` (through the command line below) and by the
 end-to-end test in ``tests/e2e/`` (imported). Everything after the config
 folder is written goes through Home Assistant's own HTTP API, as a user's
 browser would: the onboarding API creates the owner, the login flow signs in
-again on later starts, and the config-flow API adds the integration.
+again on later starts, the config-flow API adds the integration, and the
+WebSocket API sets the country, an Assist pipeline whose agent is ours (the
+preferred one, "prefer local" off) and our AI task entity as the preferred one.
 
     python scripts/dev_hass.py prepare --config .dev/config
     python scripts/dev_hass.py bootstrap --config .dev/config \
@@ -23,15 +25,18 @@ The config folder gets:
   the first (creating the owner) marked done. The location step would start
   the met, Google Translate and Radio Browser flows, whose requirements are
   not installed, and a development instance has no use for them; the owner is
-  then created through the onboarding API, which completes onboarding.
+  then created through the onboarding API, which completes onboarding;
+- on a fresh folder, ``.storage/http`` with the port and host to listen on.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+import contextlib
 from dataclasses import dataclass
+from datetime import UTC, datetime
 import json
 import os
 from pathlib import Path
@@ -40,6 +45,8 @@ import time
 from typing import Any, Self
 
 import aiohttp
+from homeassistant.components.ai_task.const import AITaskEntityFeature
+from homeassistant.components.http import config as http_config
 import httpx2
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -47,12 +54,22 @@ DOMAIN = "openai_compatible"
 INTEGRATION_DIR = REPO_ROOT / "custom_components" / DOMAIN
 PACKAGES_DIR = "packages"
 DEMO_PACKAGE_FILE = "openai_compatible_demo.yaml"
-HTTP_PACKAGE_FILE = "develop_http.yaml"
 STATE_FILE = "openai_compatible_develop.json"
 
 DEV_USERNAME = "dev"
 DEV_PASSWORD = "dev"  # a local development login, printed on start
 DEV_NAME = "Developer"
+
+# A country for Home Assistant's own defaults (metric units, euros, English):
+# without one it shows a repair. Change it under Settings -> System -> General.
+DEV_COUNTRY = "IE"
+PIPELINE_NAME = "OpenAI Compatible"
+# The ai_task actions, their preference and the feature each needs.
+AI_TASK_PREFERENCES = (
+    ("generate_data", "gen_data_entity_id", AITaskEntityFeature.GENERATE_DATA),
+    ("generate_image", "gen_image_entity_id", AITaskEntityFeature.GENERATE_IMAGE),
+    ("evaluate", "evaluate_entity_id", AITaskEntityFeature.EVALUATE),
+)
 
 KITCHEN_LIGHT = "light.kitchen_light"
 THERMOSTAT = "climate.thermostat"
@@ -166,9 +183,9 @@ homeassistant:
   packages: !include_dir_named {PACKAGES_DIR}
 
 # No http: section. Home Assistant 2026.11 keeps its HTTP settings in
-# .storage/http: scripts/develop hands it $PORT and $DEVELOP_HOST once, on the
-# first start, in {PACKAGES_DIR}/{HTTP_PACKAGE_FILE}, which Home Assistant moves
-# there; then change them under Settings -> System -> Network.
+# .storage/http (an http: section is moved there once, with a "deprecated
+# YAML" repair): scripts/develop writes $PORT and $DEVELOP_HOST there on the
+# first start; then change them under Settings -> System -> Network.
 
 logger:
   default: warning
@@ -207,9 +224,8 @@ def prepare_config(
 
     `configuration`: the text of configuration.yaml (default: the develop
     configuration), written only when the file is missing. On a fresh folder,
-    `port` and `host` (None: all interfaces) go into a package that Home
-    Assistant moves to .storage/http on its first start. Return the host and
-    port Home Assistant will listen on.
+    `port` and `host` (None: all interfaces) become the stored HTTP settings.
+    Return the host and port Home Assistant will listen on.
     """
     config_dir.mkdir(parents=True, exist_ok=True)
     fresh = not (config_dir / ".storage").exists()
@@ -226,32 +242,49 @@ def prepare_config(
         (storage / "onboarding").write_text(
             json.dumps(ONBOARDING_STORE, indent=2), encoding="utf-8"
         )
-        http = f"http:\n  server_port: {int(port)}\n"
-        if host:
-            http += f"  server_host: {json.dumps(host)}\n"
-        (packages / HTTP_PACKAGE_FILE).write_text(
-            "# The HTTP settings of the first start; Home Assistant moves them to\n"
-            "# .storage/http, and scripts/dev_hass.py then deletes this file.\n" + http,
-            encoding="utf-8",
-        )
-        return host, port
-    return http_settings(config_dir, (host, port))
+        write_http_settings(config_dir, host, port)
+    return http_settings(config_dir)
 
 
-def http_settings(
-    config_dir: Path, default: tuple[str | None, int]
-) -> tuple[str | None, int]:
+def write_http_settings(config_dir: Path, host: str | None, port: int) -> None:
+    """Store HTTP settings as Settings -> System -> Network does.
+
+    Home Assistant 2026.11 keeps them in .storage/http. An http: section in
+    YAML would be moved there on the first start, leaving a "deprecated YAML"
+    repair and a trial that must be confirmed within five minutes; stored
+    settings are neither. Home Assistant's own schema fills in the defaults.
+    """
+    settings: dict[str, Any] = {"server_port": int(port)}
+    if host:
+        settings["server_host"] = [host]
+    stable = {
+        **http_config.HTTP_STORAGE_SCHEMA(settings),
+        "created_at": datetime.now(UTC).isoformat(),
+        "error": None,
+        "error_message": None,
+    }
+    store = {
+        "version": http_config.STORAGE_VERSION,
+        "minor_version": http_config.STORAGE_MINOR_VERSION,
+        "key": http_config.STORAGE_KEY,
+        "data": {"stable": stable, "pending": None, "yaml_migration_done": True},
+    }
+    (config_dir / ".storage" / http_config.STORAGE_KEY).write_text(
+        json.dumps(store, indent=2), encoding="utf-8"
+    )
+
+
+def http_settings(config_dir: Path) -> tuple[str | None, int]:
     """Return the host (None: all) and port a config folder's Home Assistant uses.
 
-    From the package of the first start while it is there, else from
-    .storage/http: the pending settings (on trial) unless they failed, else
-    the stable ones.
+    From .storage/http: the pending settings (on trial) unless they failed,
+    else the stable ones.
     """
-    if (config_dir / PACKAGES_DIR / HTTP_PACKAGE_FILE).exists():
-        return default
     try:
         data = json.loads(
-            (config_dir / ".storage" / "http").read_text(encoding="utf-8")
+            (config_dir / ".storage" / http_config.STORAGE_KEY).read_text(
+                encoding="utf-8"
+            )
         )["data"]
     except OSError, ValueError, KeyError:
         return None, 8123
@@ -260,11 +293,6 @@ def http_settings(
     hosts = settings.get("server_host")
     host = hosts[0] if isinstance(hosts, list) and hosts else hosts
     return (str(host) if host else None), int(settings.get("server_port", 8123))
-
-
-def forget_first_http_settings(config_dir: Path) -> None:
-    """Delete the first start's HTTP package once Home Assistant has moved it."""
-    (config_dir / PACKAGES_DIR / HTTP_PACKAGE_FILE).unlink(missing_ok=True)
 
 
 def _write_if_missing(path: Path, text: str) -> None:
@@ -480,40 +508,51 @@ class HomeAssistantAPI:
 
     async def _websocket(self, commands: Sequence[dict[str, Any]]) -> list[Any]:
         results: list[Any] = []
+        async with self._connected() as ws:
+            for number, command in enumerate(commands, start=1):
+                await ws.send_json({"id": number, **command})
+                results.append(await _result(ws, number, command))
+        return results
+
+    @contextlib.asynccontextmanager
+    async def _connected(self) -> AsyncIterator[aiohttp.ClientWebSocketResponse]:
+        """Open an authenticated WebSocket connection."""
         async with (
             aiohttp.ClientSession() as session,
             session.ws_connect(
                 f"{self.url}/api/websocket",
-                timeout=aiohttp.ClientWSTimeout(ws_receive=30),
+                timeout=aiohttp.ClientWSTimeout(ws_receive=60),
             ) as ws,
         ):
             await ws.receive_json()  # auth_required
             await ws.send_json({"type": "auth", "access_token": self.token})
             if (answer := await ws.receive_json())["type"] != "auth_ok":
                 raise HomeAssistantError(f"WebSocket authentication failed: {answer}")
-            for number, command in enumerate(commands, start=1):
-                await ws.send_json({"id": number, **command})
-                answer = await ws.receive_json()
-                while answer.get("id") != number or answer.get("type") != "result":
-                    answer = await ws.receive_json()
-                if not answer["success"]:
-                    raise HomeAssistantError(f"{command}: {answer['error']}")
-                results.append(answer["result"])
-        return results
+            yield ws
 
-    def keep_http_settings(self) -> bool:
-        """Confirm HTTP settings on trial, as the UI asks the user to.
+    def assist(self, text: str) -> list[dict[str, Any]]:
+        """Say `text` to the preferred Assist pipeline, as the Assist dialog does.
 
-        Since 2026.11, HTTP settings that differ from the stored ones (such as
-        a first start's YAML) are a trial: unless confirmed within five
-        minutes, Home Assistant restarts with the previous ones. Return
-        whether there was a trial to confirm.
+        Return the events of the run, up to its "run-end".
         """
-        (config,) = self.websocket({"type": "http/config"})
-        if config.get("active_config_type") != "pending":
-            return False
-        self.websocket({"type": "http/config/promote"})
-        return True
+        return asyncio.run(self._assist(text))
+
+    async def _assist(self, text: str) -> list[dict[str, Any]]:
+        command = {
+            "type": "assist_pipeline/run",
+            "start_stage": "intent",
+            "end_stage": "intent",
+            "input": {"text": text},
+        }
+        events: list[dict[str, Any]] = []
+        async with self._connected() as ws:
+            await ws.send_json({"id": 1, **command})
+            await _result(ws, 1, command)
+            while not events or events[-1]["type"] != "run-end":
+                message = await ws.receive_json()
+                if message.get("id") == 1 and message.get("type") == "event":
+                    events.append(message["event"])
+        return events
 
     # -- the integration
 
@@ -588,29 +627,133 @@ class HomeAssistantAPI:
         result: dict[str, Any] = step
         return result
 
-    def states(self) -> list[dict[str, Any]]:
-        """Return every entity's state."""
-        states: list[dict[str, Any]] = self.get("/api/states")
-        return states
-
     def state(self, entity_id: str) -> dict[str, Any]:
         """Return one entity's state."""
         state: dict[str, Any] = self.get(f"/api/states/{entity_id}")
         return state
 
-    def entities_of(self, title: str) -> dict[str, str]:
+    def integration_entities(self, entry_id: str | None = None) -> dict[str, str]:
         """Return {domain: entity_id} of our conversation and AI task entities.
 
-        They are named after the subentries, whose default titles start with
-        `title` ("OpenAI Compatible").
+        The first of each domain, of the entry `entry_id` if given.
         """
+        (entities,) = self.websocket({"type": "config/entity_registry/list"})
         found: dict[str, str] = {}
-        for state in self.states():
-            domain = state["entity_id"].split(".")[0]
-            name = str(state["attributes"].get("friendly_name", ""))
-            if domain in ("conversation", "ai_task") and name.startswith(title):
-                found.setdefault(domain, state["entity_id"])
+        for entity in entities:
+            domain = entity["entity_id"].split(".")[0]
+            if (
+                entity["platform"] == DOMAIN
+                and domain in ("conversation", "ai_task")
+                and entry_id in (None, entity["config_entry_id"])
+            ):
+                found.setdefault(domain, entity["entity_id"])
         return found
+
+    # -- what scripts/develop sets up
+
+    def set_country(self, country: str) -> bool:
+        """Set the country when none is; return whether none was.
+
+        Without a country, Home Assistant shows a "country not configured"
+        repair.
+        """
+        if self.get("/api/config").get("country"):
+            return False
+        self.websocket({"type": "config/core/update", "country": country})
+        return True
+
+    def prefer_agent(self, agent_id: str, name: str = PIPELINE_NAME) -> str:
+        """Make an Assist pipeline whose agent is `agent_id` the preferred one.
+
+        "Prefer handling commands locally" is off, so every sentence goes to
+        the agent, not first to Home Assistant's own sentences. A pipeline of
+        that name and agent is reused. Return the pipeline's id.
+        """
+        (listing,) = self.websocket({"type": "assist_pipeline/pipeline/list"})
+        pipeline = next(
+            (
+                found
+                for found in listing["pipelines"]
+                if found["name"] == name and found["conversation_engine"] == agent_id
+            ),
+            None,
+        )
+        if pipeline is None:
+            (pipeline,) = self.websocket(
+                {
+                    "type": "assist_pipeline/pipeline/create",
+                    "name": name,
+                    "conversation_engine": agent_id,
+                    # "*": the agent takes any language, as LLM agents do.
+                    "conversation_language": "*",
+                    "language": "en",
+                    "prefer_local_intents": False,
+                    "stt_engine": None,
+                    "stt_language": None,
+                    "tts_engine": None,
+                    "tts_language": None,
+                    "tts_voice": None,
+                    "wake_word_entity": None,
+                    "wake_word_id": None,
+                }
+            )
+        pipeline_id = str(pipeline["id"])
+        self.websocket(
+            {
+                "type": "assist_pipeline/pipeline/set_preferred",
+                "pipeline_id": pipeline_id,
+            }
+        )
+        return pipeline_id
+
+    def prefer_ai_task(self, entity_id: str) -> list[str]:
+        """Make `entity_id` the preferred AI task entity for what it supports.
+
+        Return the ai_task actions it is now preferred for.
+        """
+        features = int(self.state(entity_id)["attributes"].get("supported_features", 0))
+        supported = [
+            (action, preference)
+            for action, preference, feature in AI_TASK_PREFERENCES
+            if features & feature
+        ]
+        self.websocket(
+            {
+                "type": "ai_task/preferences/set",
+                **{preference: entity_id for _, preference in supported},
+            }
+        )
+        return [action for action, _ in supported]
+
+    def prefer_entry(self, entry_id: str) -> list[str]:
+        """Make the entry's agent and AI task entity the ones Home Assistant uses.
+
+        Its agent gets an Assist pipeline of its own, the preferred one (see
+        prefer_agent); its AI task entity becomes the preferred one for what
+        it supports. Return what was made preferred, in words.
+        """
+        entities = self.integration_entities(entry_id)
+        preferred = []
+        if agent_id := entities.get("conversation"):
+            self.prefer_agent(agent_id)
+            preferred.append(f"the Assist pipeline {PIPELINE_NAME!r}, with {agent_id}")
+        if ai_task_id := entities.get("ai_task"):
+            tasks = self.prefer_ai_task(ai_task_id)
+            actions = ", ".join(f"ai_task.{action}" for action in tasks)
+            preferred.append(f"{ai_task_id}, for {actions}")
+        return preferred
+
+
+async def _result(
+    ws: aiohttp.ClientWebSocketResponse, number: int, command: dict[str, Any]
+) -> Any:
+    """Wait for the result of command `number`; raise if it failed."""
+    answer = await ws.receive_json()
+    while answer.get("id") != number or answer.get("type") != "result":
+        answer = await ws.receive_json()
+    if not answer["success"]:
+        raise HomeAssistantError(f"{command}: {answer['error']}")
+    return answer["result"]
 
 
 def _is_form(step: dict[str, Any], step_id: str) -> bool:
@@ -678,45 +821,55 @@ def _bootstrap(args: argparse.Namespace) -> int:
 
     with HomeAssistantAPI(args.url) as api:
         api.wait_until_up(args.timeout, alive)
-        forget_first_http_settings(config_dir)
-        how = api.sign_in()
-        if how == "created":
+        if api.sign_in() == "created":
             print(
                 f"develop: created the owner {DEV_USERNAME!r} (password {DEV_PASSWORD!r})"
             )
         api.wait_until_running(args.timeout)
-        if api.keep_http_settings():
-            print("develop: confirmed the HTTP settings of the first start")
-
-        state = _load_state(config_dir)
-        done: list[str] = state.setdefault("entries_for", [])
-        key = args.base_url or f"provider:{args.provider}"
-        if key in done:
-            print(f"develop: the integration was added for {key} on an earlier start")
-        else:
-            outcome = api.add_integration(
-                base_url=args.base_url,
-                api_key=args.api_key,
-                provider=args.provider,
-                model=args.model,
+        if api.set_country(DEV_COUNTRY):
+            print(
+                f"develop: set the country to {DEV_COUNTRY}"
+                " (Settings → System → General)"
             )
-            if outcome.created or outcome.result.get("reason") == "already_configured":
-                done.append(key)
-                (config_dir / STATE_FILE).write_text(
-                    json.dumps(state, indent=2), encoding="utf-8"
-                )
-            print(f"develop: OpenAI Compatible for {key}: {outcome.message}")
-            if not outcome.created:
-                print(
-                    "develop: add it yourself under Settings → Devices & services"
-                    " → Add integration → OpenAI Compatible"
-                )
-        entities = api.entities_of("OpenAI Compatible")
+        _add_entry_once(api, config_dir, args)
+        entities = api.integration_entities()
         if entities:
             print(
                 "develop: entities: " + ", ".join(entities[d] for d in sorted(entities))
             )
     return 0
+
+
+def _add_entry_once(
+    api: HomeAssistantAPI, config_dir: Path, args: argparse.Namespace
+) -> None:
+    """Add the integration unless an earlier start did; make it the preferred one."""
+    state = _load_state(config_dir)
+    done: list[str] = state.setdefault("entries_for", [])
+    key = args.base_url or f"provider:{args.provider}"
+    if key in done:
+        print(f"develop: the integration was added for {key} on an earlier start")
+        return
+    outcome = api.add_integration(
+        base_url=args.base_url,
+        api_key=args.api_key,
+        provider=args.provider,
+        model=args.model,
+    )
+    if outcome.created or outcome.result.get("reason") == "already_configured":
+        done.append(key)
+        (config_dir / STATE_FILE).write_text(
+            json.dumps(state, indent=2), encoding="utf-8"
+        )
+    print(f"develop: OpenAI Compatible for {key}: {outcome.message}")
+    if not outcome.created:
+        print(
+            "develop: add it yourself under Settings → Devices & services"
+            " → Add integration → OpenAI Compatible"
+        )
+        return
+    for preferred in api.prefer_entry(outcome.result["result"]["entry_id"]):
+        print(f"develop: preferred: {preferred}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

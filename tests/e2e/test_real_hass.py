@@ -4,9 +4,11 @@ A module-scoped fixture starts the simulator (``python -m simulator``) and
 ``python -m homeassistant`` on free ports with a temporary config folder: the
 demo devices of scripts/dev_hass.py, ``conversation`` and this integration as
 a symlink in ``custom_components``. It creates the owner through the
-onboarding API. The tests then do what a user does: add the integration
-through the config-flow API, talk to the agent, call the AI task actions, and
-finally stop Home Assistant with SIGTERM and read its log.
+onboarding API and sets the country, as scripts/develop does. The tests then
+do what a user does: add the integration through the config-flow API and make
+it the preferred Assist agent and AI task entity (as scripts/develop does),
+talk to it in Assist, call the AI task actions, and finally stop Home
+Assistant with SIGTERM and read its log.
 
 Both processes run in their own process group and are killed on the way out,
 whatever happened. They need sockets, so every test takes ``socket_enabled``.
@@ -66,7 +68,9 @@ logger:
     homeassistant.util.package: info
 
 api:
+assist_pipeline:
 conversation:
+repairs:
 """
 
 
@@ -205,12 +209,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             began = time.monotonic()
             try:
                 api.wait_until_up(START_TIMEOUT, lambda: hass.poll() is None)
-                dev_hass.forget_first_http_settings(config_dir)
                 assert api.sign_in() == "created"
                 api.wait_until_running(START_TIMEOUT)
-                # The first start's HTTP settings are a trial (2026.11): keep
-                # them, or Home Assistant restarts with defaults in 5 minutes.
-                assert api.keep_http_settings()
+                assert api.set_country(dev_hass.DEV_COUNTRY)
             except dev_hass.HomeAssistantError as err:
                 tail = hass_output.read_text(encoding="utf-8", errors="replace")
                 pytest.fail(f"{err}\n--- Home Assistant output ---\n{tail[-6000:]}")
@@ -234,12 +235,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 @pytest.fixture(scope="module")
 def entry(stack: Stack) -> dict[str, Any]:
-    """Add the integration for the simulator through the config-flow API."""
+    """Add the integration for the simulator, and prefer it, as scripts/develop does."""
     with _sockets_allowed():
         outcome = stack.api.add_integration(base_url=stack.simulator_url)
         assert outcome.created, f"{outcome.message}: {outcome.result}"
-        entities = stack.api.entities_of("OpenAI Compatible")
-    return {"result": outcome.result, "entities": entities}
+        entry_id = outcome.result["result"]["entry_id"]
+        entities = stack.api.integration_entities(entry_id)
+        preferred = stack.api.prefer_entry(entry_id)
+    return {"result": outcome.result, "entities": entities, "preferred": preferred}
 
 
 def _wait_for_state(stack: Stack, entity_id: str, wanted: str) -> dict[str, Any]:
@@ -270,26 +273,84 @@ def test_config_flow_creates_the_entry(
     assert set(entry["entities"]) == {"conversation", "ai_task"}
 
 
-def test_conversation_turns_on_the_kitchen_light(
+def test_develop_prefers_our_agent_and_ai_task(
     socket_enabled: None, stack: Stack, entry: dict[str, Any]
 ) -> None:
-    """'Turn on the kitchen light' to our agent turns the light on."""
-    assert stack.api.state(dev_hass.KITCHEN_LIGHT)["state"] == "off"
-    answer = stack.api.post(
-        "/api/conversation/process",
-        {
-            "text": "turn on the kitchen light",
-            "agent_id": entry["entities"]["conversation"],
-            "language": "en",
-        },
+    """Assist's preferred pipeline and the AI task preferences are ours."""
+    agent_id = entry["entities"]["conversation"]
+    ai_task_id = entry["entities"]["ai_task"]
+    pipelines, preferences = stack.api.websocket(
+        {"type": "assist_pipeline/pipeline/list"}, {"type": "ai_task/preferences/get"}
     )
-    response = answer["response"]
-    assert response["response_type"] == "action_done", answer
-    assert response["speech"]["plain"]["speech"]
+    preferred = next(
+        pipeline
+        for pipeline in pipelines["pipelines"]
+        if pipeline["id"] == pipelines["preferred_pipeline"]
+    )
+    assert preferred["name"] == dev_hass.PIPELINE_NAME
+    assert preferred["conversation_engine"] == agent_id
+    assert preferred["prefer_local_intents"] is False
+    assert preferences["gen_data_entity_id"] == ai_task_id
+    assert preferences["gen_image_entity_id"] == ai_task_id
+    assert preferences["evaluate_entity_id"] == ai_task_id
+    assert len(entry["preferred"]) == 2, entry["preferred"]
+
+
+def test_starts_without_repairs(socket_enabled: None, stack: Stack) -> None:
+    """Stored HTTP settings and a country leave no repair behind."""
+    (repairs,) = stack.api.websocket({"type": "repairs/list_issues"})
+    assert [
+        (issue["domain"], issue["issue_id"])
+        for issue in repairs["issues"]
+        if not issue["dismissed_version"]
+    ] == []
+
+
+def _intent_output(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """Return what the intent stage of an Assist run answered."""
+    output: dict[str, Any] = next(
+        event["data"]["intent_output"]
+        for event in events
+        if event["type"] == "intent-end"
+    )
+    return output
+
+
+def test_assist_turns_on_the_kitchen_light_through_our_agent(
+    socket_enabled: None, stack: Stack, entry: dict[str, Any]
+) -> None:
+    """'Turn on the kitchen light' in Assist reaches our agent, which calls a tool."""
+    assert stack.api.state(dev_hass.KITCHEN_LIGHT)["state"] == "off"
+
+    events = stack.api.assist("turn on the kitchen light")
+
+    (start,) = [event for event in events if event["type"] == "intent-start"]
+    assert start["data"]["engine"] == entry["entities"]["conversation"]
+    tool_calls = [
+        call["tool_name"]
+        for event in events
+        if event["type"] == "intent-progress"
+        for call in (event["data"].get("chat_log_delta") or {}).get("tool_calls", [])
+    ]
+    assert tool_calls == ["intent__HassTurnOn"], events
+    output = _intent_output(events)
+    assert output["response"]["response_type"] == "action_done", output
+    assert output["response"]["speech"]["plain"]["speech"]
+    assert output["continue_conversation"] is False
     assert _wait_for_state(stack, dev_hass.KITCHEN_LIGHT, "on")["state"] == "on"
     # The other demo devices are there for Assist as well.
     assert stack.api.state(dev_hass.THERMOSTAT)["state"] == "heat"
     assert stack.api.state(dev_hass.FRONT_DOOR)["state"] == "off"
+
+
+def test_assist_answer_to_a_question_does_not_keep_listening(
+    socket_enabled: None, stack: Stack, entry: dict[str, Any]
+) -> None:
+    """A question to the simulator is answered without asking back."""
+    output = _intent_output(stack.api.assist("Is the front door open?"))
+
+    assert output["response"]["speech"]["plain"]["speech"].endswith(".")
+    assert output["continue_conversation"] is False
 
 
 def test_ai_task_generate_data(
