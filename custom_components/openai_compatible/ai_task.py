@@ -31,15 +31,9 @@ from .entity import OpenAICompatibleEntity
 from .errors import ModelError
 from .evaluate import async_evaluate
 from .images import async_generate_image
-from .schema import (
-    StrictUnsupported,
-    StructureMismatch,
-    drop_optional_nulls,
-    parse_json_answer,
-    strict_json_schema,
-    structure_to_json_schema,
-    validate_result,
-)
+from .json_answer import StructureMismatch, parse_json_answer, validate_result
+from .selector_schema import structure_to_json_schema
+from .strict_schema import StrictUnsupported, drop_optional_nulls, strict_json_schema
 from .structured import StructuredRequest, async_climb
 
 PARALLEL_UPDATES = 0

@@ -79,7 +79,8 @@ from .errors import (
     ServerError,
     TranslatedError,
 )
-from .schema import StructureMismatch, parse_json_answer, strict_json_schema
+from .json_answer import StructureMismatch, parse_json_answer
+from .strict_schema import strict_json_schema
 from .structured import RUNG_NAMES, StructuredRequest, async_climb
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from typing import Any, Final
 from .api import ServerQuirks
 from .const import LOGGER
 from .errors import RequestRejectedError
-from .schema import schema_instructions
+from .json_answer import schema_instructions
 
 RUNG_STRICT: Final = 0
 RUNG_SCHEMA: Final = 1

@@ -1,23 +1,20 @@
-"""Structured output: AI task structures as JSON schema, and answers checked.
+"""Task structures as JSON schema: each Home Assistant selector's values.
 
 Home Assistant gives a data task its structure as a probatio schema whose values
-are selectors. This module turns it into the JSON schema of a ``response_format``
-(plain, or in OpenAI's strict form), or into instructions for servers that take
-neither, and it turns the model's answer back into data that fits the structure.
+are selectors. This module turns it into the plain JSON schema a model is asked
+to answer in, closed and described, for each selector Home Assistant offers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from copy import deepcopy
-import json
 import re
 from typing import Any, Final
 
 from homeassistant.const import Platform
 from homeassistant.helpers import llm, selector
 import probatio
-from probatio.error import render_path
 
 type _Schema = dict[str, Any]
 type _Convert = Callable[[Any], _Schema]
@@ -30,64 +27,6 @@ _FREE_FORM_LIST: Final[_Schema] = {
     "type": "array",
     "items": {"type": "object", "additionalProperties": True},
 }
-
-# OpenAI's strict mode: the keywords it supports, the formats it knows, its limits.
-_STRICT_KEYWORDS: Final = frozenset(
-    {
-        "type",
-        "description",
-        "enum",
-        "const",
-        "anyOf",
-        "$ref",
-        "$defs",
-        "properties",
-        "items",
-        "pattern",
-        "format",
-        "multipleOf",
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-        "minItems",
-        "maxItems",
-    }
-)
-_STRICT_FORMATS: Final = frozenset(
-    {
-        "date-time",
-        "time",
-        "date",
-        "duration",
-        "email",
-        "hostname",
-        "ipv4",
-        "ipv6",
-        "uuid",
-    }
-)
-_STRICT_MAX_DEPTH: Final = 10
-_STRICT_MAX_ENUM_VALUES: Final = 1000
-_SCALAR_TYPES: Final = frozenset({"string", "number", "integer", "boolean"})
-_TYPED_KEYWORDS: Final = frozenset({"type", "enum", "const", "anyOf", "$ref"})
-
-_INSTRUCTIONS: Final = "Answer with only a JSON object that matches this JSON schema: "
-_JSON_START: Final = re.compile(r"[{\[]")
-_FENCED: Final = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
-
-
-class StructureMismatch(Exception):
-    """The model's answer does not fit the task's structure."""
-
-    def __init__(self, problem: str) -> None:
-        """Keep the short description of what is wrong."""
-        super().__init__(problem)
-        self.problem = problem
-
-
-class StrictUnsupported(Exception):
-    """The structure has no OpenAI strict-mode form; use the plain schema."""
 
 
 def structure_to_json_schema(
@@ -115,87 +54,6 @@ def structure_to_json_schema(
             own = serializer.convert(value).get("description")
             properties[key.schema]["description"] = _joined(key.description, own)
     return result
-
-
-def strict_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Return the OpenAI strict-mode form of a plain schema.
-
-    Every property becomes required and the optional ones nullable, every object
-    closed, and keywords or formats that strict mode rejects are dropped (the
-    answer is validated afterwards, so dropping one only widens). Raises
-    StrictUnsupported where strict mode cannot say it at all: a free-form object,
-    a value of any type, a root that is not an object, or a schema past
-    OpenAI's limits of nesting or enum values.
-    """
-    if "object" not in _types(schema):
-        raise StrictUnsupported("the root is not an object")
-    return _Strict().convert(schema, "the answer", 1)
-
-
-def drop_optional_nulls(data: Any, schema: dict[str, Any]) -> Any:
-    """Remove the null values of optional keys, walking the plain schema.
-
-    A strict-mode answer gives null for each optional key it leaves out; without
-    them the data matches the user's structure again. The input is not changed.
-    """
-    if isinstance(data, dict) and "properties" in schema:
-        properties: dict[str, Any] = schema["properties"]
-        required = schema.get("required", [])
-        return {
-            key: drop_optional_nulls(value, properties.get(key, {}))
-            for key, value in data.items()
-            if value is not None or key in required or key not in properties
-        }
-    if isinstance(data, list) and isinstance(items := schema.get("items"), dict):
-        return [drop_optional_nulls(item, items) for item in data]
-    return data
-
-
-def validate_result(structure: probatio.Schema, data: Any) -> Any:
-    """Validate an answer against the task's structure and return the result.
-
-    Raises StructureMismatch naming each problem and where it is.
-    """
-    try:
-        return structure(data)
-    except probatio.Invalid as err:
-        errors = err.errors if isinstance(err, probatio.MultipleInvalid) else [err]
-        raise StructureMismatch("; ".join(map(_problem, errors))) from err
-    except TypeError as err:
-        # A selector's validator tripped over a value of a type it did not expect.
-        raise StructureMismatch(f"the answer does not fit: {err}") from err
-
-
-def schema_instructions(schema: dict[str, Any]) -> str:
-    """Return the instruction that asks for JSON matching the schema."""
-    return _INSTRUCTIONS + json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
-
-
-def parse_json_answer(text: str) -> Any:
-    """Return the JSON value in a model's answer.
-
-    Reasoning is dropped: all up to the last ``</think>``, and all after a
-    ``<think>`` left open. Then the answer is read
-    whole, else from the first fenced block that parses, else from the first
-    ``{`` or ``[`` where a JSON value starts, so prose around it does not matter.
-    """
-    answer = text.rsplit("</think>", 1)[-1].split("<think>", 1)[0]
-    try:
-        return json.loads(answer)
-    except json.JSONDecodeError as err:
-        problem = err
-    for block in _FENCED.findall(answer):
-        try:
-            return json.loads(block)
-        except json.JSONDecodeError:
-            continue
-    decoder = json.JSONDecoder()
-    for start in _JSON_START.finditer(answer):
-        try:
-            return decoder.raw_decode(answer, start.start())[0]
-        except json.JSONDecodeError:
-            continue
-    raise StructureMismatch(f"the answer is not valid JSON: {problem}")
 
 
 class _Serializer:
@@ -645,108 +503,3 @@ _HANDLERS: Final[dict[str, _Handler]] = {
     ),
     "unit_of_measurement": _unit_of_measurement,
 }
-
-
-def _types(schema: _Schema) -> list[Any]:
-    """Return the JSON types a schema names."""
-    kind = schema.get("type", [])
-    return kind if isinstance(kind, list) else [kind]
-
-
-def _nullable(schema: _Schema) -> _Schema:
-    """Return the schema that also takes null."""
-    kind = schema.get("type")
-    if "null" in _types(schema):
-        return schema
-    if kind in _SCALAR_TYPES and not schema.keys() & {"enum", "const"}:
-        return {**schema, "type": [kind, "null"]}
-    inner = {key: value for key, value in schema.items() if key != "description"}
-    result: _Schema = {"anyOf": [inner, {"type": "null"}]}
-    if "description" in schema:
-        result["description"] = schema["description"]
-    return result
-
-
-class _Strict:
-    """Conversion of a plain schema to strict mode, counting against the limits."""
-
-    def __init__(self) -> None:
-        """Start with no enum values counted."""
-        self._enum_values = 0
-
-    def convert(self, schema: Any, where: str, depth: int) -> _Schema:
-        """Return the strict form of one schema; ``depth`` counts enclosing objects."""
-        if not isinstance(schema, dict):
-            raise StrictUnsupported(f"{where} has no schema")
-        kinds = _types(schema)
-        if (
-            "object" in kinds
-            and schema.get("additionalProperties", "properties" not in schema)
-            is not False
-        ):
-            raise StrictUnsupported(f"{where} is a free-form object")
-        if "object" in kinds and depth > _STRICT_MAX_DEPTH:
-            raise StrictUnsupported(f"{where} is nested too deep")
-        result: _Schema = {}
-        for keyword, value in schema.items():
-            if keyword not in _STRICT_KEYWORDS or (
-                keyword == "format" and value not in _STRICT_FORMATS
-            ):
-                continue
-            result[keyword] = self._convert_keyword(
-                keyword, value, schema, where, depth
-            )
-        if not result.keys() & _TYPED_KEYWORDS:
-            raise StrictUnsupported(f"{where} takes a value of any type")
-        if "array" in kinds and "items" not in result:
-            raise StrictUnsupported(f"{where} is a list of anything")
-        if "object" in kinds:
-            result.setdefault("properties", {})
-            result["required"] = list(result["properties"])
-            result["additionalProperties"] = False
-        return result
-
-    def _convert_keyword(
-        self, keyword: str, value: Any, schema: _Schema, where: str, depth: int
-    ) -> Any:
-        """Return the strict form of one keyword's value."""
-        if keyword == "properties":
-            required = schema.get("required", [])
-            properties: _Schema = {}
-            for name, prop in value.items():
-                converted = self.convert(prop, f"{where}.{name}", depth + 1)
-                properties[name] = (
-                    converted if name in required else _nullable(converted)
-                )
-            return properties
-        if keyword == "items":
-            return self.convert(value, f"{where}[]", depth)
-        if keyword == "anyOf":
-            return [self.convert(branch, where, depth) for branch in value]
-        if keyword == "$defs":
-            return {
-                name: self.convert(definition, f"definition {name}", depth)
-                for name, definition in value.items()
-            }
-        if keyword == "enum":
-            self._enum_values += len(value)
-            if self._enum_values > _STRICT_MAX_ENUM_VALUES:
-                raise StrictUnsupported(
-                    f"{where} brings the enum values past {_STRICT_MAX_ENUM_VALUES}"
-                )
-        return value
-
-
-def _problem(error: probatio.Invalid) -> str:
-    """Return one validation error as a short sentence naming where it is."""
-    path = list(error.path)
-    if isinstance(error, probatio.RequiredFieldInvalid) and path:
-        return _at(f"required key {path[-1]!r} is missing", path[:-1])
-    if isinstance(error, probatio.ExtraKeysInvalid) and path:
-        return _at(f"key {path[-1]!r} is not allowed", path[:-1])
-    return str(error)
-
-
-def _at(message: str, path: list[Any]) -> str:
-    """Return the message with the path it is about, if any."""
-    return f"{message} at '{render_path(path)}'" if path else message

@@ -1,4 +1,4 @@
-"""Task structures as JSON schema, and model answers checked against them."""
+"""Task structures as JSON schema: every selector, round trips to validated data."""
 
 from __future__ import annotations
 
@@ -9,51 +9,24 @@ import subprocess
 import sys
 from typing import Any
 
-from homeassistant.components.ai_task.services import (
-    STRUCTURE_FIELD_SCHEMA,
-    _validate_structure_fields,
-)
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import config_validation as cv, selector
 import probatio
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from custom_components.openai_compatible.schema import (
-    StrictUnsupported,
+from custom_components.openai_compatible.json_answer import (
     StructureMismatch,
-    drop_optional_nulls,
-    parse_json_answer,
-    schema_instructions,
-    strict_json_schema,
-    structure_to_json_schema,
     validate_result,
 )
-
-# The `structure` field of ai_task.generate_data, as the service validates it.
-STRUCTURE = probatio.All(
-    probatio.Schema({str: STRUCTURE_FIELD_SCHEMA}), _validate_structure_fields
+from custom_components.openai_compatible.selector_schema import structure_to_json_schema
+from custom_components.openai_compatible.strict_schema import (
+    StrictUnsupported,
+    drop_optional_nulls,
+    strict_json_schema,
 )
 
-
-def build(fields: dict[str, Any]) -> probatio.Schema:
-    """Return the structure ai_task builds from service-call style fields."""
-    structure: probatio.Schema = STRUCTURE(fields)
-    return structure
-
-
-def single(selector_config: dict[str, Any]) -> probatio.Schema:
-    """Return a structure with one required field, `value`, using the selector."""
-    return build(
-        {
-            "value": {
-                "description": "The value",
-                "required": True,
-                "selector": selector_config,
-            }
-        }
-    )
-
+from .structures import build, single
 
 FILE_ID = "0b3b2c8e6c0a4c7e9a3f1d2e4b5c6d7e"
 
@@ -718,7 +691,7 @@ def test_output_is_the_same_in_every_process() -> None:
         [
             sys.executable,
             "-c",
-            "from tests.test_schema import rich_schema_bytes as out; print(out())",
+            "from tests.test_selector_schema import rich_schema_bytes as out; print(out())",
         ],
         cwd=Path(__file__).parent.parent,
         env={**os.environ, "PYTHONHASHSEED": seed},
@@ -960,287 +933,3 @@ def test_structure_of_a_python_caller() -> None:
     )
     schema = structure_to_json_schema(structure)
     assert schema["properties"]["x"] == {"type": "string", "description": "X"}
-
-
-def test_strict_drops_what_strict_mode_rejects() -> None:
-    """Keywords and formats outside OpenAI's supported subset are dropped."""
-    plain = {
-        "type": "object",
-        "title": "Answer",
-        "properties": {
-            "name": {"type": "string", "minLength": 1, "maxLength": 9, "default": "x"},
-            "mail": {"type": "string", "format": "email", "examples": ["a@b.c"]},
-            "entity": {"type": "string", "format": "entity_id"},
-            "tags": {
-                "type": "array",
-                "items": {"type": "string"},
-                "uniqueItems": True,
-                "minItems": 1,
-            },
-            "kind": {"type": "string", "enum": ["a", "b"]},
-            "either": {
-                "anyOf": [{"type": "string"}, {"type": "integer"}],
-                "description": "E",
-            },
-            "maybe": {"type": ["string", "null"]},
-            "node": {"$ref": "#/$defs/node"},
-        },
-        "required": ["name", "mail"],
-        "$defs": {
-            "node": {
-                "type": "object",
-                "properties": {"next": {"$ref": "#/$defs/node"}},
-                "additionalProperties": False,
-            }
-        },
-    }
-    assert strict_json_schema(plain) == {
-        "type": "object",
-        "properties": {
-            "name": {"type": "string"},
-            "mail": {"type": "string", "format": "email"},
-            "entity": {"type": ["string", "null"]},
-            "tags": {
-                "anyOf": [
-                    {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                    {"type": "null"},
-                ]
-            },
-            "kind": {
-                "anyOf": [{"type": "string", "enum": ["a", "b"]}, {"type": "null"}]
-            },
-            "either": {
-                "anyOf": [
-                    {"anyOf": [{"type": "string"}, {"type": "integer"}]},
-                    {"type": "null"},
-                ],
-                "description": "E",
-            },
-            "maybe": {"type": ["string", "null"]},
-            "node": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]},
-        },
-        "$defs": {
-            "node": {
-                "type": "object",
-                "properties": {
-                    "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]}
-                },
-                "required": ["next"],
-                "additionalProperties": False,
-            }
-        },
-        "required": [
-            "name",
-            "mail",
-            "entity",
-            "tags",
-            "kind",
-            "either",
-            "maybe",
-            "node",
-        ],
-        "additionalProperties": False,
-    }
-    assert (
-        plain["properties"]["name"]["minLength"] == 1
-    )  # the plain schema is untouched
-
-
-@pytest.mark.parametrize(
-    ("plain", "problem"),
-    [
-        ({"type": "array", "items": {"type": "string"}}, "the root is not an object"),
-        (
-            {"type": "object", "properties": {"x": {"type": "object"}}},
-            "the answer.x is a free-form object",
-        ),
-        (
-            {
-                "type": "object",
-                "properties": {
-                    "x": {"type": "object", "additionalProperties": {"type": "string"}}
-                },
-            },
-            "the answer.x is a free-form object",
-        ),
-        (
-            {"type": "object", "properties": {"x": {}}},
-            "the answer.x takes a value of any type",
-        ),
-        (
-            {"type": "object", "properties": {"x": {"allOf": [{"type": "string"}]}}},
-            "the answer.x takes a value of any type",
-        ),
-        (
-            {"type": "object", "properties": {"x": {"type": "array"}}},
-            "the answer.x is a list of anything",
-        ),
-        (
-            {"type": "object", "properties": {"x": {"type": "array", "items": True}}},
-            "the answer.x[] has no schema",
-        ),
-    ],
-)
-def test_strict_unsupported(plain: dict[str, Any], problem: str) -> None:
-    """What strict mode cannot describe is refused, naming where it is."""
-    with pytest.raises(StrictUnsupported) as err:
-        strict_json_schema(plain)
-    assert str(err.value) == problem
-
-
-def _nested(levels: int) -> dict[str, Any]:
-    """Return object selector fields nested `levels` deep."""
-    fields: dict[str, Any] = {"leaf": {"selector": {"text": {}}}}
-    for _ in range(levels):
-        fields = {"inner": {"selector": {"object": {"fields": fields}}}}
-    return fields
-
-
-def test_strict_limits() -> None:
-    """OpenAI's limits: ten levels of objects, a thousand enum values."""
-    strict_json_schema(structure_to_json_schema(build(_nested(9))))
-    with pytest.raises(StrictUnsupported, match="is nested too deep"):
-        strict_json_schema(structure_to_json_schema(build(_nested(10))))
-
-    options = [f"option_{index}" for index in range(600)]
-    fields = {
-        "first": {"selector": {"select": {"options": options}}},
-        "second": {"selector": {"select": {"options": options}}},
-    }
-    with pytest.raises(
-        StrictUnsupported, match="the answer.second brings the enum values past 1000"
-    ):
-        strict_json_schema(structure_to_json_schema(build(fields)))
-
-
-def test_drop_optional_nulls() -> None:
-    """Nulls of optional keys go, nested too; required and unknown keys stay."""
-    structure = build(
-        {
-            "name": {"required": True, "selector": {"text": {}}},
-            "note": {"selector": {"text": {}}},
-            "items": {
-                "selector": {
-                    "object": {
-                        "multiple": True,
-                        "fields": {
-                            "a": {"required": True, "selector": {"text": {}}},
-                            "b": {"selector": {"text": {}}},
-                        },
-                    }
-                }
-            },
-        }
-    )
-    plain = structure_to_json_schema(structure)
-    data = {
-        "name": None,
-        "note": None,
-        "items": [{"a": None, "b": None}, {"a": "x", "b": "y"}],
-        "extra": None,
-    }
-    assert drop_optional_nulls(data, plain) == {
-        "name": None,
-        "items": [{"a": None}, {"a": "x", "b": "y"}],
-        "extra": None,
-    }
-    assert data["note"] is None  # the input is not changed
-    assert drop_optional_nulls([None], plain) == [None]
-    assert drop_optional_nulls("text", plain) == "text"
-
-
-def test_validation_problems() -> None:
-    """Problems name the key and where it is, all of them."""
-    structure = build(
-        {
-            "color": {"required": True, "selector": {"text": {}}},
-            "count": {"selector": {"number": {}}},
-            "where": {"selector": {"location": {}}},
-        }
-    )
-    with pytest.raises(StructureMismatch) as err:
-        validate_result(
-            structure, {"count": "many", "where": {"latitude": 1}, "other": 1}
-        )
-    assert err.value.problem == (
-        "expected float at 'count'; "
-        "required key 'longitude' is missing at 'where'; "
-        "key 'other' is not allowed; "
-        "required key 'color' is missing"
-    )
-    with pytest.raises(StructureMismatch, match="^expected a mapping$"):
-        validate_result(structure, ["red"])
-
-
-def test_validation_of_a_value_a_selector_trips_over() -> None:
-    """A validator failing with TypeError is a mismatch too."""
-    structure = single({"choose": {"choices": {"a": {"selector": {"text": {}}}}}})
-    with pytest.raises(StructureMismatch, match="^the answer does not fit: "):
-        validate_result(structure, {"value": {"active_choice": ["a"]}})
-
-
-def test_schema_instructions() -> None:
-    """The fallback instruction carries the schema as compact JSON, in order."""
-    schema = structure_to_json_schema(
-        build(
-            {
-                "b": {
-                    "description": "Température",
-                    "required": True,
-                    "selector": {"text": {}},
-                },
-                "a": {"selector": {"boolean": {}}},
-            }
-        )
-    )
-    assert schema_instructions(schema) == (
-        "Answer with only a JSON object that matches this JSON schema: "
-        '{"type":"object","properties":{"b":{"type":"string","description":"Température"},'
-        '"a":{"type":"boolean"}},"required":["b"],"additionalProperties":false}'
-    )
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ('{"a": 1}', {"a": 1}),
-        ("  [1, 2]\n", [1, 2]),
-        ('<think>\nThe user wants {a}.\n</think>\n\n{"a": 1}', {"a": 1}),
-        ('The user wants a JSON.</think>{"a": 1}', {"a": 1}),
-        ('```json\n{"a": 1}\n```', {"a": 1}),
-        ('```\n{"a": [1]}\n```\nDone.', {"a": [1]}),
-        ('Here you go: ```json\n{"a": 1}\n```', {"a": 1}),
-        ('```text\nnot json\n```\n```json\n{"a": 2}\n```', {"a": 2}),
-        ('Sure! Here is the data: {"a": {"b": "}"}} Hope it helps.', {"a": {"b": "}"}}),
-        ('Options [a] and {b} aside: {"a": 1}', {"a": 1}),
-        ('<think>{"draft": 1}</think>Final: {"a": 1}', {"a": 1}),
-    ],
-)
-def test_parse_json_answer(text: str, expected: Any) -> None:
-    """The JSON value is found behind reasoning, fences and prose."""
-    assert parse_json_answer(text) == expected
-
-
-@pytest.mark.parametrize(
-    ("text", "problem"),
-    [
-        ("", "the answer is not valid JSON: Expecting value: line 1 column 1 (char 0)"),
-        (
-            "I cannot do that.",
-            "the answer is not valid JSON: Expecting value: line 1 column 1 (char 0)",
-        ),
-        (
-            '{"a": 1',
-            "the answer is not valid JSON: Expecting ',' delimiter: line 1 column 8 (char 7)",
-        ),
-        (
-            '<think>{"a": 1}',
-            "the answer is not valid JSON: Expecting value: line 1 column 1 (char 0)",
-        ),
-    ],
-)
-def test_parse_json_answer_garbage(text: str, problem: str) -> None:
-    """No JSON value at all is a mismatch that says why."""
-    with pytest.raises(StructureMismatch) as err:
-        parse_json_answer(text)
-    assert err.value.problem == problem

@@ -1,0 +1,90 @@
+"""JSON answers: asked for in words, found in the model's text, checked.
+
+Servers that take no response format get the schema as an instruction; the
+answer is then read from the model's text (past reasoning, fences and prose)
+and validated against the task's structure.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Final
+
+import probatio
+from probatio.error import render_path
+
+_INSTRUCTIONS: Final = "Answer with only a JSON object that matches this JSON schema: "
+_JSON_START: Final = re.compile(r"[{\[]")
+_FENCED: Final = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
+
+
+class StructureMismatch(Exception):
+    """The model's answer does not fit the task's structure."""
+
+    def __init__(self, problem: str) -> None:
+        """Keep the short description of what is wrong."""
+        super().__init__(problem)
+        self.problem = problem
+
+
+def validate_result(structure: probatio.Schema, data: Any) -> Any:
+    """Validate an answer against the task's structure and return the result.
+
+    Raises StructureMismatch naming each problem and where it is.
+    """
+    try:
+        return structure(data)
+    except probatio.Invalid as err:
+        errors = err.errors if isinstance(err, probatio.MultipleInvalid) else [err]
+        raise StructureMismatch("; ".join(map(_problem, errors))) from err
+    except TypeError as err:
+        # A selector's validator tripped over a value of a type it did not expect.
+        raise StructureMismatch(f"the answer does not fit: {err}") from err
+
+
+def schema_instructions(schema: dict[str, Any]) -> str:
+    """Return the instruction that asks for JSON matching the schema."""
+    return _INSTRUCTIONS + json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+
+
+def parse_json_answer(text: str) -> Any:
+    """Return the JSON value in a model's answer.
+
+    Reasoning is dropped: all up to the last ``</think>``, and all after a
+    ``<think>`` left open. Then the answer is read
+    whole, else from the first fenced block that parses, else from the first
+    ``{`` or ``[`` where a JSON value starts, so prose around it does not matter.
+    """
+    answer = text.rsplit("</think>", 1)[-1].split("<think>", 1)[0]
+    try:
+        return json.loads(answer)
+    except json.JSONDecodeError as err:
+        problem = err
+    for block in _FENCED.findall(answer):
+        try:
+            return json.loads(block)
+        except json.JSONDecodeError:
+            continue
+    decoder = json.JSONDecoder()
+    for start in _JSON_START.finditer(answer):
+        try:
+            return decoder.raw_decode(answer, start.start())[0]
+        except json.JSONDecodeError:
+            continue
+    raise StructureMismatch(f"the answer is not valid JSON: {problem}")
+
+
+def _problem(error: probatio.Invalid) -> str:
+    """Return one validation error as a short sentence naming where it is."""
+    path = list(error.path)
+    if isinstance(error, probatio.RequiredFieldInvalid) and path:
+        return _at(f"required key {path[-1]!r} is missing", path[:-1])
+    if isinstance(error, probatio.ExtraKeysInvalid) and path:
+        return _at(f"key {path[-1]!r} is not allowed", path[:-1])
+    return str(error)
+
+
+def _at(message: str, path: list[Any]) -> str:
+    """Return the message with the path it is about, if any."""
+    return f"{message} at '{render_path(path)}'" if path else message

@@ -1,0 +1,114 @@
+"""JSON answers: the instruction asking for them, finding them, checking them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from custom_components.openai_compatible.json_answer import (
+    StructureMismatch,
+    parse_json_answer,
+    schema_instructions,
+    validate_result,
+)
+from custom_components.openai_compatible.selector_schema import structure_to_json_schema
+
+from .structures import build, single
+
+
+def test_validation_problems() -> None:
+    """Problems name the key and where it is, all of them."""
+    structure = build(
+        {
+            "color": {"required": True, "selector": {"text": {}}},
+            "count": {"selector": {"number": {}}},
+            "where": {"selector": {"location": {}}},
+        }
+    )
+    with pytest.raises(StructureMismatch) as err:
+        validate_result(
+            structure, {"count": "many", "where": {"latitude": 1}, "other": 1}
+        )
+    assert err.value.problem == (
+        "expected float at 'count'; "
+        "required key 'longitude' is missing at 'where'; "
+        "key 'other' is not allowed; "
+        "required key 'color' is missing"
+    )
+    with pytest.raises(StructureMismatch, match="^expected a mapping$"):
+        validate_result(structure, ["red"])
+
+
+def test_validation_of_a_value_a_selector_trips_over() -> None:
+    """A validator failing with TypeError is a mismatch too."""
+    structure = single({"choose": {"choices": {"a": {"selector": {"text": {}}}}}})
+    with pytest.raises(StructureMismatch, match="^the answer does not fit: "):
+        validate_result(structure, {"value": {"active_choice": ["a"]}})
+
+
+def test_schema_instructions() -> None:
+    """The fallback instruction carries the schema as compact JSON, in order."""
+    schema = structure_to_json_schema(
+        build(
+            {
+                "b": {
+                    "description": "Température",
+                    "required": True,
+                    "selector": {"text": {}},
+                },
+                "a": {"selector": {"boolean": {}}},
+            }
+        )
+    )
+    assert schema_instructions(schema) == (
+        "Answer with only a JSON object that matches this JSON schema: "
+        '{"type":"object","properties":{"b":{"type":"string","description":"Température"},'
+        '"a":{"type":"boolean"}},"required":["b"],"additionalProperties":false}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"a": 1}', {"a": 1}),
+        ("  [1, 2]\n", [1, 2]),
+        ('<think>\nThe user wants {a}.\n</think>\n\n{"a": 1}', {"a": 1}),
+        ('The user wants a JSON.</think>{"a": 1}', {"a": 1}),
+        ('```json\n{"a": 1}\n```', {"a": 1}),
+        ('```\n{"a": [1]}\n```\nDone.', {"a": [1]}),
+        ('Here you go: ```json\n{"a": 1}\n```', {"a": 1}),
+        ('```text\nnot json\n```\n```json\n{"a": 2}\n```', {"a": 2}),
+        ('Sure! Here is the data: {"a": {"b": "}"}} Hope it helps.', {"a": {"b": "}"}}),
+        ('Options [a] and {b} aside: {"a": 1}', {"a": 1}),
+        ('<think>{"draft": 1}</think>Final: {"a": 1}', {"a": 1}),
+    ],
+)
+def test_parse_json_answer(text: str, expected: Any) -> None:
+    """The JSON value is found behind reasoning, fences and prose."""
+    assert parse_json_answer(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("", "the answer is not valid JSON: Expecting value: line 1 column 1 (char 0)"),
+        (
+            "I cannot do that.",
+            "the answer is not valid JSON: Expecting value: line 1 column 1 (char 0)",
+        ),
+        (
+            '{"a": 1',
+            "the answer is not valid JSON: Expecting ',' delimiter: line 1 column 8 (char 7)",
+        ),
+        (
+            '<think>{"a": 1}',
+            "the answer is not valid JSON: Expecting value: line 1 column 1 (char 0)",
+        ),
+    ],
+)
+def test_parse_json_answer_garbage(text: str, problem: str) -> None:
+    """No JSON value at all is a mismatch that says why."""
+    with pytest.raises(StructureMismatch) as err:
+        parse_json_answer(text)
+    assert err.value.problem == problem
