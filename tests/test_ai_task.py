@@ -1086,6 +1086,7 @@ async def test_generate_image_no_image(
         {"raw": ""},
         {"raw": "", "headers": {"Content-Type": "application/json"}},
         {"json": ["not", "an", "object"]},
+        {"raw": "[" * 1_000_000, "headers": {"Content-Type": "application/json"}},
     ],
 )
 async def test_generate_image_answer_not_json(

@@ -500,6 +500,7 @@ async def test_probe_answers_that_prove_the_protocol(
         ({"status": 404, "json": ["not", "an", "object"]}, "not_compatible"),
         ({"status": 405, "raw": "Method Not Allowed"}, "not_compatible"),
         ({"status": 400, "raw": "Bad Request"}, "not_compatible"),
+        ({"status": 400, "raw": "[" * 1_000_000}, "not_compatible"),
         ({"status": 401}, "invalid_auth"),
         ({"status": 403}, "invalid_auth"),
     ],
@@ -527,6 +528,8 @@ async def test_probe_answers_that_fail(
         {"raw": "<html>", "headers": {"Content-Type": "text/html"}},
         {"json": ["not", "an", "object"]},
         {"raw": ""},
+        # JSON nested past the decoder's depth.
+        {"raw": "[" * 1_000_000, "headers": {"Content-Type": "application/json"}},
     ],
 )
 async def test_web_page_on_both_routes_is_not_compatible(

@@ -541,6 +541,7 @@ async def test_decisions_score_answer(
         pytest.param({"raw": "<html>Welcome</html>"}, id="not JSON"),
         pytest.param({"json": [1, 2]}, id="not an object"),
         pytest.param({"json": {"status": "ok"}}, id="no answers"),
+        pytest.param({"raw": "[" * 1_000_000}, id="nested too deep"),
     ],
 )
 async def test_decisions_catch_all_page(
@@ -1345,6 +1346,11 @@ async def test_stated_invalid(
         ),
         pytest.param(
             {"raw": "42"}, "the server's answer is not a JSON object", id="number"
+        ),
+        pytest.param(
+            {"raw": "[" * 1_000_000},
+            "the server's answer is not JSON",
+            id="nested too deep",
         ),
     ],
 )

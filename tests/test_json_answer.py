@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from custom_components.openai_compatible.json_answer import (
+    JSON_TRIES,
     StructureMismatch,
     parse_json_answer,
     schema_instructions,
@@ -82,6 +83,10 @@ def test_schema_instructions() -> None:
         ('Sure! Here is the data: {"a": {"b": "}"}} Hope it helps.', {"a": {"b": "}"}}),
         ('Options [a] and {b} aside: {"a": 1}', {"a": 1}),
         ('<think>{"draft": 1}</think>Final: {"a": 1}', {"a": 1}),
+        # A start that fails is skipped with what it read: the inner {"a": 1}
+        # is part of the broken list, and the search goes on after it.
+        ('[{"a": 1}, oops] and then {"b": 2}', {"b": 2}),
+        ('Step [1: "x"] gave {"a": 1}', {"a": 1}),
     ],
 )
 def test_parse_json_answer(text: str, expected: Any) -> None:
@@ -112,3 +117,42 @@ def test_parse_json_answer_garbage(text: str, problem: str) -> None:
     with pytest.raises(StructureMismatch) as err:
         parse_json_answer(text)
     assert err.value.problem == problem
+
+
+# Deeper than any thread's stack lets Python's JSON decoder go.
+TOO_DEEP = 1_000_000
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * TOO_DEEP,
+        "[" * TOO_DEEP + "]" * TOO_DEEP,
+        f"```json\n{'[' * TOO_DEEP}\n```",
+        'Here: {"a": ' + "[" * TOO_DEEP,
+    ],
+    ids=["open", "balanced", "fenced", "in_prose"],
+)
+def test_parse_json_answer_too_deep(text: str) -> None:
+    """JSON nested past what the decoder can follow is a mismatch, not a crash."""
+    with pytest.raises(StructureMismatch) as err:
+        parse_json_answer(text)
+    assert err.value.problem == "the answer's JSON is nested too deep"
+
+
+def test_parse_json_answer_tries_so_many_starts() -> None:
+    """At most JSON_TRIES places in prose are tried, then the search ends."""
+    assert JSON_TRIES == 1000
+    found = "{" * (JSON_TRIES - 1) + '{"a": 1}'
+    assert parse_json_answer(found) == {"a": 1}
+    with pytest.raises(StructureMismatch, match="^the answer is not valid JSON: "):
+        parse_json_answer("{" + found)
+
+
+def test_parse_json_answer_tries_so_many_fences() -> None:
+    """At most JSON_TRIES fenced blocks are tried, then the search ends."""
+    fences = "```\nnot json\n```\n" * (JSON_TRIES - 1)
+    last = "```\n42\n```"
+    assert parse_json_answer(fences + last) == 42
+    with pytest.raises(StructureMismatch, match="^the answer is not valid JSON: "):
+        parse_json_answer("```\nnot json\n```\n" + fences + last)

@@ -248,8 +248,9 @@ async def async_fetch_models(client: openai.AsyncOpenAI) -> list[str] | None:
         raise map_error(err) from err
     except openai.OpenAIError as err:
         raise map_error(err) from err
-    except ValueError, AttributeError, TypeError:
-        # A 200 that is no models page (HTML, a JSON list, an empty body):
+    except ValueError, AttributeError, TypeError, RecursionError:
+        # A 200 that is no models page (HTML, a JSON list, an empty body, JSON
+        # nested past the decoder's depth):
         # no usable models route here; the probe decides.
         return None
     return _model_ids(page)
@@ -264,7 +265,7 @@ def _proves_protocol(err: openai.APIStatusError) -> bool:
     """
     try:
         body = err.response.json()
-    except ValueError:
+    except ValueError, RecursionError:
         return False
     if not isinstance(body, dict) or not body:
         return False
@@ -307,7 +308,7 @@ async def async_probe(client: openai.AsyncOpenAI, model: str) -> None:
     # A 200 proves the protocol only when it is a JSON object (not a web page).
     try:
         body = response.http_response.json()
-    except ValueError as err:
+    except (ValueError, RecursionError) as err:
         raise NotCompatibleError("not_compatible") from err
     if not isinstance(body, dict):
         raise NotCompatibleError("not_compatible")

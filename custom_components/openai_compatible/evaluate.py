@@ -325,7 +325,7 @@ class Evaluation:
             raise map_error(err) from err
         try:
             data = response.http_response.json()
-        except ValueError:
+        except ValueError, RecursionError:
             data = None
         if not isinstance(data, dict) or not isinstance(data.get("answers"), list):
             # A catch-all page (some proxies answer any path with 200), not a Decision.
@@ -590,7 +590,7 @@ def _json_body(response: Any) -> dict[str, Any]:
     """Return the JSON object a server answered with."""
     try:
         data = response.json()
-    except ValueError as err:
+    except (ValueError, RecursionError) as err:
         raise ServerError(
             "evaluate_failed", problem="the server's answer is not JSON"
         ) from err

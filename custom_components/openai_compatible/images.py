@@ -74,8 +74,9 @@ async def async_generate_image(
                 )
             else:
                 response = await client.images.generate(model=model, prompt=prompt)
-    except (ValueError, AttributeError, TypeError) as err:
-        # A 200 whose body is not JSON (an empty body, a web page).
+    except (ValueError, AttributeError, TypeError, RecursionError) as err:
+        # A 200 whose body is not JSON (an empty body, a web page, JSON nested
+        # past the decoder's depth).
         raise ServerError(
             "image_generation_failed",
             message=f"the server sent an answer that is not JSON: {err}",

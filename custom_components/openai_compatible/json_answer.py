@@ -7,12 +7,16 @@ and validated against the task's structure.
 
 from __future__ import annotations
 
+from itertools import islice
 import json
 import re
 from typing import Any, Final
 
 import probatio
 from probatio.error import render_path
+
+# The most fenced blocks, and the most places in prose, where JSON is tried.
+JSON_TRIES: Final = 1000
 
 _INSTRUCTIONS: Final = "Answer with only a JSON object that matches this JSON schema: "
 _JSON_START: Final = re.compile(r"[{\[]")
@@ -49,29 +53,45 @@ def schema_instructions(schema: dict[str, Any]) -> str:
 
 
 def parse_json_answer(text: str) -> Any:
-    """Return the JSON value in a model's answer.
+    """Return the JSON value in a model's answer, in time linear in its length.
 
     Reasoning is dropped: all up to the last ``</think>``, and all after a
-    ``<think>`` left open. Then the answer is read
-    whole, else from the first fenced block that parses, else from the first
-    ``{`` or ``[`` where a JSON value starts, so prose around it does not matter.
+    ``<think>`` left open. Then the answer is read whole, else from the first
+    fenced block that parses, else from the first ``{`` or ``[`` where a JSON
+    value starts, so prose around it does not matter. Raises StructureMismatch
+    when there is none, or when the JSON is nested too deep to read.
     """
     answer = text.rsplit("</think>", 1)[-1].split("<think>", 1)[0]
     try:
-        return json.loads(answer)
-    except json.JSONDecodeError as err:
-        problem = err
-    for block in _FENCED.findall(answer):
         try:
-            return json.loads(block)
-        except json.JSONDecodeError:
-            continue
+            return json.loads(answer)
+        except json.JSONDecodeError as err:
+            problem = err
+        for fence in islice(_FENCED.finditer(answer), JSON_TRIES):
+            try:
+                return json.loads(fence[1])
+            except json.JSONDecodeError:
+                continue
+        return _embedded_value(answer, problem)
+    except RecursionError as err:
+        raise StructureMismatch("the answer's JSON is nested too deep") from err
+
+
+def _embedded_value(answer: str, problem: json.JSONDecodeError) -> Any:
+    """Return the first JSON value that starts at a ``{`` or ``[`` in prose.
+
+    A start that fails is skipped with all it read, up to where it failed, so
+    no text is decoded twice; after JSON_TRIES starts the search ends.
+    """
     decoder = json.JSONDecoder()
-    for start in _JSON_START.finditer(answer):
+    position = 0
+    for _ in range(JSON_TRIES):
+        if (start := _JSON_START.search(answer, position)) is None:
+            break
         try:
             return decoder.raw_decode(answer, start.start())[0]
-        except json.JSONDecodeError:
-            continue
+        except json.JSONDecodeError as err:
+            position = max(err.pos, start.start() + 1)
     raise StructureMismatch(f"the answer is not valid JSON: {problem}")
 
 
