@@ -51,7 +51,6 @@ from pytest_homeassistant_custom_component.common import (  # type: ignore[impor
 )
 
 from custom_components.openai_compatible import const as ours_const
-from custom_components.openai_compatible.api import entry_unique_id
 from simulator import sse_tool_calls
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -235,7 +234,6 @@ async def async_setup_agents(hass: HomeAssistant, base_url: str) -> dict[str, st
             ours_const.CONF_PROVIDER: ours_const.PROVIDER_CUSTOM,
             ours_const.CONF_BASE_URL: base_url,
         },
-        unique_id=entry_unique_id(base_url, None),
         subentries_data=[
             ConfigSubentryData(
                 data={ours_const.CONF_RECOMMENDED: True, **agent},

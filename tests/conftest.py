@@ -24,7 +24,7 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from yarl import URL
 
-from custom_components.openai_compatible.api import entry_unique_id
+from custom_components.openai_compatible.config_flow import OpenAICompatibleConfigFlow
 from custom_components.openai_compatible.const import (
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
@@ -114,7 +114,7 @@ def make_config_entry(
             domain=DOMAIN,
             title=title or f"Custom ({URL(url).host_port_subcomponent})",
             data=data,
-            unique_id=entry_unique_id(url, api_key),
+            minor_version=OpenAICompatibleConfigFlow.MINOR_VERSION,
             subentries_data=[
                 ConfigSubentryData(
                     data={

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import socket
 from typing import Any
@@ -16,12 +15,11 @@ from homeassistant.data_entry_flow import (
     InvalidData,
     add_visible_conditions_to_serialized_schema,
 )
-from homeassistant.helpers import config_validation as cv, llm
+from homeassistant.helpers import config_validation as cv, device_registry as dr, llm
 import probatio
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.openai_compatible.api import entry_unique_id
 from custom_components.openai_compatible.const import (
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
@@ -32,8 +30,6 @@ from custom_components.openai_compatible.const import (
     CONF_STREAMING,
     CONF_TEMPERATURE,
     CONF_TOP_P,
-    DEFAULT_AI_TASK_NAME,
-    DEFAULT_CONVERSATION_NAME,
     DOMAIN,
     PROVIDER_CUSTOM,
     PROVIDERS,
@@ -43,8 +39,6 @@ from custom_components.openai_compatible.const import (
 from simulator import OpenAISimulator
 
 from .conftest import KEYED_SIMULATOR_KEY, TEST_API_KEY, MakeConfigEntry
-
-NO_KEY = hashlib.sha256(b"").hexdigest()
 
 pytestmark = pytest.mark.usefixtures("ha_core")
 
@@ -151,11 +145,12 @@ async def test_custom_server_without_key(
         CONF_BASE_URL: simulator.base_url,
     }
     entry = result["result"]
-    assert entry.unique_id == f"{simulator.base_url}|{NO_KEY}"
+    # Duplicates are refused by base URL and key; nothing else names the entry.
+    assert entry.unique_id is None
     subentries = {sub.subentry_type: sub for sub in entry.subentries.values()}
     assert len(entry.subentries) == 2
     conversation = subentries[SUBENTRY_CONVERSATION]
-    assert conversation.title == DEFAULT_CONVERSATION_NAME
+    assert conversation.title == "127.0.0.1 · gpt-4o-mini"
     assert conversation.data == {
         CONF_RECOMMENDED: True,
         CONF_PROMPT: llm.DEFAULT_INSTRUCTIONS_PROMPT,
@@ -163,7 +158,7 @@ async def test_custom_server_without_key(
         CONF_CHAT_MODEL: "gpt-4o-mini",
     }
     ai_task = subentries[SUBENTRY_AI_TASK]
-    assert ai_task.title == DEFAULT_AI_TASK_NAME
+    assert ai_task.title == "127.0.0.1 · gpt-4o-mini · AI task"
     assert ai_task.data == {
         CONF_RECOMMENDED: True,
         CONF_CHAT_MODEL: "gpt-4o-mini",
@@ -189,8 +184,7 @@ async def test_hosted_preset_prefers_its_model(
     assert result["title"].startswith("OpenAI (127.0.0.1:")
     assert result["data"][CONF_API_KEY] == "sk-live"
     entry = result["result"]
-    assert "sk-live" not in entry.unique_id
-    assert entry.unique_id.endswith(hashlib.sha256(b"sk-live").hexdigest())
+    assert entry.unique_id is None
     models = {
         sub.subentry_type: sub.data[CONF_CHAT_MODEL]
         for sub in entry.subentries.values()
@@ -199,6 +193,10 @@ async def test_hosted_preset_prefers_its_model(
         SUBENTRY_CONVERSATION: "gpt-5-mini",
         SUBENTRY_AI_TASK: "gpt-5-mini",
     }
+    assert sorted(sub.title for sub in entry.subentries.values()) == [
+        "OpenAI · gpt-5-mini",
+        "OpenAI · gpt-5-mini · AI task",
+    ]
     assert simulator.requests[0].headers["Authorization"] == "Bearer sk-live"
 
 
@@ -594,6 +592,35 @@ async def test_duplicate_aborts(
     assert simulator.requests == []
 
 
+@pytest.mark.parametrize("existing_key", [None, "sk-any"])
+async def test_keyless_duplicate_aborts(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    make_config_entry: MakeConfigEntry,
+    existing_key: str | None,
+) -> None:
+    """Without a key, any entry for the same base URL is a duplicate."""
+    make_config_entry(api_key=existing_key)
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: simulator.base_url}
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "already_configured"
+
+
+async def test_other_path_on_the_same_host_is_another_entry(
+    hass: HomeAssistant, simulator: OpenAISimulator, make_config_entry: MakeConfigEntry
+) -> None:
+    """Duplicates are judged by the whole base URL, not by the host alone."""
+    make_config_entry(base_url=f"{simulator.base_url}/other", api_key=None)
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: simulator.base_url}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+
+
 async def test_same_server_other_key_is_another_entry(
     hass: HomeAssistant, simulator: OpenAISimulator, make_config_entry: MakeConfigEntry
 ) -> None:
@@ -641,9 +668,6 @@ async def test_reauth_after_refused_key(
     assert result["reason"] == "reauth_successful"
     await hass.async_block_till_done()
     assert entry.data[CONF_API_KEY] == KEYED_SIMULATOR_KEY
-    assert entry.unique_id == entry_unique_id(
-        keyed_simulator.base_url, KEYED_SIMULATOR_KEY
-    )
     assert entry.state is ConfigEntryState.LOADED
 
 
@@ -660,7 +684,6 @@ async def test_reauth_of_loaded_entry(
     assert result["reason"] == "reauth_successful"
     await hass.async_block_till_done()
     assert CONF_API_KEY not in entry.data
-    assert entry.unique_id.endswith(NO_KEY)
     assert entry.state is ConfigEntryState.LOADED
 
 
@@ -711,9 +734,6 @@ async def test_reconfigure_moves_to_another_server(
         CONF_BASE_URL: keyed_simulator.base_url,
         CONF_API_KEY: KEYED_SIMULATOR_KEY,
     }
-    assert entry.unique_id == entry_unique_id(
-        keyed_simulator.base_url, KEYED_SIMULATOR_KEY
-    )
     # The generated title follows the new address.
     port = keyed_simulator.base_url.split(":")[2].split("/")[0]
     assert entry.title == f"Custom (127.0.0.1:{port})"
@@ -721,6 +741,38 @@ async def test_reconfigure_moves_to_another_server(
     assert keyed_simulator.requests[-1].headers["Authorization"] == (
         f"Bearer {KEYED_SIMULATOR_KEY}"
     )
+
+
+async def test_reconfigure_to_another_host_renames_generated_subentries(
+    hass: HomeAssistant, make_config_entry: MakeConfigEntry
+) -> None:
+    """Subentry titles made of a custom server's host follow it; given ones stay."""
+    entry = make_config_entry()
+    task, agent = sorted(entry.subentries.values(), key=lambda sub: sub.subentry_type)
+    hass.config_entries.async_update_subentry(
+        entry, agent, title="127.0.0.1 · gpt-4o-mini"
+    )
+    hass.config_entries.async_update_subentry(entry, task, title="My task")
+    result = await entry.start_reconfigure_flow(hass)
+    # Nothing can be reached here but 127.0.0.1: the new server is not asked.
+    with (
+        patch(
+            "custom_components.openai_compatible.config_flow.async_validate_server",
+            return_value=["gpt-4o-mini"],
+        ),
+        patch(
+            "custom_components.openai_compatible.async_fetch_models",
+            return_value=["gpt-4o-mini"],
+        ),
+    ):
+        result = await hass.config_entries.flow.async_configure(
+            result["flow_id"], {CONF_BASE_URL: "http://192.168.1.20:8000/v1"}
+        )
+        assert result["reason"] == "reconfigure_successful"
+        await hass.async_block_till_done()
+    assert entry.state is ConfigEntryState.LOADED
+    assert entry.subentries[agent.subentry_id].title == "192.168.1.20 · gpt-4o-mini"
+    assert entry.subentries[task.subentry_id].title == "My task"
 
 
 async def test_reconfigure_keeps_key_and_custom_title(
@@ -936,17 +988,20 @@ async def test_add_ai_task(
     assert CONF_LLM_HASS_API not in _fields(result)
     assert _selector_options(result, CONF_IMAGE_MODEL)[0] == "gpt-image-1"
     assert _suggested(result, CONF_IMAGE_MODEL) == "gpt-image-1"
-    assert _field(result, CONF_NAME).default() == DEFAULT_AI_TASK_NAME
+    # Left empty, the name is made of server and model.
+    assert isinstance(_field(result, CONF_NAME), probatio.Optional)
+    assert _suggested(result, CONF_NAME) is None
     result = await hass.config_entries.subentries.async_configure(
         result["flow_id"],
         {
-            CONF_NAME: "Text only",
+            CONF_NAME: "  ",
             CONF_CHAT_MODEL: "llama3.2:3b",
             CONF_IMAGE_MODEL: "",
             CONF_RECOMMENDED: True,
         },
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["title"] == "127.0.0.1 · llama3.2:3b · AI task"
     assert result["data"] == {CONF_RECOMMENDED: True, CONF_CHAT_MODEL: "llama3.2:3b"}
     # Adding a subentry reloads the entry.
     await hass.async_block_till_done()
@@ -1018,6 +1073,44 @@ async def test_reconfigure_conversation(
         CONF_PROMPT: "New prompt",
     }
     assert entry.state is ConfigEntryState.LOADED
+    # The old fixed title was no name of the user's: it follows the model.
+    assert entry.subentries[subentry.subentry_id].title == "127.0.0.1 · gpt-5-mini"
+
+
+@pytest.mark.parametrize(
+    ("title", "new_title"),
+    [
+        ("127.0.0.1 · gpt-4o-mini · AI task", "127.0.0.1 · llama3.2:3b · AI task"),
+        ("Painter", "Painter"),
+    ],
+)
+async def test_reconfigured_model_renames_only_generated_titles(
+    hass: HomeAssistant,
+    setup_integration: MockConfigEntry,
+    title: str,
+    new_title: str,
+) -> None:
+    """A title made of server and model follows the model; a given name stays."""
+    entry = setup_integration
+    subentry = next(
+        sub
+        for sub in entry.subentries.values()
+        if sub.subentry_type == SUBENTRY_AI_TASK
+    )
+    hass.config_entries.async_update_subentry(entry, subentry, title=title)
+    await hass.async_block_till_done()
+    result = await entry.start_subentry_reconfigure_flow(hass, subentry.subentry_id)
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {CONF_CHAT_MODEL: "llama3.2:3b", CONF_RECOMMENDED: True}
+    )
+    assert result["reason"] == "reconfigure_successful"
+    await hass.async_block_till_done()
+    assert entry.subentries[subentry.subentry_id].title == new_title
+    device = dr.async_get(hass).async_get_device_by_identifier(
+        (DOMAIN, subentry.subentry_id), entry.entry_id
+    )
+    assert device is not None
+    assert device.name == new_title
 
 
 async def test_reconfigure_drops_only_stale_apis(

@@ -4,12 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from homeassistant.config_entries import SOURCE_REAUTH, ConfigEntryState
+from homeassistant.config_entries import (
+    SOURCE_REAUTH,
+    ConfigEntryState,
+    ConfigSubentryData,
+)
 from homeassistant.core import HomeAssistant
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.openai_compatible.const import DOMAIN
+from custom_components.openai_compatible.const import (
+    CONF_BASE_URL,
+    CONF_CHAT_MODEL,
+    CONF_PROVIDER,
+    DEFAULT_AI_TASK_NAME,
+    DEFAULT_CONVERSATION_NAME,
+    DOMAIN,
+    PROVIDER_CUSTOM,
+    SUBENTRY_AI_TASK,
+    SUBENTRY_CONVERSATION,
+)
 from simulator import DEFAULT_MODELS, OpenAISimulator
 
 from .conftest import MakeConfigEntry
@@ -140,3 +154,69 @@ async def test_subentry_change_reloads(
         sum(request.path == "/v1/models" for request in simulator.requests)
         == listed + 1
     )
+
+
+# --- migration ----------------------------------------------------------------
+
+
+async def test_migrate_1_1_drops_unique_id_and_fixed_titles(
+    hass: HomeAssistant, simulator: OpenAISimulator, ha_core: None
+) -> None:
+    """A 1.1 entry loses its unique id; fixed subentry titles name server and model."""
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        title="Ollama (127.0.0.1:11434)",
+        data={CONF_PROVIDER: "ollama", CONF_BASE_URL: simulator.base_url},
+        unique_id=f"{simulator.base_url}|e3b0c442",
+        version=1,
+        minor_version=1,
+        subentries_data=[
+            ConfigSubentryData(
+                data={CONF_CHAT_MODEL: "llama3.2:3b"},
+                subentry_type=SUBENTRY_CONVERSATION,
+                title=DEFAULT_CONVERSATION_NAME,
+                unique_id=None,
+            ),
+            ConfigSubentryData(
+                data={CONF_CHAT_MODEL: "llama3.2:3b"},
+                subentry_type=SUBENTRY_AI_TASK,
+                title=DEFAULT_AI_TASK_NAME,
+                unique_id=None,
+            ),
+            ConfigSubentryData(
+                data={CONF_CHAT_MODEL: "gpt-5-mini"},
+                subentry_type=SUBENTRY_CONVERSATION,
+                title="Kitchen helper",
+                unique_id=None,
+            ),
+        ],
+    )
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    assert entry.state is ConfigEntryState.LOADED
+    assert (entry.version, entry.minor_version) == (1, 2)
+    assert entry.unique_id is None
+    assert sorted(sub.title for sub in entry.subentries.values()) == [
+        "Kitchen helper",
+        "Ollama · llama3.2:3b",
+        "Ollama · llama3.2:3b · AI task",
+    ]
+    assert entry.title == "Ollama (127.0.0.1:11434)"
+
+
+async def test_entry_of_a_newer_version_is_not_loaded(
+    hass: HomeAssistant, simulator: OpenAISimulator, ha_core: None
+) -> None:
+    """An entry saved by a newer major version is left alone, not loaded."""
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        data={CONF_PROVIDER: PROVIDER_CUSTOM, CONF_BASE_URL: simulator.base_url},
+        version=2,
+        minor_version=1,
+    )
+    entry.add_to_hass(hass)
+    assert not await hass.config_entries.async_setup(entry.entry_id)
+    assert entry.state is ConfigEntryState.MIGRATION_ERROR
+    assert (entry.version, entry.minor_version) == (2, 1)
+    assert not simulator.requests

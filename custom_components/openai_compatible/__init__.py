@@ -10,6 +10,7 @@ from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryNotReady
 from .api import RuntimeData, async_create_client, async_fetch_models
 from .const import DOMAIN, LOGGER
 from .errors import AuthError, ServerError
+from .naming import LEGACY_TITLES, subentry_title
 
 PLATFORMS = (Platform.AI_TASK, Platform.CONVERSATION)
 
@@ -41,6 +42,32 @@ async def async_setup_entry(
     entry.runtime_data = RuntimeData(client=client, models=models)
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     entry.async_on_unload(entry.add_update_listener(_async_reload))
+    return True
+
+
+async def async_migrate_entry(
+    hass: HomeAssistant, entry: OpenAICompatibleConfigEntry
+) -> bool:
+    """Bring an entry saved by an older version up to date.
+
+    1.2 drops the unique id, which reauth and reconfigure used to change
+    (duplicates are refused by base URL and key instead), and names subentries
+    that still have the old fixed titles after their server and model.
+    """
+    if entry.version > 1:
+        # Saved by a newer version: nothing here knows its shape.
+        return False
+    if entry.minor_version < 2:
+        for subentry in entry.subentries.values():
+            kind = subentry.subentry_type
+            if subentry.title == LEGACY_TITLES.get(kind):
+                hass.config_entries.async_update_subentry(
+                    entry,
+                    subentry,
+                    title=subentry_title(kind, entry.data, subentry.data),
+                )
+        hass.config_entries.async_update_entry(entry, unique_id=None, minor_version=2)
+        LOGGER.debug("Migrated %s to version 1.2", entry.title)
     return True
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-import hashlib
 from typing import Any
 
 from homeassistant.const import CONF_API_KEY
@@ -201,7 +200,7 @@ def normalize_base_url(url: str) -> str:
     if (
         parsed.scheme not in ("http", "https")
         or not parsed.host
-        # Credentials in the URL would end up in the unique id and diagnostics.
+        # Credentials in the URL would end up in titles and diagnostics.
         or parsed.user is not None
         or parsed.password is not None
         or parsed.query_string
@@ -212,16 +211,6 @@ def normalize_base_url(url: str) -> str:
     path = parsed.path.rstrip("/")
     path = path.removesuffix("/chat/completions").rstrip("/")
     return str(parsed.with_path(path or "/")).rstrip("/")
-
-
-def api_key_fingerprint(api_key: str | None) -> str:
-    """Return a stable SHA-256 fingerprint of a key; never the key itself."""
-    return hashlib.sha256((api_key or "").encode()).hexdigest()
-
-
-def entry_unique_id(base_url: str, api_key: str | None) -> str:
-    """Return the unique id of an entry: one per server and key."""
-    return f"{normalize_base_url(base_url)}|{api_key_fingerprint(api_key)}"
 
 
 def _model_ids(page: Any) -> list[str]:

@@ -13,6 +13,7 @@ from homeassistant.config_entries import (
     ConfigEntryState,
     ConfigFlow,
     ConfigFlowResult,
+    ConfigSubentry,
     ConfigSubentryData,
     ConfigSubentryFlow,
     SubentryFlowResult,
@@ -40,7 +41,6 @@ from yarl import URL
 
 from .api import (
     async_validate_server,
-    entry_unique_id,
     is_chat_model,
     is_image_model,
     normalize_base_url,
@@ -57,8 +57,6 @@ from .const import (
     CONF_STREAMING,
     CONF_TEMPERATURE,
     CONF_TOP_P,
-    DEFAULT_AI_TASK_NAME,
-    DEFAULT_CONVERSATION_NAME,
     DOMAIN,
     PROVIDER_CUSTOM,
     PROVIDERS,
@@ -67,7 +65,6 @@ from .const import (
     RECOMMENDED_TOP_P,
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
-    Provider,
 )
 from .errors import (
     AuthError,
@@ -77,6 +74,7 @@ from .errors import (
     RateLimitedError,
     ServerError,
 )
+from .naming import entry_title, is_generated_title, provider_preset, subentry_title
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -103,11 +101,6 @@ SUBENTRY_FORM_KEYS = frozenset(
 )
 
 
-def _provider(key: str | None) -> Provider:
-    """Return the preset of an entry, Custom for unknown keys."""
-    return PROVIDERS.get(key or PROVIDER_CUSTOM, PROVIDERS[PROVIDER_CUSTOM])
-
-
 def _same_origin(url: str, other: str) -> bool:
     """Tell whether two base URLs have the same scheme, host and port."""
     first, second = URL(url), URL(other)
@@ -116,26 +109,6 @@ def _same_origin(url: str, other: str) -> bool:
         second.host,
         second.port,
     )
-
-
-def _entry_title(provider_key: str, base_url: str) -> str:
-    """Return the title of an entry: the provider, plus the host when useful.
-
-    Hosted services are named alone; self-hosted and custom servers, and
-    hosted ones at another address than the preset's, also show their host.
-    """
-    preset = _provider(provider_key)
-    url = URL(base_url)
-    host = url.host_port_subcomponent or ""
-    preset_host = URL(preset.base_url).host if preset.base_url else None
-    if (
-        provider_key != PROVIDER_CUSTOM
-        and not preset.local
-        and preset_host not in (None, "localhost")
-        and url.host == preset_host
-    ):
-        return preset.name
-    return f"{preset.name} ({host})"
 
 
 def _api_key_field(required: bool) -> probatio.Marker:
@@ -152,7 +125,9 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     """Set up a connection to one OpenAI-compatible server."""
 
     VERSION = 1
-    MINOR_VERSION = 1
+    # 1.2: no unique id (duplicates are refused by data); subentry titles name
+    # server and model.
+    MINOR_VERSION = 2
 
     def __init__(self) -> None:
         """Start with no provider chosen."""
@@ -189,7 +164,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         self, user_input: dict[str, Any] | None = None
     ) -> ConfigFlowResult:
         """Ask where the server is and for its key; validate and create."""
-        preset = _provider(self._provider_key)
+        preset = provider_preset(self._provider_key)
         errors: dict[str, str] = {}
         placeholders = {"provider": preset.name, "message": ""}
 
@@ -198,10 +173,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             if data is None:
                 errors[CONF_BASE_URL] = "invalid_url"
             else:
-                await self.async_set_unique_id(
-                    entry_unique_id(data[CONF_BASE_URL], data.get(CONF_API_KEY))
-                )
-                self._abort_if_unique_id_configured()
+                self._abort_if_duplicate(data)
                 models = await self._async_validate(data, errors, placeholders)
                 if not errors:
                     self._data, self._models = data, models
@@ -246,12 +218,12 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
 
     def _async_create(self, chat_model: str | None) -> ConfigFlowResult:
         """Create the entry with one agent and one task."""
-        preset = _provider(self._provider_key)
+        preset = provider_preset(self._provider_key)
         return self.async_create_entry(
-            title=_entry_title(self._provider_key, self._data[CONF_BASE_URL]),
+            title=entry_title(self._provider_key, self._data[CONF_BASE_URL]),
             data=self._data,
             subentries=_default_subentries(
-                self._models, chat_model or preset.recommended_model
+                self._data, self._models, chat_model or preset.recommended_model
             ),
         )
 
@@ -266,7 +238,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     ) -> ConfigFlowResult:
         """Ask for a new key and check it against the same server."""
         entry = self._get_reauth_entry()
-        preset = _provider(entry.data.get(CONF_PROVIDER))
+        preset = provider_preset(entry.data.get(CONF_PROVIDER))
         errors: dict[str, str] = {}
         placeholders = {
             "name": entry.title,
@@ -279,12 +251,10 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             data.pop(CONF_API_KEY, None)
             if api_key := (user_input.get(CONF_API_KEY) or "").strip():
                 data[CONF_API_KEY] = api_key
-            unique_id = entry_unique_id(data[CONF_BASE_URL], api_key)
-            if self._unique_id_taken(unique_id, entry):
-                return self.async_abort(reason="already_configured")
+            self._abort_if_duplicate(data)
             await self._async_validate(data, errors, placeholders)
             if not errors:
-                return self._async_update_entry(entry, data, unique_id, entry.title)
+                return self._async_update_entry(entry, data, entry.title)
 
         schema = probatio.Schema(
             {_api_key_field(preset.api_key_required): API_KEY_SELECTOR}
@@ -314,19 +284,18 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
                 # origin: the key must never go to another server.
                 if _same_origin(data[CONF_BASE_URL], entry.data[CONF_BASE_URL]):
                     data[CONF_API_KEY] = entry.data[CONF_API_KEY]
-                elif _provider(provider_key).api_key_required:
+                elif provider_preset(provider_key).api_key_required:
                     errors[CONF_API_KEY] = "api_key_required"
             if data is not None and not errors:
-                unique_id = entry_unique_id(data[CONF_BASE_URL], data.get(CONF_API_KEY))
-                if self._unique_id_taken(unique_id, entry):
-                    return self.async_abort(reason="already_configured")
+                self._abort_if_duplicate(data)
                 await self._async_validate(data, errors, placeholders)
                 if not errors:
                     title = entry.title
-                    if title == _entry_title(provider_key, entry.data[CONF_BASE_URL]):
+                    if title == entry_title(provider_key, entry.data[CONF_BASE_URL]):
                         # Still the generated title: follow the new address.
-                        title = _entry_title(provider_key, data[CONF_BASE_URL])
-                    return self._async_update_entry(entry, data, unique_id, title)
+                        title = entry_title(provider_key, data[CONF_BASE_URL])
+                    self._retitle_subentries(entry, data)
+                    return self._async_update_entry(entry, data, title)
 
         schema = probatio.Schema(
             {
@@ -377,7 +346,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         placeholders: dict[str, str],
     ) -> list[str]:
         """Connect with the settings; fill in errors; return the models."""
-        preset = _provider(data.get(CONF_PROVIDER))
+        preset = provider_preset(data.get(CONF_PROVIDER))
         try:
             return await async_validate_server(
                 self.hass, data, preset.recommended_model
@@ -400,29 +369,40 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             errors["base"] = "unknown"
         return []
 
-    def _unique_id_taken(self, unique_id: str, entry: ConfigEntry) -> bool:
-        """Tell whether another entry already uses this server and key."""
-        return any(
-            other.unique_id == unique_id and other.entry_id != entry.entry_id
-            for other in self._async_current_entries(include_ignore=False)
-        )
+    def _abort_if_duplicate(self, data: Mapping[str, Any]) -> None:
+        """Abort when another entry has the same base URL and key.
+
+        Without a key, any other entry for the same base URL counts: a server
+        that needs no key is already reachable through it.
+        """
+        match = {CONF_BASE_URL: data[CONF_BASE_URL]}
+        if api_key := data.get(CONF_API_KEY):
+            match[CONF_API_KEY] = api_key
+        self._async_abort_entries_match(match)
+
+    def _retitle_subentries(
+        self, entry: ConfigEntry, new_data: Mapping[str, Any]
+    ) -> None:
+        """Let generated subentry titles follow the server to its new address."""
+        for subentry in entry.subentries.values():
+            kind, options = subentry.subentry_type, subentry.data
+            if is_generated_title(subentry.title, kind, entry.data, options):
+                self.hass.config_entries.async_update_subentry(
+                    entry, subentry, title=subentry_title(kind, new_data, options)
+                )
 
     def _async_update_entry(
-        self, entry: ConfigEntry, data: dict[str, Any], unique_id: str, title: str
+        self, entry: ConfigEntry, data: dict[str, Any], title: str
     ) -> ConfigFlowResult:
         """Save the new settings and reload the entry."""
         if entry.update_listeners:
             # A loaded entry reloads itself through its update listener.
-            return self.async_update_and_abort(
-                entry, data=data, unique_id=unique_id, title=title
-            )
-        return self.async_update_reload_and_abort(
-            entry, data=data, unique_id=unique_id, title=title
-        )
+            return self.async_update_and_abort(entry, data=data, title=title)
+        return self.async_update_reload_and_abort(entry, data=data, title=title)
 
 
 def _default_subentries(
-    models: list[str], preferred_model: str | None
+    entry_data: Mapping[str, Any], models: list[str], preferred_model: str | None
 ) -> list[ConfigSubentryData]:
     """Return one conversation agent and one AI task for a new entry."""
     chat_model = pick_chat_model(models, preferred_model)
@@ -439,17 +419,15 @@ def _default_subentries(
         ai_task[CONF_IMAGE_MODEL] = image_model
     return [
         ConfigSubentryData(
-            subentry_type=SUBENTRY_CONVERSATION,
-            data=conversation,
-            title=DEFAULT_CONVERSATION_NAME,
+            subentry_type=kind,
+            data=data,
+            title=subentry_title(kind, entry_data, data),
             unique_id=None,
-        ),
-        ConfigSubentryData(
-            subentry_type=SUBENTRY_AI_TASK,
-            data=ai_task,
-            title=DEFAULT_AI_TASK_NAME,
-            unique_id=None,
-        ),
+        )
+        for kind, data in (
+            (SUBENTRY_CONVERSATION, conversation),
+            (SUBENTRY_AI_TASK, ai_task),
+        )
     ]
 
 
@@ -482,7 +460,7 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
         if entry.state is not ConfigEntryState.LOADED:
             return self.async_abort(reason="entry_not_loaded")
         models: list[str] = entry.runtime_data.models
-        preset = _provider(entry.data.get(CONF_PROVIDER))
+        preset = provider_preset(entry.data.get(CONF_PROVIDER))
         self.options = {CONF_RECOMMENDED: True}
         if chat_model := pick_chat_model(models, preset.recommended_model):
             self.options[CONF_CHAT_MODEL] = chat_model
@@ -539,12 +517,8 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
         """Return the form for this kind of subentry."""
         schema: VolDictType = {}
         if self._is_new:
-            default_name = (
-                DEFAULT_CONVERSATION_NAME
-                if self._subentry_type == SUBENTRY_CONVERSATION
-                else DEFAULT_AI_TASK_NAME
-            )
-            schema[probatio.Required(CONF_NAME, default=default_name)] = str
+            # Left empty, the name is made of server and model.
+            schema[probatio.Optional(CONF_NAME)] = str
 
         schema[probatio.Required(CONF_CHAT_MODEL)] = SelectSelector(
             SelectSelectorConfig(
@@ -629,8 +603,23 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
                 if value is not None:
                     data[key] = value
 
+        entry = self._get_entry()
         if self._is_new:
-            return self.async_create_entry(title=user_input[CONF_NAME], data=data)
+            title = (user_input.get(CONF_NAME) or "").strip()
+            return self.async_create_entry(
+                title=title or subentry_title(self._subentry_type, entry.data, data),
+                data=data,
+            )
+        subentry = self._get_reconfigure_subentry()
         return self.async_update_and_abort(
-            self._get_entry(), self._get_reconfigure_subentry(), data=data
+            entry, subentry, data=data, title=self._followed_title(subentry, data)
         )
+
+    def _followed_title(self, subentry: ConfigSubentry, data: dict[str, Any]) -> str:
+        """Return the subentry's title after a change: a given name is kept."""
+        entry_data = self._get_entry().data
+        if is_generated_title(
+            subentry.title, self._subentry_type, entry_data, subentry.data
+        ):
+            return subentry_title(self._subentry_type, entry_data, data)
+        return subentry.title
