@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from pathlib import Path
@@ -9,6 +10,7 @@ import subprocess
 import sys
 from typing import Any
 
+from homeassistant.components.sensor import SensorDeviceClass, SensorStateClass
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import config_validation as cv, selector
 import probatio
@@ -940,3 +942,124 @@ def test_structure_of_a_python_caller() -> None:
     )
     schema = structure_to_json_schema(structure)
     assert schema["properties"]["x"] == {"type": "string", "description": "X"}
+
+
+# ---------------------------------------------------------------------------
+# Our tables of what selectors offer, checked against Home Assistant's selectors
+# ---------------------------------------------------------------------------
+
+
+def value_schema(selector_config: dict[str, Any]) -> dict[str, Any]:
+    """Return the plain schema of the one value a selector gives."""
+    schema: dict[str, Any] = structure_to_json_schema(single(selector_config))
+    return schema["properties"]["value"]
+
+
+def accepts(check: selector.Selector[Any], value: Any) -> bool:
+    """Tell whether Home Assistant's selector takes the value."""
+    try:
+        check(value)
+    except probatio.Invalid:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("mode", list(selector.AutomationBehaviorSelectorMode))
+def test_automation_behaviors_are_home_assistants(mode: str) -> None:
+    """Each mode offers exactly the behaviors Home Assistant's selector takes."""
+    offered = value_schema({"automation_behavior": {"mode": mode}})["enum"]
+    check = selector.AutomationBehaviorSelector({"mode": mode})
+    taken = [str(value) for value in selector.AutomationBehavior]
+    assert sorted(offered) == sorted(v for v in taken if accepts(check, v))
+
+
+@pytest.mark.parametrize(
+    "domain", sorted(selector.DeviceClassSelector.SUPPORTED_PLATFORMS)
+)
+def test_device_classes_are_home_assistants(domain: str) -> None:
+    """Each domain offers the values of the enum its selector checks against."""
+    module = importlib.import_module(f"homeassistant.components.{domain}")
+    enum = getattr(module, selector.DeviceClassSelector.SUPPORTED_PLATFORMS[domain])
+    offered = value_schema({"device_class": {"domain": domain}})["enum"]
+    assert offered == [str(value) for value in enum]
+    check = selector.DeviceClassSelector({"domain": domain})
+    assert all(accepts(check, value) for value in offered)
+    assert not accepts(check, "no_such_class")
+
+
+def test_state_classes_are_home_assistants() -> None:
+    """The state classes offered are those Home Assistant's selector takes."""
+    offered = value_schema({"state_class": {}})["enum"]
+    check = selector.StateClassSelector()
+    assert offered == [str(value) for value in SensorStateClass]
+    assert all(accepts(check, value) for value in offered)
+    assert not accepts(check, "no_such_class")
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        *({"device_classes": [str(value)]} for value in SensorDeviceClass),
+        *({"state_classes": [str(value)]} for value in SensorStateClass),
+        {"device_classes": ["temperature", "aqi"]},
+        {"device_classes": ["temperature", "monetary"]},
+        {"device_classes": ["energy"], "state_classes": ["total_increasing"]},
+        {"device_classes": ["wind_direction"], "state_classes": ["measurement_angle"]},
+    ],
+    ids=str,
+)
+def test_units_are_home_assistants(config: dict[str, list[str]]) -> None:
+    """The units offered are those Home Assistant's selector takes.
+
+    A selector that takes any unit gets none listed; one limited to units
+    lists each, and a unit of no class is refused by it.
+    """
+    schema = value_schema({"unit_of_measurement": config})
+    check = selector.UnitOfMeasurementSelector(config)
+    if "enum" not in schema:
+        assert accepts(check, "furlongs")
+    else:
+        assert all(accepts(check, unit) for unit in schema["enum"])
+        assert not accepts(check, "furlongs")
+
+
+class FutureDomainSelector(selector.DeviceClassSelector):
+    """A device class selector of a domain that came after this integration."""
+
+    CONFIG_SCHEMA = selector.make_selector_config_schema(
+        {
+            probatio.Required("domain"): str,
+            probatio.Optional("multiple", default=False): bool,
+        }
+    )
+
+
+class FutureModeSelector(selector.AutomationBehaviorSelector):
+    """An automation behavior selector of a mode that came after this integration."""
+
+    CONFIG_SCHEMA = selector.make_selector_config_schema(
+        {probatio.Required("mode"): str}
+    )
+
+
+def test_domains_and_modes_we_do_not_know() -> None:
+    """A newer domain's device classes or mode's behaviors are described strings."""
+    structure = probatio.Schema(
+        {
+            probatio.Required("kind"): FutureDomainSelector({"domain": "lawn_mower"}),
+            probatio.Required("kinds"): FutureDomainSelector(
+                {"domain": "lawn_mower", "multiple": True}
+            ),
+            probatio.Required("how"): FutureModeSelector({"mode": "action"}),
+        }
+    )
+    properties = structure_to_json_schema(structure)["properties"]
+    assert properties == {
+        "kind": {"type": "string", "description": "a device class of lawn_mower"},
+        "kinds": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "a device class of lawn_mower",
+        },
+        "how": {"type": "string", "description": "a behavior of the action mode"},
+    }

@@ -7,13 +7,36 @@ to answer in, closed and described, for each selector Home Assistant offers.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from copy import deepcopy
+from enum import StrEnum
 import re
 from typing import Any, Final
 
+from homeassistant.components.binary_sensor import BinarySensorDeviceClass
+from homeassistant.components.button import ButtonDeviceClass
+from homeassistant.components.cover import CoverDeviceClass
+from homeassistant.components.event import EventDeviceClass
+from homeassistant.components.humidifier import HumidifierDeviceClass
+from homeassistant.components.infrared import InfraredDeviceClass
+from homeassistant.components.media_player import MediaPlayerDeviceClass
+from homeassistant.components.number import NumberDeviceClass
+from homeassistant.components.sensor import (
+    DEVICE_CLASS_UNITS,
+    NON_NUMERIC_DEVICE_CLASSES,
+    STATE_CLASS_UNITS,
+    SensorDeviceClass,
+    SensorStateClass,
+)
+from homeassistant.components.switch import SwitchDeviceClass
+from homeassistant.components.update import UpdateDeviceClass
+from homeassistant.components.valve import ValveDeviceClass
 from homeassistant.const import Platform
 from homeassistant.helpers import llm, selector
+from homeassistant.helpers.selector import (
+    AutomationBehavior,
+    AutomationBehaviorSelectorMode,
+)
 import probatio
 
 type _Schema = dict[str, Any]
@@ -26,6 +49,33 @@ _TIME_PATTERN: Final = r"^([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$"
 _FREE_FORM_LIST: Final[_Schema] = {
     "type": "array",
     "items": {"type": "object", "additionalProperties": True},
+}
+# Our own tables of what selectors offer, read from the public enums of Home
+# Assistant's platforms; tests check them against the selectors themselves.
+_AUTOMATION_BEHAVIORS: Final[dict[str, tuple[AutomationBehavior, ...]]] = {
+    AutomationBehaviorSelectorMode.TRIGGER: (
+        AutomationBehavior.FIRST,
+        AutomationBehavior.ALL,
+        AutomationBehavior.EACH,
+    ),
+    AutomationBehaviorSelectorMode.CONDITION: (
+        AutomationBehavior.ALL,
+        AutomationBehavior.ANY,
+    ),
+}
+_DEVICE_CLASSES: Final[dict[str, type[StrEnum]]] = {
+    Platform.BINARY_SENSOR: BinarySensorDeviceClass,
+    Platform.BUTTON: ButtonDeviceClass,
+    Platform.COVER: CoverDeviceClass,
+    Platform.EVENT: EventDeviceClass,
+    Platform.HUMIDIFIER: HumidifierDeviceClass,
+    Platform.INFRARED: InfraredDeviceClass,
+    Platform.MEDIA_PLAYER: MediaPlayerDeviceClass,
+    Platform.NUMBER: NumberDeviceClass,
+    Platform.SENSOR: SensorDeviceClass,
+    Platform.SWITCH: SwitchDeviceClass,
+    Platform.UPDATE: UpdateDeviceClass,
+    Platform.VALVE: ValveDeviceClass,
 }
 
 
@@ -142,9 +192,12 @@ def _string(config: Mapping[str, Any], convert: _Convert) -> _Schema:
 
 
 def _automation_behavior(config: Mapping[str, Any], convert: _Convert) -> _Schema:
-    """Return the behaviors the selector's mode allows."""
-    mode = selector.AutomationBehaviorSelectorMode(config["mode"])
-    behaviors = selector._AUTOMATION_BEHAVIOR_MODES[mode]  # noqa: SLF001
+    """Return the behaviors the selector's mode allows, if we know the mode."""
+    if (behaviors := _AUTOMATION_BEHAVIORS.get(config["mode"])) is None:
+        return {
+            "type": "string",
+            "description": f"a behavior of the {config['mode']} mode",
+        }
     return {"type": "string", "enum": [str(behavior) for behavior in behaviors]}
 
 
@@ -192,12 +245,13 @@ def _country(config: Mapping[str, Any], convert: _Convert) -> _Schema:
 
 
 def _device_class(config: Mapping[str, Any], convert: _Convert) -> _Schema:
-    """Return the device classes of the selector's domain."""
+    """Return the device classes of the selector's domain, if we know the domain."""
     domain = config["domain"]
-    options = selector._enum_options(  # noqa: SLF001
-        domain, selector.DeviceClassSelector.SUPPORTED_PLATFORMS[domain]
-    )
-    return _multiple(config, {"type": "string", "enum": list(options)})
+    if (classes := _DEVICE_CLASSES.get(domain)) is None:
+        item: _Schema = {"type": "string", "description": f"a device class of {domain}"}
+    else:
+        item = {"type": "string", "enum": [str(value) for value in classes]}
+    return _multiple(config, item)
 
 
 def _duration(config: Mapping[str, Any], convert: _Convert) -> _Schema:
@@ -382,8 +436,8 @@ def _state_class(config: Mapping[str, Any], convert: _Convert) -> _Schema:
     """Return the sensor state classes the selector allows."""
     allowed = config.get("state_classes")
     options = [
-        option
-        for option in selector._enum_options(Platform.SENSOR, "SensorStateClass")  # noqa: SLF001
+        str(option)
+        for option in SensorStateClass
         if allowed is None or option in allowed
     ]
     return _multiple(config, {"type": "string", "enum": options})
@@ -418,11 +472,11 @@ def _text(config: Mapping[str, Any], convert: _Convert) -> _Schema:
 
 def _unit_of_measurement(config: Mapping[str, Any], convert: _Convert) -> _Schema:
     """Return a unit, one of those the selector's device and state classes allow."""
-    units: set[str | None] | None = None
+    units: set[Any] | None = None
     if device_classes := config.get("device_classes"):
-        units = selector._units_set("DEVICE_CLASS_UNITS", tuple(device_classes))  # noqa: SLF001
+        units = _units(DEVICE_CLASS_UNITS, device_classes)
     if (state_classes := config.get("state_classes")) and (
-        state_units := selector._units_set("STATE_CLASS_UNITS", tuple(state_classes))  # noqa: SLF001
+        state_units := _units(STATE_CLASS_UNITS, state_classes)
     ) is not None:
         units = state_units if units is None else units & state_units
     if units is None:
@@ -431,6 +485,24 @@ def _unit_of_measurement(config: Mapping[str, Any], convert: _Convert) -> _Schem
         "type": "string",
         "enum": sorted(str(unit) for unit in units if unit),
     }
+
+
+def _units(
+    units_by_class: Mapping[Any, Collection[Any]], classes: list[str]
+) -> set[Any] | None:
+    """Return the units any of the sensor classes allows; None when one allows any.
+
+    A non-numeric device class has no unit.
+    """
+    units: set[Any] = set()
+    for sensor_class in classes:
+        if sensor_class in units_by_class:
+            units.update(units_by_class[sensor_class])
+        elif sensor_class in NON_NUMERIC_DEVICE_CLASSES:
+            units.add(None)
+        else:
+            return None
+    return units
 
 
 _HANDLERS: Final[dict[str, _Handler]] = {
