@@ -5,11 +5,17 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 
 from .errors import InputError
+
+# The largest attachment sent; a bigger file is refused before it is read.
+ATTACHMENT_MAX_BYTES: Final = 20 * 1024 * 1024
+# The first bytes read to tell a file's type when the declared one will not do.
+SNIFF_BYTES: Final = 16
 
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/webp", "image/gif"})
 PDF_TYPE = "application/pdf"
@@ -51,20 +57,39 @@ def normalise_mime_type(mime_type: str | None) -> str:
 
 
 def _read(path: Path, declared: str, allowed: frozenset[str]) -> LoadedFile:
-    """Read one file and check that its type is one we can send."""
+    """Read one file, its size and type checked before its content is read."""
     try:
-        data = path.read_bytes()
+        if path.stat().st_size > ATTACHMENT_MAX_BYTES:
+            raise _too_large(path)
+        with path.open("rb") as file:
+            mime_type = normalise_mime_type(declared)
+            head = b""
+            if mime_type not in allowed:
+                head = file.read(SNIFF_BYTES)
+                mime_type = sniff_mime_type(head) or mime_type
+            if mime_type not in allowed:
+                raise InputError(
+                    "unsupported_attachment",
+                    mime_type=mime_type or "unknown",
+                    name=path.name,
+                )
+            # One byte past the limit at most: the file may have grown since.
+            data = head + file.read(ATTACHMENT_MAX_BYTES + 1 - len(head))
     except OSError as err:
         raise InputError("attachment_unreadable", name=path.name) from err
-    mime_type = normalise_mime_type(declared)
-    if mime_type not in allowed:
-        mime_type = sniff_mime_type(data) or mime_type
-    if mime_type not in allowed:
-        raise InputError(
-            "unsupported_attachment", mime_type=mime_type or "unknown", name=path.name
-        )
+    if len(data) > ATTACHMENT_MAX_BYTES:
+        raise _too_large(path)
     encoded = base64.b64encode(data).decode("ascii")
     return LoadedFile(path.name, mime_type, data, f"data:{mime_type};base64,{encoded}")
+
+
+def _too_large(path: Path) -> InputError:
+    """Return the error for a file over the size limit."""
+    return InputError(
+        "attachment_too_large",
+        name=path.name,
+        limit=f"{ATTACHMENT_MAX_BYTES // 2**20} MiB",
+    )
 
 
 async def async_load_attachments(
