@@ -986,7 +986,18 @@ async def test_add_ai_task(
     result = await _subentry_form(hass, setup_integration, SUBENTRY_AI_TASK)
     assert CONF_PROMPT not in _fields(result)
     assert CONF_LLM_HASS_API not in _fields(result)
-    assert _selector_options(result, CONF_IMAGE_MODEL)[0] == "gpt-image-1"
+    # Image models first; chat models and the rest stay reachable.
+    assert _selector_options(result, CONF_IMAGE_MODEL) == [
+        "gpt-image-1",
+        "gpt-4o-mini",
+        "gpt-5-mini",
+        "llama3.2:3b",
+        "text-embedding-3-small",
+    ]
+    assert _selector_options(result, CONF_CHAT_MODEL)[-2:] == [
+        "gpt-image-1",
+        "text-embedding-3-small",
+    ]
     assert _suggested(result, CONF_IMAGE_MODEL) == "gpt-image-1"
     # Left empty, the name is made of server and model.
     assert isinstance(_field(result, CONF_NAME), probatio.Optional)

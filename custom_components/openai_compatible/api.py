@@ -14,13 +14,7 @@ import httpx2
 import openai
 from yarl import URL
 
-from .const import (
-    CONF_BASE_URL,
-    IMAGE_MODEL_MARKERS,
-    NON_CHAT_MODEL_MARKERS,
-    TIMEOUT_SECONDS,
-    VALIDATION_TIMEOUT_SECONDS,
-)
+from .const import CONF_BASE_URL, TIMEOUT_SECONDS, VALIDATION_TIMEOUT_SECONDS
 from .errors import (
     AuthError,
     ConnectError,
@@ -322,32 +316,6 @@ async def async_validate_server(
         await async_probe(client, probe_model or PROBE_MODEL)
         return []
     return models
-
-
-def is_chat_model(model: str) -> bool:
-    """Tell whether a listed model looks like a chat model."""
-    lowered = model.lower()
-    return not any(marker in lowered for marker in NON_CHAT_MODEL_MARKERS)
-
-
-def is_image_model(model: str) -> bool:
-    """Tell whether a listed model evidently generates images."""
-    lowered = model.lower()
-    return any(marker in lowered for marker in IMAGE_MODEL_MARKERS) and not any(
-        marker in lowered for marker in ("vision", "-vl", "embed")
-    )
-
-
-def pick_chat_model(models: list[str], recommended: str | None) -> str | None:
-    """Return the most suitable chat model the server lists."""
-    if recommended and recommended in models:
-        return recommended
-    return next((model for model in models if is_chat_model(model)), recommended)
-
-
-def pick_image_model(models: list[str]) -> str | None:
-    """Return the first evident image model the server lists, if any."""
-    return next((model for model in models if is_image_model(model)), None)
 
 
 def is_reasoning_model(model: str) -> bool:

@@ -39,14 +39,7 @@ from homeassistant.helpers.typing import VolDictType
 import probatio
 from yarl import URL
 
-from .api import (
-    async_validate_server,
-    is_chat_model,
-    is_image_model,
-    normalize_base_url,
-    pick_chat_model,
-    pick_image_model,
-)
+from .api import async_validate_server, normalize_base_url
 from .const import (
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
@@ -73,6 +66,12 @@ from .errors import (
     NotCompatibleError,
     RateLimitedError,
     ServerError,
+)
+from .model_kinds import (
+    chat_models_first,
+    image_models_first,
+    pick_chat_model,
+    pick_image_model,
 )
 from .naming import entry_title, is_generated_title, provider_preset, subentry_title
 
@@ -207,7 +206,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             {
                 probatio.Required(CONF_CHAT_MODEL): SelectSelector(
                     SelectSelectorConfig(
-                        options=_model_options(self._models, is_chat_model, None),
+                        options=_model_options(chat_models_first(self._models), None),
                         custom_value=True,
                         mode=SelectSelectorMode.DROPDOWN,
                     )
@@ -432,14 +431,12 @@ def _default_subentries(
 
 
 def _model_options(
-    models: list[str], first: Any, current: str | None
+    ordered_models: list[str], current: str | None
 ) -> list[SelectOptionDict]:
-    """Return dropdown options: the models matching `first` lead."""
-    ordered = [model for model in models if first(model)]
-    ordered += [model for model in models if not first(model)]
-    if current and current not in ordered:
-        ordered.insert(0, current)
-    return [SelectOptionDict(value=model, label=model) for model in ordered]
+    """Return dropdown options in the given order, a saved model first."""
+    if current and current not in ordered_models:
+        ordered_models = [current, *ordered_models]
+    return [SelectOptionDict(value=model, label=model) for model in ordered_models]
 
 
 class ModelSubentryFlowHandler(ConfigSubentryFlow):
@@ -523,7 +520,7 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
         schema[probatio.Required(CONF_CHAT_MODEL)] = SelectSelector(
             SelectSelectorConfig(
                 options=_model_options(
-                    models, is_chat_model, self.options.get(CONF_CHAT_MODEL)
+                    chat_models_first(models), self.options.get(CONF_CHAT_MODEL)
                 ),
                 custom_value=True,
                 mode=SelectSelectorMode.DROPDOWN,
@@ -546,7 +543,7 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
             schema[probatio.Optional(CONF_IMAGE_MODEL)] = SelectSelector(
                 SelectSelectorConfig(
                     options=_model_options(
-                        models, is_image_model, self.options.get(CONF_IMAGE_MODEL)
+                        image_models_first(models), self.options.get(CONF_IMAGE_MODEL)
                     ),
                     custom_value=True,
                     mode=SelectSelectorMode.DROPDOWN,

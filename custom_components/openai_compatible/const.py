@@ -133,33 +133,3 @@ PROVIDERS: Final[dict[str, Provider]] = {
 RECOMMENDED_MAX_TOKENS: Final = 3000
 RECOMMENDED_TEMPERATURE: Final = 1.0
 RECOMMENDED_TOP_P: Final = 1.0
-
-# Model names that are not chat models when a server lists everything it has.
-NON_CHAT_MODEL_MARKERS: Final = (
-    "embed",
-    "whisper",
-    "tts",
-    "dall-e",
-    "gpt-image",
-    "image",
-    "moderation",
-    "rerank",
-    "transcribe",
-    "realtime",
-    "audio",
-    "davinci",
-    "babbage",
-    "sora",
-    "search",
-    "flux",
-    "stable-diffusion",
-)
-IMAGE_MODEL_MARKERS: Final = (
-    "gpt-image",
-    "dall-e",
-    "imagen",
-    "flux",
-    "stable-diffusion",
-    "sdxl",
-    "image",
-)

@@ -1,0 +1,152 @@
+"""What a listed model evidently is, to order the model pickers and pick defaults.
+
+Servers list every model they have under one route: chat, image, embedding,
+speech and moderation models alike. Names are all there is to go on, so a
+model is only ever called a chat or image model when its name says so;
+anything else stays reachable, after the evident ones.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+import re
+from typing import Final
+
+
+class ModelKind(Enum):
+    """What a model name evidently is."""
+
+    CHAT = "chat"
+    IMAGE = "image"
+    UNKNOWN = "unknown"
+    # Embeddings, speech, moderation, reranking, legacy completions, search.
+    OTHER = "other"
+
+
+# Substrings of models that are neither chat nor image models.
+OTHER_MARKERS: Final = (
+    "embed",
+    "whisper",
+    "tts",
+    "transcribe",
+    "speech",
+    "audio",
+    "moderation",
+    "guard",
+    "rerank",
+    "realtime",
+    "davinci",
+    "babbage",
+    "sora",
+    "search",
+    "ocr",
+)
+# Substrings of image models; a vision model reads images, it does not make them.
+IMAGE_MARKERS: Final = (
+    "gpt-image",
+    "dall-e",
+    "imagen",
+    "flux",
+    "stable-diffusion",
+    "sdxl",
+    "image",
+)
+NOT_IMAGE_MARKERS: Final = ("vision", "-vl")
+# Words that open the name of a chat model family ("llama3.1:8b", "openai/gpt-5").
+CHAT_FAMILIES: Final = (
+    "chatgpt",
+    "claude",
+    "codestral",
+    "command",
+    "deepseek",
+    "gemini",
+    "gemma",
+    "glm",
+    "gpt",
+    "granite",
+    "grok",
+    "hermes",
+    "kimi",
+    "llama",
+    "llava",
+    "magistral",
+    "ministral",
+    "mistral",
+    "mixtral",
+    "nemotron",
+    "o1",
+    "o3",
+    "o4",
+    "olmo",
+    "phi",
+    "qwen",
+    "qwq",
+    "smollm",
+)
+CHAT_WORDS: Final = ("chat", "instruct")
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def model_kind(model: str) -> ModelKind:
+    """Return what the model's name says it is."""
+    lowered = model.lower()
+    if any(marker in lowered for marker in OTHER_MARKERS):
+        return ModelKind.OTHER
+    if any(marker in lowered for marker in IMAGE_MARKERS) and not any(
+        marker in lowered for marker in NOT_IMAGE_MARKERS
+    ):
+        return ModelKind.IMAGE
+    words = _WORD.findall(lowered)
+    if any(word.startswith(CHAT_FAMILIES) for word in words) or any(
+        word in CHAT_WORDS for word in words
+    ):
+        return ModelKind.CHAT
+    return ModelKind.UNKNOWN
+
+
+# The order of kinds in each picker: the wanted kind, then models that may be
+# of it, then the rest.
+_CHAT_ORDER: Final = (
+    ModelKind.CHAT,
+    ModelKind.UNKNOWN,
+    ModelKind.IMAGE,
+    ModelKind.OTHER,
+)
+_IMAGE_ORDER: Final = (
+    ModelKind.IMAGE,
+    ModelKind.UNKNOWN,
+    ModelKind.CHAT,
+    ModelKind.OTHER,
+)
+
+
+def chat_models_first(models: list[str]) -> list[str]:
+    """Return the models for a chat-model picker: evident chat models first."""
+    return sorted(models, key=lambda model: _CHAT_ORDER.index(model_kind(model)))
+
+
+def image_models_first(models: list[str]) -> list[str]:
+    """Return the models for an image-model picker: evident image models first."""
+    return sorted(models, key=lambda model: _IMAGE_ORDER.index(model_kind(model)))
+
+
+def pick_chat_model(models: list[str], recommended: str | None) -> str | None:
+    """Return the most suitable chat model the server lists.
+
+    The recommended model when listed, else the first evident chat model, else
+    the first model of unknown kind; the recommended one when none fits.
+    """
+    if recommended and recommended in models:
+        return recommended
+    first = next(iter(chat_models_first(models)), None)
+    if first is not None and model_kind(first) in (ModelKind.CHAT, ModelKind.UNKNOWN):
+        return first
+    return recommended
+
+
+def pick_image_model(models: list[str]) -> str | None:
+    """Return the first evident image model the server lists, if any."""
+    return next(
+        (model for model in models if model_kind(model) is ModelKind.IMAGE), None
+    )
