@@ -40,7 +40,7 @@ _SIZE = re.compile(r"^(\d{2,4})x(\d{2,4})$")
 _IMAGE_FORMATS = ("url", "b64_json")
 
 type Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-type SSEItem = dict[str, Any] | str
+type SSEItem = dict[str, Any] | str | bytes
 
 
 @dataclass(slots=True)
@@ -116,8 +116,10 @@ class _Scripted:
     status: int
     json: Any
     sse: Sequence[SSEItem] | None
-    raw: str | None
+    raw: str | bytes | None
     headers: dict[str, str] = field(default_factory=dict)
+    # False: the stream ends without `data: [DONE]`.
+    done: bool = True
 
 
 class OpenAISimulator:
@@ -192,21 +194,23 @@ class OpenAISimulator:
         json: Any = None,
         sse: Sequence[SSEItem] | None = None,
         headers: dict[str, str] | None = None,
-        raw: str | None = None,
+        raw: str | bytes | None = None,
+        done: bool = True,
     ) -> None:
         """Queue the next response for request paths ending in `path`.
 
         Queued responses are used first in, first out, before the built-in
         behaviour. `sse` items are chunk dicts (sent as `data: <json>`, with id,
         object, created and model filled in unless it is an error event) or raw
-        strings sent as they are; `data: [DONE]` follows. Without a body, an
-        error status gets an OpenAI-style error body.
+        strings or bytes sent as they are, each written on its own; `data:
+        [DONE]` follows unless `done` is False. Without a body, an error status
+        gets an OpenAI-style error body.
         """
         if sum(body is not None for body in (json, sse, raw)) > 1:
             raise ValueError("Give at most one of json, sse and raw")
         key = path if path.startswith("/") else f"/{path}"
         self._queue.append(
-            (key, _Scripted(status, json, sse, raw, dict(headers or {})))
+            (key, _Scripted(status, json, sse, raw, dict(headers or {}), done))
         )
 
     def chat_requests(self) -> list[dict[str, Any]]:
@@ -310,6 +314,7 @@ class OpenAISimulator:
                 model=str(body.get("model") or "simulator"),
                 status=scripted.status,
                 headers=scripted.headers,
+                done=scripted.done,
             )
         if scripted.json is not None:
             payload, content_type = json.dumps(scripted.json), "application/json"
@@ -333,7 +338,9 @@ class OpenAISimulator:
         else:
             payload, content_type = "", "text/plain; charset=utf-8"
         response = web.Response(
-            body=payload.encode(), status=scripted.status, headers=scripted.headers
+            body=payload if isinstance(payload, bytes) else payload.encode(),
+            status=scripted.status,
+            headers=scripted.headers,
         )
         if "Content-Type" not in response.headers:
             response.headers["Content-Type"] = content_type
@@ -347,8 +354,9 @@ class OpenAISimulator:
         model: str,
         status: int = 200,
         headers: dict[str, str] | None = None,
+        done: bool = True,
     ) -> web.StreamResponse:
-        """Stream chunks as server-sent events, ending with `data: [DONE]`."""
+        """Stream chunks as server-sent events, then `data: [DONE]` if `done`."""
         response = web.StreamResponse(status=status, headers=headers)
         response.headers.setdefault("Content-Type", "text/event-stream; charset=utf-8")
         response.headers.setdefault("Cache-Control", "no-cache")
@@ -360,12 +368,13 @@ class OpenAISimulator:
             "model": model,
         }
         for item in items:
-            if isinstance(item, str):
-                await response.write(item.encode())
+            if isinstance(item, (str, bytes)):
+                await response.write(item if isinstance(item, bytes) else item.encode())
                 continue
             event = item if "error" in item else {**defaults, **item}
             await response.write(f"data: {json.dumps(event)}\n\n".encode())
-        await response.write(b"data: [DONE]\n\n")
+        if done:
+            await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response
 

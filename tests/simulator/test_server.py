@@ -166,6 +166,24 @@ async def test_enqueued_stream_error_event(
             pass
 
 
+async def test_enqueued_stream_of_bytes_without_done(sim: OpenAISimulator) -> None:
+    """Bytes items go out as they are; `done=False` leaves out `[DONE]`."""
+    sim.enqueue(
+        "/chat/completions",
+        sse=[b"data: \xf0\x9f", b"\x8f\xa0\r\n\r\n", "data: x\n\n"],
+        done=False,
+    )
+    sim.enqueue("/chat/completions", raw=b"\x00\xff", headers={"X-A": "b"})
+
+    async with aiohttp.ClientSession() as session:
+        url = f"{sim.base_url}/chat/completions"
+        async with session.post(url, json={"model": "m"}) as response:
+            assert await response.read() == "data: 🏠\r\n\r\ndata: x\n\n".encode()
+        async with session.post(url, json={"model": "m"}) as response:
+            assert await response.read() == b"\x00\xff"
+            assert response.headers["X-A"] == "b"
+
+
 async def test_enqueue_rejects_two_bodies(sim: OpenAISimulator) -> None:
     """A queued response has at most one body."""
     with pytest.raises(ValueError):
