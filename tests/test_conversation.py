@@ -701,28 +701,3 @@ async def test_streaming_off(
     assert second["messages"][-2]["tool_calls"][0]["function"]["name"] == (
         "intent__HassTurnOn"
     )
-
-
-@pytest.mark.parametrize(
-    ("answer", "problem"),
-    [
-        ({"raw": "<html>oops</html>"}, "not JSON"),
-        ({"json": {"choices": "none"}}, "not a chat completion"),
-        ({"json": {"error": {"message": "overloaded"}}}, "overloaded"),
-    ],
-)
-async def test_streaming_off_odd_answers(
-    hass: HomeAssistant,
-    simulator: OpenAISimulator,
-    setup_entry: SetupEntry,
-    answer: dict[str, Any],
-    problem: str,
-) -> None:
-    """A whole answer that is no chat completion gives a readable error."""
-    await setup_entry(conversation={CONF_LLM_HASS_API: [], "streaming": False})
-    simulator.enqueue("/chat/completions", **answer)
-
-    result = await converse(hass, "Hello")
-
-    assert result.response.response_type == intent.IntentResponseType.ERROR
-    assert problem in speech(result)

@@ -38,6 +38,13 @@ RAISED_KEY = re.compile(
 )
 
 REQUIRED_EXCEPTIONS = {
+    "answer_cut_at_token_limit": set(),
+    "answer_cut_by_content_filter": set(),
+    "answer_cut_short": set(),
+    "answer_line_too_long": {"limit"},
+    "answer_malformed": {"part"},
+    "answer_not_json": set(),
+    "answer_too_large": {"limit"},
     "api_error": {"message"},
     "cannot_connect": set(),
     "evaluate_failed": {"problem"},
@@ -49,6 +56,7 @@ REQUIRED_EXCEPTIONS = {
     "reauth_started": set(),
     "structured_output_invalid": {"problem"},
     "timeout_connect": set(),
+    "too_many_tool_calls": {"limit"},
     "tools_unsupported": {"message"},
     "unsupported_attachment": {"mime_type"},
 }

@@ -1,4 +1,4 @@
-"""Chat Completions wire adapter: chat log to request, SSE stream to deltas.
+"""Chat Completions wire adapter: chat log to request, answer to deltas.
 
 Requests are rendered from the chat log by pure functions, so every request of
 one conversation repeats the previous request byte for byte at its start; that
@@ -8,37 +8,27 @@ is what lets servers reuse their prompt cache.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 import hashlib
-import json
 import re
 from typing import Any
-from uuid import uuid4
 
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 from homeassistant.helpers.json import json_dumps
-from homeassistant.util.json import json_loads
 import httpx2
 import openai
 import probatio
 
 from .api import translate_errors
 from .attachments import LoadedFile, async_load_attachments
-from .const import LOGGER, WHOLE_ANSWER_TIMEOUT_SECONDS
-from .errors import ModelError, ServerError
+from .chat_stream import ChatStreamParser, async_read_answer, usage_stats
+from .const import WHOLE_ANSWER_TIMEOUT_SECONDS
 
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 _MISTRAL_ID = re.compile(r"^[a-zA-Z0-9]{9}$")
-_THINK_OPEN = "<think>"
-_THINK_CLOSE = "</think>"
-# How an answer starts when a model writes its tool call as text.
-_TEXT_CALL_TAGS = ("<tool_call>", "```")
-_LONGEST_MARKER = max(len(tag) for tag in _TEXT_CALL_TAGS)
-_TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
-_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 type Message = dict[str, Any]
 
@@ -248,332 +238,6 @@ class MessageRenderer:
         ]
 
 
-class ThinkTagSplitter:
-    """Separate `<think>...</think>` blocks from spoken text, across chunks."""
-
-    def __init__(self) -> None:
-        """Start outside a think block."""
-        self._buffer = ""
-        self._thinking = False
-        self._after_close = False
-
-    def feed(self, text: str) -> list[tuple[bool, str]]:
-        """Return (is_thinking, text) pieces that are certain so far."""
-        self._buffer += text
-        pieces: list[tuple[bool, str]] = []
-        while self._buffer:
-            tag = _THINK_CLOSE if self._thinking else _THINK_OPEN
-            position = self._buffer.find(tag)
-            if position >= 0:
-                self._emit(pieces, self._buffer[:position])
-                self._buffer = self._buffer[position + len(tag) :]
-                self._after_close = self._thinking
-                self._thinking = not self._thinking
-                continue
-            keep = _partial_suffix(self._buffer, tag)
-            self._emit(pieces, self._buffer[: len(self._buffer) - keep])
-            self._buffer = self._buffer[len(self._buffer) - keep :]
-            break
-        return pieces
-
-    def flush(self) -> list[tuple[bool, str]]:
-        """Return what is left at the end of the stream."""
-        pieces: list[tuple[bool, str]] = []
-        self._emit(pieces, self._buffer)
-        self._buffer = ""
-        return pieces
-
-    def _emit(self, pieces: list[tuple[bool, str]], text: str) -> None:
-        """Add a piece; spoken text right after a think block loses its indent."""
-        if self._after_close and not self._thinking:
-            text = text.lstrip()
-            if text:
-                self._after_close = False
-        if text:
-            pieces.append((self._thinking, text))
-
-
-def _partial_suffix(text: str, tag: str) -> int:
-    """Return the length of the longest end of text that starts the tag."""
-    for length in range(min(len(tag) - 1, len(text)), 0, -1):
-        if text.endswith(tag[:length]):
-            return length
-    return 0
-
-
-@dataclass(slots=True)
-class _PendingCall:
-    """A tool call being assembled from stream fragments."""
-
-    call_id: str | None
-    name: str | None
-    arguments: list[str] = field(default_factory=list)
-
-    def arguments_complete(self) -> bool:
-        """Tell whether the fragments so far form a whole JSON value."""
-        try:
-            json.loads("".join(self.arguments))
-        except ValueError:
-            return False
-        return True
-
-
-class ChatStreamParser:
-    """Turn Chat Completions chunks into chat log deltas."""
-
-    def __init__(self, tool_set: ToolSet, settings: RequestSettings) -> None:
-        """Prepare for one streamed answer."""
-        self._tool_set = tool_set
-        self._short_ids = settings.short_tool_call_ids
-        self._calls: list[_PendingCall] = []
-        self._by_index: dict[int, _PendingCall] = {}
-        self._think = ThinkTagSplitter()
-        self._calls_sent = False
-        self._spoken = False
-        # Spoken text held back because it may be a tool call written as text.
-        self._held: list[str] | None = None
-        self._held_settled = False
-        # The token usage the server reported, if it did.
-        self.usage: dict[str, Any] | None = None
-
-    def feed(
-        self, chunk: dict[str, Any]
-    ) -> list[conversation.AssistantContentDeltaDict]:
-        """Return the deltas one chunk adds."""
-        if error := chunk.get("error"):
-            message = error.get("message") if isinstance(error, dict) else error
-            raise ServerError("api_error", message=str(message))
-        if usage := chunk.get("usage"):
-            self.usage = usage
-        deltas: list[conversation.AssistantContentDeltaDict] = []
-        for choice in chunk.get("choices") or ():
-            if choice.get("index", 0) != 0:
-                continue
-            delta = choice.get("delta") or {}
-            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-            if isinstance(reasoning, str) and reasoning:
-                deltas.append({"thinking_content": reasoning})
-            text = delta.get("content")
-            if not isinstance(text, str):
-                text = delta.get("refusal")
-            if isinstance(text, str) and text:
-                deltas.extend(self._text(self._think.feed(text)))
-            for call in delta.get("tool_calls") or ():
-                self._add_call_fragment(call)
-            if choice.get("finish_reason"):
-                deltas.extend(self._finish())
-        return deltas
-
-    def close(self) -> list[conversation.AssistantContentDeltaDict]:
-        """Return what remains when the stream ends."""
-        return [*self._text(self._think.flush()), *self._finish()]
-
-    def _text(
-        self, pieces: list[tuple[bool, str]]
-    ) -> list[conversation.AssistantContentDeltaDict]:
-        """Return deltas for thinking and spoken text.
-
-        When tools are offered, the start of the answer is held back for as
-        long as it can still be a tool call written as text.
-        """
-        deltas: list[conversation.AssistantContentDeltaDict] = []
-        for thinking, text in pieces:
-            if thinking:
-                deltas.append({"thinking_content": text})
-            elif self._spoken or not self._tool_set.tools:
-                deltas.append({"content": text})
-            elif self._held is not None and self._held_settled:
-                self._held.append(text)
-            else:
-                self._held = [*(self._held or ()), text]
-                held = "".join(self._held)
-                if not _may_be_call(held):
-                    self._held = None
-                    self._spoken = True
-                    deltas.append({"content": held})
-                # Past the longest marker the verdict cannot change.
-                self._held_settled = len("".join(held.split())) > _LONGEST_MARKER
-        return deltas
-
-    def _release_held(self) -> list[conversation.AssistantContentDeltaDict]:
-        """Turn held text into tool calls if it is one, else speak it."""
-        if self._held is None:
-            return []
-        text = "".join(self._held)
-        self._held = None
-        self._spoken = True
-        calls = _calls_in_text(text, self._tool_set)
-        if calls is None:
-            return [{"content": text}]
-        if not self._calls:
-            self._calls.extend(calls)
-        # With native calls too, the text only repeats them: say nothing.
-        return []
-
-    def _add_call_fragment(self, fragment: dict[str, Any]) -> None:
-        """Merge one tool call fragment into the call it belongs to."""
-        index = fragment.get("index")
-        if not isinstance(index, int):
-            index = len(self._calls)
-        function = fragment.get("function") or {}
-        call_id = fragment.get("id") or None
-        name = function.get("name") or None
-        arguments = function.get("arguments")
-        if isinstance(arguments, dict):
-            arguments = json.dumps(arguments)
-        current = self._by_index.get(index)
-        starts_new = current is None or (
-            # Some servers put several calls under one index.
-            (call_id is not None and current.call_id not in (None, call_id))
-            or (
-                call_id is None
-                and name is not None
-                and current.name is not None
-                and isinstance(arguments, str)
-                and arguments.lstrip().startswith("{")
-                and current.arguments_complete()
-            )
-        )
-        if starts_new or current is None:
-            current = _PendingCall(call_id, name)
-            self._calls.append(current)
-            self._by_index[index] = current
-        else:
-            current.call_id = current.call_id or call_id
-            current.name = current.name or name
-        if isinstance(arguments, str) and arguments:
-            current.arguments.append(arguments)
-
-    def _finish(self) -> list[conversation.AssistantContentDeltaDict]:
-        """Hand over the assembled calls once, however often the stream ends."""
-        deltas = self._release_held()
-        if self._calls_sent or not self._calls:
-            return deltas
-        self._calls_sent = True
-        tool_inputs = [
-            llm.ToolInput(
-                tool_name=self._tool_set.from_wire.get(call.name, call.name),
-                tool_args=_decode_arguments(call),
-                id=call.call_id or self._new_call_id(),
-            )
-            for call in self._calls
-            if call.name
-        ]
-        if tool_inputs:
-            deltas.append({"tool_calls": tool_inputs})
-        return deltas
-
-    def _new_call_id(self) -> str:
-        """Make an id for a call the server sent without one."""
-        if self._short_ids:
-            return uuid4().hex[:9]
-        return f"call_{uuid4().hex[:24]}"
-
-
-def _may_be_call(text: str) -> bool:
-    """Tell whether an answer that starts like this can be a call written out."""
-    start = text.lstrip()
-    if start[:1] in ("{", "["):
-        rest = start[1:].lstrip()
-        if not rest:
-            return True
-        return rest[0] == '"' if start[0] == "{" else _may_be_call(rest)
-    return any(
-        start.startswith(tag) or tag.startswith(start) for tag in _TEXT_CALL_TAGS
-    )
-
-
-def _calls_in_text(text: str, tool_set: ToolSet) -> list[_PendingCall] | None:
-    """Return the tool calls a model wrote as text, if that is all it wrote.
-
-    Takes a JSON object (or a fenced one) or Hermes-style `<tool_call>` blocks
-    that name an offered tool and give its arguments.
-    """
-    stripped = text.strip()
-    if stripped.startswith("<tool_call>"):
-        bodies = _TOOL_CALL_TAG.findall(stripped)
-        if _TOOL_CALL_TAG.sub("", stripped).strip() or stripped.count(
-            "<tool_call>"
-        ) != len(bodies):
-            return None  # words besides the calls, or a call cut short
-    else:
-        bodies = [_FENCE.sub(r"\1", stripped)]
-    calls: list[_PendingCall] = []
-    for body in bodies:
-        try:
-            value = json.loads(body)
-        except ValueError:
-            return None
-        for item in value if isinstance(value, list) else [value]:
-            if not isinstance(item, dict):
-                return None
-            name = _offered_name(item.get("name"), tool_set)
-            arguments = item.get("arguments", item.get("parameters"))
-            if isinstance(arguments, str):
-                try:
-                    arguments = json.loads(arguments)
-                except ValueError:
-                    return None
-            if name is None or not isinstance(arguments, dict):
-                return None
-            calls.append(_PendingCall(None, name, [json.dumps(arguments)]))
-    return calls or None
-
-
-def _offered_name(name: Any, tool_set: ToolSet) -> str | None:
-    """Return the offered tool a written name means, also without its prefix."""
-    if not isinstance(name, str):
-        return None
-    if name in tool_set.from_wire:
-        return name
-    matches = [wire for wire in tool_set.from_wire if wire.endswith(f"__{name}")]
-    return matches[0] if len(matches) == 1 else None
-
-
-def _decode_arguments(call: _PendingCall) -> dict[str, Any]:
-    """Return the call's arguments; null or empty means none."""
-    raw = "".join(call.arguments).strip()
-    if not raw or raw == "null":
-        return {}
-    try:
-        value = json.loads(raw)
-    except ValueError as err:
-        raise ModelError(
-            "invalid_tool_arguments", name=str(call.name), message=str(err)
-        ) from err
-    if isinstance(value, str):
-        # A few servers encode the arguments twice.
-        return _decode_arguments(_PendingCall(call.call_id, call.name, [value]))
-    return value if isinstance(value, dict) else {}
-
-
-async def async_sse_chunks(
-    lines: AsyncIterator[str],
-) -> AsyncIterator[dict[str, Any]]:
-    """Yield the JSON events of a server-sent event stream.
-
-    The stream is read to its end, past `[DONE]`, so that the connection can
-    be reused for the next request.
-    """
-    done = False
-    async for line in lines:
-        if done or not line.startswith("data:"):
-            continue
-        data = line[5:].strip()
-        if data == "[DONE]":
-            done = True
-            continue
-        if not data:
-            continue
-        try:
-            event = json_loads(data)
-        except ValueError:
-            LOGGER.debug("Skipping a stream line that is not JSON: %s", data)
-            continue
-        if isinstance(event, dict):
-            yield event
-
-
 class ChatCompletionsAdapter:
     """One round trip over `/chat/completions`, streamed."""
 
@@ -621,7 +285,10 @@ class ChatCompletionsAdapter:
         self, chat_log: conversation.ChatLog, body: dict[str, Any]
     ) -> AsyncIterator[conversation.AssistantContentDeltaDict]:
         """Send the request and yield the answer as chat log deltas."""
-        parser = ChatStreamParser(self.tool_set, self._settings)
+        parser = ChatStreamParser(
+            self.tool_set.from_wire,
+            short_call_ids=self._settings.short_tool_call_ids,
+        )
         yield {"role": "assistant"}
         with translate_errors():
             # The body is already plain JSON; the SDK's typed transform of
@@ -630,58 +297,18 @@ class ChatCompletionsAdapter:
                 "/chat/completions",
                 cast_to=httpx2.Response,
                 body=self._stream_body(body) if self._settings.stream else body,
-                stream=self._settings.stream,
+                # Whole answers too are read from the connection, within bounds.
+                stream=True,
                 options={}
                 if self._settings.stream
                 else {"timeout": WHOLE_ANSWER_TIMEOUT_SECONDS},
             )
             try:
-                if self._settings.stream:
-                    async for chunk in async_sse_chunks(response.aiter_lines()):
-                        for delta in parser.feed(chunk):
-                            yield delta
-                else:
-                    for delta in parser.feed(_as_chunk(await response.aread())):
-                        yield delta
+                async for delta in async_read_answer(
+                    parser, response.aiter_bytes(), streamed=self._settings.stream
+                ):
+                    yield delta
             finally:
                 await response.aclose()
-        for delta in parser.close():
-            yield delta
-        if usage := parser.usage:
-            chat_log.async_trace({"stats": _usage_stats(usage), "usage": usage})
-
-
-def _as_chunk(raw: bytes) -> dict[str, Any]:
-    """Return a whole (non-streamed) answer in the form of one stream chunk."""
-    try:
-        answer = json_loads(raw)
-    except ValueError as err:
-        raise ServerError("api_error", message=f"not JSON: {err}") from err
-    choices = answer.get("choices") if isinstance(answer, dict) else None
-    if not isinstance(answer, dict) or not isinstance(choices, (list, type(None))):
-        raise ServerError("api_error", message="the answer is not a chat completion")
-    chunk: dict[str, Any] = {
-        "choices": [
-            {
-                "index": choice.get("index", 0),
-                "delta": choice.get("message") or {},
-                "finish_reason": choice.get("finish_reason"),
-            }
-            for choice in choices or ()
-            if isinstance(choice, dict)
-        ],
-        "usage": answer.get("usage"),
-    }
-    if error := answer.get("error"):
-        chunk["error"] = error
-    return chunk
-
-
-def _usage_stats(usage: dict[str, Any]) -> dict[str, Any]:
-    """Return the token figures Home Assistant's trace view shows."""
-    details = usage.get("prompt_tokens_details") or {}
-    return {
-        "input_tokens": usage.get("prompt_tokens"),
-        "cached_input_tokens": details.get("cached_tokens") or 0,
-        "output_tokens": usage.get("completion_tokens"),
-    }
+                if usage := parser.usage:
+                    chat_log.async_trace({"stats": usage_stats(usage), "usage": usage})

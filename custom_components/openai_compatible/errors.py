@@ -70,6 +70,14 @@ class RequestRejectedError(ServerError):
         self.server_message = message
 
 
+class MalformedAnswerError(ServerError):
+    """A part of the server's answer is not in the form the API uses."""
+
+    def __init__(self, *, part: str) -> None:
+        """Name the part, such as `choices` or `tool_calls.function.name`."""
+        super().__init__("answer_malformed", part=part)
+
+
 class InvalidURLError(ValueError):
     """The base URL is malformed, not http(s), or still a template."""
 

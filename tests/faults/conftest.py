@@ -100,10 +100,12 @@ class FaultHarness:
         """Return the entity id of the healthy entry's conversation agent."""
         return entity_of(self.hass, self.healthy_entry, "conversation")
 
-    async def converse(self, text: str) -> conversation.ConversationResult:
+    async def converse(
+        self, text: str, conversation_id: str | None = None
+    ) -> conversation.ConversationResult:
         """Send one sentence to the faulty agent."""
         return await conversation.async_converse(
-            self.hass, text, None, Context(), agent_id=self.faulty_agent
+            self.hass, text, conversation_id, Context(), agent_id=self.faulty_agent
         )
 
     async def run[T](

@@ -1,0 +1,250 @@
+"""Chat Completions answers read into chat log deltas.
+
+Every part of a chunk is checked where it is read: a server that sends an
+unexpected shape gets a translated error, never a traceback. An answer that
+was cut off is told as such and runs no tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
+from typing import Any
+from uuid import uuid4
+
+from homeassistant.components import conversation
+from homeassistant.util.json import json_loads
+import httpx2
+
+from .errors import MalformedAnswerError, ModelError, ServerError, TranslatedError
+from .sse import EventStream, async_read_body
+from .think_tags import ThinkTagSplitter
+from .tool_calls import LONGEST_MARKER, ToolCallAssembler, calls_in_text, may_be_call
+
+type Delta = conversation.AssistantContentDeltaDict
+
+# Finish reasons of an answer that stopped before the model was done.
+_CUT_ERRORS = {
+    "length": "answer_cut_at_token_limit",
+    "content_filter": "answer_cut_by_content_filter",
+}
+
+
+class ChatStreamParser:
+    """Turn the chunks of one answer into chat log deltas.
+
+    `tool_names` maps the offered tools' wire names to their names in Home
+    Assistant. While tools are offered, the start of the answer is held back
+    for as long as it can be a tool call written as text.
+    """
+
+    def __init__(
+        self, tool_names: Mapping[str, str], *, short_call_ids: bool = False
+    ) -> None:
+        """Prepare for one answer."""
+        self._tool_names = tool_names
+        self._short_ids = short_call_ids
+        self._calls = ToolCallAssembler()
+        self._think = ThinkTagSplitter()
+        self._finished = False
+        # Why the answer stopped short, if it did: a finish reason or "unended".
+        self._cut: str | None = None
+        # Spoken text held back because it may be a tool call written as text;
+        # None once the answer speaks.
+        self._held: list[str] | None = [] if tool_names else None
+        # The held text without whitespace, kept until its verdict is settled.
+        self._held_start = ""
+        self._held_settled = False
+        # The token usage the server reported, if it did.
+        self.usage: dict[str, Any] | None = None
+
+    def feed(self, chunk: dict[str, Any]) -> list[Delta]:
+        """Return the deltas one chunk adds."""
+        if error := chunk.get("error"):
+            message = error.get("message") if isinstance(error, dict) else error
+            raise ServerError("api_error", message=str(message))
+        if (usage := chunk.get("usage")) is not None:
+            self.usage = _object(usage, "usage")
+        choices = chunk.get("choices")
+        if not choices:
+            return []
+        if not isinstance(choices, list):
+            raise MalformedAnswerError(part="choices")
+        deltas: list[Delta] = []
+        for choice in choices:
+            if not isinstance(choice, dict):
+                raise MalformedAnswerError(part="choices")
+            if choice.get("index", 0) == 0:
+                self._choice(choice, deltas)
+        return deltas
+
+    def close(self, *, ended: bool) -> list[Delta]:
+        """Return what remains when the answer is over.
+
+        `ended`: the server said the answer was whole (`data: [DONE]`, or a
+        whole answer not streamed).
+        """
+        thinking, spoken = self._think.flush()
+        deltas = self._text(thinking, spoken)
+        if not self._finished and not ended:
+            self._cut = "unended"
+        deltas.extend(self._finish(None))
+        return deltas
+
+    def raise_if_cut(self) -> None:
+        """Raise the error that tells why the answer stopped short, if it did."""
+        if self._cut == "unended":
+            raise ServerError("answer_cut_short")
+        if self._cut is not None:
+            raise ModelError(_CUT_ERRORS[self._cut])
+
+    def _choice(self, choice: dict[str, Any], deltas: list[Delta]) -> None:
+        """Add the deltas of the first choice of a chunk."""
+        delta = _object(choice.get("delta"), "choices.delta")
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        text = delta.get("content")
+        if not isinstance(text, str):
+            text = delta.get("refusal")
+        thinking, spoken = self._think.feed(text) if isinstance(text, str) else ("", "")
+        if isinstance(reasoning, str):
+            thinking = reasoning + thinking
+        deltas.extend(self._text(thinking, spoken))
+        calls = delta.get("tool_calls")
+        if calls:
+            if not isinstance(calls, list):
+                raise MalformedAnswerError(part="tool_calls")
+            for fragment in calls:
+                self._calls.add(fragment)
+        reason = choice.get("finish_reason")
+        if not isinstance(reason, (str, type(None))):
+            raise MalformedAnswerError(part="choices.finish_reason")
+        if reason:
+            deltas.extend(self._finish(reason))
+
+    def _text(self, thinking: str, spoken: str) -> list[Delta]:
+        """Return deltas for thinking and spoken text, holding back a possible call."""
+        deltas: list[Delta] = []
+        if thinking:
+            deltas.append({"thinking_content": thinking})
+        if not spoken:
+            return deltas
+        held = self._held
+        if held is None:
+            deltas.append({"content": spoken})
+            return deltas
+        held.append(spoken)
+        if not self._held_settled:
+            self._held_start += "".join(spoken.split())
+            if not may_be_call(self._held_start):
+                deltas.extend(self._speak_held())
+            # Past the longest marker the verdict cannot change.
+            self._held_settled = len(self._held_start) > LONGEST_MARKER
+        return deltas
+
+    def _speak_held(self) -> list[Delta]:
+        """Let the held text go as spoken text."""
+        text = "".join(self._held or ())
+        self._held = None
+        return [{"content": text}] if text else []
+
+    def _finish(self, reason: str | None) -> list[Delta]:
+        """Hand over held text and the assembled calls, once, unless cut off."""
+        if self._finished:
+            return []
+        self._finished = True
+        if reason in _CUT_ERRORS:
+            self._cut = reason
+        if self._cut is not None:
+            return self._speak_held()
+        deltas: list[Delta] = []
+        if self._held is not None:
+            calls = calls_in_text("".join(self._held), self._tool_names)
+            if calls is None:
+                deltas.extend(self._speak_held())
+            else:
+                self._held = None
+                # With native calls too, the text only repeats them: say nothing.
+                self._calls.adopt(calls)
+        tool_inputs = self._calls.tool_inputs(self._tool_names, self._new_call_id)
+        if tool_inputs:
+            deltas.append({"tool_calls": tool_inputs})
+        return deltas
+
+    def _new_call_id(self) -> str:
+        """Make an id for a call the server sent without one."""
+        if self._short_ids:
+            return uuid4().hex[:9]
+        return f"call_{uuid4().hex[:24]}"
+
+
+def _object(value: Any, part: str) -> dict[str, Any]:
+    """Return an object of the answer; null means an empty one."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise MalformedAnswerError(part=part)
+    return value
+
+
+def whole_answer_chunk(raw: bytes) -> dict[str, Any]:
+    """Return a whole (non-streamed) answer in the form of one stream chunk."""
+    try:
+        answer = json_loads(raw)
+    except ValueError as err:
+        raise ServerError("answer_not_json") from err
+    answer = _object(answer, "the answer")
+    choices = answer.get("choices")
+    if not isinstance(choices, (list, type(None))):
+        raise MalformedAnswerError(part="choices")
+    chunk: dict[str, Any] = {
+        "choices": [
+            {
+                "index": choice.get("index", 0),
+                "delta": choice.get("message"),
+                "finish_reason": choice.get("finish_reason"),
+            }
+            for choice in (_object(item, "choices") for item in choices or ())
+        ],
+        "usage": answer.get("usage"),
+    }
+    if error := answer.get("error"):
+        chunk["error"] = error
+    return chunk
+
+
+def usage_stats(usage: dict[str, Any]) -> dict[str, Any]:
+    """Return the token figures Home Assistant's trace view shows."""
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return {
+        "input_tokens": usage.get("prompt_tokens"),
+        "cached_input_tokens": cached or 0,
+        "output_tokens": usage.get("completion_tokens"),
+    }
+
+
+async def async_read_answer(
+    parser: ChatStreamParser, body: AsyncIterable[bytes], *, streamed: bool
+) -> AsyncIterator[Delta]:
+    """Yield the deltas of an answer read from a response body, within bounds.
+
+    When reading fails or the answer was cut off, a new message is started
+    before the error is raised, so the chat log keeps the words already
+    streamed to the user.
+    """
+    try:
+        if streamed:
+            events = EventStream(body)
+            async for chunk in events:
+                for delta in parser.feed(chunk):
+                    yield delta
+            ended = events.done
+        else:
+            for delta in parser.feed(whole_answer_chunk(await async_read_body(body))):
+                yield delta
+            ended = True
+        for delta in parser.close(ended=ended):
+            yield delta
+        parser.raise_if_cut()
+    except TranslatedError, httpx2.HTTPError:
+        yield {"role": "assistant"}
+        raise

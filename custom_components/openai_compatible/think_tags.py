@@ -1,0 +1,66 @@
+"""`<think>` blocks told apart from spoken text, across stream chunks."""
+
+from __future__ import annotations
+
+THINK_OPEN = "<think>"
+THINK_CLOSE = "</think>"
+
+
+class ThinkTagSplitter:
+    """Separate `<think>...</think>` blocks from spoken text, across chunks.
+
+    Only the start of a tag cut at a chunk's end is held back, so each chunk
+    is looked at once.
+    """
+
+    def __init__(self) -> None:
+        """Start outside a think block."""
+        self._held = ""
+        self._thinking = False
+        self._after_close = False
+
+    def feed(self, text: str) -> tuple[str, str]:
+        """Return the (thinking, spoken) text that is certain so far."""
+        thinking: list[str] = []
+        spoken: list[str] = []
+        buffer = self._held + text
+        position = 0
+        while True:
+            tag = THINK_CLOSE if self._thinking else THINK_OPEN
+            found = buffer.find(tag, position)
+            if found < 0:
+                break
+            self._emit(thinking, spoken, buffer[position:found])
+            position = found + len(tag)
+            self._after_close = self._thinking
+            self._thinking = not self._thinking
+        end = max(position, len(buffer) - _partial_suffix(buffer, tag))
+        self._emit(thinking, spoken, buffer[position:end])
+        self._held = buffer[end:]
+        return "".join(thinking), "".join(spoken)
+
+    def flush(self) -> tuple[str, str]:
+        """Return what is left at the end of the stream."""
+        thinking: list[str] = []
+        spoken: list[str] = []
+        self._emit(thinking, spoken, self._held)
+        self._held = ""
+        return "".join(thinking), "".join(spoken)
+
+    def _emit(self, thinking: list[str], spoken: list[str], text: str) -> None:
+        """Add a piece; spoken text right after a think block loses its indent."""
+        if self._thinking:
+            thinking.append(text)
+            return
+        if self._after_close:
+            text = text.lstrip()
+            self._after_close = not text
+        spoken.append(text)
+
+
+def _partial_suffix(text: str, tag: str) -> int:
+    """Return the length of the longest end of text that starts the tag."""
+    for length in range(min(len(tag) - 1, len(text)), 0, -1):
+        if text.endswith(tag[:length]):
+            return length
+    return 0
