@@ -37,7 +37,7 @@ async def read_events(
 ) -> tuple[list[dict[str, Any]], bool]:
     """Return the events of a stream and whether it said [DONE]."""
     stream = EventStream(body(chunks), **limits)
-    return [event async for event in stream], stream.done
+    return [event async for events in stream for event in events], stream.done
 
 
 def test_the_bounds() -> None:

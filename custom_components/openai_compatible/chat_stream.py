@@ -84,7 +84,8 @@ class ChatStreamParser:
         whole answer not streamed).
         """
         thinking, spoken = self._think.flush()
-        deltas = self._text(thinking, spoken)
+        deltas: list[Delta] = []
+        self._text(thinking, spoken, deltas)
         if not self._finished and not ended:
             self._cut = "unended"
         deltas.extend(self._finish(None))
@@ -99,38 +100,38 @@ class ChatStreamParser:
 
     def _choice(self, choice: dict[str, Any], deltas: list[Delta]) -> None:
         """Add the deltas of the first choice of a chunk."""
-        delta = _object(choice.get("delta"), "choices.delta")
-        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            delta = _object(delta, "choices.delta")
         text = delta.get("content")
         if not isinstance(text, str):
             text = delta.get("refusal")
         thinking, spoken = self._think.feed(text) if isinstance(text, str) else ("", "")
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if isinstance(reasoning, str):
             thinking = reasoning + thinking
-        deltas.extend(self._text(thinking, spoken))
-        calls = delta.get("tool_calls")
-        if calls:
+        self._text(thinking, spoken, deltas)
+        if calls := delta.get("tool_calls"):
             if not isinstance(calls, list):
                 raise MalformedAnswerError(part="tool_calls")
             for fragment in calls:
                 self._calls.add(fragment)
-        reason = choice.get("finish_reason")
-        if not isinstance(reason, (str, type(None))):
-            raise MalformedAnswerError(part="choices.finish_reason")
-        if reason:
-            deltas.extend(self._finish(reason))
+        if (reason := choice.get("finish_reason")) is not None:
+            if not isinstance(reason, str):
+                raise MalformedAnswerError(part="choices.finish_reason")
+            if reason:
+                deltas.extend(self._finish(reason))
 
-    def _text(self, thinking: str, spoken: str) -> list[Delta]:
-        """Return deltas for thinking and spoken text, holding back a possible call."""
-        deltas: list[Delta] = []
+    def _text(self, thinking: str, spoken: str, deltas: list[Delta]) -> None:
+        """Add deltas for thinking and spoken text, holding back a possible call."""
         if thinking:
             deltas.append({"thinking_content": thinking})
         if not spoken:
-            return deltas
+            return
         held = self._held
         if held is None:
             deltas.append({"content": spoken})
-            return deltas
+            return
         held.append(spoken)
         if not self._held_settled:
             self._held_start += "".join(spoken.split())
@@ -138,7 +139,6 @@ class ChatStreamParser:
                 deltas.extend(self._speak_held())
             # Past the longest marker the verdict cannot change.
             self._held_settled = len(self._held_start) > LONGEST_MARKER
-        return deltas
 
     def _speak_held(self) -> list[Delta]:
         """Let the held text go as spoken text."""
@@ -233,11 +233,12 @@ async def async_read_answer(
     """
     try:
         if streamed:
-            events = EventStream(body)
-            async for chunk in events:
-                for delta in parser.feed(chunk):
-                    yield delta
-            ended = events.done
+            stream = EventStream(body)
+            async for events in stream:
+                for event in events:
+                    for delta in parser.feed(event):
+                        yield delta
+            ended = stream.done
         else:
             for delta in parser.feed(whole_answer_chunk(await async_read_body(body))):
                 yield delta

@@ -113,25 +113,28 @@ class SSEDecoder:
 
     def _line(self, line: bytes, events: list[bytes]) -> None:
         """Interpret one line: a data field, a blank line ending an event, or else."""
-        self._check_size(len(line))
-        if self._first_line:
-            self._first_line = False
-            line = line.removeprefix(_BOM)
-        if not line:
+        if len(line) > self._max_line:
+            self._check_size(len(line))
+        if line.startswith(b"data:"):
+            self._data.append(line[6:] if line[5:6] == b" " else line[5:])
+        elif not line:
             if self._data:
                 data = self._data
                 events.append(data[0] if len(data) == 1 else b"\n".join(data))
                 self._data = []
-        elif line.startswith(b"data:"):
-            self._data.append(line[6:] if line[5:6] == b" " else line[5:])
+        elif self._first_line and line.startswith(_BOM):
+            self._first_line = False
+            self._line(line[len(_BOM) :], events)
         elif line == b"data":
             self._data.append(b"")
+        self._first_line = False
 
 
 class EventStream:
     """The JSON objects of an OpenAI-style event stream, read within bounds.
 
-    Iterate over it once; `done` then tells whether the server ended the
+    Iterate over it once, for lists of objects (one list per network chunk,
+    so that the objects cost no asynchronous step each); `done` then tells whether the server ended the
     stream with `data: [DONE]`. The stream is read to its end, past `[DONE]`,
     so that the connection can be reused. Data that is not JSON is skipped.
     """
@@ -149,16 +152,14 @@ class EventStream:
         self._max_bytes = max_bytes
         self.done = False
 
-    async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
-        """Yield each event's JSON object."""
+    async def __aiter__(self) -> AsyncIterator[list[dict[str, Any]]]:
+        """Yield the JSON objects of the events each network chunk completes."""
         decoder = SSEDecoder(self._max_line)
         async for chunk in async_capped(self._chunks, self._max_bytes):
-            for data in decoder.feed(chunk):
-                for event in self._events(data):
-                    yield event
-        for data in decoder.close():
-            for event in self._events(data):
-                yield event
+            yield [
+                event for data in decoder.feed(chunk) for event in self._events(data)
+            ]
+        yield [event for data in decoder.close() for event in self._events(data)]
 
     def _events(self, data: bytes) -> list[dict[str, Any]]:
         """Return the objects in one event's data; note `[DONE]`."""

@@ -21,9 +21,22 @@ class ThinkTagSplitter:
 
     def feed(self, text: str) -> tuple[str, str]:
         """Return the (thinking, spoken) text that is certain so far."""
+        if self._held or self._after_close or "<" in text:
+            return self._split(self._held + text)
+        return (text, "") if self._thinking else ("", text)
+
+    def flush(self) -> tuple[str, str]:
+        """Return what is left at the end of the stream."""
         thinking: list[str] = []
         spoken: list[str] = []
-        buffer = self._held + text
+        self._emit(thinking, spoken, self._held)
+        self._held = ""
+        return "".join(thinking), "".join(spoken)
+
+    def _split(self, buffer: str) -> tuple[str, str]:
+        """Split text at its tags, holding back a tag cut at its end."""
+        thinking: list[str] = []
+        spoken: list[str] = []
         position = 0
         while True:
             tag = THINK_CLOSE if self._thinking else THINK_OPEN
@@ -39,14 +52,6 @@ class ThinkTagSplitter:
         self._held = buffer[end:]
         return "".join(thinking), "".join(spoken)
 
-    def flush(self) -> tuple[str, str]:
-        """Return what is left at the end of the stream."""
-        thinking: list[str] = []
-        spoken: list[str] = []
-        self._emit(thinking, spoken, self._held)
-        self._held = ""
-        return "".join(thinking), "".join(spoken)
-
     def _emit(self, thinking: list[str], spoken: list[str], text: str) -> None:
         """Add a piece; spoken text right after a think block loses its indent."""
         if self._thinking:
@@ -60,7 +65,9 @@ class ThinkTagSplitter:
 
 def _partial_suffix(text: str, tag: str) -> int:
     """Return the length of the longest end of text that starts the tag."""
-    for length in range(min(len(tag) - 1, len(text)), 0, -1):
-        if text.endswith(tag[:length]):
-            return length
+    start = text.find(tag[0], max(0, len(text) - len(tag) + 1))
+    while start >= 0:
+        if tag.startswith(text[start:]):
+            return len(text) - start
+        start = text.find(tag[0], start + 1)
     return 0
