@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import socket
 from typing import Any
 from unittest.mock import patch
@@ -36,11 +37,19 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
 )
+from custom_components.openai_compatible.errors import ConnectError
 from simulator import OpenAISimulator
 
 from .conftest import KEYED_SIMULATOR_KEY, TEST_API_KEY, MakeConfigEntry
 
 pytestmark = pytest.mark.usefixtures("ha_core")
+
+EN = json.loads(
+    (
+        Path(__file__).parent.parent
+        / "custom_components/openai_compatible/translations/en.json"
+    ).read_text(encoding="utf-8")
+)
 
 
 def _suggested(result: ConfigFlowResult, field: str) -> Any:
@@ -94,7 +103,7 @@ async def _connect_form(hass: HomeAssistant, provider: str) -> ConfigFlowResult:
         result["flow_id"], {CONF_PROVIDER: provider}
     )
     assert result["type"] is FlowResultType.FORM
-    assert result["step_id"] == "connect"
+    assert result["step_id"].startswith("connect")
     return result
 
 
@@ -127,6 +136,35 @@ async def test_preset_fills_url_and_key_requirement(
     key_marker = _field(result, CONF_API_KEY)
     assert isinstance(key_marker, probatio.Required) is preset.api_key_required
     assert result["description_placeholders"]["provider"] == preset.name
+
+
+@pytest.mark.parametrize(
+    ("provider", "step_id", "port", "listen"),
+    [
+        ("openai", "connect", "443", ""),
+        ("custom", "connect", "", ""),
+        ("azure", "connect_azure", "443", ""),
+        ("ollama", "connect_local", "11434", "OLLAMA_HOST=0.0.0.0"),
+        ("lm_studio", "connect_local", "1234", "lms server start --bind 0.0.0.0"),
+        ("llama_cpp", "connect_local", "8080", "llama-server --host 0.0.0.0"),
+        ("vllm", "connect_local", "8000", "vllm serve MODEL --host 0.0.0.0"),
+        ("localai", "connect_local", "8080", "local-ai run --address 0.0.0.0:8080"),
+        ("litellm", "connect_local", "4000", "litellm --host 0.0.0.0"),
+    ],
+)
+async def test_connect_hints_suit_the_preset(
+    hass: HomeAssistant, provider: str, step_id: str, port: str, listen: str
+) -> None:
+    """Azure's template, and each local server's port and listen setting."""
+    result = await _connect_form(hass, provider)
+    assert result["step_id"] == step_id
+    placeholders = result["description_placeholders"]
+    assert (placeholders["port"], placeholders["listen"]) == (port, listen)
+    description = EN["config"]["step"][step_id]["description"]
+    assert ("YOUR-RESOURCE" in json.dumps(EN["config"]["step"][step_id])) is (
+        provider == "azure"
+    )
+    assert ("{listen}" in description) is bool(listen)
 
 
 async def test_custom_server_without_key(
@@ -250,12 +288,40 @@ async def test_cannot_connect_then_recover(
         result["flow_id"], {CONF_BASE_URL: url}
     )
     assert result["type"] is FlowResultType.FORM
-    assert result["errors"] == {"base": "cannot_connect"}
+    # Nothing on this machine: most often the server runs on another one.
+    assert result["errors"] == {"base": "cannot_connect_local"}
+    assert result["description_placeholders"]["port"] == url.split(":")[2][:-3]
     assert _suggested(result, CONF_BASE_URL) == url
     result = await hass.config_entries.flow.async_configure(
         result["flow_id"], {CONF_BASE_URL: simulator.base_url}
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
+
+
+@pytest.mark.parametrize(
+    ("url", "error"),
+    [
+        ("http://192.168.1.20:11434/v1", "cannot_connect"),
+        ("http://ollama.home.arpa:11434/v1", "cannot_connect"),
+        ("http://localhost:11434/v1", "cannot_connect_local"),
+        ("http://127.0.0.2:11434/v1", "cannot_connect_local"),
+        ("http://[::1]:11434/v1", "cannot_connect_local"),
+    ],
+)
+async def test_unreachable_local_address_explains_localhost(
+    hass: HomeAssistant, url: str, error: str
+) -> None:
+    """Only a loopback address gets the hint about Home Assistant's container."""
+    result = await _connect_form(hass, "ollama")
+    with patch(
+        "custom_components.openai_compatible.config_flow.async_validate_server",
+        side_effect=ConnectError("cannot_connect"),
+    ):
+        result = await hass.config_entries.flow.async_configure(
+            result["flow_id"], {CONF_BASE_URL: url}
+        )
+    assert result["errors"] == {"base": error}
+    assert result["description_placeholders"]["port"] == "11434"
 
 
 async def test_invalid_auth_then_recover(
@@ -550,7 +616,7 @@ async def test_web_page_on_both_routes_is_not_compatible(
 async def test_probe_connection_lost(
     hass: HomeAssistant, simulator: OpenAISimulator
 ) -> None:
-    """A server that dies between listing and probing is cannot_connect."""
+    """A server that dies between listing and probing cannot be connected to."""
     with patch(
         "custom_components.openai_compatible.api.async_fetch_models",
         side_effect=_stop_then_none(simulator),
@@ -559,7 +625,7 @@ async def test_probe_connection_lost(
         result = await hass.config_entries.flow.async_configure(
             result["flow_id"], {CONF_BASE_URL: simulator.base_url}
         )
-    assert result["errors"] == {"base": "cannot_connect"}
+    assert result["errors"] == {"base": "cannot_connect_local"}
 
 
 def _stop_then_none(simulator: OpenAISimulator) -> Any:
@@ -859,7 +925,7 @@ async def test_reconfigure_errors(
     result = await hass.config_entries.flow.async_configure(
         result["flow_id"], {CONF_BASE_URL: _closed_port_url()}
     )
-    assert result["errors"] == {"base": "cannot_connect"}
+    assert result["errors"] == {"base": "cannot_connect_local"}
 
 
 async def test_reconfigure_to_another_entry_aborts(

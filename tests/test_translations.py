@@ -118,6 +118,8 @@ def test_flow_strings() -> None:
     assert set(config["step"]) == {
         "user",
         "connect",
+        "connect_azure",
+        "connect_local",
         "model",
         "reauth_confirm",
         "reconfigure",
@@ -193,8 +195,8 @@ def test_every_selector_is_used() -> None:
 
 async def _shown_forms(
     hass: HomeAssistant, simulator: OpenAISimulator, entry: MockConfigEntry
-) -> list[tuple[str, str, set[str]]]:
-    """Open every form the flows show; return (section, step, fields) of each."""
+) -> list[tuple[str, str, set[str], set[str]]]:
+    """Open every form the flows show: (section, step, fields, placeholders)."""
     shown: list[ConfigFlowResult | SubentryFlowResult] = []
     flow = hass.config_entries.flow
     shown.append(await flow.async_init(DOMAIN, context={"source": SOURCE_USER}))
@@ -203,6 +205,11 @@ async def _shown_forms(
             shown[-1]["flow_id"], {CONF_PROVIDER: PROVIDER_CUSTOM}
         )
     )
+    for provider in ("azure", "ollama"):
+        started = await flow.async_init(DOMAIN, context={"source": SOURCE_USER})
+        shown.append(
+            await flow.async_configure(started["flow_id"], {CONF_PROVIDER: provider})
+        )
     simulator.settings.models_endpoint = False
     shown.append(
         await flow.async_configure(
@@ -237,7 +244,8 @@ async def _shown_forms(
             else f"config_subentries.{handler[1]}"  # (entry id, subentry type)
         )
         fields = {str(key) for key in result["data_schema"].schema}
-        forms.append((section, result["step_id"], fields))
+        placeholders = set(result["description_placeholders"] or {})
+        forms.append((section, result["step_id"], fields, placeholders))
     return forms
 
 
@@ -258,6 +266,27 @@ async def test_every_step_and_field_is_shown(
         for step, texts in steps.items()
     }
     shown: dict[tuple[str, str], set[str]] = {}
-    for section, step, fields in await _shown_forms(hass, simulator, setup_integration):
+    for section, step, fields, _ in await _shown_forms(
+        hass, simulator, setup_integration
+    ):
         shown.setdefault((section, step), set()).update(fields)
     assert shown == translated
+
+
+@pytest.mark.usefixtures("ha_core")
+async def test_every_placeholder_is_filled(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_integration: MockConfigEntry
+) -> None:
+    """A form fills each placeholder of its texts.
+
+    Errors with placeholders are checked where they are raised (test_config_flow).
+    """
+    for section, step, _, given in await _shown_forms(
+        hass, simulator, setup_integration
+    ):
+        flow: dict[str, Any] = EN
+        for key in section.split("."):
+            flow = flow[key]
+        texts = _strings(flow["step"][step])
+        wanted = {name for text in texts for name in re.findall(r"{(\w+)}", text)}
+        assert wanted <= given, f"{section}.step.{step} lacks {wanted - given}"

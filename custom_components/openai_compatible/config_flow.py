@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+import ipaddress
 import logging
-from typing import Any, override
+from typing import Any, Final, override
 
 from homeassistant import data_entry_flow
 from homeassistant.config_entries import (
@@ -79,6 +80,20 @@ _LOGGER = logging.getLogger(__name__)
 
 DEFAULT_PROVIDER = "openai"
 
+# Servers that run on the user's own machines, and how each is made to accept
+# connections from the network: the connect step's hint (commands read the
+# same in every language).
+LISTEN_ON_NETWORK: Final[dict[str, str]] = {
+    "ollama": "OLLAMA_HOST=0.0.0.0",
+    "lm_studio": "lms server start --bind 0.0.0.0",
+    "vllm": "vllm serve MODEL --host 0.0.0.0",
+    "llama_cpp": "llama-server --host 0.0.0.0",
+    "localai": "local-ai run --address 0.0.0.0:8080",
+    "litellm": "litellm --host 0.0.0.0",
+}
+# A preset whose URL holds a placeholder for the user's own resource.
+TEMPLATE_PROVIDER = "azure"
+
 # The sampling settings behind the "recommended" toggle, with their defaults.
 ADVANCED_DEFAULTS: dict[str, float] = {
     CONF_MAX_TOKENS: RECOMMENDED_MAX_TOKENS,
@@ -108,6 +123,24 @@ def _same_origin(url: str, other: str) -> bool:
         second.host,
         second.port,
     )
+
+
+def _connect_step(provider_key: str) -> str:
+    """Return the connect step whose hints suit the preset."""
+    if provider_key in LISTEN_ON_NETWORK:
+        return "connect_local"
+    if provider_key == TEMPLATE_PROVIDER:
+        return "connect_azure"
+    return "connect"
+
+
+def _is_loopback(base_url: str) -> bool:
+    """Tell whether a base URL points at the machine that runs Home Assistant."""
+    host = URL(base_url).host or ""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _api_key_field(required: bool) -> probatio.Marker:
@@ -141,7 +174,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         """Ask which kind of server to connect to."""
         if user_input is not None:
             self._provider_key = user_input[CONF_PROVIDER]
-            return await self.async_step_connect()
+            return await self._async_connect(None)
 
         keys = [key for key in PROVIDERS if key != PROVIDER_CUSTOM]
         schema = probatio.Schema(
@@ -162,10 +195,33 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     async def async_step_connect(
         self, user_input: dict[str, Any] | None = None
     ) -> ConfigFlowResult:
+        """Connect to a hosted service or any other server."""
+        return await self._async_connect(user_input)
+
+    async def async_step_connect_azure(
+        self, user_input: dict[str, Any] | None = None
+    ) -> ConfigFlowResult:
+        """Connect to an Azure OpenAI resource."""
+        return await self._async_connect(user_input)
+
+    async def async_step_connect_local(
+        self, user_input: dict[str, Any] | None = None
+    ) -> ConfigFlowResult:
+        """Connect to a server that runs on one of the user's own machines."""
+        return await self._async_connect(user_input)
+
+    async def _async_connect(
+        self, user_input: dict[str, Any] | None
+    ) -> ConfigFlowResult:
         """Ask where the server is and for its key; validate and create."""
         preset = provider_preset(self._provider_key)
         errors: dict[str, str] = {}
-        placeholders = {"provider": preset.name, "message": ""}
+        placeholders = {
+            "provider": preset.name,
+            "port": str(URL(preset.base_url).port or "") if preset.base_url else "",
+            "listen": LISTEN_ON_NETWORK.get(self._provider_key, ""),
+            "message": "",
+        }
 
         if user_input is not None:
             data = self._entry_data(user_input)
@@ -188,7 +244,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         )
         suggested = {CONF_BASE_URL: preset.base_url or None}
         return self.async_show_form(
-            step_id="connect",
+            step_id=_connect_step(self._provider_key),
             data_schema=self.add_suggested_values_to_schema(
                 schema, {**suggested, **(user_input or {})}
             ),
@@ -354,6 +410,10 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             errors["base"] = "invalid_auth"
         except ConnectError as err:
             errors["base"] = err.translation_key or "cannot_connect"
+            if errors["base"] == "cannot_connect" and _is_loopback(data[CONF_BASE_URL]):
+                # Most often the server runs elsewhere, not beside Home Assistant.
+                errors["base"] = "cannot_connect_local"
+                placeholders["port"] = str(URL(data[CONF_BASE_URL]).port)
         except NotCompatibleError:
             errors["base"] = "not_compatible"
         except RateLimitedError:
