@@ -10,10 +10,12 @@ import gzip
 import json
 from typing import Any
 
-from homeassistant.components import conversation
+from homeassistant.components import ai_task, conversation
 from homeassistant.components.conversation.chat_log import DATA_CHAT_LOGS
 from homeassistant.const import CONF_LLM_HASS_API
+from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import intent
+import probatio
 import pytest
 
 from custom_components.openai_compatible.sse import MAX_ANSWER_BYTES, MAX_LINE_BYTES
@@ -440,3 +442,28 @@ async def test_a_cut_answer_is_told_and_runs_no_tool(
     await harness.converse("And now?", log.conversation_id)
     messages = harness.faulty.chat_requests()[1]["messages"]
     assert {"role": "assistant", "content": "Let me check the "} in messages
+
+
+async def test_a_task_answer_cut_at_the_token_limit_is_told(
+    fault_harness: FaultHarnessFactory,
+) -> None:
+    """A structured task cut off says so, not that its JSON is broken."""
+    harness = await fault_harness()
+    harness.faulty.enqueue(
+        CHAT,
+        sse=[
+            chunk({"content": '{"condition": "sun'}),
+            chunk({}, finish_reason="length"),
+        ],
+    )
+
+    with pytest.raises(HomeAssistantError, match="maximum number of tokens"):
+        await harness.run(
+            ai_task.async_generate_data(
+                harness.hass,
+                task_name="Weather",
+                entity_id=harness.faulty_ai_task,
+                instructions="Describe today's weather",
+                structure=probatio.Schema({probatio.Required("condition"): str}),
+            )
+        )
