@@ -5,12 +5,19 @@ tests script exact responses with `OpenAISimulator.enqueue`.
 """
 
 from .chat import chunk, sse_text, sse_tool_calls
-from .server import DEFAULT_MODELS, OpenAISimulator, RecordedRequest, SimulatorSettings
+from .server import (
+    DEFAULT_MODELS,
+    OpenAISimulator,
+    RecordedRequest,
+    ServedFile,
+    SimulatorSettings,
+)
 
 __all__ = [
     "DEFAULT_MODELS",
     "OpenAISimulator",
     "RecordedRequest",
+    "ServedFile",
     "SimulatorSettings",
     "chunk",
     "sse_text",

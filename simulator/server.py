@@ -36,6 +36,8 @@ DEFAULT_MODELS = (
     "llama3.2:3b",
 )
 _MAX_BODY = 64 * 1024 * 1024
+# Seconds between the bytes of a trickled file.
+_TRICKLE_SECONDS = 0.05
 _SIZE = re.compile(r"^(\d{2,4})x(\d{2,4})$")
 _IMAGE_FORMATS = ("url", "b64_json")
 
@@ -110,6 +112,17 @@ class RecordedRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class ServedFile:
+    """A file under /files/: its bytes, status and headers, sent at once or slowly."""
+
+    body: bytes
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    # True: the body goes out a byte at a time, every _TRICKLE_SECONDS.
+    trickle: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class _Scripted:
     """A queued response."""
 
@@ -138,7 +151,7 @@ class OpenAISimulator:
         self.settings = SimulatorSettings()
         self.requests: list[RecordedRequest] = []
         self._queue: list[tuple[str, _Scripted]] = []
-        self._files: dict[str, bytes] = {}
+        self._files: dict[str, ServedFile] = {}
         self._runner: web.AppRunner | None = None
         self._base_url: str | None = None
         self.app = web.Application(
@@ -212,6 +225,24 @@ class OpenAISimulator:
         self._queue.append(
             (key, _Scripted(status, json, sse, raw, dict(headers or {}), done))
         )
+
+    def serve_file(
+        self,
+        name: str,
+        body: bytes = b"",
+        *,
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+        trickle: bool = False,
+    ) -> str:
+        """Serve a file at `/files/<name>.png`, as image URLs are; return its URL.
+
+        `status` and `headers` make it a redirect (with `Location`), an error
+        or a compressed body (with `Content-Encoding`; the body is sent as
+        given); `trickle` sends it a byte at a time, slowly.
+        """
+        self._files[name] = ServedFile(body, status, dict(headers or {}), trickle)
+        return f"{self.base_url.removesuffix('/v1')}/files/{name}.png"
 
     def chat_requests(self) -> list[dict[str, Any]]:
         """Return the bodies of the chat completion requests received, in order."""
@@ -482,7 +513,7 @@ class OpenAISimulator:
             item: dict[str, Any] = {}
             if response_format == "url":
                 name = uuid.uuid4().hex
-                self._files[name] = png
+                self._files[name] = ServedFile(png)
                 item["url"] = f"{request.scheme}://{request.host}/files/{name}.png"
             else:
                 item["b64_json"] = base64.b64encode(png).decode()
@@ -517,12 +548,21 @@ class OpenAISimulator:
         decisions.validate(body)
         return web.json_response(decisions.decide(body))
 
-    async def _file(self, request: web.Request) -> web.Response:
-        """Serve an image generated in URL mode."""
-        png = self._files.get(request.match_info["name"])
-        if png is None:
+    async def _file(self, request: web.Request) -> web.StreamResponse:
+        """Serve a file: an image generated in URL mode, or one a test set up."""
+        served = self._files.get(request.match_info["name"])
+        if served is None:
             return self._not_found(request)
-        return web.Response(body=png, content_type="image/png")
+        headers = {"Content-Type": "image/png", **served.headers}
+        if not served.trickle:
+            return web.Response(body=served.body, status=served.status, headers=headers)
+        response = web.StreamResponse(status=served.status, headers=headers)
+        await response.prepare(request)
+        for byte in served.body:
+            await response.write(bytes((byte,)))
+            await asyncio.sleep(_TRICKLE_SECONDS)
+        await response.write_eof()
+        return response
 
 
 def _model_entry(model: str) -> dict[str, Any]:

@@ -10,19 +10,20 @@ import base64
 import binascii
 from dataclasses import dataclass
 import struct
+from typing import Final
 
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
-from homeassistant.helpers.httpx_client import get_async_client
-import httpx2
 import openai
 from openai.types import ImagesResponse
 
 from .api import translate_errors
 from .attachments import IMAGE_TYPES, async_load_attachments, sniff_mime_type
-from .const import TIMEOUT_SECONDS
 from .errors import ServerError
+from .image_fetch import IMAGE_MAX_BYTES, async_fetch_image
 
+# The longest base64 text of an image taken: that of IMAGE_MAX_BYTES.
+IMAGE_MAX_BASE64_CHARS: Final = (IMAGE_MAX_BYTES + 2) // 3 * 4
 # JPEG start-of-frame markers: baseline, progressive and the rarer codings.
 _JPEG_FRAMES = frozenset(
     {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
@@ -94,8 +95,10 @@ async def async_generate_image(
         raise ServerError("image_generation_failed", message="the server sent no image")
     if item.b64_json:
         data = _decode_base64(item.b64_json)
+    elif (url := str(item.url)).startswith("data:"):
+        data = _decode_base64(url.partition(",")[2])
     else:
-        data = await _async_fetch(hass, str(item.url))
+        data = await async_fetch_image(hass, url, str(client.base_url))
     mime_type = sniff_mime_type(data)
     if mime_type is None or not mime_type.startswith("image/"):
         raise ServerError(
@@ -113,28 +116,17 @@ async def async_generate_image(
 
 def _decode_base64(text: str) -> bytes:
     """Return the bytes of a base64 image; raise image_generation_failed."""
+    if len(text) > IMAGE_MAX_BASE64_CHARS:
+        raise ServerError(
+            "image_generation_failed",
+            message=f"the image is larger than {IMAGE_MAX_BYTES // 2**20} MiB",
+        )
     try:
         return base64.b64decode(text)
     except (binascii.Error, ValueError) as err:
         raise ServerError(
             "image_generation_failed", message=f"the image is not valid base64: {err}"
         ) from err
-
-
-async def _async_fetch(hass: HomeAssistant, url: str) -> bytes:
-    """Return the image at a URL the server gave (or inside a data URL)."""
-    if url.startswith("data:"):
-        return _decode_base64(url.partition(",")[2])
-    try:
-        response = await get_async_client(hass).get(
-            url, timeout=TIMEOUT_SECONDS, follow_redirects=True
-        )
-        response.raise_for_status()
-    except httpx2.HTTPError as err:
-        raise ServerError(
-            "image_generation_failed", message=f"the image could not be fetched: {err}"
-        ) from err
-    return response.content
 
 
 def image_size(data: bytes) -> tuple[int, int] | None:

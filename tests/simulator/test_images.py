@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import io
 
 import aiohttp
@@ -78,6 +79,51 @@ async def test_url_servers(sim: OpenAISimulator, client: openai.AsyncOpenAI) -> 
     assert result.data is not None
     assert result.data[0].url is not None
     assert result.data[0].b64_json is None
+
+
+async def test_served_files(sim: OpenAISimulator) -> None:
+    """Tests serve files of their own: bytes, redirects, encoded bodies, errors."""
+    image = sim.serve_file("image", png())
+    moved = sim.serve_file("moved", status=302, headers={"Location": image})
+    packed = sim.serve_file(
+        "packed", gzip.compress(png()), headers={"Content-Encoding": "gzip"}
+    )
+    gone = sim.serve_file("gone", b"Gone", status=410)
+    base = sim.base_url.removesuffix("/v1")
+    assert image == f"{base}/files/image.png"
+
+    async with aiohttp.ClientSession() as session:
+        async with session.get(image) as response:
+            assert response.content_type == "image/png"
+            assert await response.read() == png()
+        async with session.get(moved, allow_redirects=False) as response:
+            assert response.status == 302
+            assert response.headers["Location"] == image
+        async with session.get(packed, auto_decompress=False) as response:
+            assert response.headers["Content-Encoding"] == "gzip"
+            assert gzip.decompress(await response.read()) == png()
+        async with session.get(gone) as response:
+            assert (response.status, await response.read()) == (410, b"Gone")
+        async with session.get(f"{base}/files/unknown.png") as response:
+            assert response.status == 404
+    assert [request.path for request in sim.requests] == [
+        "/files/image.png",
+        "/files/moved.png",
+        "/files/packed.png",
+        "/files/gone.png",
+        "/files/unknown.png",
+    ]
+
+
+async def test_trickled_file(sim: OpenAISimulator) -> None:
+    """A trickled file comes in pieces, the whole of it in the end."""
+    url = sim.serve_file("slow", b"abc", trickle=True)
+
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        pieces = [piece async for piece in response.content.iter_any()]
+
+    assert b"".join(pieces) == b"abc"
+    assert len(pieces) > 1
 
 
 @pytest.mark.parametrize(
