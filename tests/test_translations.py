@@ -166,11 +166,17 @@ def _literals_in(paths: list[Path]) -> set[str]:
 
 
 def test_every_reason_error_and_exception_is_used() -> None:
-    """Each abort reason, error and exception key is named somewhere in the code."""
+    """Each abort reason, error, exception and entity key is named in the code."""
     ours = _literals_in(list(PACKAGE.glob("*.py")))
     ha_root = Path(homeassistant.__file__).parent
     from_ha = _literals_in([ha_root / name for name in HA_FLOW_SOURCES])
     unused = {f"exceptions.{key}" for key in EN["exceptions"] if key not in ours}
+    unused |= {
+        f"entity.{platform}.{key}"
+        for platform, keys in EN.get("entity", {}).items()
+        for key in keys
+        if key not in ours
+    }
     subentry_flows = list(EN["config_subentries"].values())
     for section, flows in (("config", [EN["config"]]), ("subentries", subentry_flows)):
         for flow in flows:

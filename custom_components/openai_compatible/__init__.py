@@ -12,7 +12,7 @@ from .const import DOMAIN, LOGGER
 from .errors import AuthError, ServerError
 from .naming import LEGACY_TITLES, subentry_title
 
-PLATFORMS = (Platform.AI_TASK, Platform.CONVERSATION)
+PLATFORMS = (Platform.AI_TASK, Platform.CONVERSATION, Platform.SENSOR)
 
 type OpenAICompatibleConfigEntry = ConfigEntry[RuntimeData]
 

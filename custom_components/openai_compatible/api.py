@@ -25,6 +25,7 @@ from .errors import (
     ServerError,
     ToolsUnsupportedError,
 )
+from .usage import UsageTracker
 
 # Local servers ignore the key, but the client insists on one.
 PLACEHOLDER_API_KEY = "no-key"
@@ -49,6 +50,8 @@ class RuntimeData:
     models: list[str]
     # Learned per model: a rejection is often about one model, not the server.
     quirks: dict[str, ServerQuirks] = field(default_factory=dict)
+    # Tokens, requests and errors of each subentry, for the usage sensors.
+    usage: UsageTracker = field(default_factory=UsageTracker)
 
     def quirks_for(self, model: str) -> ServerQuirks:
         """Return what we learned about the server with this model."""

@@ -247,10 +247,13 @@ class ChatCompletionsAdapter:
         client: openai.AsyncOpenAI,
         settings: RequestSettings,
         tool_set: ToolSet,
+        *,
+        on_usage: Callable[[dict[str, Any]], None],
     ) -> None:
-        """Prepare the renderer for a run of rounds."""
+        """Prepare the renderer for a run of rounds; usage goes to on_usage."""
         self._client = client
         self._settings = settings
+        self._on_usage = on_usage
         self.tool_set = tool_set
         self._renderer = MessageRenderer(hass, self.tool_set, settings)
 
@@ -312,3 +315,4 @@ class ChatCompletionsAdapter:
                 await response.aclose()
                 if usage := parser.usage:
                     chat_log.async_trace({"stats": usage_stats(usage), "usage": usage})
+                    self._on_usage(usage)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from homeassistant.components import conversation
@@ -38,6 +39,22 @@ if TYPE_CHECKING:
     from . import OpenAICompatibleConfigEntry
 
 
+def subentry_device_info(
+    entry: OpenAICompatibleConfigEntry, subentry: ConfigSubentry
+) -> dr.DeviceInfo:
+    """Return the service device of a subentry, shared by all its entities."""
+    provider = PROVIDERS.get(
+        entry.data.get(CONF_PROVIDER, PROVIDER_CUSTOM), PROVIDERS[PROVIDER_CUSTOM]
+    )
+    return dr.DeviceInfo(
+        identifiers={(DOMAIN, subentry.subentry_id)},
+        name=subentry.title,
+        manufacturer=provider.name,
+        model=subentry.data.get(CONF_CHAT_MODEL),
+        entry_type=dr.DeviceEntryType.SERVICE,
+    )
+
+
 class OpenAICompatibleEntity(Entity):
     """An entity of one subentry, talking to the entry's server."""
 
@@ -55,13 +72,7 @@ class OpenAICompatibleEntity(Entity):
             entry.data.get(CONF_PROVIDER, PROVIDER_CUSTOM), PROVIDERS[PROVIDER_CUSTOM]
         )
         self._attr_unique_id = subentry.subentry_id
-        self._attr_device_info = dr.DeviceInfo(
-            identifiers={(DOMAIN, subentry.subentry_id)},
-            name=subentry.title,
-            manufacturer=self.provider.name,
-            model=subentry.data.get(CONF_CHAT_MODEL),
-            entry_type=dr.DeviceEntryType.SERVICE,
-        )
+        self._attr_device_info = subentry_device_info(entry, subentry)
 
     @property
     def model(self) -> str:
@@ -102,13 +113,16 @@ class OpenAICompatibleEntity(Entity):
     @contextmanager
     def _server_errors(self) -> Iterator[None]:
         """Start reauthentication when the server refuses our key."""
+        usage = self.entry.runtime_data.usage
         try:
             yield
         except AuthError as err:
+            usage.record_error(self.subentry.subentry_id)
             LOGGER.warning("The server refused the API key; starting reauth")
             self.entry.async_start_reauth(self.hass)
             raise AuthError("reauth_started") from err
         except ServerError as err:
+            usage.record_error(self.subentry.subentry_id)
             LOGGER.debug("Model server error: %s", err.translation_key)
             raise
 
@@ -121,14 +135,17 @@ class OpenAICompatibleEntity(Entity):
         instructions: tuple[conversation.UserContent, str] | None = None,
     ) -> None:
         """Run the model on the chat log until no tool result is unanswered."""
+        usage = self.entry.runtime_data.usage
         adapter = ChatCompletionsAdapter(
             self.hass,
             self.entry.runtime_data.client,
             self.request_settings(),
             self._tool_set(chat_log.llm_api),
+            on_usage=partial(usage.record_usage, self.subentry.subentry_id),
         )
         with self._server_errors():
             for _ in range(max_rounds):
+                usage.record_request(self.subentry.subentry_id)
                 body = await adapter.async_build_body(
                     chat_log, response_format=response_format, instructions=instructions
                 )
