@@ -11,6 +11,7 @@ Keep this file sectioned: add fixtures under a heading for their area.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from yarl import URL
 
+from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM, Feature
 from custom_components.openai_compatible.config_flow import OpenAICompatibleConfigFlow
 from custom_components.openai_compatible.const import (
     CONF_BASE_URL,
@@ -34,10 +36,10 @@ from custom_components.openai_compatible.const import (
     DEFAULT_AI_TASK_NAME,
     DEFAULT_CONVERSATION_NAME,
     DOMAIN,
-    PROVIDER_CUSTOM,
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
 )
+from custom_components.openai_compatible.structured import start_rung
 from simulator import OpenAISimulator
 
 # ---------------------------------------------------------------------------
@@ -190,6 +192,37 @@ def setup_entry(hass: HomeAssistant, make_config_entry: MakeConfigEntry) -> Setu
         return entry
 
     return factory
+
+
+# ---------------------------------------------------------------------------
+# Capabilities: what an entry learned about a model, in the terms tests check
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Learned:
+    """What an entry learned about one model: None where it learned nothing."""
+
+    decisions: bool | None
+    logprobs: bool | None
+    # The rung of the structured-output ladder the next task starts at.
+    structured_output_rung: int
+
+
+def learned(entry: MockConfigEntry, model: str) -> Learned:
+    """Return what the entry learned about a model of its server."""
+    capabilities = entry.runtime_data.capabilities.model(model)
+
+    def tri(feature: Feature) -> bool | None:
+        if feature in capabilities.lessons.refused:
+            return False
+        return True if capabilities.proven(feature) else None
+
+    return Learned(
+        decisions=tri(Feature.DECISIONS),
+        logprobs=tri(Feature.LOGPROBS),
+        structured_output_rung=start_rung(capabilities),
+    )
 
 
 # ---------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
 
 from custom_components.openai_compatible.ai_task import GeneratedImageInfo, schema_name
+from custom_components.openai_compatible.capabilities import Feature
 from custom_components.openai_compatible.const import (
     CONF_CHAT_MODEL,
     CONF_IMAGE_MODEL,
@@ -40,7 +41,7 @@ from custom_components.openai_compatible.structured import (
 )
 from simulator import OpenAISimulator, chunk, sse_text, sse_tool_calls
 
-from .conftest import SetupEntry
+from .conftest import SetupEntry, learned
 
 ENTITY = "ai_task.openai_compatible_ai_task"
 CHAT = "/chat/completions"
@@ -335,7 +336,7 @@ async def test_structured_strict(
     assert response_format["json_schema"]["strict"] is True
     assert response_format["json_schema"]["name"] == "test_task"
     assert body == snapshot
-    assert entry.runtime_data.quirks_for(MODEL).structured_output_rung == RUNG_STRICT
+    assert learned(entry, MODEL).structured_output_rung == RUNG_STRICT
 
 
 async def test_optional_nulls_dropped(
@@ -387,7 +388,8 @@ async def test_reasoning_never_reaches_the_parser(
     ("server", "rung", "rejected"),
     [
         ("non_strict", RUNG_SCHEMA, 1),
-        ("json_object", RUNG_JSON_OBJECT, 2),
+        # The refusal names the JSON schema: plain json_schema is skipped.
+        ("json_object", RUNG_JSON_OBJECT, 1),
     ],
 )
 async def test_ladder_walks_down_once(
@@ -423,7 +425,7 @@ async def test_ladder_walks_down_once(
     else:
         assert task_text == "Describe today's weather"
     assert first["data"]["condition"] in ("sunny", "cloudy", "rainy")
-    assert entry.runtime_data.quirks_for(MODEL).structured_output_rung == rung
+    assert learned(entry, MODEL).structured_output_rung == rung
 
     # Later tasks start at the rung found: one request each.
     second = await generate_data(
@@ -452,7 +454,8 @@ async def test_ladder_down_to_instructions(
         }
     }
     # The simulator's own answers are no JSON without a response_format; script it.
-    for _ in range(3):
+    # The refusal names response_format: the plain schema is not tried.
+    for _ in range(2):
         simulator.enqueue(CHAT, status=400, json=rejection)
     simulator.enqueue(CHAT, sse=sse_text(json.dumps(WEATHER_ANSWER)))
 
@@ -470,23 +473,20 @@ async def test_ladder_down_to_instructions(
         for r in requests
     ] == [
         ("json_schema", True),
-        ("json_schema", None),
         ("json_object", None),
         (None, None),
     ]
     schema_text = user_parts(requests[-1])[0]
     assert schema_text.startswith("Describe today's weather\n\nAnswer with only a JSON")
-    assert user_parts(requests[2])[0] == schema_text
+    assert user_parts(requests[1])[0] == schema_text
     # The messages of the rejected rungs were not kept in the chat log.
     assert requests[-1]["messages"][:-1] == requests[0]["messages"][:-1]
-    assert (
-        entry.runtime_data.quirks_for(MODEL).structured_output_rung == RUNG_INSTRUCTIONS
-    )
+    assert learned(entry, MODEL).structured_output_rung == RUNG_INSTRUCTIONS
 
     simulator.enqueue(CHAT, sse=sse_text(json.dumps(WEATHER_ANSWER)))
     await generate_data(hass, instructions="And tomorrow?", structure=WEATHER)
 
-    assert len(simulator.chat_requests()) == 5
+    assert len(simulator.chat_requests()) == 4
     last = simulator.chat_requests()[-1]
     assert "response_format" not in last
     assert "Answer with only a JSON object" in user_parts(last)[0]
@@ -506,7 +506,7 @@ async def test_ladder_all_rejected_is_not_remembered(
     assert err.value.translation_key == "api_error"
     assert err.value.translation_placeholders == {"message": "The model does not exist"}
     assert len(simulator.chat_requests()) == 4
-    assert entry.runtime_data.quirks_for(MODEL).structured_output_rung == RUNG_STRICT
+    assert learned(entry, MODEL).structured_output_rung == RUNG_STRICT
 
 
 async def test_strict_unsupported_starts_lower_without_remembering(
@@ -526,7 +526,7 @@ async def test_strict_unsupported_starts_lower_without_remembering(
     (body,) = simulator.chat_requests()
     assert body["response_format"]["type"] == "json_schema"
     assert "strict" not in body["response_format"]["json_schema"]
-    assert entry.runtime_data.quirks_for(MODEL).structured_output_rung == RUNG_STRICT
+    assert learned(entry, MODEL).structured_output_rung == RUNG_STRICT
 
     await generate_data(hass, instructions="Describe", structure=WEATHER)
 
@@ -544,9 +544,7 @@ async def test_strict_unsupported_on_a_json_object_server(
     await generate_data(hass, instructions="Give details", structure=free_form)
 
     assert len(simulator.chat_requests()) == 2
-    assert (
-        entry.runtime_data.quirks_for(MODEL).structured_output_rung == RUNG_JSON_OBJECT
-    )
+    assert learned(entry, MODEL).structured_output_rung == RUNG_JSON_OBJECT
 
 
 async def test_ladder_rejection_not_about_the_format_is_not_remembered(
@@ -568,7 +566,7 @@ async def test_ladder_rejection_not_about_the_format_is_not_remembered(
     rejected, accepted = simulator.chat_requests()
     assert rejected["response_format"]["json_schema"]["strict"] is True
     assert "strict" not in accepted["response_format"]["json_schema"]
-    assert entry.runtime_data.quirks_for(MODEL).structured_output_rung == RUNG_STRICT
+    assert learned(entry, MODEL).structured_output_rung == RUNG_STRICT
 
     await generate_data(hass, instructions="Describe", structure=WEATHER)
 
@@ -625,7 +623,7 @@ async def test_ladder_with_tools_is_not_remembered(
     rejected, accepted = simulator.chat_requests()
     assert rejected["tools"] and accepted["tools"]
     assert "strict" not in accepted["response_format"]["json_schema"]
-    assert entry.runtime_data.quirks_for(MODEL).structured_output_rung == RUNG_STRICT
+    assert learned(entry, MODEL).structured_output_rung == RUNG_STRICT
 
 
 async def test_ladder_is_remembered_per_model(
@@ -633,15 +631,15 @@ async def test_ladder_is_remembered_per_model(
 ) -> None:
     """What one model needs does not move another model of the same server."""
     entry = await setup()
-    entry.runtime_data.quirks_for(
-        "llama3.2:3b"
-    ).structured_output_rung = RUNG_INSTRUCTIONS
+    other = entry.runtime_data.capabilities.model("llama3.2:3b")
+    other.learn_refused(Feature.JSON_SCHEMA)
+    other.learn_refused(Feature.JSON_OBJECT)
 
     await generate_data(hass, instructions="Describe", structure=WEATHER)
 
     (body,) = simulator.chat_requests()
     assert body["response_format"]["json_schema"]["strict"] is True
-    assert entry.runtime_data.quirks_for(MODEL).structured_output_rung == RUNG_STRICT
+    assert learned(entry, MODEL).structured_output_rung == RUNG_STRICT
 
 
 async def test_repair_round(
@@ -679,7 +677,7 @@ async def test_repair_keeps_rung_instructions(
 ) -> None:
     """On the instruction rungs, the repair request repeats the schema prefix."""
     entry = await setup()
-    entry.runtime_data.quirks_for(MODEL).structured_output_rung = RUNG_JSON_OBJECT
+    entry.runtime_data.capabilities.model(MODEL).learn_refused(Feature.JSON_SCHEMA)
     simulator.enqueue(CHAT, sse=sse_text(json.dumps({"condition": "snowy"})))
 
     response = await generate_data(

@@ -1,4 +1,4 @@
-"""The one error mapper, fed by real HTTP answers from the simulator."""
+"""The SDK client's errors (Images API) through the one error mapper."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 
 from custom_components.openai_compatible.api import (
     async_create_client,
-    is_reasoning_model,
     map_error,
     translate_errors,
 )
@@ -105,19 +104,3 @@ def test_errors_outside_http() -> None:
     error = map_error(openai.OpenAIError("stream ended early"))
     assert error.translation_key == "api_error"
     assert error.translation_placeholders == {"message": "stream ended early"}
-
-
-@pytest.mark.parametrize(
-    ("model", "reasoning"),
-    [
-        ("gpt-5-mini", True),
-        ("o3", True),
-        ("openai/o4-mini", True),
-        ("gpt-4o-mini", False),
-        ("gpt-5-chat-latest", False),
-        ("llama3.2:3b", False),
-    ],
-)
-def test_reasoning_models(model: str, reasoning: bool) -> None:
-    """OpenAI's reasoning models are told apart from the rest."""
-    assert is_reasoning_model(model) is reasoning

@@ -21,6 +21,8 @@ import probatio
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
+from custom_components.openai_compatible.api import ModelListing
+from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM, PROVIDERS
 from custom_components.openai_compatible.const import (
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
@@ -32,12 +34,11 @@ from custom_components.openai_compatible.const import (
     CONF_TEMPERATURE,
     CONF_TOP_P,
     DOMAIN,
-    PROVIDER_CUSTOM,
-    PROVIDERS,
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
 )
 from custom_components.openai_compatible.errors import ConnectError
+from custom_components.openai_compatible.transport import Budget
 from simulator import OpenAISimulator
 
 from .conftest import KEYED_SIMULATOR_KEY, TEST_API_KEY, MakeConfigEntry
@@ -398,7 +399,7 @@ async def test_timeout(hass: HomeAssistant, simulator: OpenAISimulator) -> None:
     simulator.settings.latency = 1.0
     result = await _connect_form(hass, PROVIDER_CUSTOM)
     with patch(
-        "custom_components.openai_compatible.api.VALIDATION_TIMEOUT_SECONDS", 0.05
+        "custom_components.openai_compatible.api.VALIDATION_BUDGET", Budget(0.05)
     ):
         result = await hass.config_entries.flow.async_configure(
             result["flow_id"], {CONF_BASE_URL: simulator.base_url}
@@ -828,7 +829,7 @@ async def test_reconfigure_to_another_host_renames_generated_subentries(
         ),
         patch(
             "custom_components.openai_compatible.async_fetch_models",
-            return_value=["gpt-4o-mini"],
+            return_value=ModelListing(["gpt-4o-mini"], {"gpt-4o-mini": {}}),
         ),
     ):
         result = await hass.config_entries.flow.async_configure(

@@ -1,4 +1,4 @@
-"""Config entry diagnostics: settings, models and quirks, without secrets."""
+"""Config entry diagnostics: settings, models and capabilities, without secrets."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 from syrupy.assertion import SnapshotAssertion
 from syrupy.matchers import path_type
 
+from custom_components.openai_compatible.capabilities import Feature
 from custom_components.openai_compatible.diagnostics import (
     async_get_config_entry_diagnostics,
 )
@@ -29,7 +30,10 @@ async def test_diagnostics(
     setup_integration: MockConfigEntry,
     snapshot: SnapshotAssertion,
 ) -> None:
-    """The key and the prompts are redacted; models and quirks are shown."""
+    """The key and the prompts are redacted; models and capabilities are shown."""
+    setup_integration.runtime_data.capabilities.model("gpt-4o-mini").learn_refused(
+        Feature.LOGPROBS
+    )
     result = await get_diagnostics_for_config_entry(
         hass, hass_client, setup_integration
     )
@@ -38,14 +42,17 @@ async def test_diagnostics(
     assert TEST_API_KEY not in text
     assert "You are a test assistant." not in text
     assert result["data"]["base_url"] == setup_integration.data["base_url"]
+    model = result["capabilities"]["models"]["gpt-4o-mini"]
+    assert model["learned"]["refused"] == ["logprobs"]
+    assert "logprobs" in model["refused"]
 
 
 async def test_diagnostics_of_entry_not_loaded(
     hass: HomeAssistant, mock_config_entry: MockConfigEntry
 ) -> None:
-    """An entry that is not loaded has no models or quirks to show."""
+    """An entry that is not loaded has no models or capabilities to show."""
     result = await async_get_config_entry_diagnostics(hass, mock_config_entry)
     assert result["state"] == "not_loaded"
     assert "models" not in result
-    assert "quirks" not in result
+    assert "capabilities" not in result
     assert result["data"]["api_key"] == "**REDACTED**"

@@ -20,9 +20,10 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
 
-from custom_components.openai_compatible.api import ServerQuirks
+from custom_components.openai_compatible.capabilities import Feature
 from custom_components.openai_compatible.const import CONF_CHAT_MODEL
-from custom_components.openai_compatible.evaluate import TOP_LOGPROBS, Evaluation, fold
+from custom_components.openai_compatible.evaluate import Evaluation
+from custom_components.openai_compatible.evaluate_chat import TOP_LOGPROBS, fold
 from custom_components.openai_compatible.structured import (
     RUNG_INSTRUCTIONS,
     RUNG_JSON_OBJECT,
@@ -31,7 +32,7 @@ from custom_components.openai_compatible.structured import (
 )
 from simulator import OpenAISimulator
 
-from .conftest import SetupEntry
+from .conftest import Learned, SetupEntry, learned
 
 ENTITY = "ai_task.openai_compatible_ai_task"
 CHAT = "/chat/completions"
@@ -62,15 +63,14 @@ QUESTIONS = {"door": DOOR, "vehicle": VEHICLE, "fill": FILL}
 # ---------------------------------------------------------------------------
 
 
-def quirks(entry: MockConfigEntry) -> ServerQuirks:
+def quirks(entry: MockConfigEntry) -> Learned:
     """Return what the entry learned about its server with the AI task's model."""
     (subentry,) = (
         subentry
         for subentry in entry.subentries.values()
         if subentry.subentry_type == "ai_task_data"
     )
-    result: ServerQuirks = entry.runtime_data.quirks_for(subentry.data[CONF_CHAT_MODEL])
-    return result
+    return learned(entry, subentry.data[CONF_CHAT_MODEL])
 
 
 def media(name: str, mime_type: str) -> dict[str, str]:
@@ -578,11 +578,11 @@ async def test_decisions_answer_not_an_object(
     assert quirks(entry).decisions is True
 
 
-@pytest.mark.parametrize("status", [400, 404, 405, 422, 501])
-async def test_decisions_rejected_falls_back(
+@pytest.mark.parametrize("status", [404, 405, 501])
+async def test_decisions_route_missing_falls_back(
     hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry, status: int
 ) -> None:
-    """A rejected route or request: chat completions, and never again."""
+    """A missing route: chat completions, and never again."""
     entry = await setup()
     simulator.enqueue(DECISIONS, status=status)
     simulator.requests.clear()
@@ -595,6 +595,25 @@ async def test_decisions_rejected_falls_back(
     assert quirks(entry).logprobs is True
     assert first == second
     assert first["door"]["noul"] > 0.95
+
+
+@pytest.mark.parametrize("status", [400, 422])
+async def test_decisions_request_refused_falls_back_this_time(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry, status: int
+) -> None:
+    """One refused request says nothing about the route: asked again next time."""
+    entry = await setup()
+    simulator.enqueue(DECISIONS, status=status)
+    simulator.requests.clear()
+
+    first = await evaluate(hass, {"door": DOOR})
+    second = await evaluate(hass, {"door": DOOR})
+
+    assert paths(simulator) == [DECISIONS, CHAT, DECISIONS]
+    assert quirks(entry).decisions is True
+    assert first["door"]["noul"] > 0.95
+    # The simulator's Decisions API answers 0.8 for this question.
+    assert second["door"]["noul"] == pytest.approx(0.8)
 
 
 async def test_decisions_out_of_the_keys_scope_falls_back(
@@ -999,7 +1018,7 @@ async def test_quirks_per_model(
 ) -> None:
     """What one model of the server lacks is not held against another."""
     entry = await setup(provider="ollama")
-    entry.runtime_data.quirks_for("llama3.2:3b").logprobs = False
+    entry.runtime_data.capabilities.model("llama3.2:3b").learn_refused(Feature.LOGPROBS)
     simulator.enqueue(CHAT, json=label_answer(("Yes", 0.7), ("No", 0.3)))
     simulator.requests.clear()
 
@@ -1034,7 +1053,7 @@ async def test_without_decisions_and_logprobs(
     assert paths(simulator) == [CHAT]
     assert first["door"]["noul"] == pytest.approx(0.7)
     assert second["door"]["noul"] == pytest.approx(0.1)
-    assert quirks(entry) == ServerQuirks(logprobs=False, decisions=False)
+    assert (quirks(entry).logprobs, quirks(entry).decisions) == (False, False)
     assert simulator.chat_requests()[0] == snapshot
 
 
@@ -1206,7 +1225,7 @@ async def test_failed_question_cancels_the_others(
     await setup(provider="ollama", ai_task={CONF_CHAT_MODEL: "gpt-5-mini"})
     simulator.enqueue(CHAT, json=stated(yes=0.9, no=0.9))
     simulator.requests.clear()
-    send = Evaluation._async_chat_request
+    send = Evaluation._async_complete
     cancelled = asyncio.Event()
 
     async def slow_for_vehicle(
@@ -1220,7 +1239,7 @@ async def test_failed_question_cancels_the_others(
                 raise
         return await send(evaluation, body)
 
-    monkeypatch.setattr(Evaluation, "_async_chat_request", slow_for_vehicle)
+    monkeypatch.setattr(Evaluation, "_async_complete", slow_for_vehicle)
 
     async with asyncio.timeout(5):
         err = await evaluate_error(hass, {"door": DOOR, "vehicle": VEHICLE})
@@ -1328,30 +1347,22 @@ async def test_stated_invalid(
 
 
 @pytest.mark.parametrize(
-    ("response", "problem"),
+    ("response", "key"),
     [
         pytest.param(
             {"raw": "<html>Welcome</html>"},
-            "the server's answer is not JSON",
+            "answer_not_json",
             id="not JSON",
         ),
-        pytest.param({"raw": ""}, "the server's answer is not JSON", id="empty"),
+        pytest.param({"raw": ""}, "answer_not_json", id="empty"),
         pytest.param(
             {"raw": 'data: {"choices": []}\n\ndata: [DONE]\n\n'},
-            "the server's answer is not JSON",
+            "answer_not_json",
             id="event stream",
         ),
-        pytest.param(
-            {"json": [1, 2]}, "the server's answer is not a JSON object", id="list"
-        ),
-        pytest.param(
-            {"raw": "42"}, "the server's answer is not a JSON object", id="number"
-        ),
-        pytest.param(
-            {"raw": "[" * 1_000_000},
-            "the server's answer is not JSON",
-            id="nested too deep",
-        ),
+        pytest.param({"json": [1, 2]}, "answer_malformed", id="list"),
+        pytest.param({"raw": "42"}, "answer_malformed", id="number"),
+        pytest.param({"raw": "[" * 1_000_000}, "answer_not_json", id="nested too deep"),
     ],
 )
 async def test_chat_unreadable(
@@ -1359,7 +1370,7 @@ async def test_chat_unreadable(
     simulator: OpenAISimulator,
     setup: SetupEntry,
     response: dict[str, Any],
-    problem: str,
+    key: str,
 ) -> None:
     """A chat answer that is no completion fails the evaluation."""
     await setup(provider="ollama")
@@ -1367,8 +1378,7 @@ async def test_chat_unreadable(
 
     err = await evaluate_error(hass, {"door": DOOR})
 
-    assert err.translation_key == "evaluate_failed"
-    assert err.translation_placeholders == {"problem": problem}
+    assert err.translation_key == key
 
 
 async def test_stated_with_reasoning_text(
@@ -1462,7 +1472,9 @@ async def test_settings_and_cache_key(
             "max_tokens": 50,
         },
     )
-    quirks(entry).decisions = False
+    entry.runtime_data.capabilities.model("gpt-4o-mini").learn_refused(
+        Feature.DECISIONS
+    )
     simulator.enqueue(CHAT, json=label_answer(("The", 1.0)))
     simulator.enqueue(CHAT, json=stated(yes=0.5, no=0.5))
     simulator.requests.clear()
@@ -1544,7 +1556,7 @@ async def test_trace_and_debug_log(
         "no": pytest.approx(0.2 / 0.9),
     }
     assert door["skipped"] == [
-        "decisions: rejected (404): Invalid URL (POST /v1/decisions)"
+        "decisions: refused (404): Invalid URL (POST /v1/decisions)"
     ]
     assert "Evaluation: {'task_name': 'Check the garage'" in caplog.text
     assert "'path': 'logprobs'" in caplog.text

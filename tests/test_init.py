@@ -13,6 +13,7 @@ from homeassistant.core import HomeAssistant
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
+from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM
 from custom_components.openai_compatible.const import (
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
@@ -20,7 +21,6 @@ from custom_components.openai_compatible.const import (
     DEFAULT_AI_TASK_NAME,
     DEFAULT_CONVERSATION_NAME,
     DOMAIN,
-    PROVIDER_CUSTOM,
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
 )

@@ -19,12 +19,11 @@ from homeassistant.data_entry_flow import FlowResultType
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
+from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM, PROVIDERS
 from custom_components.openai_compatible.const import (
     CONF_BASE_URL,
     CONF_PROVIDER,
     DOMAIN,
-    PROVIDER_CUSTOM,
-    PROVIDERS,
 )
 from simulator import OpenAISimulator
 

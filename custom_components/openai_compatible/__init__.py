@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from homeassistant.config_entries import ConfigEntry
-from homeassistant.const import Platform
+from homeassistant.const import CONF_API_KEY, Platform
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryNotReady
 
 from .api import RuntimeData, async_create_client, async_fetch_models
-from .const import DOMAIN, LOGGER
+from .capabilities import Capabilities, async_forget, provider_for, server_fingerprint
+from .const import CONF_BASE_URL, CONF_CHAT_MODEL, CONF_PROVIDER, DOMAIN, LOGGER
 from .errors import AuthError, ServerError
+from .health import ServerHealth
 from .naming import LEGACY_TITLES, subentry_title
+from .server_info import async_server_report
+from .transport import Transport
 
 PLATFORMS = (Platform.AI_TASK, Platform.CONVERSATION, Platform.SENSOR)
 
@@ -20,10 +26,17 @@ type OpenAICompatibleConfigEntry = ConfigEntry[RuntimeData]
 async def async_setup_entry(
     hass: HomeAssistant, entry: OpenAICompatibleConfigEntry
 ) -> bool:
-    """Connect to the server and set up the entities."""
-    client = await async_create_client(hass, dict(entry.data))
+    """Connect to the server, learn what it has, and set up the entities."""
+    provider = provider_for(entry.data.get(CONF_PROVIDER))
+    health = ServerHealth(hass, entry.title, lambda: async_fetch_models(transport))
+    transport = Transport(
+        hass,
+        entry.data[CONF_BASE_URL],
+        entry.data.get(CONF_API_KEY),
+        on_reachable=health.report,
+    )
     try:
-        models = await async_fetch_models(client)
+        listing = await async_fetch_models(transport)
     except AuthError as err:
         raise ConfigEntryAuthFailed(
             translation_domain=DOMAIN, translation_key="invalid_auth"
@@ -35,11 +48,35 @@ async def async_setup_entry(
             translation_key=err.translation_key,
             translation_placeholders=err.translation_placeholders,
         ) from err
-    if models is None:
+    if listing is None:
         # Some servers have no models endpoint; they still serve chat.
         LOGGER.debug("%s lists no models; chat still works", entry.title)
-        models = []
-    entry.runtime_data = RuntimeData(client=client, models=models)
+    models = listing.ids if listing else []
+    report = await async_server_report(
+        transport, provider.kind, listing, _models_in_use(entry)
+    )
+    capabilities = Capabilities(
+        hass,
+        entry.entry_id,
+        provider,
+        report,
+        server_fingerprint(
+            entry.data[CONF_BASE_URL],
+            entry.data.get(CONF_API_KEY),
+            report,
+            models,
+        ),
+    )
+    await capabilities.async_load()
+    entry.runtime_data = RuntimeData(
+        transport=transport,
+        client=await async_create_client(hass, dict(entry.data)),
+        models=models,
+        capabilities=capabilities,
+        health=health,
+        evaluate_slots=asyncio.Semaphore(provider.concurrency),
+    )
+    entry.async_on_unload(health.async_stop)
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     entry.async_on_unload(entry.add_update_listener(_async_reload))
     return True
@@ -71,11 +108,27 @@ async def async_migrate_entry(
     return True
 
 
+def _models_in_use(entry: OpenAICompatibleConfigEntry) -> set[str]:
+    """Return the chat models the entry's subentries use."""
+    return {
+        str(model)
+        for subentry in entry.subentries.values()
+        if (model := subentry.data.get(CONF_CHAT_MODEL))
+    }
+
+
 async def async_unload_entry(
     hass: HomeAssistant, entry: OpenAICompatibleConfigEntry
 ) -> bool:
     """Unload the entities."""
     return await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
+
+
+async def async_remove_entry(
+    hass: HomeAssistant, entry: OpenAICompatibleConfigEntry
+) -> None:
+    """Forget what was learned about the entry's server."""
+    await async_forget(hass, entry.entry_id)
 
 
 async def _async_reload(

@@ -26,10 +26,11 @@ from homeassistant.util import slugify
 import probatio
 
 from . import OpenAICompatibleConfigEntry
+from .chat_completions import build_tool_set
 from .const import CONF_IMAGE_MODEL, LOGGER, MAX_TOOL_ROUNDS_AI_TASK, SUBENTRY_AI_TASK
 from .entity import OpenAICompatibleEntity
 from .errors import ModelError
-from .evaluate import async_evaluate
+from .evaluate import Evaluation
 from .images import async_generate_image
 from .json_answer import StructureMismatch, parse_json_answer, validate_result
 from .selector_schema import structure_to_json_schema
@@ -79,6 +80,8 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
     """Generates data and images with the subentry's models."""
 
     _attr_translation_key = "ai_task_data"
+    # An automation can wait for a server that asks to come back later.
+    retry_wait = 60.0
 
     def __init__(
         self,
@@ -157,7 +160,7 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
             )
 
         request, _ = await async_climb(
-            self.entry.runtime_data.quirks_for(self.model),
+            self.capabilities,
             schema_name(name),
             schema,
             strict,
@@ -184,9 +187,16 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
     ) -> ai_task.EvaluationTaskResult:
         """Answer the questions with probabilities; see evaluate.py."""
         with self._server_errors():
-            return await async_evaluate(
-                self.hass, self.entry, self.request_settings(), task
+            evaluation = Evaluation(
+                task,
+                transport=self.runtime.transport,
+                adapter=self.adapter(build_tool_set(None)),
+                capabilities=self.capabilities,
+                settings=self.request_settings(),
+                budget=self.budget(),
+                slots=self.runtime.evaluate_slots,
             )
+            return await evaluation.async_run(self.hass)
 
     @override
     async def _async_generate_image(
@@ -197,7 +207,7 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         with self._server_errors():
             image = await async_generate_image(
                 self.hass,
-                self.entry.runtime_data.client,
+                self.runtime.client,
                 model=model,
                 prompt=task.instructions,
                 attachments=task.attachments,

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
@@ -14,48 +15,36 @@ import httpx2
 import openai
 from yarl import URL
 
+from .capabilities import Capabilities
 from .const import CONF_BASE_URL, TIMEOUT_SECONDS, VALIDATION_TIMEOUT_SECONDS
+from .error_answers import error_for_status
 from .errors import (
     AuthError,
     ConnectError,
     InvalidURLError,
     NotCompatibleError,
-    RateLimitedError,
     RequestRejectedError,
     ServerError,
-    ToolsUnsupportedError,
 )
+from .health import ServerHealth
+from .transport import PLACEHOLDER_API_KEY, Answer, Budget, Transport
 from .usage import UsageTracker
-
-# Local servers ignore the key, but the client insists on one.
-PLACEHOLDER_API_KEY = "no-key"
-
-
-@dataclass(slots=True)
-class ServerQuirks:
-    """What we learned about a server and one of its models while talking."""
-
-    # Index into the structured-output ladder that this server needs.
-    structured_output_rung: int = 0
-    # None: not known yet.
-    logprobs: bool | None = None
-    decisions: bool | None = None
 
 
 @dataclass(slots=True)
 class RuntimeData:
     """Everything a loaded entry holds."""
 
+    transport: Transport
+    # For the Images API, whose multipart uploads the SDK builds.
     client: openai.AsyncOpenAI
     models: list[str]
-    # Learned per model: a rejection is often about one model, not the server.
-    quirks: dict[str, ServerQuirks] = field(default_factory=dict)
+    capabilities: Capabilities
+    health: ServerHealth
+    # Evaluation requests under way at once, for all the entry's entities.
+    evaluate_slots: asyncio.Semaphore
     # Tokens, requests and errors of each subentry, for the usage sensors.
     usage: UsageTracker = field(default_factory=UsageTracker)
-
-    def quirks_for(self, model: str) -> ServerQuirks:
-        """Return what we learned about the server with this model."""
-        return self.quirks.setdefault(model, ServerQuirks())
 
 
 async def async_create_client(
@@ -84,77 +73,17 @@ def _warm_up(client: openai.AsyncOpenAI) -> None:
         getattr(client, resource)
 
 
-def server_message(err: openai.APIStatusError) -> str:
-    """Return the human part of an error body, whatever its shape."""
-    body = err.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return str(inner["message"])
-        if isinstance(inner, str):
-            return inner
-        if isinstance(body.get("message"), str):
-            return str(body["message"])
-        if isinstance(body.get("detail"), str):
-            return str(body["detail"])
-    if isinstance(body, str) and body:
-        return body
-    return err.message
-
-
-def _retry_hint(err: openai.APIStatusError) -> str:
-    """Return the server's retry hint in seconds, or an empty string."""
-    headers = err.response.headers
-    for name in ("retry-after", "x-ratelimit-reset-requests", "x-ratelimit-reset"):
-        if value := headers.get(name):
-            return str(value)
-    return ""
-
-
-def _lacks_permission(err: openai.APIStatusError, message: str) -> bool:
-    """Tell a key that lacks access to one model or feature from a bad key."""
-    lowered = message.lower()
-    return err.code == "missing_scope" or any(
-        phrase in lowered
-        for phrase in (
-            "missing scopes",
-            "insufficient permissions",
-            "must be verified",
-            "not allowed to access",
-            "does not have access to",
-        )
-    )
-
-
 def map_error(err: openai.OpenAIError) -> ServerError:
-    """Turn a client error into our translated error."""
+    """Turn an error of the SDK client into our translated error."""
     if isinstance(err, openai.APITimeoutError):
         return ConnectError("timeout_connect")
     if isinstance(err, openai.APIConnectionError):
         return ConnectError("cannot_connect")
     if isinstance(err, openai.APIStatusError):
-        message = server_message(err)
-        if isinstance(err, (openai.AuthenticationError, openai.PermissionDeniedError)):
-            if _lacks_permission(err, message):
-                # The key is fine; a new one would not help.
-                return ServerError("permission_denied", message=message)
-            return AuthError("invalid_auth")
-        if isinstance(err, openai.RateLimitError):
-            if err.code == "insufficient_quota" or "insufficient_quota" in str(
-                err.body
-            ):
-                return ServerError("insufficient_quota", message=message)
-            hint = _retry_hint(err)
-            if hint:
-                return RateLimitedError("rate_limited_retry", retry_after=hint)
-            return RateLimitedError("rate_limited")
-        if "does not support tools" in message.lower() or (
-            "tool" in message.lower() and "not support" in message.lower()
-        ):
-            return ToolsUnsupportedError("tools_unsupported", message=message)
-        if err.status_code in (400, 404, 415, 422):
-            return RequestRejectedError(message)
-        return ServerError("api_error", message=message)
+        response = err.response
+        return error_for_status(
+            response.status_code, response.headers, response.content
+        )
     return ServerError("api_error", message=str(err) or type(err).__name__)
 
 
@@ -172,8 +101,12 @@ def translate_errors() -> Iterator[None]:
         raise ConnectError("cannot_connect") from err
 
 
-# Answers to GET /models that mean "no such route here", not "the server failed".
+# Answers to the probe that mean "no such route here", not "the server failed".
 MISSING_ENDPOINT_STATUSES = frozenset({400, 404, 405, 415, 422, 501})
+# Setup and validation requests are quick, or the server is not fit to use.
+VALIDATION_BUDGET: Final = Budget(VALIDATION_TIMEOUT_SECONDS)
+# A models page is read up to this size (OpenRouter lists hundreds of models).
+MAX_LISTING_BYTES: Final = 8 * 1024 * 1024
 # Placeholder left in a preset's URL for the user to replace (Azure).
 URL_PLACEHOLDER = "your-resource"
 # Model name for the probe when the preset recommends none.
@@ -197,7 +130,7 @@ def normalize_base_url(url: str) -> str:
     if (
         parsed.scheme not in ("http", "https")
         or not parsed.host
-        # Credentials in the URL would end up in titles and diagnostics.
+        # Credentials in the URL would end up in the unique id and diagnostics.
         or parsed.user is not None
         or parsed.password is not None
         or parsed.query_string
@@ -210,54 +143,62 @@ def normalize_base_url(url: str) -> str:
     return str(parsed.with_path(path or "/")).rstrip("/")
 
 
-def _model_ids(page: Any) -> list[str]:
-    """Return the sorted model ids of a models page, tolerating odd shapes."""
-    return sorted(
-        {
-            model_id
-            for model in getattr(page, "data", None) or []
-            if isinstance(model_id := getattr(model, "id", None), str) and model_id
-        }
-    )
+@dataclass(frozen=True, slots=True)
+class ModelListing:
+    """The models a server lists: their ids, and each entry as it came."""
+
+    ids: list[str]
+    entries: dict[str, dict[str, Any]]
 
 
-async def async_fetch_models(client: openai.AsyncOpenAI) -> list[str] | None:
+def _listing(page: Any) -> ModelListing | None:
+    """Return the models of a models page; None when it is no models page."""
+    data = page.get("data") if isinstance(page, dict) else None
+    if not isinstance(data, list):
+        return None
+    entries = {
+        model_id: model
+        for model in data
+        if isinstance(model, dict)
+        and isinstance(model_id := model.get("id"), str)
+        and model_id
+    }
+    return ModelListing(sorted(entries), entries)
+
+
+async def async_fetch_models(transport: Transport) -> ModelListing | None:
     """Return the listed models, or None when the server has no models route.
 
-    Auth, connection, rate-limit and server failures raise ServerError.
+    A key that may not list models counts as no models route. Auth,
+    connection, rate-limit and server failures raise ServerError.
     """
     try:
-        page = await client.models.list(timeout=VALIDATION_TIMEOUT_SECONDS)
-    except openai.APIStatusError as err:
-        if err.status_code in MISSING_ENDPOINT_STATUSES:
-            return None
-        raise map_error(err) from err
-    except openai.OpenAIError as err:
-        raise map_error(err) from err
-    except ValueError, AttributeError, TypeError, RecursionError:
-        # A 200 that is no models page (HTML, a JSON list, an empty body, JSON
-        # nested past the decoder's depth):
-        # no usable models route here; the probe decides.
+        page = await transport.async_json(
+            "GET", "/models", budget=VALIDATION_BUDGET, limit=MAX_LISTING_BYTES
+        )
+    except RequestRejectedError:
         return None
-    return _model_ids(page)
+    except ServerError as err:
+        if err.translation_key in ("permission_denied", "answer_not_json"):
+            return None
+        raise
+    # A 200 that is no models page (HTML, a JSON list): the probe decides.
+    return _listing(page)
 
 
-def _proves_protocol(err: openai.APIStatusError) -> bool:
+def _proves_protocol(answer: Answer) -> bool:
     """Tell whether an error answer to the probe still proves the protocol.
 
     A validation error (400/422) with a JSON body proves that the route exists
     and took the key; so does a JSON 404 about the model, while a 404 about
     the URL does not.
     """
-    try:
-        body = err.response.json()
-    except ValueError, RecursionError:
-        return False
+    body = answer.json()
     if not isinstance(body, dict) or not body:
         return False
-    if err.status_code in (400, 422):
+    if answer.status in (400, 422):
         return True
-    if err.status_code != 404:
+    if answer.status != 404:
         return False
     inner = body.get("error", body)
     if isinstance(inner, str):
@@ -269,7 +210,7 @@ def _proves_protocol(err: openai.APIStatusError) -> bool:
     )
 
 
-async def async_probe(client: openai.AsyncOpenAI, model: str) -> None:
+async def async_probe(transport: Transport, model: str) -> None:
     """Check that the server speaks the chat protocol and takes our key.
 
     Sends a chat completion with no messages: a server that validates the
@@ -277,27 +218,24 @@ async def async_probe(client: openai.AsyncOpenAI, model: str) -> None:
     protocol and the key, and no tokens are generated. A JSON 404 about the
     model proves as much. Raises ServerError otherwise.
     """
-    try:
-        response = await client.chat.completions.with_raw_response.create(
-            model=model, messages=[], timeout=VALIDATION_TIMEOUT_SECONDS
-        )
-    except openai.APIStatusError as err:
-        if isinstance(err, (openai.AuthenticationError, openai.PermissionDeniedError)):
-            raise AuthError("invalid_auth") from err
-        if _proves_protocol(err):
-            return
-        if err.status_code in MISSING_ENDPOINT_STATUSES:
-            raise NotCompatibleError("not_compatible") from err
-        raise map_error(err) from err
-    except openai.OpenAIError as err:
-        raise map_error(err) from err
-    # A 200 proves the protocol only when it is a JSON object (not a web page).
-    try:
-        body = response.http_response.json()
-    except (ValueError, RecursionError) as err:
-        raise NotCompatibleError("not_compatible") from err
-    if not isinstance(body, dict):
+    answer = await transport.async_exchange(
+        "POST",
+        "/chat/completions",
+        budget=VALIDATION_BUDGET,
+        body={"model": model, "messages": []},
+    )
+    if answer.status < 400:
+        # A 200 proves the protocol only when it is a JSON object (not a web page).
+        if not isinstance(answer.json(), dict):
+            raise NotCompatibleError("not_compatible")
+        return
+    if answer.status in (401, 403):
+        raise AuthError("invalid_auth")
+    if _proves_protocol(answer):
+        return
+    if answer.status in MISSING_ENDPOINT_STATUSES:
         raise NotCompatibleError("not_compatible")
+    raise error_for_status(answer.status, answer.headers, answer.body)
 
 
 async def async_validate_server(
@@ -308,23 +246,14 @@ async def async_validate_server(
     A server without a usable models route is accepted when the probe passes
     (then no models are known). Raises ServerError.
     """
-    client = await async_create_client(hass, data)
+    transport = Transport(hass, data[CONF_BASE_URL], data.get(CONF_API_KEY))
     try:
-        models = await async_fetch_models(client)
+        listing = await async_fetch_models(transport)
     except AuthError, ConnectError:
         raise
     except ServerError:
-        models = None
-    if models is None:
-        await async_probe(client, probe_model or PROBE_MODEL)
+        listing = None
+    if listing is None:
+        await async_probe(transport, probe_model or PROBE_MODEL)
         return []
-    return models
-
-
-def is_reasoning_model(model: str) -> bool:
-    """Tell whether a model is one of OpenAI's reasoning models."""
-    name = model.lower().rsplit("/", 1)[-1]
-    # gpt-5-chat is the non-reasoning chat variant of the family.
-    return name.startswith(("o1", "o3", "o4", "gpt-5")) and not name.startswith(
-        "gpt-5-chat"
-    )
+    return listing.ids

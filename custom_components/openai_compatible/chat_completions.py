@@ -8,23 +8,25 @@ is what lets servers reuse their prompt cache.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 import hashlib
 import re
-from typing import Any
+from typing import Any, Final
 
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 from homeassistant.helpers.json import json_dumps
-import httpx2
-import openai
 import probatio
 
-from .api import translate_errors
 from .attachments import LoadedFile, async_load_attachments
+from .capabilities import Feature, ModelCapabilities
 from .chat_stream import ChatStreamParser, async_read_answer, usage_stats
-from .const import WHOLE_ANSWER_TIMEOUT_SECONDS
+from .const import LOGGER
+from .errors import MalformedAnswerError, RequestRejectedError
+from .sse import async_read_body
+from .transport import Budget, Opened, Transport, parse_json
 
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
@@ -45,9 +47,6 @@ class RequestSettings:
     prompt_cache_key: str | None = None
     # Mistral only accepts tool call ids of exactly nine letters or digits.
     short_tool_call_ids: bool = False
-    # Ask for usage figures in the stream (servers that refuse the field
-    # report them unasked, or not at all).
-    stream_usage: bool = True
     # Off for servers whose streaming breaks tool calls or structured output.
     stream: bool = True
 
@@ -238,21 +237,116 @@ class MessageRenderer:
         ]
 
 
+def body_features(body: dict[str, Any]) -> frozenset[Feature]:
+    """Return the request features a Chat Completions body holds."""
+    features: set[Feature] = set()
+    response_format = body.get("response_format") or {}
+    kind = response_format.get("type")
+    if kind == "json_schema":
+        features.add(Feature.JSON_SCHEMA)
+        if response_format.get("json_schema", {}).get("strict"):
+            features.add(Feature.STRICT_SCHEMA)
+    elif kind == "json_object":
+        features.add(Feature.JSON_OBJECT)
+    if body.get("tools"):
+        features.add(Feature.TOOLS)
+        if body.get("stream"):
+            features.add(Feature.STREAM_WITH_TOOLS)
+    for key, feature in _FIELD_FEATURES.items():
+        if key in body:
+            features.add(feature)
+    for message in body.get("messages") or ():
+        if isinstance(content := message.get("content"), list):
+            kinds = {part.get("type") for part in content}
+            if "image_url" in kinds:
+                features.add(Feature.IMAGE_INPUT)
+            if "file" in kinds:
+                features.add(Feature.FILE_INPUT)
+    return frozenset(features)
+
+
+_FIELD_FEATURES: Final = {
+    "logprobs": Feature.LOGPROBS,
+    "stream_options": Feature.STREAM_OPTIONS,
+    "max_completion_tokens": Feature.MAX_COMPLETION_TOKENS,
+    "max_tokens": Feature.MAX_TOKENS,
+    "temperature": Feature.SAMPLING,
+    "top_p": Feature.SAMPLING,
+    "prompt_cache_key": Feature.PROMPT_CACHE_KEY,
+}
+
+
+def without_feature(body: dict[str, Any], feature: Feature) -> dict[str, Any] | None:
+    """Return the body asking the same without the feature; None if it cannot.
+
+    Only what changes how the answer is sent or tuned can go: a response
+    format, log-probabilities, tools or attachments are the request itself.
+    """
+    changed = dict(body)
+    if feature is Feature.STREAM_OPTIONS:
+        changed.pop("stream_options", None)
+    elif feature is Feature.STREAM_WITH_TOOLS:
+        changed.pop("stream", None)
+        changed.pop("stream_options", None)
+    elif feature is Feature.PROMPT_CACHE_KEY:
+        changed.pop("prompt_cache_key", None)
+    elif feature is Feature.SAMPLING:
+        changed.pop("temperature", None)
+        changed.pop("top_p", None)
+    elif feature is Feature.MAX_COMPLETION_TOKENS and "max_tokens" not in body:
+        changed["max_tokens"] = changed.pop("max_completion_tokens", None)
+    elif feature is Feature.MAX_TOKENS and "max_completion_tokens" not in body:
+        changed["max_completion_tokens"] = changed.pop("max_tokens", None)
+    else:
+        return None
+    return changed
+
+
+def shaped_body(
+    body: dict[str, Any], capabilities: ModelCapabilities, stream: bool
+) -> dict[str, Any]:
+    """Return the body as the model takes it, streamed when it may be."""
+    if stream:
+        body = {**body, "stream": True, "stream_options": {"include_usage": True}}
+    for feature in body_features(body):
+        if capabilities.refuses(feature) and (
+            changed := without_feature(body, feature)
+        ):
+            body = changed
+    return body
+
+
 class ChatCompletionsAdapter:
-    """One round trip over `/chat/completions`, streamed."""
+    """Round trips over `/chat/completions`, streamed or whole.
+
+    A request the server refuses for a feature that can go (stream options,
+    streaming next to tools, a sampling setting, the name of the token limit,
+    the cache key) is sent again at once without it, and the model's refusal
+    is learned when it holds for any request.
+    """
 
     def __init__(
         self,
         hass: HomeAssistant,
-        client: openai.AsyncOpenAI,
+        transport: Transport,
+        capabilities: ModelCapabilities,
         settings: RequestSettings,
         tool_set: ToolSet,
+        budget: Budget,
         *,
+        on_request: Callable[[], None],
         on_usage: Callable[[dict[str, Any]], None],
     ) -> None:
-        """Prepare the renderer for a run of rounds; usage goes to on_usage."""
-        self._client = client
+        """Prepare the renderer for a run of rounds.
+
+        `on_request` hears of every request sent, `on_usage` of the tokens
+        each answer reports.
+        """
+        self._transport = transport
+        self._capabilities = capabilities
         self._settings = settings
+        self._budget = budget
+        self._on_request = on_request
         self._on_usage = on_usage
         self.tool_set = tool_set
         self._renderer = MessageRenderer(hass, self.tool_set, settings)
@@ -278,12 +372,6 @@ class ChatCompletionsAdapter:
             body["response_format"] = response_format
         return body
 
-    def _stream_body(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Return the body asking for a streamed answer."""
-        if self._settings.stream_usage:
-            return {**body, "stream": True, "stream_options": {"include_usage": True}}
-        return {**body, "stream": True}
-
     async def async_stream(
         self, chat_log: conversation.ChatLog, body: dict[str, Any]
     ) -> AsyncIterator[conversation.AssistantContentDeltaDict]:
@@ -293,26 +381,66 @@ class ChatCompletionsAdapter:
             short_call_ids=self._settings.short_tool_call_ids,
         )
         yield {"role": "assistant"}
-        with translate_errors():
-            # The body is already plain JSON; the SDK's typed transform of
-            # every message would only cost time.
-            response = await self._client.post(
-                "/chat/completions",
-                cast_to=httpx2.Response,
-                body=self._stream_body(body) if self._settings.stream else body,
-                # Whole answers too are read from the connection, within bounds.
-                stream=True,
-                options={}
-                if self._settings.stream
-                else {"timeout": WHOLE_ANSWER_TIMEOUT_SECONDS},
-            )
-            try:
+        try:
+            async with self._async_open(
+                shaped_body(body, self._capabilities, self._settings.stream)
+            ) as (opened, streamed):
                 async for delta in async_read_answer(
-                    parser, response.aiter_bytes(), streamed=self._settings.stream
+                    parser, opened.aiter_bytes(), streamed=streamed
                 ):
                     yield delta
-            finally:
-                await response.aclose()
-                if usage := parser.usage:
-                    chat_log.async_trace({"stats": usage_stats(usage), "usage": usage})
-                    self._on_usage(usage)
+        finally:
+            if usage := parser.usage:
+                chat_log.async_trace({"stats": usage_stats(usage), "usage": usage})
+                self._on_usage(usage)
+
+    async def async_complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Send the request unstreamed and return the chat completion as JSON."""
+        async with self._async_open(
+            shaped_body(body, self._capabilities, stream=False)
+        ) as (opened, _):
+            raw = await async_read_body(opened.aiter_bytes())
+        answer = parse_json(raw)
+        if not isinstance(answer, dict):
+            raise MalformedAnswerError(part="the answer")
+        if isinstance(usage := answer.get("usage"), dict):
+            self._on_usage(usage)
+        return answer
+
+    @asynccontextmanager
+    async def _async_open(
+        self, body: dict[str, Any]
+    ) -> AsyncIterator[tuple[Opened, bool]]:
+        """Open the answer, dropping each feature the server refuses that can go.
+
+        Gives the answer and whether it is streamed.
+        """
+        async with AsyncExitStack() as stack:
+            while True:
+                self._on_request()
+                try:
+                    opened = await stack.enter_async_context(
+                        self._transport.async_open(
+                            "POST",
+                            "/chat/completions",
+                            budget=self._budget,
+                            body=body,
+                            sent=body_features(body),
+                        )
+                    )
+                    break
+                except RequestRejectedError as err:
+                    body = self._without_refused(body, err)
+            yield opened, bool(body.get("stream"))
+
+    def _without_refused(
+        self, body: dict[str, Any], err: RequestRejectedError
+    ) -> dict[str, Any]:
+        """Return the body without the feature the server refused; else raise."""
+        changed = without_feature(body, err.feature) if err.feature else None
+        if changed is None or changed == body:
+            raise err
+        LOGGER.debug("Sending again without %s: %s", err.feature, err.server_message)
+        if err.general and err.feature is not None:
+            self._capabilities.learn_refused(err.feature)
+        return changed

@@ -41,6 +41,7 @@ import probatio
 from yarl import URL
 
 from .api import async_validate_server, normalize_base_url
+from .capabilities import PROVIDER_CUSTOM, PROVIDERS, provider_for
 from .const import (
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
@@ -52,8 +53,6 @@ from .const import (
     CONF_TEMPERATURE,
     CONF_TOP_P,
     DOMAIN,
-    PROVIDER_CUSTOM,
-    PROVIDERS,
     RECOMMENDED_MAX_TOKENS,
     RECOMMENDED_TEMPERATURE,
     RECOMMENDED_TOP_P,
@@ -74,7 +73,7 @@ from .model_kinds import (
     pick_chat_model,
     pick_image_model,
 )
-from .naming import entry_title, is_generated_title, provider_preset, subentry_title
+from .naming import entry_title, is_generated_title, subentry_title
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -214,7 +213,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         self, user_input: dict[str, Any] | None
     ) -> ConfigFlowResult:
         """Ask where the server is and for its key; validate and create."""
-        preset = provider_preset(self._provider_key)
+        preset = provider_for(self._provider_key)
         errors: dict[str, str] = {}
         placeholders = {
             "provider": preset.name,
@@ -273,7 +272,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
 
     def _async_create(self, chat_model: str | None) -> ConfigFlowResult:
         """Create the entry with one agent and one task."""
-        preset = provider_preset(self._provider_key)
+        preset = provider_for(self._provider_key)
         return self.async_create_entry(
             title=entry_title(self._provider_key, self._data[CONF_BASE_URL]),
             data=self._data,
@@ -293,7 +292,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     ) -> ConfigFlowResult:
         """Ask for a new key and check it against the same server."""
         entry = self._get_reauth_entry()
-        preset = provider_preset(entry.data.get(CONF_PROVIDER))
+        preset = provider_for(entry.data.get(CONF_PROVIDER))
         errors: dict[str, str] = {}
         placeholders = {
             "name": entry.title,
@@ -339,7 +338,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
                 # origin: the key must never go to another server.
                 if _same_origin(data[CONF_BASE_URL], entry.data[CONF_BASE_URL]):
                     data[CONF_API_KEY] = entry.data[CONF_API_KEY]
-                elif provider_preset(provider_key).api_key_required:
+                elif provider_for(provider_key).api_key_required:
                     errors[CONF_API_KEY] = "api_key_required"
             if data is not None and not errors:
                 self._abort_if_duplicate(data)
@@ -401,7 +400,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         placeholders: dict[str, str],
     ) -> list[str]:
         """Connect with the settings; fill in errors; return the models."""
-        preset = provider_preset(data.get(CONF_PROVIDER))
+        preset = provider_for(data.get(CONF_PROVIDER))
         try:
             return await async_validate_server(
                 self.hass, data, preset.recommended_model
@@ -517,7 +516,7 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
         if entry.state is not ConfigEntryState.LOADED:
             return self.async_abort(reason="entry_not_loaded")
         models: list[str] = entry.runtime_data.models
-        preset = provider_preset(entry.data.get(CONF_PROVIDER))
+        preset = provider_for(entry.data.get(CONF_PROVIDER))
         self.options = {CONF_RECOMMENDED: True}
         if chat_model := pick_chat_model(models, preset.recommended_model):
             self.options[CONF_CHAT_MODEL] = chat_model

@@ -1,8 +1,7 @@
-"""Diagnostics of an OpenAI Compatible entry: settings, models, quirks."""
+"""Diagnostics of an OpenAI Compatible entry: settings, models, capabilities."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 from homeassistant.components.diagnostics import async_redact_data
@@ -11,6 +10,7 @@ from homeassistant.const import CONF_API_KEY, CONF_PROMPT
 from homeassistant.core import HomeAssistant
 
 from . import OpenAICompatibleConfigEntry
+from .const import CONF_CHAT_MODEL
 
 ENTRY_TO_REDACT = {CONF_API_KEY}
 SUBENTRY_TO_REDACT = {CONF_API_KEY, CONF_PROMPT}
@@ -37,9 +37,9 @@ async def async_get_config_entry_diagnostics(
     }
     if entry.state is ConfigEntryState.LOADED:
         diagnostics["models"] = entry.runtime_data.models
-        # What was learned about the server, per model: {model: quirks}.
-        diagnostics["quirks"] = {
-            model: asdict(quirks)
-            for model, quirks in sorted(entry.runtime_data.quirks.items())
-        }
+        diagnostics["capabilities"] = entry.runtime_data.capabilities.diagnostics(
+            str(subentry.data[CONF_CHAT_MODEL])
+            for subentry in entry.subentries.values()
+            if subentry.data.get(CONF_CHAT_MODEL)
+        )
     return diagnostics

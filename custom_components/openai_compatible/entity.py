@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, override
 
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.helpers import device_registry as dr, llm
 from homeassistant.helpers.entity import Entity
 
-from .api import is_reasoning_model
+from .capabilities import Feature, ModelCapabilities, provider_for
 from .chat_completions import (
     ChatCompletionsAdapter,
     RequestSettings,
@@ -26,14 +26,15 @@ from .const import (
     CONF_RECOMMENDED,
     CONF_STREAMING,
     CONF_TEMPERATURE,
+    CONF_TIMEOUT,
     CONF_TOP_P,
+    DEFAULT_TIMEOUT_SECONDS,
     DOMAIN,
     LOGGER,
     MAX_TOOL_ROUNDS_CONVERSATION,
-    PROVIDER_CUSTOM,
-    PROVIDERS,
 )
 from .errors import AuthError, ModelError, ServerError
+from .transport import Budget
 
 if TYPE_CHECKING:
     from . import OpenAICompatibleConfigEntry
@@ -43,24 +44,27 @@ def subentry_device_info(
     entry: OpenAICompatibleConfigEntry, subentry: ConfigSubentry
 ) -> dr.DeviceInfo:
     """Return the service device of a subentry, shared by all its entities."""
-    provider = PROVIDERS.get(
-        entry.data.get(CONF_PROVIDER, PROVIDER_CUSTOM), PROVIDERS[PROVIDER_CUSTOM]
-    )
     return dr.DeviceInfo(
         identifiers={(DOMAIN, subentry.subentry_id)},
         name=subentry.title,
-        manufacturer=provider.name,
+        manufacturer=provider_for(entry.data.get(CONF_PROVIDER)).name,
         model=subentry.data.get(CONF_CHAT_MODEL),
         entry_type=dr.DeviceEntryType.SERVICE,
     )
 
 
 class OpenAICompatibleEntity(Entity):
-    """An entity of one subentry, talking to the entry's server."""
+    """An entity of one subentry, talking to the entry's server.
+
+    It keeps the runtime data it was created with, so that a request still
+    running while the entry reloads finishes with the connection it had.
+    """
 
     _attr_has_entity_name = True
     _attr_name = None
     _tool_set_cache: tuple[llm.APIInstance | None, ToolSet] | None = None
+    # Seconds a 429 or 503 may be waited out; a voice turn cannot wait long.
+    retry_wait: float = 5.0
 
     def __init__(
         self, entry: OpenAICompatibleConfigEntry, subentry: ConfigSubentry
@@ -68,9 +72,7 @@ class OpenAICompatibleEntity(Entity):
         """Describe the entity and its service device."""
         self.entry = entry
         self.subentry = subentry
-        self.provider = PROVIDERS.get(
-            entry.data.get(CONF_PROVIDER, PROVIDER_CUSTOM), PROVIDERS[PROVIDER_CUSTOM]
-        )
+        self.runtime = entry.runtime_data
         self._attr_unique_id = subentry.subentry_id
         self._attr_device_info = subentry_device_info(entry, subentry)
 
@@ -79,24 +81,65 @@ class OpenAICompatibleEntity(Entity):
         """Return the chat model of the subentry."""
         return str(self.subentry.data.get(CONF_CHAT_MODEL, ""))
 
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        """Return what is known about the subentry's model."""
+        return self.runtime.capabilities.model(self.model)
+
+    @property
+    @override
+    def available(self) -> bool:
+        """Return whether the server answers."""
+        return self.runtime.health.available
+
+    @override
+    async def async_added_to_hass(self) -> None:
+        """Follow the server's availability."""
+        await super().async_added_to_hass()
+        self.async_on_remove(
+            self.runtime.health.async_add_listener(self.async_write_ha_state)
+        )
+
+    def budget(self) -> Budget:
+        """Return the time one round trip may take, and may wait to retry."""
+        timeout = float(self.entry.options.get(CONF_TIMEOUT, DEFAULT_TIMEOUT_SECONDS))
+        return Budget(timeout, min(self.retry_wait, timeout))
+
     def request_settings(self) -> RequestSettings:
         """Return the request parameters the subentry asks for."""
         options = self.subentry.data
         tuned = not options.get(CONF_RECOMMENDED, True)
+        capabilities = self.capabilities
         return RequestSettings(
             model=self.model,
             max_tokens=options.get(CONF_MAX_TOKENS) if tuned else None,
             temperature=options.get(CONF_TEMPERATURE) if tuned else None,
             top_p=options.get(CONF_TOP_P) if tuned else None,
-            reasoning_model=is_reasoning_model(self.model),
+            reasoning_model=capabilities.reasoning,
             prompt_cache_key=(
-                self.subentry.subentry_id
-                if self.provider.accepts_prompt_cache_key
-                else None
+                None
+                if capabilities.refuses(Feature.PROMPT_CACHE_KEY)
+                else self.subentry.subentry_id
             ),
-            short_tool_call_ids=self.provider is PROVIDERS["mistral"],
-            stream_usage=self.provider.accepts_stream_options,
+            short_tool_call_ids=capabilities.provider.short_tool_call_ids,
             stream=bool(options.get(CONF_STREAMING, True)),
+        )
+
+    def adapter(self, tool_set: ToolSet) -> ChatCompletionsAdapter:
+        """Return the wire adapter for a run of rounds."""
+        return ChatCompletionsAdapter(
+            self.hass,
+            self.runtime.transport,
+            self.capabilities,
+            self.request_settings(),
+            tool_set,
+            self.budget(),
+            on_request=partial(
+                self.runtime.usage.record_request, self.subentry.subentry_id
+            ),
+            on_usage=partial(
+                self.runtime.usage.record_usage, self.subentry.subentry_id
+            ),
         )
 
     def _tool_set(self, llm_api: llm.APIInstance | None) -> ToolSet:
@@ -112,8 +155,8 @@ class OpenAICompatibleEntity(Entity):
 
     @contextmanager
     def _server_errors(self) -> Iterator[None]:
-        """Start reauthentication when the server refuses our key."""
-        usage = self.entry.runtime_data.usage
+        """Count failures; start reauthentication when the server refuses our key."""
+        usage = self.runtime.usage
         try:
             yield
         except AuthError as err:
@@ -135,17 +178,9 @@ class OpenAICompatibleEntity(Entity):
         instructions: tuple[conversation.UserContent, str] | None = None,
     ) -> None:
         """Run the model on the chat log until no tool result is unanswered."""
-        usage = self.entry.runtime_data.usage
-        adapter = ChatCompletionsAdapter(
-            self.hass,
-            self.entry.runtime_data.client,
-            self.request_settings(),
-            self._tool_set(chat_log.llm_api),
-            on_usage=partial(usage.record_usage, self.subentry.subentry_id),
-        )
+        adapter = self.adapter(self._tool_set(chat_log.llm_api))
         with self._server_errors():
             for _ in range(max_rounds):
-                usage.record_request(self.subentry.subentry_id)
                 body = await adapter.async_build_body(
                     chat_log, response_format=response_format, instructions=instructions
                 )

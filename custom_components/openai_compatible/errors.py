@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from homeassistant.exceptions import HomeAssistantError
 
+from .capabilities import Feature
 from .const import DOMAIN
 
 
@@ -62,12 +63,27 @@ class NotCompatibleError(ServerError):
 
 
 class RequestRejectedError(ServerError):
-    """The server rejected the request as malformed or unsupported (400/422)."""
+    """The server refused the request, perhaps for a feature we can drop.
 
-    def __init__(self, message: str) -> None:
-        """Keep the server's message for callers that adapt and retry."""
+    `feature` is the request feature the answer names, if any (see
+    error_answers.classify_rejection); `general` tells whether the refusal
+    holds for any request with it, so that it may be learned.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        feature: Feature | None = None,
+        *,
+        general: bool = False,
+        status: int = 400,
+    ) -> None:
+        """Keep the server's message, its status and what it refused."""
         super().__init__("api_error", message=message)
         self.server_message = message
+        self.feature = feature
+        self.general = general
+        self.status = status
 
 
 class MalformedAnswerError(ServerError):

@@ -7,17 +7,15 @@ from typing import Any, Final
 
 from yarl import URL
 
+from .capabilities import PROVIDER_CUSTOM, PROVIDERS, provider_for
 from .const import (
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
     CONF_PROVIDER,
     DEFAULT_AI_TASK_NAME,
     DEFAULT_CONVERSATION_NAME,
-    PROVIDER_CUSTOM,
-    PROVIDERS,
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
-    Provider,
 )
 
 SEPARATOR: Final = " · "
@@ -31,18 +29,13 @@ LEGACY_TITLES: Final[dict[str, str]] = {
 }
 
 
-def provider_preset(key: str | None) -> Provider:
-    """Return the preset of an entry, Custom for unknown keys."""
-    return PROVIDERS.get(key or PROVIDER_CUSTOM, PROVIDERS[PROVIDER_CUSTOM])
-
-
 def entry_title(provider_key: str, base_url: str) -> str:
     """Return the title of an entry: the provider, plus the host when useful.
 
     Hosted services are named alone; self-hosted and custom servers, and
     hosted ones at another address than the preset's, also show their host.
     """
-    preset = provider_preset(provider_key)
+    preset = provider_for(provider_key)
     url = URL(base_url)
     preset_host = URL(preset.base_url).host if preset.base_url else None
     if (

@@ -2,10 +2,11 @@
 
 Servers differ: some take a strict `json_schema`, some only a plain one, some
 only `json_object`, some nothing. Each rung is tried only when the server
-rejects the one above it. The rung that worked is remembered for the model
-only when the rejections named the format and the request had no tools: a
-schema past a strict-mode limit, or a server that takes no JSON mode next to
-tools, says nothing about the next request.
+refuses the one above it, whatever the status of its refusal, when the refusal
+names the format (or names nothing at all, as some validation errors do). A
+rung the model refuses in general is learned (see capabilities.py) when the
+request had no tools: a schema past a strict-mode limit, or a server that
+takes no JSON mode next to tools, says nothing about the next request.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .api import ServerQuirks
+from .capabilities import RESPONSE_FORMATS, Feature, ModelCapabilities
 from .const import LOGGER
 from .errors import RequestRejectedError
 from .json_answer import schema_instructions
@@ -24,8 +25,6 @@ RUNG_SCHEMA: Final = 1
 RUNG_JSON_OBJECT: Final = 2
 RUNG_INSTRUCTIONS: Final = 3
 RUNG_NAMES: Final = ("json_schema strict", "json_schema", "json_object", "prompt")
-# Words of a rejection that is about the response format, not the request.
-_FORMAT_WORDS: Final = ("response_format", "json_object", "schema", "strict")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +59,21 @@ def structured_request(
     return StructuredRequest(rung, response_format, schema_instructions(schema))
 
 
+def start_rung(capabilities: ModelCapabilities) -> int:
+    """Return the strongest rung the model is not known to refuse."""
+    start = capabilities.structured_output_start()
+    return RUNG_INSTRUCTIONS if start is None else RESPONSE_FORMATS.index(start)
+
+
+def _next_rung(rung: int, refused: Feature | None) -> int:
+    """Return the rung after a refusal: below the refused format, at least."""
+    if refused in RESPONSE_FORMATS:
+        return max(rung, RESPONSE_FORMATS.index(refused)) + 1
+    return rung + 1
+
+
 async def async_climb[T](
-    quirks: ServerQuirks,
+    capabilities: ModelCapabilities,
     name: str,
     schema: dict[str, Any],
     strict: dict[str, Any] | None,
@@ -71,48 +83,32 @@ async def async_climb[T](
     *,
     learn: bool = True,
 ) -> tuple[StructuredRequest, T]:
-    """Run `attempt` from the remembered rung down until the server accepts.
+    """Run `attempt` from the strongest rung not known refused, down until one works.
 
-    Any rejection moves this request down a rung. The rung that worked is
-    remembered in `quirks` only when `learn` (the request has no tools) and
-    every rejection on the way named the format. A schema without a strict
-    form starts below strict mode without teaching anything; a request that
-    fails even as plain text is not about the format and is raised.
+    A refusal that names the format, or names no feature, moves this request
+    down a rung; one that names another feature is raised, as is one of the
+    last rung. With `learn` (the request has no tools), a refusal that holds
+    for any request is remembered for the model.
     """
-    start = min(quirks.structured_output_rung, RUNG_INSTRUCTIONS)
+    rung = start_rung(capabilities)
     if strict is None:
-        start = max(start, RUNG_SCHEMA)
-    rung = start
-    about_format = True
+        rung = max(rung, RUNG_SCHEMA)
     while True:
         request = structured_request(rung, name, schema, strict)
         try:
-            result = await attempt(request)
+            return request, await attempt(request)
         except RequestRejectedError as err:
-            if rung == RUNG_INSTRUCTIONS:
+            if rung == RUNG_INSTRUCTIONS or (
+                err.feature is not None and err.feature not in RESPONSE_FORMATS
+            ):
                 raise
             LOGGER.debug(
-                "Structured output as %s rejected: %s",
+                "Structured output as %s refused: %s",
                 RUNG_NAMES[rung],
                 err.server_message,
             )
             if on_rejected is not None:
                 on_rejected(request, err)
-            about_format = about_format and rejects_format(err)
-            rung += 1
-            continue
-        if (
-            learn
-            and about_format
-            and rung > start
-            and rung > quirks.structured_output_rung
-        ):
-            LOGGER.debug("The server takes structured output as %s", RUNG_NAMES[rung])
-            quirks.structured_output_rung = rung
-        return request, result
-
-
-def rejects_format(err: RequestRejectedError) -> bool:
-    """Return whether a rejection names the response format (or its schema)."""
-    message = err.server_message.casefold()
-    return any(word in message for word in _FORMAT_WORDS)
+            if learn and err.general and err.feature in RESPONSE_FORMATS:
+                capabilities.learn_refused(err.feature)
+            rung = _next_rung(rung, err.feature)

@@ -1,0 +1,454 @@
+"""What we know about a server and each of its models, in one place.
+
+Three sources, asked in this order of trust:
+
+1. the preset's facts (`Provider`): what a hosted service is known to refuse
+   or need, where a local server keeps its info route;
+2. what the server reports (`ServerReport`, `ModelReport`): its version, and
+   per model the context window, vision and tool support, from `/models` or
+   the server's native info route (see server_info.py);
+3. what was learned from rejections (`Lessons`): a request feature the model
+   refused in general, or one it proved to handle.
+
+Every path asks `Capabilities.model(name)`. Lessons are kept with the entry in
+a `Store` and forgotten when the server, its version or its model list change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+import hashlib
+from typing import Any, Final
+
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers.storage import Store
+
+from .const import DOMAIN, LOGGER
+
+
+class Feature(StrEnum):
+    """A part of a request that a server or one of its models may refuse."""
+
+    STRICT_SCHEMA = "strict_schema"
+    JSON_SCHEMA = "json_schema"
+    JSON_OBJECT = "json_object"
+    LOGPROBS = "logprobs"
+    STREAM_OPTIONS = "stream_options"
+    TOOLS = "tools"
+    STREAM_WITH_TOOLS = "stream_with_tools"
+    MAX_COMPLETION_TOKENS = "max_completion_tokens"
+    MAX_TOKENS = "max_tokens"
+    SAMPLING = "sampling"
+    PROMPT_CACHE_KEY = "prompt_cache_key"
+    IMAGE_INPUT = "image_input"
+    FILE_INPUT = "file_input"
+    DECISIONS = "decisions"
+
+
+# The ways of asking for JSON, strongest first (see structured.py).
+RESPONSE_FORMATS: Final = (
+    Feature.STRICT_SCHEMA,
+    Feature.JSON_SCHEMA,
+    Feature.JSON_OBJECT,
+)
+
+
+class ServerKind(StrEnum):
+    """Server software whose native info route we know."""
+
+    LLAMA_CPP = "llama_cpp"
+    OLLAMA = "ollama"
+    VLLM = "vllm"
+    LM_STUDIO = "lm_studio"
+
+
+@dataclass(frozen=True, slots=True)
+class Provider:
+    """A preset: where a server lives and what is known about it up front."""
+
+    name: str
+    base_url: str
+    api_key_required: bool
+    recommended_model: str | None = None
+    local: bool = False
+    # Request features the service refuses whatever the model.
+    refuses: frozenset[Feature] = frozenset({Feature.PROMPT_CACHE_KEY})
+    # Mistral only accepts tool call ids of exactly nine letters or digits.
+    short_tool_call_ids: bool = False
+    # OpenAI's Decisions API may be there (OpenAI, Azure, or a proxy to them).
+    decisions: bool = False
+    # The server software, when the preset names it.
+    kind: ServerKind | None = None
+    # Evaluation questions asked at once per entry.
+    concurrency: int = 4
+
+
+PROVIDER_CUSTOM: Final = "custom"
+
+PROVIDERS: Final[dict[str, Provider]] = {
+    "openai": Provider(
+        "OpenAI",
+        "https://api.openai.com/v1",
+        api_key_required=True,
+        recommended_model="gpt-5-mini",
+        refuses=frozenset(),
+        decisions=True,
+    ),
+    "azure": Provider(
+        "Azure OpenAI",
+        "https://YOUR-RESOURCE.openai.azure.com/openai/v1",
+        api_key_required=True,
+        decisions=True,
+    ),
+    "openrouter": Provider(
+        "OpenRouter",
+        "https://openrouter.ai/api/v1",
+        api_key_required=True,
+        recommended_model="openai/gpt-5-mini",
+    ),
+    "groq": Provider(
+        "Groq",
+        "https://api.groq.com/openai/v1",
+        api_key_required=True,
+        recommended_model="llama-3.3-70b-versatile",
+    ),
+    "mistral": Provider(
+        "Mistral",
+        "https://api.mistral.ai/v1",
+        api_key_required=True,
+        recommended_model="mistral-medium-latest",
+        # Mistral reports usage in its last chunk unasked.
+        refuses=frozenset({Feature.PROMPT_CACHE_KEY, Feature.STREAM_OPTIONS}),
+        short_tool_call_ids=True,
+    ),
+    "deepseek": Provider(
+        "DeepSeek",
+        "https://api.deepseek.com/v1",
+        api_key_required=True,
+        recommended_model="deepseek-chat",
+    ),
+    "xai": Provider(
+        "xAI",
+        "https://api.x.ai/v1",
+        api_key_required=True,
+        recommended_model="grok-4-fast",
+    ),
+    "together": Provider(
+        "Together",
+        "https://api.together.xyz/v1",
+        api_key_required=True,
+        recommended_model="meta-llama/Llama-3.3-70B-Instruct-Turbo",
+    ),
+    "gemini": Provider(
+        "Gemini",
+        "https://generativelanguage.googleapis.com/v1beta/openai",
+        api_key_required=True,
+        recommended_model="gemini-2.5-flash",
+    ),
+    "ollama": Provider(
+        "Ollama",
+        "http://localhost:11434/v1",
+        api_key_required=False,
+        local=True,
+        kind=ServerKind.OLLAMA,
+        concurrency=1,
+    ),
+    "lm_studio": Provider(
+        "LM Studio",
+        "http://localhost:1234/v1",
+        api_key_required=False,
+        local=True,
+        kind=ServerKind.LM_STUDIO,
+        concurrency=1,
+    ),
+    "vllm": Provider(
+        "vLLM",
+        "http://localhost:8000/v1",
+        api_key_required=False,
+        local=True,
+        kind=ServerKind.VLLM,
+        concurrency=2,
+    ),
+    "llama_cpp": Provider(
+        "llama.cpp server",
+        "http://localhost:8080/v1",
+        api_key_required=False,
+        local=True,
+        kind=ServerKind.LLAMA_CPP,
+        concurrency=1,
+    ),
+    "localai": Provider(
+        "LocalAI",
+        "http://localhost:8080/v1",
+        api_key_required=False,
+        local=True,
+        concurrency=1,
+    ),
+    "litellm": Provider(
+        "LiteLLM proxy", "http://localhost:4000/v1", api_key_required=False
+    ),
+    # A custom server may be a proxy to OpenAI.
+    PROVIDER_CUSTOM: Provider(
+        "Custom", "", api_key_required=False, decisions=True, concurrency=2
+    ),
+}
+
+
+def provider_for(key: str | None) -> Provider:
+    """Return the preset of an entry; Custom for a missing or unknown key."""
+    return PROVIDERS.get(key or PROVIDER_CUSTOM, PROVIDERS[PROVIDER_CUSTOM])
+
+
+def is_reasoning_model(model: str) -> bool:
+    """Tell whether a model is one of OpenAI's reasoning models, by its name."""
+    name = model.lower().rsplit("/", 1)[-1]
+    # gpt-5-chat is the non-reasoning chat variant of the family.
+    return name.startswith(("o1", "o3", "o4", "gpt-5")) and not name.startswith(
+        "gpt-5-chat"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReport:
+    """What the server says about one model; None where it says nothing."""
+
+    context_window: int | None = None
+    vision: bool | None = None
+    tools: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerReport:
+    """What the server says about itself and its models."""
+
+    kind: ServerKind | None = None
+    version: str | None = None
+    models: dict[str, ModelReport] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Lessons:
+    """What one model taught us: features refused in general, or proven."""
+
+    refused: set[Feature] = field(default_factory=set)
+    proven: set[Feature] = field(default_factory=set)
+    # Learned from an overflow error that named it.
+    context_window: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the lessons in their stored form."""
+        return {
+            "refused": sorted(self.refused),
+            "proven": sorted(self.proven),
+            "context_window": self.context_window,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Lessons:
+        """Return lessons from their stored form, skipping what is unknown."""
+        if not isinstance(data, dict):
+            return cls()
+        window = data.get("context_window")
+        return cls(
+            refused=_features(data.get("refused")),
+            proven=_features(data.get("proven")),
+            context_window=window if isinstance(window, int) and window > 0 else None,
+        )
+
+
+def _features(values: Any) -> set[Feature]:
+    """Return the known features among stored names."""
+    if not isinstance(values, list):
+        return set()
+    known = {feature.value for feature in Feature}
+    return {Feature(value) for value in values if value in known}
+
+
+class ModelCapabilities:
+    """The view of one model that every request path asks."""
+
+    def __init__(
+        self,
+        model: str,
+        provider: Provider,
+        report: ModelReport,
+        lessons: Lessons,
+        on_learn: Callable[[], None],
+    ) -> None:
+        """Combine the preset, the server's report and the lessons."""
+        self.model = model
+        self.provider = provider
+        self.report = report
+        self.lessons = lessons
+        self._on_learn = on_learn
+
+    @property
+    def reasoning(self) -> bool:
+        """Tell whether the model reasons first (no sampling settings, no logprobs)."""
+        return is_reasoning_model(self.model)
+
+    @property
+    def context_window(self) -> int | None:
+        """Return the model's context window in tokens, if known."""
+        return self.lessons.context_window or self.report.context_window
+
+    def refuses(self, feature: Feature) -> bool:
+        """Tell whether a request with this feature is known to be refused."""
+        if feature in self.provider.refuses or feature in self.lessons.refused:
+            return True
+        if feature is Feature.STRICT_SCHEMA:
+            # No strict mode where there is no JSON schema at all.
+            return self.refuses(Feature.JSON_SCHEMA)
+        if feature is Feature.TOOLS:
+            return self.report.tools is False
+        if feature is Feature.IMAGE_INPUT:
+            return self.report.vision is False
+        return feature is Feature.DECISIONS and not self.provider.decisions
+
+    def proven(self, feature: Feature) -> bool:
+        """Tell whether the model answered a request with this feature."""
+        return feature in self.lessons.proven
+
+    def structured_output_start(self) -> Feature | None:
+        """Return the strongest way of asking for JSON not known to be refused.
+
+        None: no response format at all, the schema goes in the instructions.
+        """
+        return next((f for f in RESPONSE_FORMATS if not self.refuses(f)), None)
+
+    def learn_refused(self, feature: Feature) -> None:
+        """Remember that the model refuses the feature in general."""
+        if feature in self.lessons.refused:
+            return
+        LOGGER.debug("%s refuses %s; not asking for it again", self.model, feature)
+        self.lessons.refused.add(feature)
+        self.lessons.proven.discard(feature)
+        self._on_learn()
+
+    def learn_proven(self, feature: Feature) -> None:
+        """Remember that the model handled the feature."""
+        if feature in self.lessons.proven or feature in self.lessons.refused:
+            return
+        self.lessons.proven.add(feature)
+        self._on_learn()
+
+    def learn_context_window(self, tokens: int) -> None:
+        """Remember the context window an overflow error named."""
+        if tokens > 0 and tokens != self.lessons.context_window:
+            self.lessons.context_window = tokens
+            self._on_learn()
+
+
+STORAGE_VERSION: Final = 1
+_SAVE_DELAY: Final = 5.0
+
+
+def server_fingerprint(
+    base_url: str, api_key: str | None, report: ServerReport, models: list[str]
+) -> str:
+    """Return what identifies the server whose lessons we keep; never the key.
+
+    A new address, key, server version or model list gives a new fingerprint,
+    and the lessons of the old one are forgotten.
+    """
+    text = "\n".join([base_url, api_key or "", report.version or "", *sorted(models)])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class Capabilities:
+    """Everything known about one entry's server, per model, kept across restarts."""
+
+    def __init__(
+        self,
+        hass: HomeAssistant,
+        entry_id: str,
+        provider: Provider,
+        report: ServerReport,
+        fingerprint: str,
+    ) -> None:
+        """Start with no lessons; `async_load` brings back the stored ones."""
+        self.provider = provider
+        self.report = report
+        self.fingerprint = fingerprint
+        self._lessons: dict[str, Lessons] = {}
+        self._store = _store(hass, entry_id)
+
+    def model(self, name: str) -> ModelCapabilities:
+        """Return what is known about a model of this server."""
+        return ModelCapabilities(
+            name,
+            self.provider,
+            self.report.models.get(name, ModelReport()),
+            self._lessons.setdefault(name, Lessons()),
+            self._schedule_save,
+        )
+
+    def update_report(self, report: ServerReport) -> None:
+        """Take a newer report from the server, keeping the lessons."""
+        self.report = report
+
+    async def async_load(self) -> None:
+        """Bring back the lessons stored for this very server, if any."""
+        stored = await self._store.async_load()
+        if not isinstance(stored, dict):
+            return
+        if stored.get("fingerprint") != self.fingerprint:
+            LOGGER.debug("The server changed; forgetting what was learned about it")
+            await self._store.async_remove()
+            return
+        models = stored.get("models")
+        if isinstance(models, dict):
+            self._lessons = {
+                str(name): Lessons.from_dict(data) for name, data in models.items()
+            }
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return everything known, for storage and diagnostics."""
+        return {
+            "fingerprint": self.fingerprint,
+            "models": {
+                name: lessons.as_dict()
+                for name, lessons in sorted(self._lessons.items())
+                if lessons.refused or lessons.proven or lessons.context_window
+            },
+        }
+
+    def diagnostics(self, models: Iterable[str]) -> dict[str, Any]:
+        """Return what is known, for the given models and those with lessons."""
+        names = sorted({*models, *self.as_dict()["models"]})
+        return {
+            "preset": {
+                "name": self.provider.name,
+                "refuses": sorted(self.provider.refuses),
+                "decisions": self.provider.decisions,
+                "kind": self.provider.kind,
+            },
+            "server": {"kind": self.report.kind, "version": self.report.version},
+            "models": {name: self._model_diagnostics(name) for name in names},
+        }
+
+    def _model_diagnostics(self, name: str) -> dict[str, Any]:
+        """Return what is known about one model, and what it adds up to."""
+        model = self.model(name)
+        return {
+            "reported": asdict(model.report),
+            "learned": model.lessons.as_dict(),
+            "refused": sorted(f for f in Feature if model.refuses(f)),
+            "context_window": model.context_window,
+        }
+
+    def _schedule_save(self) -> None:
+        """Save the lessons soon, once for a burst of them."""
+        self._store.async_delay_save(self.as_dict, _SAVE_DELAY)
+
+
+def _store(hass: HomeAssistant, entry_id: str) -> Store[dict[str, Any]]:
+    """Return where an entry's lessons are kept."""
+    return Store(hass, STORAGE_VERSION, f"{DOMAIN}.{entry_id}.capabilities")
+
+
+async def async_forget(hass: HomeAssistant, entry_id: str) -> None:
+    """Forget everything learned for a removed entry."""
+    await _store(hass, entry_id).async_remove()

@@ -1,0 +1,290 @@
+"""Reading error answers: what a server's error means, in its own words.
+
+Servers refuse what they do not take with any status (400, 404, 422, 500,
+501, ...) and any body: OpenAI's error object, FastAPI's ``{"detail": [...]}``,
+a gateway's rewrapped text, HTML or plain text. `error_for_status` is the one
+error mapper; `classify_rejection` the one place that decides whether such an
+answer names a feature we sent, and whether it refuses the feature in general
+or only this use of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+import html
+import json
+import math
+import re
+from typing import Any, Final
+
+from .capabilities import Feature
+from .const import LOGGER
+from .errors import (
+    AuthError,
+    RateLimitedError,
+    RequestRejectedError,
+    ServerError,
+    ToolsUnsupportedError,
+)
+
+# Shown to users at most this long; the whole text goes to the debug log.
+MAX_SHOWN_CHARACTERS: Final = 200
+
+_TAGS: Final = re.compile(
+    r"<(script|style)\b.*?</\1\s*>|<[^>]*>", re.IGNORECASE | re.DOTALL
+)
+_SPACES: Final = re.compile(r"\s+")
+
+# Words of an answer that refuses what it was sent, whatever it was.
+_GENERAL: Final = (
+    "not supported",
+    "unsupported",
+    "not support",
+    "extra inputs are not permitted",
+    "extra_forbidden",
+    "unknown parameter",
+    "unknown field",
+    "unknown argument",
+    "unrecognized",
+    "unrecognised",
+    "unexpected keyword",
+    "not allowed",
+    "not permitted",
+    "not implemented",
+    "literal_error",
+    "input should be",
+    "is not one of",
+    "invalid value",
+    "not available",
+    "unavailable",
+    "invalid_value",
+    "unsupported_value",
+    "unsupported_parameter",
+    "cannot be used",
+    "only the default",
+)
+# Words of an answer about one schema, not about strict mode or JSON output.
+_ONE_SCHEMA: Final = (
+    "invalid schema",
+    "schema is invalid",
+    "invalid json schema",
+    "in context=",
+    "nesting",
+    "too many",
+    "exceeds",
+    "additionalproperties",
+    "is required to be supplied",
+)
+_CONTEXT_OVERFLOW: Final = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context length",
+    "context size",
+    "context window",
+    "exceed_context_size",
+    "prompt is too long",
+    "input is too long",
+    "too many tokens",
+)
+# Where a feature may appear in an answer, per feature; checked in this order.
+_NAMES: Final[tuple[tuple[Feature, tuple[str, ...]], ...]] = (
+    (Feature.STREAM_OPTIONS, ("stream_options", "include_usage")),
+    (Feature.PROMPT_CACHE_KEY, ("prompt_cache_key",)),
+    (Feature.LOGPROBS, ("logprobs", "log_probs", "log probabilities")),
+    (Feature.MAX_COMPLETION_TOKENS, ("max_completion_tokens",)),
+    (Feature.MAX_TOKENS, ("max_tokens",)),
+    (Feature.SAMPLING, ("temperature", "top_p")),
+    (Feature.STRICT_SCHEMA, ("strict",)),
+    (
+        Feature.JSON_SCHEMA,
+        ("json_schema", "response_format", "response format", "schema", "guided"),
+    ),
+    (
+        Feature.JSON_OBJECT,
+        ("json_object", "response_format", "response format", "json mode"),
+    ),
+    (Feature.IMAGE_INPUT, ("image_url", "image", "vision", "multimodal")),
+    (Feature.FILE_INPUT, ("file_data", "file", "pdf", "document")),
+    (Feature.STREAM_WITH_TOOLS, ("stream",)),
+    (Feature.TOOLS, ("tool", "function")),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """A refused request feature, and whether the refusal holds for any request."""
+
+    feature: Feature
+    general: bool
+
+
+def classify_rejection(
+    status: int, text: str, sent: frozenset[Feature]
+) -> Rejection | None:
+    """Return the feature an error answer refuses, among those we sent.
+
+    None when the answer names none of them (an outage, a bad key, an
+    overflowing context): such an answer is not walked down any ladder.
+    """
+    if status in (401, 403, 408, 429) or status < 400:
+        return None
+    lowered = text.casefold()
+    if is_context_overflow(lowered):
+        return None
+    for feature, names in _NAMES:
+        if feature in sent and any(name in lowered for name in names):
+            return Rejection(feature, _is_general(feature, lowered, status))
+    return None
+
+
+def _is_general(feature: Feature, lowered: str, status: int) -> bool:
+    """Tell whether a refusal holds for the feature itself, not this one use."""
+    if feature in (Feature.STRICT_SCHEMA, Feature.JSON_SCHEMA) and any(
+        words in lowered for words in _ONE_SCHEMA
+    ):
+        return False
+    # A route or method the server lacks refuses everything sent there.
+    return status in (404, 405, 501) or any(words in lowered for words in _GENERAL)
+
+
+def is_context_overflow(lowered: str) -> bool:
+    """Tell whether a lower-cased error text says the context overflowed."""
+    return any(words in lowered for words in _CONTEXT_OVERFLOW)
+
+
+def error_text(body: bytes) -> str:
+    """Return the human part of an error body, whatever its shape.
+
+    OpenAI's ``error.message``, FastAPI's ``detail`` (each problem with where
+    it is), a ``message`` field, or the text itself with any HTML removed.
+    """
+    text = body.decode("utf-8", errors="replace")
+    try:
+        data = json.loads(text)
+    except ValueError, RecursionError:
+        return _plain(text)
+    return _plain(_message_in(data) or text)
+
+
+def _message_in(data: Any) -> str | None:
+    """Return the message of a parsed error body, if it has one we know."""
+    if not isinstance(data, dict):
+        return data if isinstance(data, str) else None
+    inner = data.get("error", data)
+    if isinstance(inner, str):
+        return inner
+    if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+        return str(inner["message"])
+    for key in ("message", "detail"):
+        value = data.get(key)
+        if isinstance(value, str):
+            return value
+        if key == "detail" and isinstance(value, list):
+            return "; ".join(_problem(item) for item in value)
+    return None
+
+
+def _problem(item: Any) -> str:
+    """Return one FastAPI validation problem as 'where: what'."""
+    if not isinstance(item, dict):
+        return str(item)
+    where = ".".join(str(part) for part in item.get("loc") or ())
+    message = str(item.get("msg", ""))
+    return f"{where}: {message}" if where else message
+
+
+def _plain(text: str) -> str:
+    """Return text without markup, on one line."""
+    return _SPACES.sub(" ", html.unescape(_TAGS.sub(" ", text))).strip()
+
+
+def shown(text: str) -> str:
+    """Return an error text cut to a length users can read."""
+    if len(text) <= MAX_SHOWN_CHARACTERS:
+        return text
+    return text[: MAX_SHOWN_CHARACTERS - 1].rstrip() + "…"
+
+
+# Words of a 401/403 that is about one model or feature, not about the key.
+_PERMISSION: Final = (
+    "missing scopes",
+    "missing_scope",
+    "insufficient permissions",
+    "must be verified",
+    "not allowed to access",
+    "does not have access to",
+)
+_MODEL_NOT_FOUND: Final = re.compile(
+    r"model\b.*\b(not found|does not exist|not exist|unknown|no such)"
+    r"|(unknown|no such|invalid) model",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def error_for_status(
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    sent: frozenset[Feature] = frozenset(),
+    path: str = "",
+) -> ServerError:
+    """Return our translated error for an error answer of the server."""
+    raw = body.decode("utf-8", errors="replace")
+    text = error_text(body)
+    LOGGER.debug("%s answered %s: %s", path or "The server", status, text)
+    message = shown(text) or f"HTTP {status}"
+    lowered = raw.casefold()
+    if status in (401, 403):
+        if any(words in lowered for words in _PERMISSION):
+            # The key is fine; a new one would not help.
+            return ServerError("permission_denied", message=message)
+        return AuthError("invalid_auth")
+    if status == 429:
+        return _rate_limited(headers, lowered, message)
+    if (rejection := classify_rejection(status, raw, sent)) is not None:
+        if rejection.feature is Feature.TOOLS:
+            return ToolsUnsupportedError("tools_unsupported", message=message)
+        return RequestRejectedError(
+            message, rejection.feature, general=rejection.general, status=status
+        )
+    if status == 404 and _MODEL_NOT_FOUND.search(text):
+        return ServerError("model_not_found", message=message)
+    if 400 <= status < 500 or status == 501:
+        # 501: the server does not implement what was asked, it is not down.
+        return RequestRejectedError(message, status=status)
+    return ServerError("api_error", message=message)
+
+
+def _rate_limited(
+    headers: Mapping[str, str], lowered: str, message: str
+) -> ServerError:
+    """Return the error of a 429: a spent quota, or a limit with or without a hint."""
+    if "insufficient_quota" in lowered:
+        return ServerError("insufficient_quota", message=message)
+    for name in ("retry-after", "x-ratelimit-reset-requests", "x-ratelimit-reset"):
+        if value := headers.get(name):
+            return RateLimitedError("rate_limited_retry", retry_after=shown(value))
+    return RateLimitedError("rate_limited")
+
+
+def retry_after(value: str | None) -> float | None:
+    """Return the seconds a Retry-After header asks to wait, if it says."""
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except TypeError, ValueError:
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    if math.isnan(seconds):
+        return None
+    return max(seconds, 0.0)

@@ -1,0 +1,129 @@
+"""The chat paths of an evaluation: token log-probabilities, else stated ones.
+
+Log-probabilities: one request per question asks for a one-token label
+(Yes/No; a letter per alternative; a digit per level) with ``max_tokens`` 1,
+``logprobs`` and ``top_logprobs``. Each label's probability is read from that
+token's distribution, case, space and punctuation variants folded together
+(" Yes", "YES", "yes."), and renormalised over the labels; a label missing
+from the top tokens gets 0.
+
+Stated: the model states a probability per option in a JSON object, asked
+through the structured-output ladder (see structured.py).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final
+
+from .errors import ModelError
+from .evaluate_questions import Question, probability
+from .json_answer import StructureMismatch, parse_json_answer
+
+TOP_LOGPROBS: Final = 20
+STATED_TOLERANCE: Final = 0.05
+_PUNCTUATION: Final = ".,:;!?()[]\"'`*"
+
+
+def logprobs_body(
+    model: str, messages: list[dict[str, Any]], cache_key: str | None
+) -> dict[str, Any]:
+    """Return the request for a one-token label with its alternatives."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        "max_tokens": 1,
+        # The model's own distribution, not one sharpened by a server default.
+        "temperature": 1.0,
+        "logprobs": True,
+        "top_logprobs": TOP_LOGPROBS,
+    }
+    if cache_key:
+        body["prompt_cache_key"] = cache_key
+    return body
+
+
+def stated_schema(question: Question) -> dict[str, Any]:
+    """Return the JSON schema of stated probabilities for the question."""
+    names = question.names
+    return {
+        "type": "object",
+        "properties": {
+            name: {"type": "number", "minimum": 0, "maximum": 1} for name in names
+        },
+        "required": names,
+        "additionalProperties": False,
+    }
+
+
+def first_choice(data: dict[str, Any]) -> dict[str, Any]:
+    """Return the first choice of a chat completion."""
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ModelError("no_answer")
+    return choices[0]
+
+
+def top_logprobs(choice: dict[str, Any]) -> dict[str, float] | None:
+    """Return the first answer token's alternatives and their log-probabilities.
+
+    None when the server gave no log-probabilities, or only the chosen token's.
+    """
+    logprobs = choice.get("logprobs")
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(content, list) or not content or not isinstance(content[0], dict):
+        return None
+    first: dict[str, Any] = content[0]
+    alternatives = first.get("top_logprobs")
+    if not isinstance(alternatives, list) or not alternatives:
+        return None
+    top: dict[str, float] = {}
+    for entry in [*alternatives, first]:
+        if not isinstance(entry, dict):
+            continue
+        token, logprob = entry.get("token"), entry.get("logprob")
+        if (
+            isinstance(token, str)
+            and isinstance(logprob, int | float)
+            and not isinstance(logprob, bool)
+            and math.isfinite(logprob)
+        ):
+            top.setdefault(token, min(float(logprob), 0.0))
+    return top
+
+
+def fold(token: str) -> str:
+    """Return the label a token spells, whatever its case, spaces or punctuation."""
+    return token.strip().strip(_PUNCTUATION).strip().casefold()
+
+
+def label_masses(top: dict[str, float], labels: list[str]) -> dict[str, float]:
+    """Return the probability of each label, adding up the tokens that spell it."""
+    masses = dict.fromkeys(labels, 0.0)
+    by_folded = {fold(label): label for label in labels}
+    for token, logprob in top.items():
+        if (label := by_folded.get(fold(token))) is not None:
+            masses[label] += math.exp(logprob)
+    return masses
+
+
+def stated_answer(choice: dict[str, Any], question: Question) -> dict[str, float]:
+    """Return the stated probability per option name, checked one by one."""
+    message = choice.get("message")
+    message = message if isinstance(message, dict) else {}
+    text = message.get("content")
+    if not isinstance(text, str) or not text.strip():
+        if message.get("refusal"):
+            raise ModelError("evaluate_refused", question=question.key)
+        raise ModelError("no_answer")
+    try:
+        value = parse_json_answer(text)
+    except StructureMismatch as err:
+        raise ModelError("evaluate_failed", problem=err.problem) from err
+    if not isinstance(value, dict):
+        raise ModelError(
+            "evaluate_failed", problem="the stated probabilities are not a JSON object"
+        )
+    if set(value) != set(question.names):
+        raise ModelError("evaluate_wrong_options", question=question.key)
+    return {name: probability(value[name], question) for name in question.names}

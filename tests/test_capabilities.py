@@ -1,0 +1,149 @@
+"""The capability model: presets, reports, lessons, and keeping them."""
+
+from __future__ import annotations
+
+from homeassistant.core import HomeAssistant
+import pytest
+
+from custom_components.openai_compatible.capabilities import (
+    PROVIDERS,
+    Capabilities,
+    Feature,
+    Lessons,
+    ModelReport,
+    ServerReport,
+    is_reasoning_model,
+    provider_for,
+    server_fingerprint,
+)
+
+
+@pytest.mark.parametrize(
+    ("model", "reasoning"),
+    [
+        ("gpt-5-mini", True),
+        ("o3", True),
+        ("openai/o4-mini", True),
+        ("gpt-4o-mini", False),
+        ("gpt-5-chat-latest", False),
+        ("llama3.2:3b", False),
+    ],
+)
+def test_reasoning_models(model: str, reasoning: bool) -> None:
+    """OpenAI's reasoning models are told apart from the rest."""
+    assert is_reasoning_model(model) is reasoning
+
+
+def test_unknown_preset_is_custom() -> None:
+    """An entry of a preset that no longer exists behaves as a custom server."""
+    assert provider_for("gone") is PROVIDERS["custom"]
+    assert provider_for(None) is PROVIDERS["custom"]
+
+
+def _capabilities(
+    hass: HomeAssistant, provider: str = "custom", report: ServerReport | None = None
+) -> Capabilities:
+    return Capabilities(
+        hass, "entry", PROVIDERS[provider], report or ServerReport(), "fingerprint"
+    )
+
+
+async def test_preset_facts(hass: HomeAssistant) -> None:
+    """What a preset refuses or offers holds for every model."""
+    mistral = _capabilities(hass, "mistral").model("mistral-small")
+    assert mistral.refuses(Feature.STREAM_OPTIONS)
+    assert mistral.refuses(Feature.PROMPT_CACHE_KEY)
+    assert mistral.provider.short_tool_call_ids
+    openai = _capabilities(hass, "openai").model("gpt-5-mini")
+    assert not openai.refuses(Feature.PROMPT_CACHE_KEY)
+    assert not openai.refuses(Feature.DECISIONS)
+    assert openai.reasoning
+    assert _capabilities(hass, "ollama").model("llama3").refuses(Feature.DECISIONS)
+
+
+async def test_reports(hass: HomeAssistant) -> None:
+    """What the server reports about a model is asked for that model only."""
+    report = ServerReport(
+        models={"small": ModelReport(context_window=4096, vision=False, tools=False)}
+    )
+    small = _capabilities(hass, report=report).model("small")
+    assert small.context_window == 4096
+    assert small.refuses(Feature.IMAGE_INPUT)
+    assert small.refuses(Feature.TOOLS)
+    other = _capabilities(hass, report=report).model("other")
+    assert other.context_window is None
+    assert not other.refuses(Feature.TOOLS)
+
+
+async def test_lessons(hass: HomeAssistant) -> None:
+    """Lessons are per model; a refused JSON schema rules out strict mode too."""
+    capabilities = _capabilities(hass)
+    model = capabilities.model("m")
+    assert model.structured_output_start() is Feature.STRICT_SCHEMA
+    model.learn_refused(Feature.JSON_SCHEMA)
+    assert model.refuses(Feature.STRICT_SCHEMA)
+    assert model.structured_output_start() is Feature.JSON_OBJECT
+    model.learn_refused(Feature.JSON_OBJECT)
+    assert capabilities.model("m").structured_output_start() is None
+    assert capabilities.model("other").structured_output_start() is (
+        Feature.STRICT_SCHEMA
+    )
+    model.learn_proven(Feature.LOGPROBS)
+    assert model.proven(Feature.LOGPROBS)
+    model.learn_refused(Feature.LOGPROBS)
+    assert not model.proven(Feature.LOGPROBS)
+    model.learn_proven(Feature.LOGPROBS)
+    assert not model.proven(Feature.LOGPROBS)
+    model.learn_context_window(8192)
+    assert capabilities.model("m").context_window == 8192
+
+
+async def test_lessons_survive_a_restart(hass: HomeAssistant) -> None:
+    """What was learned is stored, and loaded again for the same server."""
+    first = _capabilities(hass)
+    first.model("m").learn_refused(Feature.JSON_SCHEMA)
+    first.model("m").learn_context_window(2048)
+    await hass.async_block_till_done()
+    # Saving is delayed; force it as a restart would.
+    await first._store.async_save(first.as_dict())  # noqa: SLF001
+
+    again = _capabilities(hass)
+    await again.async_load()
+    assert again.model("m").refuses(Feature.JSON_SCHEMA)
+    assert again.model("m").context_window == 2048
+
+    other = Capabilities(
+        hass, "entry", PROVIDERS["custom"], ServerReport(), "another server"
+    )
+    await other.async_load()
+    assert not other.model("m").refuses(Feature.JSON_SCHEMA)
+    # And the old lessons are gone for good.
+    again = _capabilities(hass)
+    await again.async_load()
+    assert not again.model("m").refuses(Feature.JSON_SCHEMA)
+
+
+def test_stored_form_skips_what_is_unknown() -> None:
+    """Lessons from another version load without what this one cannot read."""
+    lessons = Lessons.from_dict(
+        {"refused": ["logprobs", "teleport"], "proven": "x", "context_window": -1}
+    )
+    assert lessons == Lessons(refused={Feature.LOGPROBS})
+    assert Lessons.from_dict(None) == Lessons()
+
+
+def test_fingerprint_follows_server_version_and_models() -> None:
+    """A new version or model list of the same server makes a new fingerprint."""
+    base = server_fingerprint("http://a/v1", "key", ServerReport(version="1"), ["m"])
+    assert base == server_fingerprint(
+        "http://a/v1", "key", ServerReport(version="1"), ["m"]
+    )
+    assert base != server_fingerprint(
+        "http://a/v1", "key", ServerReport(version="2"), ["m"]
+    )
+    assert base != server_fingerprint(
+        "http://a/v1", "key", ServerReport(version="1"), ["m", "n"]
+    )
+    assert base != server_fingerprint(
+        "http://b/v1", "key", ServerReport(version="1"), ["m"]
+    )
