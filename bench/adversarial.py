@@ -124,6 +124,14 @@ def cases(size: int) -> list[Case]:
         parse_case("parse_json_answer: '[' repeated", "[" * size),
         parse_case("parse_json_answer: '{' repeated", "{" * size),
         parse_case("parse_json_answer: '[1,' repeated", "[1," * (size // 3)),
+        parse_case("parse_json_answer: '{\"a\":' repeated", '{"a":' * (size // 5)),
+        parse_case(
+            "parse_json_answer: brackets in prose", "see [x] or {y} " * (size // 15)
+        ),
+        parse_case(
+            "parse_json_answer: fenced blocks repeated",
+            "```\n[1,\n```\n" * (size // 12),
+        ),
         stream_case(
             "text-call detector: leading '['",
             repeated(b"", content("[" * 512), finish + done, size),
