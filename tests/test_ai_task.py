@@ -7,7 +7,6 @@ from collections.abc import Callable
 import io
 import json
 from pathlib import Path
-import struct
 from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
@@ -31,7 +30,6 @@ from custom_components.openai_compatible.const import (
     CONF_RECOMMENDED,
     SUBENTRY_AI_TASK,
 )
-from custom_components.openai_compatible.images import image_size
 from custom_components.openai_compatible.structured import (
     RUNG_INSTRUCTIONS,
     RUNG_JSON_OBJECT,
@@ -1163,60 +1161,8 @@ async def test_generate_image_auth_error_starts_reauth(
 
 
 # ---------------------------------------------------------------------------
-# Units: image headers, rung requests, schema names
+# Units: rung requests, schema names
 # ---------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("data", "size"),
-    [
-        (png(33, 17), (33, 17)),
-        (_encode("GIF", 33, 17), (33, 17)),
-        (_encode("JPEG", 33, 17), (33, 17)),
-        (_encode("JPEG", 33, 17, progressive=True), (33, 17)),
-        (_encode("WEBP", 33, 17), (33, 17)),
-        (_encode("WEBP", 33, 17, lossless=True), (33, 17)),
-        (_encode("WEBP", 33, 17, exif=b"Exif\x00\x00MM"), (33, 17)),
-        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00", None),
-        (b"\xff\xd8\xff\xd8\xff\xe0\x00\x04ab\x00", None),
-        (b"\xff\xd8\x00\x00\x00\x00", None),
-        (b"\xff\xd8\xff\xff\xc0\x00\x11\x08\x00\x02\x00\x03", (3, 2)),
-        (b"RIFF\x00\x00\x00\x00WEBPVP8 \x00\x00", None),
-        (b"RIFF\x00\x00\x00\x00WEBPVP8X\x00\x00", None),
-        (b"hello", None),
-    ],
-    ids=[
-        "png",
-        "gif",
-        "jpeg",
-        "jpeg_progressive",
-        "webp_lossy",
-        "webp_lossless",
-        "webp_extended",
-        "png_truncated",
-        "jpeg_broken",
-        "jpeg_no_marker",
-        "jpeg_fill_bytes",
-        "webp_truncated",
-        "webp_extended_truncated",
-        "unknown",
-    ],
-)
-def test_image_size(data: bytes, size: tuple[int, int] | None) -> None:
-    """Sizes are read from the headers of the common formats."""
-    assert image_size(data) == size
-
-
-def test_webp_extended_header() -> None:
-    """The canvas size of an extended WebP is read from its VP8X chunk."""
-    data = (
-        b"RIFF\x00\x00\x00\x00WEBPVP8X"
-        + struct.pack("<I", 10)
-        + b"\x00\x00\x00\x00"
-        + (99).to_bytes(3, "little")
-        + (49).to_bytes(3, "little")
-    )
-    assert image_size(data) == (100, 50)
 
 
 def test_structured_requests() -> None:

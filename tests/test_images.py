@@ -1,13 +1,17 @@
-"""Images from the Images API: base64 within its limit, URLs fetched from the server."""
+"""Images from the Images API: base64 within its limit, URLs fetched, sizes read."""
 
 from __future__ import annotations
 
 import base64
 from collections.abc import AsyncGenerator
+import io
+import struct
+from typing import Any
 
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 import openai
+from PIL import Image
 import pytest
 
 from custom_components.openai_compatible.image_fetch import IMAGE_MAX_BYTES
@@ -15,6 +19,7 @@ from custom_components.openai_compatible.images import (
     IMAGE_MAX_BASE64_CHARS,
     GeneratedImage,
     async_generate_image,
+    image_size,
 )
 from simulator import OpenAISimulator
 
@@ -93,3 +98,63 @@ async def test_url_from_the_servers_network(
     fetched = [r for r in simulator.requests if r.path == "/files/fox.png"]
     assert len(fetched) == 1
     assert "Authorization" not in fetched[0].headers
+
+
+def encode(kind: str, width: int, height: int, **options: Any) -> bytes:
+    """Return a small image in a format Pillow writes."""
+    buffer = io.BytesIO()
+    mode = "P" if kind == "GIF" else "RGB"
+    Image.new(mode, (width, height)).save(buffer, format=kind, **options)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("data", "size"),
+    [
+        (encode("PNG", 33, 17), (33, 17)),
+        (encode("GIF", 33, 17), (33, 17)),
+        (encode("JPEG", 33, 17), (33, 17)),
+        (encode("JPEG", 33, 17, progressive=True), (33, 17)),
+        (encode("WEBP", 33, 17), (33, 17)),
+        (encode("WEBP", 33, 17, lossless=True), (33, 17)),
+        (encode("WEBP", 33, 17, exif=b"Exif\x00\x00MM"), (33, 17)),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00", None),
+        (b"\xff\xd8\xff\xd8\xff\xe0\x00\x04ab\x00", None),
+        (b"\xff\xd8\x00\x00\x00\x00", None),
+        (b"\xff\xd8\xff\xff\xc0\x00\x11\x08\x00\x02\x00\x03", (3, 2)),
+        (b"RIFF\x00\x00\x00\x00WEBPVP8 \x00\x00", None),
+        (b"RIFF\x00\x00\x00\x00WEBPVP8X\x00\x00", None),
+        (b"hello", None),
+    ],
+    ids=[
+        "png",
+        "gif",
+        "jpeg",
+        "jpeg_progressive",
+        "webp_lossy",
+        "webp_lossless",
+        "webp_extended",
+        "png_truncated",
+        "jpeg_broken",
+        "jpeg_no_marker",
+        "jpeg_fill_bytes",
+        "webp_truncated",
+        "webp_extended_truncated",
+        "unknown",
+    ],
+)
+def test_image_size(data: bytes, size: tuple[int, int] | None) -> None:
+    """Sizes are read from the headers of the common formats."""
+    assert image_size(data) == size
+
+
+def test_webp_extended_header() -> None:
+    """The canvas size of an extended WebP is read from its VP8X chunk."""
+    data = (
+        b"RIFF\x00\x00\x00\x00WEBPVP8X"
+        + struct.pack("<I", 10)
+        + b"\x00\x00\x00\x00"
+        + (99).to_bytes(3, "little")
+        + (49).to_bytes(3, "little")
+    )
+    assert image_size(data) == (100, 50)
