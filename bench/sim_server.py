@@ -11,6 +11,9 @@ line of stdout. Its CPU time is then not part of the benchmark process.
   benchmark sends one request at a time, so requests and ports line up.)
 - `POST /bench/enqueue` with `{"path": ..., "sse": [...]}`: queue a scripted
   streamed answer, like `OpenAISimulator.enqueue`.
+- `POST /bench/clear`: drop the queued answers no request used.
+- `POST /bench/settings` with fields of `SimulatorSettings`, such as
+  `{"context_window": 16384}`: change them.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 
 from aiohttp import web
 
-from simulator import OpenAISimulator
+from simulator import OpenAISimulator, SimulatorSettings
 
 CONTROL_PREFIX = "/bench/"
 
@@ -70,7 +73,22 @@ def add_control_routes(sim: OpenAISimulator) -> None:
         sim.enqueue(str(payload["path"]), sse=payload["sse"])
         return web.json_response({"queued": True})
 
+    async def settings(request: web.Request) -> web.Response:
+        payload: dict[str, Any] = await request.json()
+        for name, value in payload.items():
+            if name not in SimulatorSettings.__dataclass_fields__:
+                raise web.HTTPBadRequest(text=f"no setting {name}")
+            setattr(sim.settings, name, value)
+        return web.json_response({"settings": payload})
+
     sim.app.router.add_get(f"{CONTROL_PREFIX}requests", requests)
+
+    async def clear(request: web.Request) -> web.Response:
+        sim.clear_queue()
+        return web.json_response({"cleared": True})
+
+    sim.app.router.add_post(f"{CONTROL_PREFIX}settings", settings)
+    sim.app.router.add_post(f"{CONTROL_PREFIX}clear", clear)
     sim.app.router.add_post(f"{CONTROL_PREFIX}enqueue", enqueue)
 
 

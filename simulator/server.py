@@ -244,6 +244,10 @@ class OpenAISimulator:
         self._files[name] = ServedFile(body, status, dict(headers or {}), trickle)
         return f"{self.base_url.removesuffix('/v1')}/files/{name}.png"
 
+    def clear_queue(self) -> None:
+        """Drop the queued responses that no request used."""
+        self._queue.clear()
+
     def chat_requests(self) -> list[dict[str, Any]]:
         """Return the bodies of the chat completion requests received, in order."""
         return [
@@ -287,6 +291,11 @@ class OpenAISimulator:
         try:
             if not request.path.startswith("/files/"):
                 self._check_access(request)
+                if request.path.endswith("/chat/completions") and isinstance(
+                    parsed, dict
+                ):
+                    # Like a real server's, even for a scripted answer.
+                    window.check(parsed, self.settings)
                 if (scripted := self._next_scripted(request.path)) is not None:
                     return await self._send_scripted(request, scripted)
             return await handler(request)
@@ -437,7 +446,6 @@ class OpenAISimulator:
         """Validate the request and answer it, streamed or not."""
         body = request["json"]
         chat.validate(body, self.settings)
-        window.check(body, self.settings)
         result = chat.answer(body, self.settings)
         usage = chat.usage(body, result)
         mode = self.settings.reasoning

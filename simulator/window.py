@@ -60,13 +60,28 @@ def check(body: dict[str, Any], settings: SimulatorSettings) -> None:
     window = settings.context_window
     if window is None:
         return
-    prompt = prompt_tokens(body)
-    answer = body.get("max_completion_tokens") or body.get("max_tokens") or 0
     style = settings.overflow_style
-    # llama.cpp and LM Studio stop the answer at the window; only the prompt counts.
-    counted = prompt if style in ("llama_cpp", "lm_studio") else prompt + answer
-    if counted > window:
-        raise ContextOverflow(style, window, prompt, answer)
+    if counted_tokens(body, style) > window:
+        raise ContextOverflow(style, window, prompt_tokens(body), _answer_tokens(body))
+
+
+def counted_tokens(body: dict[str, Any], style: OverflowStyle) -> int:
+    """Return the tokens the server holds against its window for a request.
+
+    llama.cpp and LM Studio stop the answer at the window, so only the prompt
+    counts; the others add the room asked for the answer.
+    """
+    prompt = prompt_tokens(body)
+    if style in ("llama_cpp", "lm_studio"):
+        return prompt
+    return prompt + _answer_tokens(body)
+
+
+def _answer_tokens(body: dict[str, Any]) -> int:
+    """Return the room the request asks for the answer."""
+    answer = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+    # An answer limit that is no number is for validation to refuse.
+    return answer if isinstance(answer, int) else 0
 
 
 class ContextOverflow(APIError):

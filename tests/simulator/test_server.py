@@ -289,3 +289,15 @@ async def test_restart_on_the_same_port(socket_enabled: None) -> None:
             assert (await client.models.list()).data
         finally:
             await sim.stop()
+
+
+async def test_clear_queue(sim: OpenAISimulator, client: openai.AsyncOpenAI) -> None:
+    """Queued answers that no request used can be dropped."""
+    sim.enqueue("/chat/completions", json={"choices": []})
+    sim.clear_queue()
+
+    answer = await client.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
+    )
+
+    assert answer.choices[0].message.content == "You said: hi"

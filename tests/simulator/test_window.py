@@ -186,3 +186,36 @@ async def test_lm_studio_wording(
         "is not enough. Try to load the model with a larger context length, or "
         "provide a shorter input"
     )
+
+
+async def test_scripted_answers_are_refused_too(
+    sim: OpenAISimulator, client: openai.AsyncOpenAI
+) -> None:
+    """A request over the window is refused before a scripted answer is used."""
+    sim.settings.context_window = 100
+    sim.enqueue("/chat/completions", json={"choices": []})
+
+    with pytest.raises(openai.BadRequestError):
+        await client.chat.completions.create(model=MODEL, messages=messages(120))
+    answer = await client.chat.completions.with_raw_response.create(
+        model=MODEL, messages=messages(10)
+    )
+
+    assert answer.http_response.json() == {"choices": []}
+
+
+async def test_malformed_requests_still_get_their_validation_error(
+    sim: OpenAISimulator, client: openai.AsyncOpenAI
+) -> None:
+    """Odd fields do not break the count; validation names them as before."""
+    sim.settings.context_window = 1000
+
+    with pytest.raises(openai.BadRequestError) as caught:
+        await client.chat.completions.create(
+            model=MODEL,
+            messages=messages(10),
+            extra_body={"max_tokens": "many", "tools": "none"},
+        )
+
+    assert caught.value.body is not None
+    assert "tools" in str(caught.value.body)
