@@ -26,6 +26,8 @@ from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM, PR
 from custom_components.openai_compatible.const import (
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
+    CONF_CONTEXT_WINDOW,
+    CONF_HISTORY_TURNS,
     CONF_IMAGE_MODEL,
     CONF_MAX_TOKENS,
     CONF_PROVIDER,
@@ -970,6 +972,8 @@ async def test_add_conversation_recommended(
         CONF_CHAT_MODEL,
         CONF_PROMPT,
         CONF_LLM_HASS_API,
+        CONF_HISTORY_TURNS,
+        CONF_CONTEXT_WINDOW,
         CONF_STREAMING,
         CONF_RECOMMENDED,
         CONF_MAX_TOKENS,
@@ -1031,12 +1035,16 @@ async def test_add_conversation_advanced_custom_model_no_api(
             CONF_TEMPERATURE: 0.3,
             CONF_TOP_P: 1.0,
             CONF_STREAMING: False,
+            CONF_HISTORY_TURNS: 6.0,
+            CONF_CONTEXT_WINDOW: 8192.0,
         },
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     assert result["data"] == {
         CONF_RECOMMENDED: False,
         CONF_CHAT_MODEL: "my-finetune:latest",
+        CONF_HISTORY_TURNS: 6,
+        CONF_CONTEXT_WINDOW: 8192,
         CONF_MAX_TOKENS: 500,
         CONF_TEMPERATURE: 0.3,
         # At its default, and still sent: the form showed it.
@@ -1044,6 +1052,7 @@ async def test_add_conversation_advanced_custom_model_no_api(
         CONF_STREAMING: False,
     }
     assert isinstance(result["data"][CONF_MAX_TOKENS], int)
+    assert isinstance(result["data"][CONF_CONTEXT_WINDOW], int)
 
 
 async def test_add_ai_task(
@@ -1116,6 +1125,7 @@ async def test_reconfigure_conversation(
             CONF_CHAT_MODEL: "typed-model",
             CONF_RECOMMENDED: False,
             CONF_TEMPERATURE: 0.2,
+            CONF_HISTORY_TURNS: 4,
             "future_option": "kept",
         }
     )
@@ -1133,6 +1143,9 @@ async def test_reconfigure_conversation(
     # A typed model the server does not list is still offered.
     assert _selector_options(result, CONF_CHAT_MODEL)[0] == "typed-model"
     assert _suggested(result, CONF_TEMPERATURE) == 0.2
+    assert _suggested(result, CONF_HISTORY_TURNS) == 4
+    assert _suggested(result, CONF_CONTEXT_WINDOW) is None
+    # A field left empty goes back to its default: it is not saved.
     result = await hass.config_entries.subentries.async_configure(
         result["flow_id"],
         {

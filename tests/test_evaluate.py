@@ -970,7 +970,7 @@ async def test_logprobs_rejected_for_the_request(
     simulator.enqueue(
         CHAT,
         status=400,
-        json={"error": {"message": "This model's maximum context length is 8192"}},
+        json={"error": {"message": "The request could not be processed"}},
     )
     simulator.enqueue(CHAT, json=stated(yes=0.6, no=0.4))
     simulator.enqueue(CHAT, json=label_answer(("Yes", 0.8), ("No", 0.2)))

@@ -12,7 +12,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 import hashlib
 import re
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
@@ -24,9 +24,12 @@ from .attachments import LoadedFile, async_load_attachments
 from .capabilities import Feature, ModelCapabilities
 from .chat_stream import ChatStreamParser, async_read_answer, usage_stats
 from .const import LOGGER
-from .errors import MalformedAnswerError, RequestRejectedError
+from .errors import ContextOverflowError, MalformedAnswerError, RequestRejectedError
 from .sse import async_read_body
 from .transport import Budget, Opened, Transport, parse_json
+
+if TYPE_CHECKING:
+    from .window import RequestFit
 
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
@@ -336,11 +339,13 @@ class ChatCompletionsAdapter:
         *,
         on_request: Callable[[], None],
         on_usage: Callable[[dict[str, Any]], None],
+        fit: RequestFit | None = None,
     ) -> None:
         """Prepare the renderer for a run of rounds.
 
         `on_request` hears of every request sent, `on_usage` of the tokens
-        each answer reports.
+        each answer reports. With `fit`, each request is fitted into the
+        model's context window.
         """
         self._transport = transport
         self._capabilities = capabilities
@@ -348,6 +353,7 @@ class ChatCompletionsAdapter:
         self._budget = budget
         self._on_request = on_request
         self._on_usage = on_usage
+        self._fit = fit
         self.tool_set = tool_set
         self._renderer = MessageRenderer(hass, self.tool_set, settings)
 
@@ -359,12 +365,10 @@ class ChatCompletionsAdapter:
         instructions: tuple[conversation.UserContent, str] | None = None,
     ) -> dict[str, Any]:
         """Return the request body for the chat log as it is now."""
-        body: dict[str, Any] = {
-            "model": self._settings.model,
-            "messages": await self._renderer.async_render(
-                chat_log.content, instructions
-            ),
-        }
+        messages = await self._renderer.async_render(chat_log.content, instructions)
+        if self._fit is not None:
+            messages = self._fit.messages(messages, self.tool_set.tools)
+        body: dict[str, Any] = {"model": self._settings.model, "messages": messages}
         if self.tool_set.tools:
             body["tools"] = self.tool_set.tools
         body.update(self._settings.body())
@@ -393,6 +397,8 @@ class ChatCompletionsAdapter:
             if usage := parser.usage:
                 chat_log.async_trace({"stats": usage_stats(usage), "usage": usage})
                 self._on_usage(usage)
+                if self._fit is not None:
+                    self._fit.observe(usage)
 
     async def async_complete(self, body: dict[str, Any]) -> dict[str, Any]:
         """Send the request unstreamed and return the chat completion as JSON."""
@@ -431,6 +437,10 @@ class ChatCompletionsAdapter:
                     break
                 except RequestRejectedError as err:
                     body = self._without_refused(body, err)
+                except ContextOverflowError as err:
+                    if self._fit is None:
+                        raise
+                    body = self._fit.after_overflow(body, err)
             yield opened, bool(body.get("stream"))
 
     def _without_refused(

@@ -45,6 +45,8 @@ from .capabilities import PROVIDER_CUSTOM, PROVIDERS, provider_for
 from .const import (
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
+    CONF_CONTEXT_WINDOW,
+    CONF_HISTORY_TURNS,
     CONF_IMAGE_MODEL,
     CONF_MAX_TOKENS,
     CONF_PROVIDER,
@@ -100,9 +102,13 @@ ADVANCED_DEFAULTS: dict[str, float] = {
     CONF_TOP_P: RECOMMENDED_TOP_P,
 }
 
+# How much of the context a conversation agent uses; empty: the default.
+CONTEXT_KEYS = (CONF_HISTORY_TURNS, CONF_CONTEXT_WINDOW)
+
 # Every key the subentry form owns; other keys in saved data are kept.
 SUBENTRY_FORM_KEYS = frozenset(
     {
+        *CONTEXT_KEYS,
         CONF_CHAT_MODEL,
         CONF_IMAGE_MODEL,
         CONF_LLM_HASS_API,
@@ -489,6 +495,16 @@ def _default_subentries(
     ]
 
 
+def _whole_number(low: int, high: int) -> probatio.All[int]:
+    """Return a number box for a whole number from low to high."""
+    return probatio.All(
+        NumberSelector(
+            NumberSelectorConfig(min=low, max=high, step=1, mode=NumberSelectorMode.BOX)
+        ),
+        probatio.Coerce(int),
+    )
+
+
 def _model_options(
     ordered_models: list[str], current: str | None
 ) -> list[SelectOptionDict]:
@@ -598,6 +614,10 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
                     mode=SelectSelectorMode.LIST,
                 )
             )
+            schema[probatio.Optional(CONF_HISTORY_TURNS)] = _whole_number(0, 1000)
+            schema[probatio.Optional(CONF_CONTEXT_WINDOW)] = _whole_number(
+                256, 10_000_000
+            )
         else:
             schema[probatio.Optional(CONF_IMAGE_MODEL)] = SelectSelector(
                 SelectSelectorConfig(
@@ -616,14 +636,7 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
             {
                 data_entry_flow.Optional(
                     CONF_MAX_TOKENS, default=RECOMMENDED_MAX_TOKENS, visible=advanced
-                ): probatio.All(
-                    NumberSelector(
-                        NumberSelectorConfig(
-                            min=1, max=1_000_000, step=1, mode=NumberSelectorMode.BOX
-                        )
-                    ),
-                    probatio.Coerce(int),
-                ),
+                ): _whole_number(1, 1_000_000),
                 data_entry_flow.Optional(
                     CONF_TEMPERATURE, default=RECOMMENDED_TEMPERATURE, visible=advanced
                 ): NumberSelector(NumberSelectorConfig(min=0, max=2, step=0.05)),
@@ -648,6 +661,9 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
                 data[CONF_PROMPT] = prompt
             if apis := user_input.get(CONF_LLM_HASS_API):
                 data[CONF_LLM_HASS_API] = apis
+            for key in CONTEXT_KEYS:
+                if (value := user_input.get(key)) is not None:
+                    data[key] = value
         elif image_model := (user_input.get(CONF_IMAGE_MODEL) or "").strip():
             data[CONF_IMAGE_MODEL] = image_model
         if not user_input.get(CONF_STREAMING, True):

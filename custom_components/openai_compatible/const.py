@@ -15,6 +15,10 @@ CONF_MAX_TOKENS: Final = "max_tokens"
 CONF_TEMPERATURE: Final = "temperature"
 CONF_TOP_P: Final = "top_p"
 CONF_STREAMING: Final = "streaming"
+# Conversation agents: earlier turns to keep at most (none: as many as fit),
+# and the model's context window in tokens when the server does not say it.
+CONF_HISTORY_TURNS: Final = "history_turns"
+CONF_CONTEXT_WINDOW: Final = "context_window"
 
 SUBENTRY_CONVERSATION: Final = "conversation"
 SUBENTRY_AI_TASK: Final = "ai_task_data"

@@ -35,6 +35,7 @@ from .const import (
 )
 from .errors import AuthError, ModelError, ServerError
 from .transport import Budget
+from .window import ContextWindow
 
 if TYPE_CHECKING:
     from . import OpenAICompatibleConfigEntry
@@ -74,6 +75,7 @@ class OpenAICompatibleEntity(Entity):
         self.subentry = subentry
         self.runtime = entry.runtime_data
         self._attr_unique_id = subentry.subentry_id
+        self.context_window = ContextWindow(entry.entry_id, subentry)
         self._attr_device_info = subentry_device_info(entry, subentry)
 
     @property
@@ -125,13 +127,20 @@ class OpenAICompatibleEntity(Entity):
             stream=bool(options.get(CONF_STREAMING, True)),
         )
 
-    def adapter(self, tool_set: ToolSet) -> ChatCompletionsAdapter:
-        """Return the wire adapter for a run of rounds."""
+    def adapter(
+        self, tool_set: ToolSet, chat_log: conversation.ChatLog | None = None
+    ) -> ChatCompletionsAdapter:
+        """Return the wire adapter for a run of rounds.
+
+        With a chat log, each request is fitted into the model's context window.
+        """
+        settings = self.request_settings()
+        capabilities = self.capabilities
         return ChatCompletionsAdapter(
             self.hass,
             self.runtime.transport,
-            self.capabilities,
-            self.request_settings(),
+            capabilities,
+            settings,
             tool_set,
             self.budget(),
             on_request=partial(
@@ -140,6 +149,9 @@ class OpenAICompatibleEntity(Entity):
             on_usage=partial(
                 self.runtime.usage.record_usage, self.subentry.subentry_id
             ),
+            fit=None
+            if chat_log is None
+            else self.context_window.request(chat_log, capabilities, settings),
         )
 
     def _tool_set(self, llm_api: llm.APIInstance | None) -> ToolSet:
@@ -178,7 +190,7 @@ class OpenAICompatibleEntity(Entity):
         instructions: tuple[conversation.UserContent, str] | None = None,
     ) -> None:
         """Run the model on the chat log until no tool result is unanswered."""
-        adapter = self.adapter(self._tool_set(chat_log.llm_api))
+        adapter = self.adapter(self._tool_set(chat_log.llm_api), chat_log)
         with self._server_errors():
             for _ in range(max_rounds):
                 body = await adapter.async_build_body(

@@ -22,8 +22,10 @@ from typing import Any, Final
 
 from .capabilities import Feature
 from .const import LOGGER
+from .context import parse_overflow
 from .errors import (
     AuthError,
+    ContextOverflowError,
     RateLimitedError,
     RequestRejectedError,
     ServerError,
@@ -78,17 +80,6 @@ _ONE_SCHEMA: Final = (
     "additionalproperties",
     "is required to be supplied",
 )
-_CONTEXT_OVERFLOW: Final = (
-    "context_length_exceeded",
-    "maximum context length",
-    "context length",
-    "context size",
-    "context window",
-    "exceed_context_size",
-    "prompt is too long",
-    "input is too long",
-    "too many tokens",
-)
 # Where a feature may appear in an answer, per feature; checked in this order.
 _NAMES: Final[tuple[tuple[Feature, tuple[str, ...]], ...]] = (
     (Feature.STREAM_OPTIONS, ("stream_options", "include_usage")),
@@ -126,14 +117,13 @@ def classify_rejection(
 ) -> Rejection | None:
     """Return the feature an error answer refuses, among those we sent.
 
-    None when the answer names none of them (an outage, a bad key, an
-    overflowing context): such an answer is not walked down any ladder.
+    None when the answer names none of them (an outage, a bad key): such an
+    answer is not walked down any ladder. `error_for_status` tells context
+    overflows apart before it asks.
     """
     if status in (401, 403, 408, 429) or status < 400:
         return None
     lowered = text.casefold()
-    if is_context_overflow(lowered):
-        return None
     for feature, names in _NAMES:
         if feature in sent and any(name in lowered for name in names):
             return Rejection(feature, _is_general(feature, lowered, status))
@@ -148,11 +138,6 @@ def _is_general(feature: Feature, lowered: str, status: int) -> bool:
         return False
     # A route or method the server lacks refuses everything sent there.
     return status in (404, 405, 501) or any(words in lowered for words in _GENERAL)
-
-
-def is_context_overflow(lowered: str) -> bool:
-    """Tell whether a lower-cased error text says the context overflowed."""
-    return any(words in lowered for words in _CONTEXT_OVERFLOW)
 
 
 def error_text(body: bytes) -> str:
@@ -245,6 +230,8 @@ def error_for_status(
         return AuthError("invalid_auth")
     if status == 429:
         return _rate_limited(headers, lowered, message)
+    if (overflow := parse_overflow(text, _json_or_none(raw))) is not None:
+        return ContextOverflowError(overflow.window, overflow.prompt_tokens)
     if (rejection := classify_rejection(status, raw, sent)) is not None:
         if rejection.feature is Feature.TOOLS:
             return ToolsUnsupportedError("tools_unsupported", message=message)
@@ -257,6 +244,14 @@ def error_for_status(
         # 501: the server does not implement what was asked, it is not down.
         return RequestRejectedError(message, status=status)
     return ServerError("api_error", message=message)
+
+
+def _json_or_none(text: str) -> Any:
+    """Return the JSON value of an error body, or None when it is no JSON."""
+    try:
+        return json.loads(text)
+    except ValueError, RecursionError:
+        return None
 
 
 def _rate_limited(

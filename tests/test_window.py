@@ -1,0 +1,453 @@
+"""Fitting conversations into the context window, over HTTP against the simulator."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+import socket
+import threading
+import time
+from typing import Any
+
+from homeassistant.components.conversation import trace
+from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT, CONF_URL
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import intent, issue_registry as ir
+from mcp.server import MCPServer
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+import uvicorn
+
+from custom_components.openai_compatible.const import (
+    CONF_CHAT_MODEL,
+    CONF_CONTEXT_WINDOW,
+    CONF_HISTORY_TURNS,
+    DOMAIN,
+    SUBENTRY_CONVERSATION,
+)
+from custom_components.openai_compatible.window import MAX_CONVERSATIONS, ContextWindow
+from simulator import OpenAISimulator, sse_text, sse_tool_calls
+from simulator.window import prompt_tokens
+
+from .conftest import MakeConfigEntry, SetupEntry, converse, speech
+
+# About 1,000 tokens as the simulator counts them, 2,000 as we first guess.
+LONG_PROMPT = "You are a test assistant. " + "filler " * 1000
+
+
+def words(count: int, word: str = "light") -> str:
+    """Return a sentence of `count` words."""
+    return " ".join([word] * count)
+
+
+async def setup_agent(setup_entry: SetupEntry, **options: Any) -> MockConfigEntry:
+    """Set up an agent without tools, with the long prompt and these options."""
+    return await setup_entry(
+        conversation={CONF_PROMPT: LONG_PROMPT, CONF_LLM_HASS_API: [], **options}
+    )
+
+
+def agent_subentry_id(entry: MockConfigEntry) -> str:
+    """Return the id of the entry's conversation subentry."""
+    return next(
+        subentry.subentry_id
+        for subentry in entry.subentries.values()
+        if subentry.subentry_type == SUBENTRY_CONVERSATION
+    )
+
+
+def learned_window(entry: MockConfigEntry) -> int | None:
+    """Return the window the entry learned for the agent's model."""
+    model = entry.subentries[agent_subentry_id(entry)].data[CONF_CHAT_MODEL]
+    window: int | None = entry.runtime_data.capabilities.model(
+        model
+    ).lessons.context_window
+    return window
+
+
+def context_details() -> list[dict[str, Any]]:
+    """Return the context details traced by the last conversation turn."""
+    events = trace.async_get_traces()[-1].as_dict()["events"]
+    return [
+        event["data"]["context"]
+        for event in events
+        if event["event_type"] == trace.ConversationTraceEventType.AGENT_DETAIL
+        and "context" in event["data"]
+    ]
+
+
+def statuses(simulator: OpenAISimulator) -> list[bool]:
+    """Return, per chat request, whether the simulator took it."""
+    return [
+        prompt_tokens(body) <= (simulator.settings.context_window or 0)
+        for body in simulator.chat_requests()
+    ]
+
+
+async def test_no_window_sends_everything(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """With no window known, every turn is sent, as before."""
+    await setup_agent(setup_entry)
+
+    first = await converse(hass, words(300))
+    for _ in range(3):
+        await converse(hass, words(300), first.conversation_id)
+
+    last = simulator.chat_requests()[-1]
+    assert len(last["messages"]) == 1 + 3 * 2 + 1
+    (details,) = context_details()
+    assert details["window"] is None
+    assert details["kept_turns"] == 3
+    assert details["dropped_turns"] == 0
+
+
+async def test_window_setting_fits_every_request(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """With the window set, old turns go and no request is over it."""
+    simulator.settings.context_window = 4000
+    await setup_agent(setup_entry, **{CONF_CONTEXT_WINDOW: 4000})
+
+    first = await converse(hass, words(300))
+    for _ in range(10):
+        result = await converse(hass, words(300), first.conversation_id)
+        assert result.response.response_type == intent.IntentResponseType.ACTION_DONE
+
+    assert all(statuses(simulator))
+    (details,) = context_details()
+    assert details["window"] == 4000
+    assert details["dropped_turns"] > 0
+    assert details["estimated_tokens"] <= 4000
+    last = simulator.chat_requests()[-1]
+    assert last["messages"][0]["content"].startswith("You are a test assistant.")
+
+
+async def test_history_setting(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """History to keep caps earlier turns, even with no window known."""
+    await setup_agent(setup_entry, **{CONF_HISTORY_TURNS: 3})
+
+    first = await converse(hass, "one")
+    for text in ("two", "three", "four", "five", "six", "seven"):
+        await converse(hass, text, first.conversation_id)
+
+    users = [
+        [m["content"] for m in body["messages"] if m["role"] == "user"]
+        for body in simulator.chat_requests()
+    ]
+    assert users == [
+        ["one"],
+        ["one", "two"],
+        ["one", "two", "three"],
+        ["one", "two", "three", "four"],
+        # Over three earlier turns: two go at once, and the next turn adds.
+        ["three", "four", "five"],
+        ["three", "four", "five", "six"],
+        ["five", "six", "seven"],
+    ]
+
+
+@pytest.mark.parametrize(
+    "style", ["openai", "vllm", "llama_cpp", "lm_studio", "litellm"]
+)
+async def test_overflow_teaches_the_window(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    style: Any,
+) -> None:
+    """An overflow error's window is learned; the same request goes again, trimmed."""
+    simulator.settings.context_window = 4000
+    simulator.settings.overflow_style = style
+    entry = await setup_agent(setup_entry)
+
+    first = await converse(hass, words(300))
+    conversation_id = first.conversation_id
+    results = [first]
+    while learned_window(entry) is None:
+        assert len(results) < 10
+        results.append(await converse(hass, words(300), conversation_id))
+    results += [await converse(hass, words(300), conversation_id) for _ in range(3)]
+
+    assert learned_window(entry) == 4000
+    assert all(
+        result.response.response_type == intent.IntentResponseType.ACTION_DONE
+        for result in results
+    )
+    taken = statuses(simulator)
+    # One refused request, sent again at once trimmed; none refused after it.
+    assert taken.count(False) == 1
+    refused = taken.index(False)
+    assert taken[refused + 1 :] == [True] * (len(taken) - refused - 1)
+    bodies = simulator.chat_requests()
+    assert len(bodies[refused + 1]["messages"]) < len(bodies[refused]["messages"])
+    assert bodies[refused + 1]["messages"][-1] == bodies[refused]["messages"][-1]
+    assert len(bodies) == len(results) + 1
+
+
+async def test_prompt_too_large_first_turn_and_repair(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A prompt that cannot fit fails the first turn with numbers, and a repair says so."""
+    entry = await setup_agent(setup_entry, **{CONF_CONTEXT_WINDOW: 1500})
+    subentry_id = agent_subentry_id(entry)
+    issue_id = f"prompt_too_large_{subentry_id}"
+
+    result = await converse(hass, "hello")
+
+    assert result.response.response_type == intent.IntentResponseType.ERROR
+    text = speech(result)
+    assert "context window is 1,500 tokens" in text
+    assert "Expose fewer entities" in text
+    assert simulator.chat_requests() == []
+    issue = ir.async_get(hass).async_get_issue(DOMAIN, issue_id)
+    assert issue is not None
+    assert issue.translation_key == "prompt_too_large"
+    assert issue.translation_placeholders is not None
+    assert issue.translation_placeholders["window"] == "1,500"
+    assert issue.translation_placeholders["name"] == entry.subentries[subentry_id].title
+    assert f"about {issue.translation_placeholders['needed']} tokens" in text
+
+    # A larger window fixes it: the next turn answers, and the issue goes.
+    subentry = entry.subentries[subentry_id]
+    hass.config_entries.async_update_subentry(
+        entry, subentry, data={**subentry.data, CONF_CONTEXT_WINDOW: 8000}
+    )
+    await hass.async_block_till_done()
+    result = await converse(hass, "hello")
+
+    assert result.response.response_type == intent.IntentResponseType.ACTION_DONE
+    assert ir.async_get(hass).async_get_issue(DOMAIN, issue_id) is None
+
+
+@pytest.mark.parametrize(
+    "style", ["openai", "vllm", "llama_cpp", "lm_studio", "litellm"]
+)
+async def test_overflow_that_trimming_cannot_fix(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    style: Any,
+) -> None:
+    """A window named too small for the prompt gives the translated message, no raw text."""
+    simulator.settings.context_window = 900
+    simulator.settings.overflow_style = style
+    entry = await setup_agent(setup_entry)
+
+    result = await converse(hass, "hello")
+
+    assert result.response.response_type == intent.IntentResponseType.ERROR
+    text = speech(result)
+    assert "context window is 900 tokens" in text
+    assert "context size" not in text
+    assert "maximum context" not in text
+    assert len(simulator.chat_requests()) == 1
+    assert learned_window(entry) == 900
+    issue_id = f"prompt_too_large_{agent_subentry_id(entry)}"
+    assert ir.async_get(hass).async_get_issue(DOMAIN, issue_id) is not None
+
+
+async def test_overflow_again_after_trimming(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A trimmed request refused again gives the translated message."""
+    await setup_agent(setup_entry)
+    overflow = {
+        "error": {
+            "message": "This model's maximum context length is 8000 tokens. However, "
+            "your messages resulted in 9000 tokens.",
+            "code": "context_length_exceeded",
+        }
+    }
+    for _ in range(2):
+        simulator.enqueue("/chat/completions", status=400, json=overflow)
+
+    result = await converse(hass, "hello")
+
+    assert result.response.response_type == intent.IntentResponseType.ERROR
+    assert "context window is 8,000 tokens" in speech(result)
+    assert "about 10,024 tokens" in speech(result)
+    assert len(simulator.chat_requests()) == 2
+
+
+async def test_overflow_naming_no_window(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """An overflow that names no window, with none known, says what to set."""
+    await setup_agent(setup_entry)
+    simulator.enqueue(
+        "/chat/completions",
+        status=400,
+        json={"error": {"message": "Input too big", "code": "context_length_exceeded"}},
+    )
+
+    result = await converse(hass, "hello")
+
+    assert result.response.response_type == intent.IntentResponseType.ERROR
+    assert "Set the agent's context window" in speech(result)
+    assert "Input too big" not in speech(result)
+    assert len(simulator.chat_requests()) == 1
+
+
+async def test_overflow_count_recalibrates(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """An overflow that counts the prompt corrects the estimate and is sent again."""
+    await setup_agent(setup_entry, **{CONF_CONTEXT_WINDOW: 100_000})
+    body = {
+        "error": {
+            "message": "Prompt contains 3000 tokens and 0 draft tokens, too large "
+            "for model"
+        }
+    }
+    simulator.enqueue("/chat/completions", status=400, json=body)
+
+    result = await converse(hass, "hello")
+
+    assert result.response.response_type == intent.IntentResponseType.ACTION_DONE
+    assert len(simulator.chat_requests()) == 2
+
+
+async def test_overflow_with_nothing_new_to_fit_by(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """An overflow that teaches nothing new is not sent again the same."""
+    await setup_agent(setup_entry, **{CONF_CONTEXT_WINDOW: 4000})
+    body = {"error": {"message": "context window exceeded", "type": "overflow"}}
+    simulator.enqueue("/chat/completions", status=400, json=body)
+
+    result = await converse(hass, "hello")
+
+    assert result.response.response_type == intent.IntentResponseType.ERROR
+    assert "context window is 4,000 tokens" in speech(result)
+    assert len(simulator.chat_requests()) == 1
+
+
+async def test_usage_calibrates_the_estimate(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """The server's prompt count of one request corrects the next estimate."""
+    await setup_agent(setup_entry)
+
+    first = await converse(hass, "hello")
+    uncalibrated = context_details()[0]["estimated_tokens"]
+    await converse(hass, "hello", first.conversation_id)
+    calibrated = context_details()[0]["estimated_tokens"]
+
+    counted = [prompt_tokens(body) for body in simulator.chat_requests()]
+    # The first guess is twice the simulator's count; the next one is close.
+    assert uncalibrated > 1.5 * counted[0]
+    assert abs(calibrated - counted[1]) < 0.05 * counted[1]
+
+
+def test_conversations_remembered_are_bounded(
+    make_config_entry: MakeConfigEntry,
+) -> None:
+    """What was cut is kept for the most recent conversations only."""
+    entry = make_config_entry()
+    window = ContextWindow(entry.entry_id, entry.subentries[agent_subentry_id(entry)])
+    first = window.cut("first")
+    first.dropped_turns = 2
+
+    assert window.cut("first") is first
+    for number in range(MAX_CONVERSATIONS):
+        window.cut(str(number))
+
+    assert window.cut("first") is not first
+
+
+async def test_message_too_large(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A message that cannot fit on its own is refused with numbers, no repair."""
+    entry = await setup_agent(setup_entry, **{CONF_CONTEXT_WINDOW: 4000})
+
+    result = await converse(hass, words(3000))
+
+    assert result.response.response_type == intent.IntentResponseType.ERROR
+    assert "This message needs about" in speech(result)
+    assert "context window is 4,000 tokens" in speech(result)
+    assert simulator.chat_requests() == []
+    issue_id = f"prompt_too_large_{agent_subentry_id(entry)}"
+    assert ir.async_get(hass).async_get_issue(DOMAIN, issue_id) is None
+
+
+# --- tools from an MCP server ----------------------------------------------------
+
+ROOMS = 20
+DEVICES = 3000
+
+
+@pytest.fixture
+def mcp_server(socket_enabled: None) -> Iterator[str]:
+    """Serve a small MCP server whose tool answers at length; yield its URL."""
+    server: MCPServer[Any] = MCPServer("House devices")
+
+    @server.tool(description="List the devices of the house, or of one room.")
+    def list_devices(room: int | None = None) -> str:
+        return "\n".join(
+            f"device {number}: lamp in room {number % ROOMS}, on"
+            for number in range(DEVICES)
+            if room is None or number % ROOMS == room
+        )
+
+    listening = socket.create_server(("127.0.0.1", 0))
+    runner = uvicorn.Server(
+        uvicorn.Config(server.streamable_http_app(), log_level="warning", lifespan="on")
+    )
+    thread = threading.Thread(
+        target=runner.run, kwargs={"sockets": [listening]}, name="mcp-server"
+    )
+    thread.start()
+    try:
+        while not runner.started:
+            assert thread.is_alive()
+            time.sleep(0.01)
+        yield f"http://127.0.0.1:{listening.getsockname()[1]}/mcp"
+    finally:
+        runner.should_exit = True
+        thread.join(10)
+        listening.close()
+
+
+async def test_mcp_tool_result_is_capped(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    mcp_server: str,
+) -> None:
+    """An MCP server's tool, chosen as an API of the agent, has its long answer cut."""
+    simulator.settings.context_window = 4000
+    mcp_entry = MockConfigEntry(
+        domain="mcp", title="House devices", data={CONF_URL: mcp_server}
+    )
+    mcp_entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(mcp_entry.entry_id)
+    await hass.async_block_till_done()
+    api_id = f"mcp-{mcp_entry.entry_id}"
+    await setup_entry(
+        conversation={
+            CONF_PROMPT: "You know the house.",
+            CONF_LLM_HASS_API: [api_id],
+            CONF_CONTEXT_WINDOW: 4000,
+        }
+    )
+    simulator.enqueue(
+        "/chat/completions", sse=sse_tool_calls([("call_1", "list_devices", {})])
+    )
+    simulator.enqueue("/chat/completions", sse=sse_text("Many lamps are on."))
+
+    result = await converse(hass, "Which lamps are on?")
+
+    assert speech(result) == "Many lamps are on."
+    first, second = simulator.chat_requests()
+    assert [tool["function"]["name"] for tool in first["tools"]] == ["list_devices"]
+    answer = second["messages"][-1]
+    assert answer["role"] == "tool"
+    assert "device 0: lamp in room 0, on" in answer["content"]
+    assert f"device {DEVICES - 1}:" not in answer["content"]
+    assert answer["content"].endswith(
+        "For the rest, call list_devices again with narrower arguments (room).]"
+    )
+    assert prompt_tokens(second) <= 4000
