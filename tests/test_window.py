@@ -451,3 +451,21 @@ async def test_mcp_tool_result_is_capped(
         "For the rest, call list_devices again with narrower arguments (room).]"
     )
     assert prompt_tokens(second) <= 4000
+
+
+async def test_overflow_inside_the_stream(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """An overflow a gateway sends as a stream event is told in our words."""
+    await setup_agent(setup_entry)
+    message = (
+        "litellm.ContextWindowExceededError: This model's maximum context length "
+        "is 8192 tokens."
+    )
+    simulator.enqueue("/chat/completions", sse=[{"error": {"message": message}}])
+
+    result = await converse(hass, "hello")
+
+    assert result.response.response_type == intent.IntentResponseType.ERROR
+    assert "larger than the model's context window" in speech(result)
+    assert "litellm" not in speech(result)

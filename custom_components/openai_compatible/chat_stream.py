@@ -15,7 +15,14 @@ from homeassistant.components import conversation
 from homeassistant.util.json import json_loads
 import httpx2
 
-from .errors import MalformedAnswerError, ModelError, ServerError, TranslatedError
+from .context import parse_overflow
+from .errors import (
+    ContextOverflowError,
+    MalformedAnswerError,
+    ModelError,
+    ServerError,
+    TranslatedError,
+)
 from .sse import EventStream, async_read_body
 from .think_tags import ThinkTagSplitter
 from .tool_calls import LONGEST_MARKER, ToolCallAssembler, calls_in_text, may_be_call
@@ -60,8 +67,10 @@ class ChatStreamParser:
     def feed(self, chunk: dict[str, Any]) -> list[Delta]:
         """Return the deltas one chunk adds."""
         if error := chunk.get("error"):
-            message = error.get("message") if isinstance(error, dict) else error
-            raise ServerError("api_error", message=str(message))
+            message = str(error.get("message") if isinstance(error, dict) else error)
+            if (overflow := parse_overflow(message, chunk)) is not None:
+                raise ContextOverflowError(overflow.window, overflow.prompt_tokens)
+            raise ServerError("api_error", message=message)
         if (usage := chunk.get("usage")) is not None:
             self.usage = _object(usage, "usage")
         choices = chunk.get("choices")
