@@ -425,7 +425,13 @@ class OpenAISimulator:
         if not self.settings.models_endpoint:
             return self._not_found(request)
         return web.json_response(
-            {"object": "list", "data": [_model_entry(model) for model in self.models]}
+            {
+                "object": "list",
+                "data": [
+                    _model_entry(model, self.settings.context_window)
+                    for model in self.models
+                ],
+            }
         )
 
     async def _get_model(self, request: web.Request) -> web.Response:
@@ -440,7 +446,7 @@ class OpenAISimulator:
                 param="model",
                 code="model_not_found",
             )
-        return web.json_response(_model_entry(model))
+        return web.json_response(_model_entry(model, self.settings.context_window))
 
     async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
         """Validate the request and answer it, streamed or not."""
@@ -573,14 +579,18 @@ class OpenAISimulator:
         return response
 
 
-def _model_entry(model: str) -> dict[str, Any]:
-    """Return one entry of the model list."""
-    return {
+def _model_entry(model: str, context_window: int | None) -> dict[str, Any]:
+    """Return one entry of the model list, with its window when one is set."""
+    entry: dict[str, Any] = {
         "id": model,
         "object": "model",
         "created": 1_700_000_000,
         "owned_by": "library" if ":" in model else "openai",
     }
+    if context_window is not None:
+        # As OpenRouter and other hosted services report it.
+        entry["context_length"] = context_window
+    return entry
 
 
 def _image_count(value: Any) -> int:

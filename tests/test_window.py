@@ -158,9 +158,10 @@ async def test_overflow_teaches_the_window(
     style: Any,
 ) -> None:
     """An overflow error's window is learned; the same request goes again, trimmed."""
+    entry = await setup_agent(setup_entry)
+    # Set after setup: the server's model list did not report it.
     simulator.settings.context_window = 4000
     simulator.settings.overflow_style = style
-    entry = await setup_agent(setup_entry)
 
     first = await converse(hass, words(300))
     conversation_id = first.conversation_id
@@ -231,9 +232,9 @@ async def test_overflow_that_trimming_cannot_fix(
     style: Any,
 ) -> None:
     """A window named too small for the prompt gives the translated message, no raw text."""
-    simulator.settings.context_window = 900
-    simulator.settings.overflow_style = style
     entry = await setup_agent(setup_entry)
+    simulator.settings.context_window = 900  # not reported: set after setup
+    simulator.settings.overflow_style = style
 
     result = await converse(hass, "hello")
 
@@ -469,3 +470,20 @@ async def test_overflow_inside_the_stream(
     assert result.response.response_type == intent.IntentResponseType.ERROR
     assert "larger than the model's context window" in speech(result)
     assert "litellm" not in speech(result)
+
+
+async def test_reported_window_fits_from_the_first_request(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A window the server reports is fitted into without any overflow."""
+    simulator.settings.context_window = 4000
+    await setup_agent(setup_entry)
+
+    first = await converse(hass, words(300))
+    for _ in range(6):
+        await converse(hass, words(300), first.conversation_id)
+
+    assert all(statuses(simulator))
+    (details,) = context_details()
+    assert details["window"] == 4000
+    assert details["dropped_turns"] > 0

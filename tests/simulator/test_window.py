@@ -219,3 +219,18 @@ async def test_malformed_requests_still_get_their_validation_error(
 
     assert caught.value.body is not None
     assert "tools" in str(caught.value.body)
+
+
+async def test_models_report_the_window(
+    sim: OpenAISimulator, client: openai.AsyncOpenAI
+) -> None:
+    """With a window set, model entries report it as hosted services do."""
+    listed = await client.models.list()
+    assert "context_length" not in (listed.data[0].model_extra or {})
+
+    sim.settings.context_window = 8192
+    listed = await client.models.list()
+    one = await client.models.retrieve(MODEL)
+
+    assert all(model.model_extra == {"context_length": 8192} for model in listed.data)
+    assert one.model_extra == {"context_length": 8192}
