@@ -1583,3 +1583,20 @@ async def test_entity_supports_evaluate(
     features = ai_task.AITaskEntityFeature(state.attributes["supported_features"])
     assert ai_task.AITaskEntityFeature.EVALUATE in features
     assert ai_task.AITaskEntityFeature.SUPPORT_ATTACHMENTS in features
+
+
+async def test_context_overflow_is_told_in_our_words(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """Evaluate sends no history to trim: an overflow is a translated error."""
+    await setup(provider="ollama")
+    simulator.enqueue(
+        CHAT,
+        status=400,
+        json={"error": {"message": "This model's maximum context length is 2048"}},
+    )
+
+    err = await evaluate_error(hass, {"door": DOOR})
+
+    assert err.translation_key == "context_overflow"
+    assert "2048" not in str(err)
