@@ -4,6 +4,7 @@ It is a simulator, not a model: built-in answers follow simple rules, and
 tests script exact responses with `OpenAISimulator.enqueue`.
 """
 
+from .audio import AUDIO_MODELS, OPENAI_VOICES
 from .chat import chunk, sse_text, sse_tool_calls
 from .server import (
     DEFAULT_MODELS,
@@ -14,7 +15,9 @@ from .server import (
 )
 
 __all__ = [
+    "AUDIO_MODELS",
     "DEFAULT_MODELS",
+    "OPENAI_VOICES",
     "OpenAISimulator",
     "RecordedRequest",
     "ServedFile",

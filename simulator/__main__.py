@@ -11,10 +11,15 @@ from . import OpenAISimulator
 
 
 async def _serve(
-    host: str, port: int, api_key: str | None, models: list[str] | None
+    host: str,
+    port: int,
+    api_key: str | None,
+    models: list[str] | None,
+    transcript: str | None,
 ) -> None:
     """Serve until interrupted."""
     sim = OpenAISimulator(api_key=api_key, models=models)
+    sim.settings.transcript = transcript
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -40,8 +45,13 @@ def main() -> None:
     parser.add_argument(
         "--model", action="append", dest="models", help="a model to list (repeatable)"
     )
+    parser.add_argument(
+        "--transcript", help="what every transcription says (default: its length)"
+    )
     args = parser.parse_args()
-    asyncio.run(_serve(args.host, args.port, args.api_key, args.models))
+    asyncio.run(
+        _serve(args.host, args.port, args.api_key, args.models, args.transcript)
+    )
 
 
 if __name__ == "__main__":

@@ -6,8 +6,6 @@ import asyncio
 import base64
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-import email
-import email.policy
 from http import HTTPStatus
 import json
 import re
@@ -17,7 +15,7 @@ import uuid
 
 from aiohttp import web
 
-from . import chat, decisions, window
+from . import audio, chat, decisions, window
 from .imagegen import draw_png, is_image
 from .wire import (
     APIError,
@@ -25,6 +23,8 @@ from .wire import (
     invalid_type,
     invalid_value,
     missing,
+    parse_multipart,
+    require_multipart,
     unknown_parameter,
 )
 
@@ -82,6 +82,18 @@ class SimulatorSettings:
     # counts them) are refused, in the words of `overflow_style`'s server.
     context_window: int | None = None
     overflow_style: window.OverflowStyle = "openai"
+    # Seconds to wait between the chunks of a streamed chat answer.
+    stream_chunk_delay: float = 0.0
+    # What every transcription says; None: a sentence about the audio's length.
+    transcript: str | None = None
+    # True: transcription refuses the `stream` field, as strict servers do.
+    transcription_stream_refused: bool = False
+    # The voices speech accepts.
+    voices: tuple[str, ...] = audio.OPENAI_VOICES
+    # True: GET /v1/audio/voices lists them, as Kokoro-FastAPI does; else 404.
+    voices_endpoint: bool = False
+    # Seconds of synthesis per character of text before speech starts.
+    speech_seconds_per_character: float = 0.0
 
 
 class Headers(dict[str, str]):
@@ -165,6 +177,9 @@ class OpenAISimulator:
                 web.post("/v1/images/generations", self._image_generations),
                 web.post("/v1/images/edits", self._image_edits),
                 web.post("/v1/decisions", self._decisions),
+                web.post("/v1/audio/transcriptions", self._transcriptions),
+                web.post("/v1/audio/speech", self._speech),
+                web.get("/v1/audio/voices", self._voices),
                 web.get("/files/{name}.png", self._file),
             ]
         )
@@ -216,8 +231,9 @@ class OpenAISimulator:
         behaviour. `sse` items are chunk dicts (sent as `data: <json>`, with id,
         object, created and model filled in unless it is an error event) or raw
         strings or bytes sent as they are, each written on its own; `data:
-        [DONE]` follows unless `done` is False. Without a body, an error status
-        gets an OpenAI-style error body.
+        [DONE]` follows unless `done` is False. `raw` text goes as text/plain,
+        raw bytes as application/octet-stream, unless `headers` say otherwise.
+        Without a body, an error status gets an OpenAI-style error body.
         """
         if sum(body is not None for body in (json, sse, raw)) > 1:
             raise ValueError("Give at most one of json, sse and raw")
@@ -358,6 +374,8 @@ class OpenAISimulator:
             )
         if scripted.json is not None:
             payload, content_type = json.dumps(scripted.json), "application/json"
+        elif isinstance(scripted.raw, bytes):
+            payload, content_type = scripted.raw, "application/octet-stream"
         elif scripted.raw is not None:
             payload, content_type = scripted.raw, "text/plain; charset=utf-8"
         elif scripted.status >= 400:
@@ -407,7 +425,9 @@ class OpenAISimulator:
             "created": int(time.time()),
             "model": model,
         }
-        for item in items:
+        for index, item in enumerate(items):
+            if index and self.settings.stream_chunk_delay:
+                await asyncio.sleep(self.settings.stream_chunk_delay)
             if isinstance(item, (str, bytes)):
                 await response.write(item if isinstance(item, bytes) else item.encode())
                 continue
@@ -478,15 +498,11 @@ class OpenAISimulator:
 
     async def _image_edits(self, request: web.Request) -> web.Response:
         """Draw images for a multipart request, after checking its images decode."""
-        if request.content_type != "multipart/form-data":
-            raise APIError(
-                f"Invalid Content-Type header ({request.content_type}), expected "
-                "multipart/form-data."
-            )
-        fields, files = _multipart(
+        require_multipart(request.content_type)
+        fields, files = parse_multipart(
             request.headers["Content-Type"], await request.read()
         )
-        images = [data for name, data in files if name in ("image", "image[]")]
+        images = [file.data for file in files if file.field in ("image", "image[]")]
         if not images:
             raise missing("image")
         for index, data in enumerate(images, start=1):
@@ -497,8 +513,8 @@ class OpenAISimulator:
                     param="image",
                     code="invalid_image_file",
                 )
-        for name, data in files:
-            if name == "mask" and not is_image(data):
+        for file in files:
+            if file.field == "mask" and not is_image(file.data):
                 raise APIError(
                     "Invalid mask image file.", param="mask", code="invalid_image_file"
                 )
@@ -562,6 +578,20 @@ class OpenAISimulator:
         decisions.validate(body)
         return web.json_response(decisions.decide(body))
 
+    async def _transcriptions(self, request: web.Request) -> web.StreamResponse:
+        """Transcribe an uploaded recording."""
+        return await audio.transcribe(request, self.settings, self.models)
+
+    async def _speech(self, request: web.Request) -> web.StreamResponse:
+        """Generate speech for a text."""
+        return await audio.speak(request, self.settings, self.models)
+
+    async def _voices(self, request: web.Request) -> web.Response:
+        """List the voices, where the server is set to."""
+        if (listed := audio.voices(self.settings)) is None:
+            return self._not_found(request)
+        return web.json_response(listed)
+
     async def _file(self, request: web.Request) -> web.StreamResponse:
         """Serve a file: an image generated in URL mode, or one a test set up."""
         served = self._files.get(request.match_info["name"])
@@ -619,25 +649,3 @@ def _image_size(value: Any) -> tuple[int, int]:
             "size", value, ("1024x1024", "1024x1536", "1536x1024", "auto")
         )
     return int(match[1]), int(match[2])
-
-
-def _multipart(
-    content_type: str, body: bytes
-) -> tuple[dict[str, Any], list[tuple[str, bytes]]]:
-    """Split a multipart/form-data body into text fields and files."""
-    message = email.message_from_bytes(
-        f"Content-Type: {content_type}\r\n\r\n".encode() + body,
-        policy=email.policy.HTTP,
-    )
-    fields: dict[str, Any] = {}
-    files: list[tuple[str, bytes]] = []
-    for part in message.iter_parts():
-        name = part.get_param("name", header="content-disposition")
-        payload = part.get_payload(decode=True)
-        if not isinstance(payload, bytes):
-            payload = b""
-        if part.get_filename() is not None:
-            files.append((str(name), payload))
-        else:
-            fields[str(name)] = payload.decode()
-    return fields, files

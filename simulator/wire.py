@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+from dataclasses import dataclass
+import email
+import email.policy
 import re
 from typing import Any
 
@@ -150,3 +153,43 @@ def decode_data_url(url: str, param: str, *, image: bool) -> tuple[str, bytes]:
             code="invalid_value",
         ) from None
     return mime, data
+
+
+@dataclass(frozen=True, slots=True)
+class UploadedFile:
+    """A file part of a multipart/form-data request."""
+
+    field: str
+    filename: str
+    data: bytes
+
+
+def require_multipart(content_type: str) -> None:
+    """Raise APIError unless the request is multipart/form-data."""
+    if content_type != "multipart/form-data":
+        raise APIError(
+            f"Invalid Content-Type header ({content_type}), expected "
+            "multipart/form-data."
+        )
+
+
+def parse_multipart(
+    content_type: str, body: bytes
+) -> tuple[dict[str, str], list[UploadedFile]]:
+    """Split a multipart/form-data body into text fields and files."""
+    message = email.message_from_bytes(
+        f"Content-Type: {content_type}\r\n\r\n".encode() + body,
+        policy=email.policy.HTTP,
+    )
+    fields: dict[str, str] = {}
+    files: list[UploadedFile] = []
+    for part in message.iter_parts():
+        name = str(part.get_param("name", header="content-disposition"))
+        payload = part.get_payload(decode=True)
+        if not isinstance(payload, bytes):
+            payload = b""
+        if (filename := part.get_filename()) is not None:
+            files.append(UploadedFile(name, filename, payload))
+        else:
+            fields[name] = payload.decode()
+    return fields, files
