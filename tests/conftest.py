@@ -10,10 +10,11 @@ Keep this file sectioned: add fixtures under a heading for their area.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentryData
@@ -28,19 +29,27 @@ from yarl import URL
 from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM, Feature
 from custom_components.openai_compatible.config_flow import OpenAICompatibleConfigFlow
 from custom_components.openai_compatible.const import (
+    CONF_AUDIO_FORMAT,
+    CONF_AUDIO_MODEL,
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
+    CONF_HINT_NAMES,
     CONF_IMAGE_MODEL,
     CONF_PROVIDER,
     CONF_RECOMMENDED,
+    CONF_SPEED,
+    CONF_STREAMING,
+    CONF_VOICE,
     DEFAULT_AI_TASK_NAME,
     DEFAULT_CONVERSATION_NAME,
     DOMAIN,
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
+    SUBENTRY_STT,
+    SUBENTRY_TTS,
 )
 from custom_components.openai_compatible.structured import start_rung
-from simulator import OpenAISimulator
+from simulator import AUDIO_MODELS, OpenAISimulator
 
 # ---------------------------------------------------------------------------
 # Base
@@ -50,6 +59,18 @@ from simulator import OpenAISimulator
 @pytest.fixture(autouse=True)
 def auto_enable_custom_integrations(enable_custom_integrations: None) -> None:
     """Let Home Assistant load the integration from custom_components/."""
+
+
+@pytest.fixture(autouse=True)
+def tts_cache_dir(tmp_path: Path) -> Iterator[Path]:
+    """Keep text-to-speech's file cache in the test's folder.
+
+    Every loaded entry sets up text-to-speech, whose cache would otherwise go
+    into the harness's shared testing_config folder.
+    """
+    folder = tmp_path / "tts"
+    with patch("homeassistant.components.tts.DEFAULT_CACHE_DIR", str(folder)):
+        yield folder
 
 
 # ---------------------------------------------------------------------------
@@ -96,7 +117,8 @@ def make_config_entry(
 
     Keywords: `base_url` (default: the `simulator` fixture's), `api_key`
     (default TEST_API_KEY; None for no key), `provider` ("custom"), `title`,
-    and `conversation` / `ai_task`: data merged over the subentries' defaults.
+    `conversation` / `ai_task`: data merged over the subentries' defaults,
+    and `voice`: more subentries (see the Voice section).
     """
 
     def factory(
@@ -107,6 +129,7 @@ def make_config_entry(
         title: str | None = None,
         conversation: dict[str, Any] | None = None,
         ai_task: dict[str, Any] | None = None,
+        voice: list[ConfigSubentryData] | None = None,
     ) -> MockConfigEntry:
         url = base_url or simulator.base_url
         data: dict[str, Any] = {CONF_PROVIDER: provider, CONF_BASE_URL: url}
@@ -141,6 +164,7 @@ def make_config_entry(
                     title=DEFAULT_AI_TASK_NAME,
                     unique_id=None,
                 ),
+                *(voice or ()),
             ],
         )
         entry.add_to_hass(hass)
@@ -267,3 +291,60 @@ async def converse(
 def speech(result: conversation.ConversationResult) -> str:
     """Return what the agent said."""
     return str(result.response.speech["plain"]["speech"])
+
+
+# ---------------------------------------------------------------------------
+# Voice: speech-to-text and text-to-speech subentries (owner: voice).
+# `setup_voice(stt={...}, tts={...})` loads an entry with both subentries (data
+# merged over their defaults; None leaves one out) on a simulator that lists
+# its audio models.
+# ---------------------------------------------------------------------------
+
+STT_ENTITY = "stt.speech_to_text"
+TTS_ENTITY = "tts.text_to_speech"
+STT_DEFAULTS: dict[str, Any] = {CONF_AUDIO_MODEL: "whisper-1", CONF_HINT_NAMES: False}
+TTS_DEFAULTS: dict[str, Any] = {
+    CONF_AUDIO_MODEL: "tts-1",
+    CONF_VOICE: "alloy",
+    CONF_SPEED: 1.0,
+    CONF_AUDIO_FORMAT: "mp3",
+    CONF_STREAMING: True,
+}
+
+
+def voice_subentry(kind: str, data: dict[str, Any]) -> ConfigSubentryData:
+    """Return a speech-to-text or text-to-speech subentry with its defaults."""
+    if kind == SUBENTRY_STT:
+        return ConfigSubentryData(
+            data={**STT_DEFAULTS, **data},
+            subentry_type=SUBENTRY_STT,
+            title="Speech-to-text",
+            unique_id=None,
+        )
+    return ConfigSubentryData(
+        data={**TTS_DEFAULTS, **data},
+        subentry_type=SUBENTRY_TTS,
+        title="Text-to-speech",
+        unique_id=None,
+    )
+
+
+@pytest.fixture
+def setup_voice(setup_entry: SetupEntry, simulator: OpenAISimulator) -> SetupEntry:
+    """Return a factory that loads an entry with voice subentries."""
+    simulator.models += AUDIO_MODELS
+
+    async def factory(
+        *,
+        stt: dict[str, Any] | None = None,
+        tts: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> MockConfigEntry:
+        voice = [
+            voice_subentry(kind, data)
+            for kind, data in ((SUBENTRY_STT, stt), (SUBENTRY_TTS, tts))
+            if data is not None
+        ]
+        return await setup_entry(voice=voice, **kwargs)
+
+    return factory

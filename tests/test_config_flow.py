@@ -507,7 +507,8 @@ async def test_only_non_chat_models_asks_for_model(
     hass: HomeAssistant, socket_enabled: None
 ) -> None:
     """A server listing no chat model offers its models and a typed name."""
-    sim = OpenAISimulator(models=["text-embedding-3-small", "whisper-1"])
+    # (A server with audio models only gets voice subentries: test_voice_flow.)
+    sim = OpenAISimulator(models=["text-embedding-3-small", "omni-moderation-latest"])
     await sim.start()
     try:
         result = await _connect_form(hass, PROVIDER_CUSTOM)
@@ -516,8 +517,8 @@ async def test_only_non_chat_models_asks_for_model(
         )
         assert result["step_id"] == "model"
         assert _selector_options(result, CONF_CHAT_MODEL) == [
+            "omni-moderation-latest",
             "text-embedding-3-small",
-            "whisper-1",
         ]
         result = await hass.config_entries.flow.async_configure(
             result["flow_id"], {CONF_CHAT_MODEL: "qwen3"}

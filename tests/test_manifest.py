@@ -16,7 +16,8 @@ from homeassistant.loader import async_get_integration
 from packaging.requirements import Requirement
 from PIL import Image
 import pytest
-from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from .conftest import SetupEntry
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 INTEGRATION_DIR = REPO_ROOT / "custom_components" / "openai_compatible"
@@ -162,13 +163,12 @@ async def test_loader_finds_our_integration(hass: HomeAssistant) -> None:
 
 
 async def test_every_entity_has_an_icon(
-    hass: HomeAssistant, setup_integration: MockConfigEntry
+    hass: HomeAssistant, setup_voice: SetupEntry
 ) -> None:
     """icons.json loads and names an icon for each entity's translation key."""
+    entry = await setup_voice(stt={}, tts={})
     icons = (await async_get_icons(hass, "entity", [DOMAIN]))[DOMAIN]
-    entries = er.async_entries_for_config_entry(
-        er.async_get(hass), setup_integration.entry_id
-    )
+    entries = er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
     assert entries
     for entry in entries:
         assert entry.translation_key, entry.entity_id

@@ -21,9 +21,11 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM, PROVIDERS
 from custom_components.openai_compatible.const import (
+    CONF_AUDIO_MODEL,
     CONF_BASE_URL,
     CONF_PROVIDER,
     DOMAIN,
+    SUBENTRY_TTS,
 )
 from simulator import OpenAISimulator
 
@@ -238,6 +240,15 @@ async def _shown_forms(
             await entry.start_subentry_reconfigure_flow(hass, subentry.subentry_id)
             for subentry in entry.subentries.values()
         ]
+    )
+    # Text-to-speech asks for the voice once the model is chosen.
+    speech = await hass.config_entries.subentries.async_init(
+        (entry.entry_id, SUBENTRY_TTS), context={"source": SOURCE_USER}
+    )
+    shown.append(
+        await hass.config_entries.subentries.async_configure(
+            speech["flow_id"], {CONF_AUDIO_MODEL: "tts-1"}
+        )
     )
     forms = []
     for result in shown:

@@ -18,7 +18,13 @@ from .naming import LEGACY_TITLES, subentry_title
 from .server_info import async_server_report
 from .transport import Transport
 
-PLATFORMS = (Platform.AI_TASK, Platform.CONVERSATION, Platform.SENSOR)
+PLATFORMS = (
+    Platform.AI_TASK,
+    Platform.CONVERSATION,
+    Platform.SENSOR,
+    Platform.STT,
+    Platform.TTS,
+)
 
 type OpenAICompatibleConfigEntry = ConfigEntry[RuntimeData]
 

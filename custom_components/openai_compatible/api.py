@@ -69,7 +69,7 @@ def _warm_up(client: openai.AsyncOpenAI) -> None:
     first access.
     """
     client.platform_headers()
-    for resource in ("chat", "models", "images", "decisions"):
+    for resource in ("chat", "models", "images", "decisions", "audio"):
         getattr(client, resource)
 
 

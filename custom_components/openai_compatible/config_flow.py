@@ -60,6 +60,8 @@ from .const import (
     RECOMMENDED_TOP_P,
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
+    SUBENTRY_STT,
+    SUBENTRY_TTS,
 )
 from .errors import (
     AuthError,
@@ -76,6 +78,11 @@ from .model_kinds import (
     pick_image_model,
 )
 from .naming import entry_title, is_generated_title, subentry_title
+from .voice_flow import (
+    SpeechToTextSubentryFlowHandler,
+    TextToSpeechSubentryFlowHandler,
+    voice_defaults,
+)
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -237,7 +244,9 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
                 models = await self._async_validate(data, errors, placeholders)
                 if not errors:
                     self._data, self._models = data, models
-                    if pick_chat_model(models, preset.recommended_model) is None:
+                    if pick_chat_model(
+                        models, preset.recommended_model
+                    ) is None and not voice_defaults(models):
                         return await self.async_step_model()
                     return self._async_create(None)
 
@@ -381,6 +390,8 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         return {
             SUBENTRY_CONVERSATION: ModelSubentryFlowHandler,
             SUBENTRY_AI_TASK: ModelSubentryFlowHandler,
+            SUBENTRY_STT: SpeechToTextSubentryFlowHandler,
+            SUBENTRY_TTS: TextToSpeechSubentryFlowHandler,
         }
 
     def _entry_data(
@@ -468,7 +479,11 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
 def _default_subentries(
     entry_data: Mapping[str, Any], models: list[str], preferred_model: str | None
 ) -> list[ConfigSubentryData]:
-    """Return one conversation agent and one AI task for a new entry."""
+    """Return one conversation agent and one AI task for a new entry.
+
+    Speech-to-text and text-to-speech come too where the server lists evident
+    audio models; a server with only those gets only them.
+    """
     chat_model = pick_chat_model(models, preferred_model)
     conversation: dict[str, Any] = {
         CONF_RECOMMENDED: True,
@@ -481,6 +496,10 @@ def _default_subentries(
         ai_task[CONF_CHAT_MODEL] = chat_model
     if image_model := pick_image_model(models):
         ai_task[CONF_IMAGE_MODEL] = image_model
+    chat = [(SUBENTRY_CONVERSATION, conversation), (SUBENTRY_AI_TASK, ai_task)]
+    voice = voice_defaults(models)
+    if chat_model is None and voice:
+        chat = []
     return [
         ConfigSubentryData(
             subentry_type=kind,
@@ -488,10 +507,7 @@ def _default_subentries(
             title=subentry_title(kind, entry_data, data),
             unique_id=None,
         )
-        for kind, data in (
-            (SUBENTRY_CONVERSATION, conversation),
-            (SUBENTRY_AI_TASK, ai_task),
-        )
+        for kind, data in (*chat, *voice)
     ]
 
 

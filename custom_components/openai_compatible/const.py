@@ -22,9 +22,23 @@ CONF_CONTEXT_WINDOW: Final = "context_window"
 
 SUBENTRY_CONVERSATION: Final = "conversation"
 SUBENTRY_AI_TASK: Final = "ai_task_data"
+SUBENTRY_STT: Final = "stt"
+SUBENTRY_TTS: Final = "tts"
 
 DEFAULT_CONVERSATION_NAME: Final = "OpenAI Compatible conversation"
 DEFAULT_AI_TASK_NAME: Final = "OpenAI Compatible AI task"
+
+# Speech-to-text and text-to-speech subentries.
+CONF_AUDIO_MODEL: Final = "audio_model"
+CONF_HINT_NAMES: Final = "hint_names"
+CONF_VOICE: Final = "voice"
+CONF_SPEED: Final = "speed"
+CONF_INSTRUCTIONS: Final = "instructions"
+CONF_AUDIO_FORMAT: Final = "audio_format"
+DEFAULT_AUDIO_FORMAT: Final = "mp3"
+# The speeds OpenAI's speech route takes.
+MIN_SPEED: Final = 0.25
+MAX_SPEED: Final = 4.0
 
 # Round limits of the tool loop.
 MAX_TOOL_ROUNDS_CONVERSATION: Final = 10

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any, override
+from typing import TYPE_CHECKING, Any, ClassVar, override
 
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
@@ -20,6 +20,7 @@ from .chat_completions import (
     build_tool_set,
 )
 from .const import (
+    CONF_AUDIO_MODEL,
     CONF_CHAT_MODEL,
     CONF_MAX_TOKENS,
     CONF_PROVIDER,
@@ -49,21 +50,22 @@ def subentry_device_info(
         identifiers={(DOMAIN, subentry.subentry_id)},
         name=subentry.title,
         manufacturer=provider_for(entry.data.get(CONF_PROVIDER)).name,
-        model=subentry.data.get(CONF_CHAT_MODEL),
+        model=subentry.data.get(CONF_CHAT_MODEL) or subentry.data.get(CONF_AUDIO_MODEL),
         entry_type=dr.DeviceEntryType.SERVICE,
     )
 
 
-class OpenAICompatibleEntity(Entity):
-    """An entity of one subentry, talking to the entry's server.
+class OpenAICompatibleSubentryEntity(Entity):
+    """The entity of one subentry: its service device, availability and errors.
 
     It keeps the runtime data it was created with, so that a request still
     running while the entry reloads finishes with the connection it had.
     """
 
     _attr_has_entity_name = True
-    _attr_name = None
-    _tool_set_cache: tuple[llm.APIInstance | None, ToolSet] | None = None
+    _attr_name: str | None = None
+    # The subentry's key that names its model.
+    model_key: ClassVar[str] = CONF_CHAT_MODEL
     # Seconds a 429 or 503 may be waited out; a voice turn cannot wait long.
     retry_wait: float = 5.0
 
@@ -80,13 +82,8 @@ class OpenAICompatibleEntity(Entity):
 
     @property
     def model(self) -> str:
-        """Return the chat model of the subentry."""
-        return str(self.subentry.data.get(CONF_CHAT_MODEL, ""))
-
-    @property
-    def capabilities(self) -> ModelCapabilities:
-        """Return what is known about the subentry's model."""
-        return self.runtime.capabilities.model(self.model)
+        """Return the model of the subentry."""
+        return str(self.subentry.data.get(self.model_key, ""))
 
     @property
     @override
@@ -106,6 +103,33 @@ class OpenAICompatibleEntity(Entity):
         """Return the time one round trip may take, and may wait to retry."""
         timeout = float(self.entry.options.get(CONF_TIMEOUT, DEFAULT_TIMEOUT_SECONDS))
         return Budget(timeout, min(self.retry_wait, timeout))
+
+    @contextmanager
+    def _server_errors(self) -> Iterator[None]:
+        """Count failures; start reauthentication when the server refuses our key."""
+        usage = self.runtime.usage
+        try:
+            yield
+        except AuthError as err:
+            usage.record_error(self.subentry.subentry_id)
+            LOGGER.warning("The server refused the API key; starting reauth")
+            self.entry.async_start_reauth(self.hass)
+            raise AuthError("reauth_started") from err
+        except ServerError as err:
+            usage.record_error(self.subentry.subentry_id)
+            LOGGER.debug("Model server error: %s", err.translation_key)
+            raise
+
+
+class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
+    """An entity of a chat subentry, running chat logs on the entry's server."""
+
+    _tool_set_cache: tuple[llm.APIInstance | None, ToolSet] | None = None
+
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        """Return what is known about the subentry's model."""
+        return self.runtime.capabilities.model(self.model)
 
     def request_settings(self) -> RequestSettings:
         """Return the request parameters the subentry asks for."""
@@ -164,22 +188,6 @@ class OpenAICompatibleEntity(Entity):
             cached = (llm_api, build_tool_set(llm_api))
             self._tool_set_cache = cached
         return cached[1]
-
-    @contextmanager
-    def _server_errors(self) -> Iterator[None]:
-        """Count failures; start reauthentication when the server refuses our key."""
-        usage = self.runtime.usage
-        try:
-            yield
-        except AuthError as err:
-            usage.record_error(self.subentry.subentry_id)
-            LOGGER.warning("The server refused the API key; starting reauth")
-            self.entry.async_start_reauth(self.hass)
-            raise AuthError("reauth_started") from err
-        except ServerError as err:
-            usage.record_error(self.subentry.subentry_id)
-            LOGGER.debug("Model server error: %s", err.translation_key)
-            raise
 
     async def _async_handle_chat_log(
         self,

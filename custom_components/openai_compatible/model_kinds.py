@@ -12,6 +12,8 @@ from enum import Enum
 import re
 from typing import Final
 
+from .audio_models import is_audio_model
+
 
 class ModelKind(Enum):
     """What a model name evidently is."""
@@ -91,7 +93,7 @@ _WORD = re.compile(r"[a-z0-9]+")
 def model_kind(model: str) -> ModelKind:
     """Return what the model's name says it is."""
     lowered = model.lower()
-    if any(marker in lowered for marker in OTHER_MARKERS):
+    if is_audio_model(model) or any(marker in lowered for marker in OTHER_MARKERS):
         return ModelKind.OTHER
     if any(marker in lowered for marker in IMAGE_MARKERS) and not any(
         marker in lowered for marker in NOT_IMAGE_MARKERS

@@ -9,6 +9,7 @@ from yarl import URL
 
 from .capabilities import PROVIDER_CUSTOM, PROVIDERS, provider_for
 from .const import (
+    CONF_AUDIO_MODEL,
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
     CONF_PROVIDER,
@@ -16,12 +17,18 @@ from .const import (
     DEFAULT_CONVERSATION_NAME,
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
+    SUBENTRY_STT,
+    SUBENTRY_TTS,
 )
 
 SEPARATOR: Final = " · "
 # What a subentry title adds after server and model, by subentry type, so
 # that agents and tasks of one model can be told apart; an agent adds nothing.
-KIND_SUFFIXES: Final[dict[str, str]] = {SUBENTRY_AI_TASK: "AI task"}
+KIND_SUFFIXES: Final[dict[str, str]] = {
+    SUBENTRY_AI_TASK: "AI task",
+    SUBENTRY_STT: "Speech-to-text",
+    SUBENTRY_TTS: "Text-to-speech",
+}
 # The fixed titles that subentries got before titles named server and model.
 LEGACY_TITLES: Final[dict[str, str]] = {
     SUBENTRY_CONVERSATION: DEFAULT_CONVERSATION_NAME,
@@ -62,10 +69,12 @@ def subentry_title(
     """Return the title a subentry gets unless the user names it.
 
     "Ollama · llama3.1:8b" for an agent, "Ollama · llama3.1:8b · AI task" for
-    a task.
+    a task, "OpenAI · whisper-1 · Speech-to-text" for speech-to-text.
     """
     parts = [server_label(entry_data)]
-    if model := subentry_data.get(CONF_CHAT_MODEL):
+    if model := subentry_data.get(CONF_CHAT_MODEL) or subentry_data.get(
+        CONF_AUDIO_MODEL
+    ):
         parts.append(str(model))
     if suffix := KIND_SUFFIXES.get(subentry_type):
         parts.append(suffix)

@@ -1,0 +1,203 @@
+"""Speech-to-text entities, one per speech-to-text subentry.
+
+The pipeline's recording is posted whole to `/audio/transcriptions`. The
+entity asks for transcript events; servers that stream them (OpenAI's gpt-4o
+transcribe models, Speaches, vLLM) give partial results, the others answer
+whole, and a server that refuses the request to stream is asked again without.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
+from dataclasses import replace
+from typing import Final, override
+
+from homeassistant.components import conversation, stt
+from homeassistant.components.homeassistant.exposed_entities import async_should_expose
+from homeassistant.config_entries import ConfigSubentry
+from homeassistant.const import CONF_PROMPT
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import area_registry as ar
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+
+from . import OpenAICompatibleConfigEntry
+from .audio import (
+    MAX_RECORDING_BYTES,
+    TranscriptionRequest,
+    TranscriptPart,
+    async_transcribe,
+    pcm_wav,
+)
+from .audio_models import transcription_languages
+from .const import CONF_AUDIO_MODEL, CONF_HINT_NAMES, LOGGER, SUBENTRY_STT
+from .entity import OpenAICompatibleSubentryEntity
+from .errors import InputError, RequestRejectedError, TranslatedError
+from .sse import mebibytes
+
+PARALLEL_UPDATES = 0
+
+# Whisper reads the last 224 tokens of a prompt; names fit in about this much.
+MAX_PROMPT_CHARACTERS: Final = 800
+
+
+async def async_setup_entry(
+    hass: HomeAssistant,
+    entry: OpenAICompatibleConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+) -> None:
+    """Add an entity for each speech-to-text subentry."""
+    for subentry in entry.subentries.values():
+        if subentry.subentry_type == SUBENTRY_STT:
+            async_add_entities(
+                [OpenAICompatibleSTTEntity(entry, subentry)],
+                config_subentry_id=subentry.subentry_id,
+            )
+
+
+async def async_read_recording(
+    metadata: stt.SpeechMetadata, stream: AsyncIterable[bytes]
+) -> tuple[bytes, str]:
+    """Return the recording as a file and its name; raise if it is too large.
+
+    Home Assistant streams WAV as raw samples; they get their header here.
+    """
+    audio = bytearray()
+    async for chunk in stream:
+        audio += chunk
+        if len(audio) > MAX_RECORDING_BYTES:
+            raise InputError(
+                "recording_too_large", limit=mebibytes(MAX_RECORDING_BYTES)
+            )
+    if metadata.format is stt.AudioFormats.OGG:
+        return bytes(audio), "speech.ogg"
+    wav = pcm_wav(
+        bytes(audio),
+        metadata.sample_rate.value,
+        metadata.bit_rate.value // 8,
+        metadata.channel.value,
+    )
+    return wav, "speech.wav"
+
+
+def home_names(hass: HomeAssistant) -> list[str]:
+    """Return the names of the areas and of the entities exposed to Assist."""
+    names = [area.name for area in ar.async_get(hass).async_list_areas()]
+    names += sorted(
+        state.name
+        for state in hass.states.async_all()
+        if async_should_expose(hass, conversation.DOMAIN, state.entity_id)
+    )
+    return list(dict.fromkeys(names))
+
+
+class OpenAICompatibleSTTEntity(stt.SpeechToTextEntity, OpenAICompatibleSubentryEntity):
+    """Speech to text through the server's transcription route."""
+
+    model_key = CONF_AUDIO_MODEL
+    _attr_translation_key = "stt"
+
+    def __init__(
+        self, entry: OpenAICompatibleConfigEntry, subentry: ConfigSubentry
+    ) -> None:
+        """Describe the entity; the server may stream until it refuses to."""
+        super().__init__(entry, subentry)
+        self._stream_refused = False
+
+    @property
+    @override
+    def supported_languages(self) -> list[str]:
+        """Return the languages of the model (Whisper's for most)."""
+        return transcription_languages(self.model)
+
+    @property
+    @override
+    def supported_formats(self) -> list[stt.AudioFormats]:
+        """Return WAV and Ogg: servers decode both."""
+        return [stt.AudioFormats.WAV, stt.AudioFormats.OGG]
+
+    @property
+    @override
+    def supported_codecs(self) -> list[stt.AudioCodecs]:
+        """Return PCM (in WAV) and Opus (in Ogg)."""
+        return [stt.AudioCodecs.PCM, stt.AudioCodecs.OPUS]
+
+    @property
+    @override
+    def supported_bit_rates(self) -> list[stt.AudioBitRates]:
+        """Return every sample width: the WAV header says which."""
+        return list(stt.AudioBitRates)
+
+    @property
+    @override
+    def supported_sample_rates(self) -> list[stt.AudioSampleRates]:
+        """Return every sample rate: servers resample."""
+        return list(stt.AudioSampleRates)
+
+    @property
+    @override
+    def supported_channels(self) -> list[stt.AudioChannels]:
+        """Return mono and stereo."""
+        return list(stt.AudioChannels)
+
+    @override
+    async def async_process_audio_stream_with_progress(
+        self, metadata: stt.SpeechMetadata, stream: AsyncIterable[bytes]
+    ) -> AsyncGenerator[stt.PartialSpeechResult | stt.SpeechResult]:
+        """Transcribe the recording; yield what the server heard so far, then all.
+
+        A failure is logged with its translated message and ends in an error
+        result, as the speech-to-text platform expects.
+        """
+        try:
+            recording, filename = await async_read_recording(metadata, stream)
+            with self._server_errors():
+                async for part in self._async_transcribe(
+                    recording, filename, metadata.language
+                ):
+                    if part.final:
+                        yield stt.SpeechResult(part.text, stt.SpeechResultState.SUCCESS)
+                    else:
+                        yield stt.PartialSpeechResult(part.text)
+        except TranslatedError as err:
+            LOGGER.warning("Speech-to-text failed: %s", err)
+            yield stt.SpeechResult(None, stt.SpeechResultState.ERROR)
+
+    async def _async_transcribe(
+        self, recording: bytes, filename: str, language: str
+    ) -> AsyncIterator[TranscriptPart]:
+        """Yield the transcript, asking again without streaming if refused."""
+        request = TranscriptionRequest(
+            model=self.model,
+            recording=recording,
+            filename=filename,
+            # Whisper wants ISO 639-1 (en), Home Assistant may say en-US.
+            language=language.split("-", maxsplit=1)[0].lower(),
+            prompt=self._prompt(),
+            stream=not self._stream_refused,
+        )
+        client = self.entry.runtime_data.client
+        try:
+            async for part in async_transcribe(client, request):
+                yield part
+        except RequestRejectedError as err:
+            if not request.stream or "stream" not in err.server_message.lower():
+                raise
+            LOGGER.debug("%s refuses to stream transcripts", self.entity_id)
+            self._stream_refused = True
+            async for part in async_transcribe(client, replace(request, stream=False)):
+                yield part
+
+    def _prompt(self) -> str | None:
+        """Return the prompt: the subentry's text, then the home's names."""
+        parts: list[str] = []
+        if text := str(self.subentry.data.get(CONF_PROMPT) or "").strip():
+            parts.append(text)
+        if self.subentry.data.get(CONF_HINT_NAMES):
+            names = ""
+            for name in home_names(self.hass):
+                if len(names) + len(name) + 2 > MAX_PROMPT_CHARACTERS:
+                    break
+                names = f"{names}, {name}" if names else name
+            if names:
+                parts.append(f"{names}.")
+        return " ".join(parts) or None

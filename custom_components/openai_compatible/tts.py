@@ -1,0 +1,342 @@
+"""Text-to-speech entities, one per text-to-speech subentry.
+
+With streaming on (the default), the entity takes Home Assistant's text
+stream: each sentence goes to `/audio/speech` as soon as it is written, and
+the answers are joined into one audio stream, so speech starts while the
+agent is still writing. MP3, WAV and raw PCM can be joined; for any other
+format the sentences are asked as WAV and Home Assistant converts. With
+streaming off, the whole text is asked at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Iterable,
+    Mapping,
+)
+from dataclasses import dataclass
+import re
+from typing import Any, Final, override
+
+from homeassistant.components import tts
+from homeassistant.config_entries import ConfigSubentry
+from homeassistant.core import HomeAssistant, callback
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+
+from . import OpenAICompatibleConfigEntry
+from .audio import (
+    JOINABLE_FORMATS,
+    MAX_SPEECH_BYTES,
+    SpeechRequest,
+    async_fetch_voices,
+    async_join,
+    async_speak,
+)
+from .audio_models import (
+    known_voices,
+    speech_languages,
+    takes_instructions,
+    voice_language,
+)
+from .const import (
+    CONF_AUDIO_FORMAT,
+    CONF_AUDIO_MODEL,
+    CONF_INSTRUCTIONS,
+    CONF_SPEED,
+    CONF_STREAMING,
+    CONF_VOICE,
+    DEFAULT_AUDIO_FORMAT,
+    MAX_SPEED,
+    MIN_SPEED,
+    SUBENTRY_TTS,
+)
+from .entity import OpenAICompatibleSubentryEntity
+from .errors import InputError
+from .sse import async_capped
+
+PARALLEL_UPDATES = 0
+
+# OpenAI takes at most 4096 characters per request.
+MAX_SPEECH_CHARACTERS: Final = 4000
+# What servers are asked for, by the format Home Assistant wants.
+SERVER_FORMATS: Final = {
+    "mp3": "mp3",
+    "wav": "wav",
+    "flac": "flac",
+    "opus": "opus",
+    "ogg": "opus",
+    "oga": "opus",
+    "aac": "aac",
+    "pcm": "pcm",
+    "raw": "pcm",
+}
+# The end of a sentence: its punctuation with the space after it, or a line end.
+_SENTENCE_END = re.compile(r"[.!?…。！？]+[\"')\]]*(?=\s)|\n")
+
+
+async def async_setup_entry(
+    hass: HomeAssistant,
+    entry: OpenAICompatibleConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+) -> None:
+    """Add an entity for each text-to-speech subentry."""
+    for subentry in entry.subentries.values():
+        if subentry.subentry_type == SUBENTRY_TTS:
+            async_add_entities(
+                [OpenAICompatibleTTSEntity(entry, subentry)],
+                config_subentry_id=subentry.subentry_id,
+            )
+
+
+def _speakable(text: str) -> bool:
+    """Tell whether a piece of text has anything to say (not only marks)."""
+    return any(character.isalnum() for character in text)
+
+
+def _cut(text: str, limit: int) -> int | None:
+    """Return where the first complete sentence of a text ends, if it does.
+
+    A text longer than `limit` without one is cut at its last space before.
+    """
+    if match := _SENTENCE_END.search(text):
+        return match.end()
+    if len(text) <= limit:
+        return None
+    space = text.rfind(" ", 0, limit)
+    return space if space > 0 else limit
+
+
+async def async_sentences(
+    text: AsyncIterable[str], limit: int = MAX_SPEECH_CHARACTERS
+) -> AsyncIterator[str]:
+    """Yield each sentence of a text stream as soon as it is complete."""
+    pending = ""
+    async for delta in text:
+        pending += delta
+        while (end := _cut(pending, limit)) is not None:
+            sentence, pending = pending[:end], pending[end:]
+            if _speakable(sentence):
+                yield sentence.strip()
+    while pending:
+        end = _cut(pending, limit) or len(pending)
+        sentence, pending = pending[:end], pending[end:]
+        if _speakable(sentence):
+            yield sentence.strip()
+
+
+def text_pieces(text: str, limit: int = MAX_SPEECH_CHARACTERS) -> list[str]:
+    """Return a whole text in as few requests' worth as the limit allows."""
+    pieces: list[str] = []
+    pending = text
+    while pending:
+        end = _cut(pending, limit) or len(pending)
+        sentence, pending = pending[:end].strip(), pending[end:]
+        if not _speakable(sentence):
+            continue
+        if pieces and len(pieces[-1]) + 1 + len(sentence) <= limit:
+            pieces[-1] = f"{pieces[-1]} {sentence}"
+        else:
+            pieces.append(sentence)
+    return pieces
+
+
+async def _async_items(items: Iterable[str]) -> AsyncIterator[str]:
+    """Yield the items of a list, asynchronously."""
+    for item in items:
+        yield item
+
+
+@dataclass(frozen=True, slots=True)
+class _Speaking:
+    """How to speak: the subentry's settings with a request's options over them."""
+
+    voice: str
+    speed: float
+    instructions: str | None
+
+
+class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentryEntity):
+    """Text to speech through the server's speech route."""
+
+    model_key = CONF_AUDIO_MODEL
+    _attr_translation_key = "tts"
+    _attr_supported_options = [
+        tts.ATTR_VOICE,
+        tts.ATTR_PREFERRED_FORMAT,
+        CONF_SPEED,
+        CONF_INSTRUCTIONS,
+    ]
+
+    def __init__(
+        self, entry: OpenAICompatibleConfigEntry, subentry: ConfigSubentry
+    ) -> None:
+        """Describe the entity; the server's voice list comes once it is added."""
+        super().__init__(entry, subentry)
+        # Text-to-speech refuses an entity without a name of its own.
+        self._attr_has_entity_name = False
+        self._attr_name = subentry.title
+        self._attr_supported_languages = speech_languages(self.model)
+        self._server_voices: list[str] | None = None
+
+    @property
+    def _audio_format(self) -> str:
+        """Return the subentry's audio format."""
+        return str(self.subentry.data.get(CONF_AUDIO_FORMAT, DEFAULT_AUDIO_FORMAT))
+
+    @property
+    def _voices(self) -> list[str]:
+        """Return the voices to offer: the server's list, else the model's."""
+        return self._server_voices or known_voices(self.model)
+
+    @property
+    def voice(self) -> str:
+        """Return the subentry's voice, else the first one known."""
+        return str(self.subentry.data.get(CONF_VOICE) or self._voices[0])
+
+    @property
+    @override
+    def default_language(self) -> str:
+        """Return Home Assistant's language when the model speaks it."""
+        languages = self.supported_languages
+        wanted = self.hass.config.language
+        for language in (wanted, wanted.split("-")[0], "en", "en-US"):
+            if language in languages:
+                return language
+        return languages[0]
+
+    @property
+    @override
+    def default_options(self) -> Mapping[str, Any]:
+        """Return the subentry's voice and format."""
+        return {
+            tts.ATTR_VOICE: self.voice,
+            tts.ATTR_PREFERRED_FORMAT: self._audio_format,
+        }
+
+    @override
+    async def async_added_to_hass(self) -> None:
+        """Learn the server's voices in the background, where it lists them."""
+        await super().async_added_to_hass()
+        self.entry.async_create_background_task(
+            self.hass, self._async_load_voices(), f"{self.entity_id} voices"
+        )
+
+    async def _async_load_voices(self) -> None:
+        """Ask the server for its voices."""
+        self._server_voices = await async_fetch_voices(self.entry.runtime_data.client)
+
+    @callback
+    @override
+    def async_get_supported_voices(self, language: str) -> list[tts.Voice]:
+        """Return the voices, those of the language first where names tell."""
+        voices = list(dict.fromkeys([self.voice, *self._voices]))
+        primary = language.split("-", maxsplit=1)[0]
+        matching = [
+            voice
+            for voice in voices
+            if (spoken := voice_language(voice)) is None
+            or spoken == language
+            or spoken.split("-")[0] == primary == language
+        ]
+        return [tts.Voice(voice, voice) for voice in matching or voices]
+
+    @override
+    def async_supports_streaming_input(self) -> bool:
+        """Tell whether sentences are spoken while the text is written."""
+        return bool(self.subentry.data.get(CONF_STREAMING, True))
+
+    def _output(self, options: Mapping[str, Any], joined: bool) -> tuple[str, str]:
+        """Return the format to ask the server for and the file extension.
+
+        A format servers do not make is left to Home Assistant to convert to;
+        answers that must be joined come as WAV unless they join as they are.
+        """
+        wanted = str(options.get(tts.ATTR_PREFERRED_FORMAT) or self._audio_format)
+        if wanted not in SERVER_FORMATS:
+            wanted = self._audio_format
+        server_format = SERVER_FORMATS[wanted]
+        if joined and server_format not in JOINABLE_FORMATS:
+            return "wav", "wav"
+        return server_format, wanted
+
+    def _speaking(self, options: Mapping[str, Any]) -> _Speaking:
+        """Return how to speak, from the subentry and a request's options."""
+        data = self.subentry.data
+        speed = options.get(CONF_SPEED, data.get(CONF_SPEED, 1.0))
+        try:
+            speed = float(speed)
+        except TypeError, ValueError:
+            speed = 0.0
+        if not MIN_SPEED <= speed <= MAX_SPEED:
+            raise InputError(
+                "speed_out_of_range",
+                speed=str(options.get(CONF_SPEED)),
+                minimum=str(MIN_SPEED),
+                maximum=str(MAX_SPEED),
+            )
+        instructions = options.get(CONF_INSTRUCTIONS, data.get(CONF_INSTRUCTIONS))
+        if not takes_instructions(self.model):
+            instructions = None
+        return _Speaking(
+            voice=str(options.get(tts.ATTR_VOICE) or self.voice),
+            speed=speed,
+            instructions=str(instructions) if instructions else None,
+        )
+
+    async def _async_spoken(
+        self, sentences: AsyncIterator[str], server_format: str, how: _Speaking
+    ) -> AsyncGenerator[bytes]:
+        """Yield the joined audio of the sentences, each asked on its own."""
+        client = self.entry.runtime_data.client
+        answers = (
+            async_speak(
+                client,
+                SpeechRequest(
+                    model=self.model,
+                    voice=how.voice,
+                    text=sentence,
+                    audio_format=server_format,
+                    speed=how.speed,
+                    instructions=how.instructions,
+                ),
+            )
+            async for sentence in sentences
+        )
+        with self._server_errors():
+            async for piece in async_capped(
+                async_join(server_format, answers), MAX_SPEECH_BYTES
+            ):
+                yield piece
+
+    @override
+    async def async_stream_tts_audio(
+        self, request: tts.TTSAudioRequest
+    ) -> tts.TTSAudioResponse:
+        """Speak each sentence as soon as the text stream completes it."""
+        server_format, extension = self._output(request.options, joined=True)
+        how = self._speaking(request.options)
+        return tts.TTSAudioResponse(
+            extension,
+            self._async_spoken(
+                async_sentences(request.message_gen), server_format, how
+            ),
+        )
+
+    @override
+    async def async_get_tts_audio(
+        self, message: str, language: str, options: dict[str, Any]
+    ) -> tts.TtsAudioType:
+        """Speak a whole text, in one request where it fits."""
+        pieces = text_pieces(message)
+        server_format, extension = self._output(options, joined=len(pieces) > 1)
+        how = self._speaking(options)
+        audio = [
+            piece
+            async for piece in self._async_spoken(
+                _async_items(pieces), server_format, how
+            )
+        ]
+        return extension, b"".join(audio)
