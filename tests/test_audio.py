@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 import struct
 from typing import Any
 
-import openai
+from homeassistant.core import HomeAssistant
 import pytest
 
 from custom_components.openai_compatible.audio import (
@@ -18,6 +18,7 @@ from custom_components.openai_compatible.audio import (
     streaming_wav_header,
 )
 from custom_components.openai_compatible.errors import ServerError
+from custom_components.openai_compatible.transport import Transport
 from simulator import OpenAISimulator
 from simulator.audio import synthesize
 
@@ -25,12 +26,9 @@ from .conftest import TEST_API_KEY
 
 
 @pytest.fixture
-async def client(simulator: OpenAISimulator) -> AsyncIterator[openai.AsyncOpenAI]:
-    """Return a client of the simulator."""
-    async with openai.AsyncOpenAI(
-        base_url=simulator.base_url, api_key=TEST_API_KEY, max_retries=0
-    ) as api:
-        yield api
+def transport(hass: HomeAssistant, simulator: OpenAISimulator) -> Transport:
+    """Return a transport to the simulator."""
+    return Transport(hass, simulator.base_url, TEST_API_KEY)
 
 
 async def answers(*bodies: list[bytes]) -> AsyncIterator[AsyncIterator[bytes]]:
@@ -76,26 +74,24 @@ def test_parse_voices(answer: Any, voices: list[str] | None) -> None:
     assert parse_voices(answer) == voices
 
 
-async def test_fetch_voices(
-    simulator: OpenAISimulator, client: openai.AsyncOpenAI
-) -> None:
+async def test_fetch_voices(simulator: OpenAISimulator, transport: Transport) -> None:
     """Voices come from the route; a missing route or a failure gives none."""
-    assert await async_fetch_voices(client) is None
+    assert await async_fetch_voices(transport) is None
     simulator.settings.voices_endpoint = True
-    assert await async_fetch_voices(client) == list(simulator.settings.voices)
+    assert await async_fetch_voices(transport) == list(simulator.settings.voices)
     simulator.enqueue("/audio/voices", raw="<html>voices</html>")
-    assert await async_fetch_voices(client) is None
+    assert await async_fetch_voices(transport) is None
     simulator.enqueue("/audio/voices", status=500)
-    assert await async_fetch_voices(client) is None
+    assert await async_fetch_voices(transport) is None
 
 
 async def test_fetch_voices_is_bounded(
-    simulator: OpenAISimulator, client: openai.AsyncOpenAI
+    simulator: OpenAISimulator, transport: Transport
 ) -> None:
     """A voice list beyond the cap is not read."""
     simulator.enqueue("/audio/voices", json={"voices": ["v" * 100] * 20_000})
 
-    assert await async_fetch_voices(client) is None
+    assert await async_fetch_voices(transport) is None
 
 
 # --- WAV headers --------------------------------------------------------------

@@ -17,6 +17,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import area_registry as ar
 import pytest
 
+from custom_components.openai_compatible.const import CONF_TIMEOUT
 from custom_components.openai_compatible.stt import OpenAICompatibleSTTEntity
 from simulator import OpenAISimulator
 
@@ -424,15 +425,16 @@ async def test_a_slow_server_times_out(
     simulator: OpenAISimulator,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A server slower than the deadline gives a timeout."""
-    await setup_voice(stt={})
-    simulator.settings.latency = 0.5
+    """A server slower than the entry's request timeout gives a timeout."""
+    entry = await setup_voice(stt={})
+    hass.config_entries.async_update_entry(entry, options={CONF_TIMEOUT: 0.2})
+    await hass.async_block_till_done()
+    simulator.settings.latency = 1.0
 
-    with patch("custom_components.openai_compatible.audio.AUDIO_DEADLINE_SECONDS", 0.1):
-        results = await transcribe(hass)
+    results = await transcribe(hass)
 
     assert results == ERROR
-    assert "The model server did not answer in time" in caplog.text
+    assert "did not finish its answer in time" in caplog.text
 
 
 async def test_a_recording_too_large_is_not_sent(

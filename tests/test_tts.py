@@ -16,6 +16,7 @@ from mutagen.mp3 import MP3
 import pytest
 
 from custom_components.openai_compatible.audio_models import KOKORO_VOICES
+from custom_components.openai_compatible.const import CONF_TIMEOUT
 from custom_components.openai_compatible.tts import OpenAICompatibleTTSEntity
 from simulator import OpenAISimulator
 from simulator.audio import synthesize
@@ -485,14 +486,13 @@ async def test_wav_that_changes_format_is_refused(
 async def test_a_slow_server_times_out(
     hass: HomeAssistant, setup_voice: SetupEntry, simulator: OpenAISimulator
 ) -> None:
-    """A server slower than the deadline gives a timeout."""
-    await setup_voice(tts={})
-    simulator.settings.latency = 0.5
+    """A server slower than the entry's request timeout gives a timeout."""
+    entry = await setup_voice(tts={})
+    hass.config_entries.async_update_entry(entry, options={CONF_TIMEOUT: 0.2})
+    await hass.async_block_till_done()
+    simulator.settings.latency = 1.0
 
-    with (
-        patch("custom_components.openai_compatible.audio.AUDIO_DEADLINE_SECONDS", 0.1),
-        pytest.raises(HomeAssistantError, match="did not answer in time"),
-    ):
+    with pytest.raises(HomeAssistantError, match="did not answer in time"):
         await speak(hass, pieces("Slowly."))
 
 

@@ -12,6 +12,7 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.openai_compatible.audio_models import OPENAI_VOICES
+from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM
 from custom_components.openai_compatible.const import (
     CONF_AUDIO_FORMAT,
     CONF_AUDIO_MODEL,
@@ -23,7 +24,6 @@ from custom_components.openai_compatible.const import (
     CONF_STREAMING,
     CONF_VOICE,
     DOMAIN,
-    PROVIDER_CUSTOM,
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
     SUBENTRY_STT,

@@ -2,7 +2,9 @@
 
 Every answer is read in pieces, up to a size cap and before a deadline, so
 nothing a server sends can hold the event loop or grow memory without bound;
-every failure becomes one of our translated errors.
+every failure becomes one of our translated errors. Speech and the voice list
+go through the entry's transport; transcription uploads a file, which the SDK
+client builds (like the Images API's uploads).
 """
 
 from __future__ import annotations
@@ -18,10 +20,17 @@ from typing import Any, Final
 import httpx2
 import openai
 
-from .api import MISSING_ENDPOINT_STATUSES, server_message, translate_errors
-from .const import LOGGER, VALIDATION_TIMEOUT_SECONDS
-from .errors import ConnectError, InputError, ServerError, TranslatedError
+from .api import VALIDATION_BUDGET, translate_errors
+from .const import LOGGER
+from .errors import (
+    ConnectError,
+    InputError,
+    RequestRejectedError,
+    ServerError,
+    TranslatedError,
+)
 from .sse import EventStream, async_capped, async_read_body
+from .transport import Budget, Transport
 
 TRANSCRIPTION_ROUTE: Final = "/audio/transcriptions"
 SPEECH_ROUTE: Final = "/audio/speech"
@@ -34,8 +43,6 @@ MAX_SPEECH_BYTES: Final = 32 * 1024 * 1024
 # A transcript or a voice list.
 MAX_TEXT_BYTES: Final = 1024 * 1024
 MAX_VOICES: Final = 1000
-# The longest a transcription or one speech request may take, all of it.
-AUDIO_DEADLINE_SECONDS: Final = 120.0
 
 # Formats that several answers can be joined in, piece after piece.
 JOINABLE_FORMATS: Final = ("mp3", "wav", "pcm")
@@ -53,6 +60,7 @@ _MISSING_ROUTE_KEYS: Final = {
     TRANSCRIPTION_ROUTE: "no_transcription_route",
     SPEECH_ROUTE: "no_speech_route",
 }
+# Refusals that name the model as unknown (Kokoro-FastAPI answers 400).
 _UNKNOWN_MODEL_PHRASES: Final = (
     "not found",
     "does not exist",
@@ -63,82 +71,60 @@ _UNKNOWN_MODEL_PHRASES: Final = (
 )
 
 
-def _is_about_model(err: openai.APIStatusError, message: str) -> bool:
-    """Tell whether a refusal says the model is unknown."""
-    lowered = message.lower()
-    return err.code == "model_not_found" or (
-        "model" in lowered
-        and (
-            err.status_code == 404 or any(p in lowered for p in _UNKNOWN_MODEL_PHRASES)
-        )
-    )
-
-
-def _is_about_voice(err: openai.APIStatusError, message: str) -> bool:
-    """Tell whether a refusal is about the voice."""
-    return err.status_code in (400, 404, 422) and (
-        err.param == "voice" or "voice" in message.lower()
-    )
-
-
 def _audio_error(
-    err: openai.APIStatusError, route: str, model: str, voice: str | None
+    err: ServerError, route: str, model: str, voice: str | None
 ) -> TranslatedError | None:
-    """Return the error of an audio route's refusal, if it is a known one."""
-    message = server_message(err)
-    if _is_about_model(err, message):
-        return ServerError("audio_model_not_found", model=model, message=message)
-    if voice is not None and _is_about_voice(err, message):
-        return InputError("unknown_voice", voice=voice, message=message)
-    if err.status_code in (404, 405) and route in _MISSING_ROUTE_KEYS:
+    """Return what a refusal of an audio route means, if it is a known case."""
+    placeholders = err.translation_placeholders or {}
+    if err.translation_key == "model_not_found":
+        return ServerError(
+            "audio_model_not_found", model=model, message=placeholders["message"]
+        )
+    if not isinstance(err, RequestRejectedError):
+        return None
+    lowered = err.server_message.lower()
+    if "model" in lowered and any(p in lowered for p in _UNKNOWN_MODEL_PHRASES):
+        return ServerError(
+            "audio_model_not_found", model=model, message=err.server_message
+        )
+    if (
+        voice is not None
+        and err.status in (400, 404, 422)
+        and _names_voice(lowered, voice)
+    ):
+        return InputError("unknown_voice", voice=voice, message=err.server_message)
+    if err.status in (404, 405) and route in _MISSING_ROUTE_KEYS:
         return ServerError(_MISSING_ROUTE_KEYS[route])
     return None
 
 
+def _names_voice(lowered: str, voice: str) -> bool:
+    """Tell whether a refusal is about the voice: it says so, or quotes the name."""
+    name = voice.lower()
+    return "voice" in lowered or f"'{name}'" in lowered or f'"{name}"' in lowered
+
+
 @contextmanager
 def audio_errors(route: str, model: str, voice: str | None = None) -> Iterator[None]:
-    """Raise our translated error for any failure of an audio request."""
+    """Raise our translated error for any failure of an audio request.
+
+    A missing route, an unknown model and an unknown voice get errors of
+    their own; a deadline passed is a timeout.
+    """
     try:
         with translate_errors():
             yield
     except ServerError as err:
-        cause = err.__cause__
-        if isinstance(cause, openai.APIStatusError) and (
-            specific := _audio_error(cause, route, model, voice)
-        ):
-            raise specific from cause
+        if specific := _audio_error(err, route, model, voice):
+            raise specific from err
         raise
     except TimeoutError as err:
-        raise ConnectError("timeout_connect") from err
+        raise ConnectError("timeout_answer") from err
 
 
-# --- reading answers ----------------------------------------------------------
-
-
-def _deadline() -> float:
-    """Return the loop time by which an audio request must be done."""
-    return asyncio.get_running_loop().time() + AUDIO_DEADLINE_SECONDS
-
-
-async def _chunks_before(
-    response: httpx2.Response, deadline: float
-) -> AsyncIterator[bytes]:
-    """Yield the body in pieces, each read before the deadline.
-
-    Only the reads run under the deadline, never the consumer's work.
-    """
-    pieces = response.aiter_bytes()
-    while True:
-        async with asyncio.timeout_at(deadline):
-            piece = await anext(pieces, None)
-        if piece is None:
-            return
-        yield piece
-
-
-def _media_type(response: httpx2.Response) -> str:
+def _media_type(headers: httpx2.Headers) -> str:
     """Return the media type of an answer, lower-case, without parameters."""
-    return response.headers.get("content-type", "").split(";")[0].strip().lower()
+    return headers.get("content-type", "").split(";")[0].strip().lower()
 
 
 # --- transcription ------------------------------------------------------------
@@ -165,10 +151,29 @@ class TranscriptPart:
     final: bool
 
 
+async def _chunks_before(
+    response: httpx2.Response, deadline_at: float
+) -> AsyncIterator[bytes]:
+    """Yield the body in pieces, each read before the deadline.
+
+    Only the reads run under the deadline, never the consumer's work.
+    """
+    pieces = response.aiter_bytes()
+    while True:
+        async with asyncio.timeout_at(deadline_at):
+            piece = await anext(pieces, None)
+        if piece is None:
+            return
+        yield piece
+
+
 async def async_transcribe(
-    client: openai.AsyncOpenAI, request: TranscriptionRequest
+    client: openai.AsyncOpenAI, request: TranscriptionRequest, deadline: float
 ) -> AsyncIterator[TranscriptPart]:
-    """Yield the transcript as the server gives it, ending with the final one."""
+    """Yield the transcript as the server gives it, ending with the final one.
+
+    All of it, upload and answer, must be done within `deadline` seconds.
+    """
     body: dict[str, Any] = {"model": request.model, "response_format": "json"}
     if request.language:
         body["language"] = request.language
@@ -176,9 +181,9 @@ async def async_transcribe(
         body["prompt"] = request.prompt
     if request.stream:
         body["stream"] = True
-    deadline = _deadline()
+    deadline_at = asyncio.get_running_loop().time() + deadline
     with audio_errors(TRANSCRIPTION_ROUTE, request.model):
-        async with asyncio.timeout_at(deadline):
+        async with asyncio.timeout_at(deadline_at):
             response = await client.post(
                 TRANSCRIPTION_ROUTE,
                 cast_to=httpx2.Response,
@@ -188,14 +193,15 @@ async def async_transcribe(
                 stream=True,
             )
         try:
-            pieces = _chunks_before(response, deadline)
-            if _media_type(response) == "text/event-stream":
+            pieces = _chunks_before(response, deadline_at)
+            media_type = _media_type(response.headers)
+            if media_type == "text/event-stream":
                 events = EventStream(pieces, max_bytes=MAX_TEXT_BYTES)
                 async for part in _transcript_events(events):
                     yield part
             else:
                 raw = await async_read_body(pieces, MAX_TEXT_BYTES)
-                yield TranscriptPart(_transcript_text(raw, _media_type(response)), True)
+                yield TranscriptPart(_transcript_text(raw, media_type), True)
         finally:
             await response.aclose()
 
@@ -265,7 +271,7 @@ class SpeechRequest:
 
 
 async def async_speak(
-    client: openai.AsyncOpenAI, request: SpeechRequest
+    transport: Transport, request: SpeechRequest, budget: Budget
 ) -> AsyncIterator[bytes]:
     """Yield the audio of a text as the server sends it."""
     body: dict[str, Any] = {
@@ -278,62 +284,38 @@ async def async_speak(
         body["speed"] = request.speed
     if request.instructions:
         body["instructions"] = request.instructions
-    deadline = _deadline()
     with audio_errors(SPEECH_ROUTE, request.model, request.voice):
-        async with asyncio.timeout_at(deadline):
-            response = await client.post(
-                SPEECH_ROUTE, cast_to=httpx2.Response, body=body, stream=True
-            )
-        try:
-            pieces = async_capped(_chunks_before(response, deadline), MAX_SPEECH_BYTES)
-            if (media_type := _media_type(response)).startswith(
-                ("application/json", "text/")
-            ):
+        async with transport.async_open(
+            "POST", SPEECH_ROUTE, budget=budget, body=body
+        ) as opened:
+            media_type = _media_type(opened.response.headers)
+            if media_type.startswith(("application/json", "text/")):
                 raise ServerError(
                     "speech_unreadable",
                     problem=f"the server sent {media_type} instead of audio",
                 )
-            async for piece in pieces:
+            async for piece in async_capped(opened.aiter_bytes(), MAX_SPEECH_BYTES):
                 yield piece
-        finally:
-            await response.aclose()
 
 
 # --- the voice list -----------------------------------------------------------
 
 
-async def async_fetch_voices(client: openai.AsyncOpenAI) -> list[str] | None:
+async def async_fetch_voices(transport: Transport) -> list[str] | None:
     """Return the voices the server lists at /audio/voices, None if it lists none.
 
     Kokoro-FastAPI and others have this route; OpenAI has not. The list only
     helps choosing, so a failure is logged and counts as no list.
     """
-    deadline = asyncio.get_running_loop().time() + VALIDATION_TIMEOUT_SECONDS
     try:
-        with translate_errors():
-            async with asyncio.timeout_at(deadline):
-                response = await client.get(
-                    VOICES_ROUTE, cast_to=httpx2.Response, stream=True
-                )
-            try:
-                raw = await async_read_body(
-                    _chunks_before(response, deadline), MAX_TEXT_BYTES
-                )
-            finally:
-                await response.aclose()
-    except (ServerError, TimeoutError) as err:
-        cause = err.__cause__
-        if not (
-            isinstance(cause, openai.APIStatusError)
-            and cause.status_code in MISSING_ENDPOINT_STATUSES
-        ):
-            LOGGER.debug("The voice list could not be read: %r", err)
+        answer = await transport.async_json(
+            "GET", VOICES_ROUTE, budget=VALIDATION_BUDGET, limit=MAX_TEXT_BYTES
+        )
+    except ServerError as err:
+        if not (isinstance(err, RequestRejectedError) and err.status in (404, 405)):
+            LOGGER.debug("The voice list could not be read: %s", err)
         return None
-    try:
-        return parse_voices(json.loads(raw))
-    except ValueError:
-        LOGGER.debug("The voice list is not JSON")
-        return None
+    return parse_voices(answer)
 
 
 def parse_voices(answer: Any) -> list[str] | None:

@@ -175,16 +175,18 @@ class OpenAICompatibleSTTEntity(stt.SpeechToTextEntity, OpenAICompatibleSubentry
             prompt=self._prompt(),
             stream=not self._stream_refused,
         )
-        client = self.entry.runtime_data.client
+        client = self.runtime.client
+        deadline = self.budget().deadline
         try:
-            async for part in async_transcribe(client, request):
+            async for part in async_transcribe(client, request, deadline):
                 yield part
         except RequestRejectedError as err:
             if not request.stream or "stream" not in err.server_message.lower():
                 raise
             LOGGER.debug("%s refuses to stream transcripts", self.entity_id)
             self._stream_refused = True
-            async for part in async_transcribe(client, replace(request, stream=False)):
+            retried = replace(request, stream=False)
+            async for part in async_transcribe(client, retried, deadline):
                 yield part
 
     def _prompt(self) -> str | None:

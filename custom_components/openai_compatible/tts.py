@@ -226,7 +226,7 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
 
     async def _async_load_voices(self) -> None:
         """Ask the server for its voices."""
-        self._server_voices = await async_fetch_voices(self.entry.runtime_data.client)
+        self._server_voices = await async_fetch_voices(self.runtime.transport)
 
     @callback
     @override
@@ -290,10 +290,10 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
         self, sentences: AsyncIterator[str], server_format: str, how: _Speaking
     ) -> AsyncGenerator[bytes]:
         """Yield the joined audio of the sentences, each asked on its own."""
-        client = self.entry.runtime_data.client
+        transport, budget = self.runtime.transport, self.budget()
         answers = (
             async_speak(
-                client,
+                transport,
                 SpeechRequest(
                     model=self.model,
                     voice=how.voice,
@@ -302,6 +302,7 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
                     speed=how.speed,
                     instructions=how.instructions,
                 ),
+                budget,
             )
             async for sentence in sentences
         )

@@ -286,7 +286,7 @@ class TextToSpeechSubentryFlowHandler(_VoiceSubentryFlow):
             errors[CONF_VOICE] = "voice_required"
 
         model = str(self.options[CONF_AUDIO_MODEL])
-        voices = await async_fetch_voices(entry.runtime_data.client) or known_voices(
+        voices = await async_fetch_voices(entry.runtime_data.transport) or known_voices(
             model
         )
         suggested = {**self.options, **(user_input or {})}
