@@ -40,6 +40,10 @@ from datetime import UTC, datetime
 import json
 import os
 from pathlib import Path
+import re
+import signal
+import socket
+import subprocess
 import sys
 import time
 from typing import Any, Self
@@ -315,6 +319,84 @@ def link_integration(config_dir: Path) -> None:
             "move it away so the working tree is used"
         )
     link.symlink_to(INTEGRATION_DIR, target_is_directory=True)
+
+
+# --- processes --------------------------------------------------------------
+
+
+class StartError(Exception):
+    """A process of the development stack did not start."""
+
+
+def free_port() -> int:
+    """Return a TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+# Runs a Python module in a child that gets SIGTERM when its parent dies
+# (Linux), then becomes that module (exec keeps the setting). It covers what
+# cleanup code cannot: a parent killed with SIGKILL, such as by a CI timeout.
+_LAUNCHER = """\
+import ctypes, os, signal, sys
+if sys.platform == "linux":
+    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+if os.getppid() != int(sys.argv[1]):
+    sys.exit("the parent process is gone")
+os.execv(sys.executable, [sys.executable, "-m", *sys.argv[2:]])
+"""
+
+
+def start_module(
+    module: str, args: Sequence[str], output: Path
+) -> subprocess.Popen[bytes]:
+    """Run `python -m module args` in its own session, output to a file.
+
+    It runs from the repository root, so `simulator` is importable.
+    """
+    with output.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-c", _LAUNCHER, str(os.getpid()), module, *args],
+            cwd=REPO_ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def stop_process(process: subprocess.Popen[bytes], timeout: float) -> int | None:
+    """SIGTERM the process group, wait, then SIGKILL; return the exit code."""
+    if process.poll() is not None:
+        return process.returncode  # reaped: its pid may belong to another now
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        return process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(10)
+    return process.returncode
+
+
+def simulator_url(
+    process: subprocess.Popen[bytes], output: Path, timeout: float = 60.0
+) -> str:
+    """Wait for a simulator started with start_module to say where it listens."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = output.read_text(encoding="utf-8", errors="replace")
+        if match := re.search(r"listening at (\S+)", text):
+            return match[1]
+        if process.poll() is not None:
+            raise StartError(f"The simulator exited: {text}")
+        time.sleep(0.1)
+    raise StartError(f"The simulator did not start within {timeout:.0f} s")
 
 
 # --- the HTTP API ---------------------------------------------------------------

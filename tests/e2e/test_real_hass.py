@@ -20,10 +20,8 @@ from collections.abc import Iterator
 import contextlib
 from dataclasses import dataclass, field
 import importlib.util
-import os
 from pathlib import Path
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -113,70 +111,6 @@ def _sockets_allowed() -> Iterator[None]:
         socket.socket = guarded  # type: ignore[misc]
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-# Runs a Python module in a child that gets SIGTERM when the test process
-# dies (Linux), then becomes that module (exec keeps the setting). It covers
-# what the fixtures' finalizers cannot: a test run killed with SIGKILL, such as
-# by a CI timeout.
-_LAUNCHER = """\
-import ctypes, os, signal, sys
-if sys.platform == "linux":
-    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-if os.getppid() != int(sys.argv[1]):
-    sys.exit("the test process is gone")
-os.execv(sys.executable, [sys.executable, "-m", *sys.argv[2:]])
-"""
-
-
-def _start(module: str, args: list[str], output: Path) -> subprocess.Popen[bytes]:
-    """Run `python -m module args` in its own session, output to a file."""
-    with output.open("wb") as out:
-        return subprocess.Popen(
-            [sys.executable, "-c", _LAUNCHER, str(os.getpid()), module, *args],
-            cwd=REPO_ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
-def _stop(process: subprocess.Popen[bytes], timeout: float) -> int | None:
-    """SIGTERM the process group, wait, then SIGKILL; return the exit code."""
-    if process.poll() is not None:
-        return process.returncode  # reaped: its pid may belong to another now
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        return process.wait(timeout)
-    except subprocess.TimeoutExpired:
-        pass
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(10)
-    return process.returncode
-
-
-def _simulator_url(process: subprocess.Popen[bytes], output: Path) -> str:
-    """Wait for the simulator to say where it listens."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        text = output.read_text(encoding="utf-8", errors="replace")
-        if match := re.search(r"listening at (\S+)", text):
-            return match[1]
-        if process.poll() is not None:
-            pytest.fail(f"The simulator exited: {text}")
-        time.sleep(0.1)
-    pytest.fail("The simulator did not start within 60 s")
-
-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """Run the simulator and Home Assistant; sign in as the owner."""
@@ -186,19 +120,22 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     api = None
     try:
         with _sockets_allowed():
-            port = _free_port()
+            port = dev_hass.free_port()
             assert dev_hass.prepare_config(
                 config_dir, CONFIGURATION, port=port, host="127.0.0.1"
             ) == ("127.0.0.1", port)
             sim_output = base / "simulator.out"
-            simulator = _start(
+            simulator = dev_hass.start_module(
                 "simulator", ["--host", "127.0.0.1", "--port", "0"], sim_output
             )
             started.append(simulator)
-            simulator_url = _simulator_url(simulator, sim_output)
+            try:
+                simulator_url = dev_hass.simulator_url(simulator, sim_output)
+            except dev_hass.StartError as err:
+                pytest.fail(str(err))
 
             hass_output = base / "hass.out"
-            hass = _start(
+            hass = dev_hass.start_module(
                 "homeassistant",
                 ["--config", str(config_dir), "--log-no-color"],
                 hass_output,
@@ -230,7 +167,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         if api is not None:
             api.close()
         for process in reversed(started):
-            _stop(process, STOP_TIMEOUT)
+            dev_hass.stop_process(process, STOP_TIMEOUT)
 
 
 @pytest.fixture(scope="module")
@@ -518,7 +455,7 @@ def test_stops_cleanly_without_errors_from_the_integration(
     Runs last: it stops the shared Home Assistant.
     """
     began = time.monotonic()
-    exit_code = _stop(stack.hass, STOP_TIMEOUT)
+    exit_code = dev_hass.stop_process(stack.hass, STOP_TIMEOUT)
     stopped_in = time.monotonic() - began
     assert exit_code == 0, (
         f"hass exited with {exit_code} after {stopped_in:.1f} s\n{stack.log_tail()}"
