@@ -10,6 +10,7 @@ import pytest
 from custom_components.openai_compatible.context import (
     ATTACHMENT_TOKENS,
     CHARS_PER_TOKEN,
+    ESCAPE_TOKENS,
     MESSAGE_TOKENS,
     ConversationCut,
     Limits,
@@ -82,6 +83,10 @@ def tokens_of(messages: list[dict[str, Any]], tools: list[Any]) -> int:
 def test_raw_message() -> None:
     """Text counts by characters; attachments and calls have fixed costs."""
     assert raw_message(user("x" * 35)) == MESSAGE_TOKENS + 35 / CHARS_PER_TOKEN
+    escaped = json.dumps('a\nb"c')
+    assert raw_message(user(escaped)) == (
+        MESSAGE_TOKENS + 2 * ESCAPE_TOKENS + len(escaped) / CHARS_PER_TOKEN
+    )
     parts = {
         "role": "user",
         "content": [

@@ -35,6 +35,9 @@ CHARS_PER_TOKEN = 3.5
 MESSAGE_TOKENS = 4
 # An image or file part, whose data URL says nothing about its tokens.
 ATTACHMENT_TOKENS = 768
+# An escape in JSON text (`\n`, `\"`): tool results are JSON, and tokenizers
+# split escapes off; counted on top of its characters.
+ESCAPE_TOKENS = 0.5
 # Room kept for the answer when the max tokens setting is not set.
 DEFAULT_ANSWER_TOKENS = 1024
 # Share of the window kept free for the error of the estimate.
@@ -105,6 +108,7 @@ def raw_message(message: Message) -> float:
     content = message.get("content")
     if isinstance(content, str):
         chars += len(content)
+        fixed += content.count("\\") * ESCAPE_TOKENS
     elif isinstance(content, list):
         for part in content:
             text = part.get("text") if isinstance(part, dict) else None
