@@ -104,7 +104,7 @@ class TokenEstimate:
 def raw_message(message: Message) -> float:
     """Return the raw token estimate of one rendered message."""
     chars = 0
-    fixed = MESSAGE_TOKENS
+    fixed: float = MESSAGE_TOKENS
     content = message.get("content")
     if isinstance(content, str):
         chars += len(content)
