@@ -6,6 +6,16 @@ tests script exact responses with `OpenAISimulator.enqueue`.
 
 from .audio import AUDIO_MODELS, OPENAI_VOICES
 from .chat import chunk, sse_text, sse_tool_calls
+from .responses_output import (
+    code_interpreter_item,
+    function_call_item,
+    image_generation_item,
+    message_item,
+    reasoning_item,
+    response_stream,
+    usage_block,
+    web_search_item,
+)
 from .server import (
     DEFAULT_MODELS,
     OpenAISimulator,
@@ -23,6 +33,14 @@ __all__ = [
     "ServedFile",
     "SimulatorSettings",
     "chunk",
+    "code_interpreter_item",
+    "function_call_item",
+    "image_generation_item",
+    "message_item",
+    "reasoning_item",
+    "response_stream",
     "sse_text",
     "sse_tool_calls",
+    "usage_block",
+    "web_search_item",
 ]

@@ -15,8 +15,9 @@ import uuid
 
 from aiohttp import web
 
-from . import audio, chat, decisions, window
+from . import audio, chat, decisions, responses, responses_output, window
 from .imagegen import draw_png, is_image
+from .responses import HOSTED_TOOLS
 from .wire import (
     APIError,
     error_body,
@@ -94,6 +95,12 @@ class SimulatorSettings:
     voices_endpoint: bool = False
     # Seconds of synthesis per character of text before speech starts.
     speech_seconds_per_character: float = 0.0
+    # False: POST /v1/responses answers 404, as servers without it do.
+    responses: bool = True
+    # False: reasoning summaries are refused (an organization not verified).
+    reasoning_summaries: bool = True
+    # The provider-run tools /v1/responses runs; others are refused.
+    hosted_tools: frozenset[str] = frozenset(HOSTED_TOOLS)
 
 
 class Headers(dict[str, str]):
@@ -174,6 +181,7 @@ class OpenAISimulator:
                 web.get("/v1/models", self._list_models),
                 web.get("/v1/models/{model:.+}", self._get_model),
                 web.post("/v1/chat/completions", self._chat_completions),
+                web.post("/v1/responses", self._responses),
                 web.post("/v1/images/generations", self._image_generations),
                 web.post("/v1/images/edits", self._image_edits),
                 web.post("/v1/decisions", self._decisions),
@@ -266,11 +274,19 @@ class OpenAISimulator:
 
     def chat_requests(self) -> list[dict[str, Any]]:
         """Return the bodies of the chat completion requests received, in order."""
+        return self._bodies("/chat/completions")
+
+    def responses_requests(self) -> list[dict[str, Any]]:
+        """Return the bodies of the /responses requests received, in order."""
+        return self._bodies("/responses")
+
+    def _bodies(self, path: str) -> list[dict[str, Any]]:
+        """Return the JSON bodies of the POST requests to a path, in order."""
         return [
             request.json
             for request in self.requests
             if request.method == "POST"
-            and request.path.endswith("/chat/completions")
+            and request.path.endswith(path)
             and isinstance(request.json, dict)
         ]
 
@@ -362,6 +378,10 @@ class OpenAISimulator:
         self, request: web.Request, scripted: _Scripted
     ) -> web.StreamResponse:
         """Send a queued response."""
+        if scripted.sse is not None and request.path.endswith("/responses"):
+            return await self._send_events(
+                request, scripted.sse, status=scripted.status, headers=scripted.headers
+            )
         if scripted.sse is not None:
             body = request["json"] if isinstance(request["json"], dict) else {}
             return await self._send_sse(
@@ -438,6 +458,24 @@ class OpenAISimulator:
         await response.write_eof()
         return response
 
+    async def _send_events(
+        self,
+        request: web.Request,
+        items: Sequence[SSEItem],
+        *,
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+    ) -> web.StreamResponse:
+        """Stream Responses API events, each named; no `[DONE]` follows."""
+        response = web.StreamResponse(status=status, headers=headers)
+        response.headers.setdefault("Content-Type", "text/event-stream; charset=utf-8")
+        response.headers.setdefault("Cache-Control", "no-cache")
+        await response.prepare(request)
+        for item in items:
+            await response.write(responses_output.sse_bytes(item))
+        await response.write_eof()
+        return response
+
     # --- routes --------------------------------------------------------------
 
     async def _list_models(self, request: web.Request) -> web.Response:
@@ -488,6 +526,18 @@ class OpenAISimulator:
             usage=usage if wants_usage and self.settings.stream_usage else None,
         )
         return await self._send_sse(request, chunks, model=body["model"])
+
+    async def _responses(self, request: web.Request) -> web.StreamResponse:
+        """Validate a Responses API request and answer it, streamed or not."""
+        if not self.settings.responses:
+            return self._not_found(request)
+        body = request["json"]
+        responses.validate(body, self.settings)
+        window.check(responses.chat_body(body), self.settings)
+        answer = responses_output.respond(body, self.settings)
+        if not body.get("stream"):
+            return web.json_response(answer)
+        return await self._send_events(request, responses_output.events(answer))
 
     async def _image_generations(self, request: web.Request) -> web.Response:
         """Draw images for a JSON request."""

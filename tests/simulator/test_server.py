@@ -221,11 +221,11 @@ async def test_fault_switch(
 async def test_unknown_route_and_request_id(sim: OpenAISimulator) -> None:
     """Unknown routes get OpenAI's 404 body; API answers carry a request id."""
     async with aiohttp.ClientSession() as session:
-        async with session.post(f"{sim.base_url}/responses", json={}) as response:
+        async with session.post(f"{sim.base_url}/assistants", json={}) as response:
             assert response.status == 404
             assert await response.json() == {
                 "error": {
-                    "message": "Invalid URL (POST /v1/responses)",
+                    "message": "Invalid URL (POST /v1/assistants)",
                     "type": "invalid_request_error",
                     "param": None,
                     "code": None,
