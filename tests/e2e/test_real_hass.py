@@ -16,23 +16,32 @@ whatever happened. They need sockets, so every test takes ``socket_enabled``.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 import contextlib
 from dataclasses import dataclass, field
 import importlib.util
+import math
 from pathlib import Path
 import re
 import socket
+import struct
 import subprocess
 import sys
 import time
 from types import ModuleType
 from typing import Any
+import wave
 
+import aiohttp
 import pytest
 import pytest_socket
 
+from simulator import AUDIO_MODELS, DEFAULT_MODELS
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# The start of each MP3 frame the simulator sends (MPEG-2 Layer III, mono).
+MP3_FRAME_HEADER = bytes((0xFF, 0xF3, 0x44, 0xC0))
 START_TIMEOUT = 240.0  # seconds; Home Assistant with the frontend on 2 slow cores
 STOP_TIMEOUT = 90.0
 
@@ -126,7 +135,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             ) == ("127.0.0.1", port)
             sim_output = base / "simulator.out"
             simulator = dev_hass.start_module(
-                "simulator", ["--host", "127.0.0.1", "--port", "0"], sim_output
+                "simulator",
+                [
+                    *("--host", "127.0.0.1", "--port", "0"),
+                    *("--transcript", SPOKEN_COMMAND),
+                    *(f"--model={model}" for model in (*DEFAULT_MODELS, *AUDIO_MODELS)),
+                ],
+                sim_output,
             )
             started.append(simulator)
             try:
@@ -278,6 +293,135 @@ def test_assist_turns_on_the_kitchen_light_through_our_agent(
     # The other demo devices are there for Assist as well.
     assert stack.api.state(dev_hass.THERMOSTAT)["state"] == "heat"
     assert stack.api.state(dev_hass.FRONT_DOOR)["state"] == "off"
+
+
+# What the simulator hears in every recording.
+SPOKEN_COMMAND = "turn on the kitchen light"
+
+
+def _recording(path: Path, seconds: float = 1.5) -> Path:
+    """Write a WAV file as a microphone gives it: 16 kHz, 16-bit mono."""
+    rate = 16_000
+    tone = [round(3000 * math.sin(2 * math.pi * 440 * i / rate)) for i in range(rate)]
+    samples = (tone * 2)[: round(seconds * rate)]
+    with wave.open(str(path), "wb") as file:
+        file.setnchannels(1)
+        file.setsampwidth(2)
+        file.setframerate(rate)
+        file.writeframes(struct.pack(f"<{len(samples)}h", *samples))
+    return path
+
+
+def _voice_entities(stack: Stack, entry: dict[str, Any]) -> dict[str, str]:
+    """Return {domain: entity_id} of the entry's speech-to-text and text-to-speech."""
+    entry_id = entry["result"]["result"]["entry_id"]
+    (entities,) = stack.api.websocket({"type": "config/entity_registry/list"})
+    return {
+        entity["entity_id"].split(".")[0]: entity["entity_id"]
+        for entity in entities
+        if entity["config_entry_id"] == entry_id
+        and entity["entity_id"].split(".")[0] in ("stt", "tts")
+    }
+
+
+async def _speak_to_pipeline(
+    stack: Stack, pipeline_id: str, recording: Path
+) -> list[dict[str, Any]]:
+    """Run a pipeline from speech to speech over the WebSocket API.
+
+    The recording's samples go as binary messages, as a voice satellite sends
+    them, and an empty one ends the speech. Return the events up to run-end.
+    """
+    with wave.open(str(recording), "rb") as file:
+        rate = file.getframerate()
+        pcm = file.readframes(file.getnframes())
+    command = {
+        "id": 1,
+        "type": "assist_pipeline/run",
+        "pipeline": pipeline_id,
+        "start_stage": "stt",
+        "end_stage": "tts",
+        "input": {"sample_rate": rate, "no_vad": True},
+    }
+    events: list[dict[str, Any]] = []
+    ws: aiohttp.ClientWebSocketResponse
+    async with stack.api._connected() as ws:
+        await ws.send_json(command)
+        while not events or events[-1]["type"] != "run-end":
+            message = await ws.receive_json()
+            if message.get("type") == "result":
+                assert message["success"], message
+            elif message.get("type") == "event":
+                events.append(message["event"])
+                if message["event"]["type"] == "run-start":
+                    handler = message["event"]["data"]["runner_data"][
+                        "stt_binary_handler_id"
+                    ]
+                    prefix = bytes([handler])
+                    for start in range(0, len(pcm), 3200):
+                        await ws.send_bytes(prefix + pcm[start : start + 3200])
+                    await ws.send_bytes(prefix)
+    return events
+
+
+def _event(events: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    """Return the data of the run's one event of a kind."""
+    (data,) = [event["data"] for event in events if event["type"] == kind]
+    found: dict[str, Any] = data
+    return found
+
+
+def test_voice_pipeline_from_speech_to_speech(
+    socket_enabled: None, stack: Stack, entry: dict[str, Any], tmp_path: Path
+) -> None:
+    """A spoken command turns on the light through our STT, agent and TTS.
+
+    The pipeline's speech-to-text and text-to-speech are the entry's own,
+    made because the simulator lists audio models; the answer comes back as
+    MP3 from Home Assistant's TTS proxy, as long as its text says.
+    """
+    stack.api.post(
+        "/api/services/light/turn_off", {"entity_id": dev_hass.KITCHEN_LIGHT}
+    )
+    assert _wait_for_state(stack, dev_hass.KITCHEN_LIGHT, "off")["state"] == "off"
+    voice = _voice_entities(stack, entry)
+    assert set(voice) == {"stt", "tts"}
+    (pipeline,) = stack.api.websocket(
+        {
+            "type": "assist_pipeline/pipeline/create",
+            "name": "OpenAI Compatible voice",
+            "conversation_engine": entry["entities"]["conversation"],
+            "conversation_language": "*",
+            "language": "en",
+            "prefer_local_intents": False,
+            "stt_engine": voice["stt"],
+            "stt_language": "en",
+            "tts_engine": voice["tts"],
+            "tts_language": "en",
+            "tts_voice": "alloy",
+            "wake_word_entity": None,
+            "wake_word_id": None,
+        }
+    )
+
+    events = asyncio.run(
+        _speak_to_pipeline(stack, pipeline["id"], _recording(tmp_path / "command.wav"))
+    )
+
+    assert not [event for event in events if event["type"] == "error"], events
+    assert _event(events, "stt-start")["engine"] == voice["stt"]
+    assert _event(events, "stt-end")["stt_output"]["text"] == SPOKEN_COMMAND
+    answer = _intent_output(events)["response"]["speech"]["plain"]["speech"]
+    assert answer
+    assert _wait_for_state(stack, dev_hass.KITCHEN_LIGHT, "on")["state"] == "on"
+    assert _event(events, "tts-start")["engine"] == voice["tts"]
+    output = _event(events, "tts-end")["tts_output"]
+    assert output["mime_type"] == "audio/mpeg"
+    audio = stack.api.get_bytes(output["url"])
+    assert audio.status_code == 200
+    frames = audio.content.count(MP3_FRAME_HEADER)
+    # The simulator speaks 0.06 s per character, in frames of 24 ms.
+    assert frames == math.ceil(max(0.1, len(answer) * 0.06) / 0.024), answer
 
 
 def test_assist_answer_to_a_question_does_not_keep_listening(
