@@ -487,3 +487,19 @@ async def test_reported_window_fits_from_the_first_request(
     (details,) = context_details()
     assert details["window"] == 4000
     assert details["dropped_turns"] > 0
+
+
+async def test_removed_agent_leaves_no_repair(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """Removing an agent whose prompt did not fit closes its repair issue."""
+    entry = await setup_agent(setup_entry, **{CONF_CONTEXT_WINDOW: 1500})
+    subentry_id = agent_subentry_id(entry)
+    issue_id = f"prompt_too_large_{subentry_id}"
+    await converse(hass, "hello")
+    assert ir.async_get(hass).async_get_issue(DOMAIN, issue_id) is not None
+
+    assert hass.config_entries.async_remove_subentry(entry, subentry_id)
+    await hass.async_block_till_done()
+
+    assert ir.async_get(hass).async_get_issue(DOMAIN, issue_id) is None

@@ -93,11 +93,15 @@ class OpenAICompatibleSubentryEntity(Entity):
 
     @override
     async def async_added_to_hass(self) -> None:
-        """Follow the server's availability."""
+        """Follow the server's availability; close the repair issue on removal.
+
+        After a reload, the next request that does not fit opens it again.
+        """
         await super().async_added_to_hass()
         self.async_on_remove(
             self.runtime.health.async_add_listener(self.async_write_ha_state)
         )
+        self.async_on_remove(partial(self.context_window.resolve, self.hass))
 
     def budget(self) -> Budget:
         """Return the time one round trip may take, and may wait to retry."""

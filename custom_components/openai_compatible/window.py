@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
+from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
 
 from .const import CONF_CONTEXT_WINDOW, CONF_HISTORY_TURNS, DOMAIN, LOGGER
@@ -106,9 +107,9 @@ class ContextWindow:
             },
         )
 
-    def resolve(self, chat_log: conversation.ChatLog) -> None:
-        """Close the repair issue: a request fitted."""
-        ir.async_delete_issue(chat_log.hass, DOMAIN, self.issue_id)
+    def resolve(self, hass: HomeAssistant) -> None:
+        """Close the repair issue: a request fitted, or the agent is removed."""
+        ir.async_delete_issue(hass, DOMAIN, self.issue_id)
 
 
 class RequestFit:
@@ -181,7 +182,7 @@ class RequestFit:
         except ContextWindowError as err:
             self._owner.report(self._chat_log, err)
             raise
-        self._owner.resolve(self._chat_log)
+        self._owner.resolve(self._chat_log.hass)
         self._sent_raw = estimate.raw_request(fitted.messages, tools)
         self._chat_log.async_trace(
             {
