@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 import json
 from pathlib import Path
 import socket
 from typing import Any
 from unittest.mock import patch
 
-from homeassistant.config_entries import SOURCE_USER, ConfigEntryState, ConfigFlowResult
+from homeassistant.config_entries import (
+    SOURCE_USER,
+    ConfigEntryState,
+    ConfigFlowResult,
+    SubentryFlowResult,
+)
 from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_NAME, CONF_PROMPT
 from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import (
@@ -20,6 +26,7 @@ from homeassistant.helpers import config_validation as cv, device_registry as dr
 import probatio
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
+from syrupy.assertion import SnapshotAssertion
 
 from custom_components.openai_compatible.api import ModelListing
 from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM, PROVIDERS
@@ -1334,3 +1341,123 @@ async def test_forms_serialize_for_the_frontend(
         }
         assert fields[CONF_CHAT_MODEL]["selector"]["select"]["custom_value"] is True
         assert "number" in fields[CONF_MAX_TOKENS]["selector"]
+
+
+# --- snapshots ----------------------------------------------------------------
+
+# LocalAI has no native routes that setup would ask.
+LAN_URL = "http://192.168.1.20:8080/v1"
+LAN_MODELS = ["flux-schnell", "llama3.1:8b", "nomic-embed-text", "qwen3:4b"]
+
+
+def _shown(result: ConfigFlowResult | SubentryFlowResult) -> dict[str, Any]:
+    """Return what the frontend gets of a form, or what a flow ended with."""
+    if result["type"] is FlowResultType.FORM:
+        return {
+            "step_id": result["step_id"],
+            "fields": _serialize(result),
+            "errors": result["errors"],
+            "description_placeholders": result["description_placeholders"],
+            "last_step": result["last_step"],
+        }
+    if result["type"] is FlowResultType.ABORT:
+        return {"abort": result["reason"]}
+    shown: dict[str, Any] = {"title": result["title"], "data": result["data"]}
+    if entry := result.get("result"):
+        shown["entry"] = {
+            "version": (entry.version, entry.minor_version),
+            "unique_id": entry.unique_id,
+            "subentries": sorted(
+                (
+                    {
+                        "type": sub.subentry_type,
+                        "title": sub.title,
+                        "data": dict(sub.data),
+                    }
+                    for sub in entry.subentries.values()
+                ),
+                key=lambda sub: sub["type"],
+            ),
+        }
+    return shown
+
+
+@pytest.fixture
+def lan_server() -> Iterator[None]:
+    """Answer for a server on the LAN that is never reached: models are given."""
+    with (
+        patch(
+            "custom_components.openai_compatible.config_flow.async_validate_server",
+            return_value=LAN_MODELS,
+        ),
+        patch(
+            "custom_components.openai_compatible.async_fetch_models",
+            return_value=ModelListing(
+                LAN_MODELS, {model: {"id": model} for model in LAN_MODELS}
+            ),
+        ),
+    ):
+        yield
+
+
+@pytest.mark.usefixtures("lan_server")
+async def test_setup_flow_snapshot(
+    hass: HomeAssistant, snapshot: SnapshotAssertion
+) -> None:
+    """Each form of adding a local server, its error, and the entry it creates."""
+    flow = hass.config_entries.flow
+    shown = [await flow.async_init(DOMAIN, context={"source": SOURCE_USER})]
+    shown.append(
+        await flow.async_configure(shown[-1]["flow_id"], {CONF_PROVIDER: "localai"})
+    )
+    with patch(
+        "custom_components.openai_compatible.config_flow.async_validate_server",
+        side_effect=ConnectError("cannot_connect"),
+    ):
+        shown.append(
+            await flow.async_configure(
+                shown[-1]["flow_id"], {CONF_BASE_URL: "http://localhost:8080/v1"}
+            )
+        )
+    shown.append(
+        await flow.async_configure(shown[-1]["flow_id"], {CONF_BASE_URL: LAN_URL})
+    )
+    await hass.async_block_till_done()
+    assert shown[-1]["result"].state is ConfigEntryState.LOADED
+    assert [_shown(result) for result in shown] == snapshot
+
+
+@pytest.mark.parametrize("provider", ["openai", "azure", "custom"])
+async def test_connect_form_snapshot(
+    hass: HomeAssistant, snapshot: SnapshotAssertion, provider: str
+) -> None:
+    """The connect form of a hosted service, of Azure and of any other server."""
+    assert _shown(await _connect_form(hass, provider)) == snapshot
+
+
+@pytest.mark.usefixtures("lan_server")
+async def test_entry_flows_snapshot(
+    hass: HomeAssistant, make_config_entry: MakeConfigEntry, snapshot: SnapshotAssertion
+) -> None:
+    """Reauth, reconfigure and the subentry forms of a loaded entry."""
+    entry = make_config_entry(
+        base_url=LAN_URL, provider="localai", title="LocalAI (192.168.1.20:8080)"
+    )
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    forms = {
+        "reauth_confirm": await entry.start_reauth_flow(hass),
+        "reconfigure": await entry.start_reconfigure_flow(hass),
+    }
+    for subentry_type in (SUBENTRY_CONVERSATION, SUBENTRY_AI_TASK):
+        forms[f"add {subentry_type}"] = await _subentry_form(hass, entry, subentry_type)
+    for subentry in entry.subentries.values():
+        forms[
+            f"change {subentry.subentry_type}"
+        ] = await entry.start_subentry_reconfigure_flow(hass, subentry.subentry_id)
+    forms["agent added"] = await hass.config_entries.subentries.async_configure(
+        forms[f"add {SUBENTRY_CONVERSATION}"]["flow_id"],
+        {CONF_CHAT_MODEL: "qwen3:4b", CONF_RECOMMENDED: True},
+    )
+    await hass.async_block_till_done()
+    assert {name: _shown(result) for name, result in forms.items()} == snapshot
