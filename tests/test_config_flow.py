@@ -41,7 +41,9 @@ from custom_components.openai_compatible.const import (
     CONF_RECOMMENDED,
     CONF_STREAMING,
     CONF_TEMPERATURE,
+    CONF_TIMEOUT,
     CONF_TOP_P,
+    DEFAULT_TIMEOUT_SECONDS,
     DOMAIN,
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
@@ -50,7 +52,7 @@ from custom_components.openai_compatible.errors import ConnectError
 from custom_components.openai_compatible.transport import Budget
 from simulator import OpenAISimulator
 
-from .conftest import KEYED_SIMULATOR_KEY, TEST_API_KEY, MakeConfigEntry
+from .conftest import AGENT, KEYED_SIMULATOR_KEY, TEST_API_KEY, MakeConfigEntry
 
 pytestmark = pytest.mark.usefixtures("ha_core")
 
@@ -1461,3 +1463,22 @@ async def test_entry_flows_snapshot(
     )
     await hass.async_block_till_done()
     assert {name: _shown(result) for name, result in forms.items()} == snapshot
+
+
+async def test_options_set_the_request_timeout(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_integration: MockConfigEntry
+) -> None:
+    """The timeout option bounds every round trip of the entry's entities."""
+    entry = setup_integration
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    assert result["type"] is FlowResultType.FORM
+    assert _field(result, CONF_TIMEOUT).default() == DEFAULT_TIMEOUT_SECONDS
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"], {CONF_TIMEOUT: 42}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    await hass.async_block_till_done()
+    assert entry.options == {CONF_TIMEOUT: 42}
+    # The entry reloaded; its agent now gives a round trip 42 seconds.
+    agent = hass.data["entity_components"]["conversation"].get_entity(AGENT)
+    assert agent.budget().deadline == 42

@@ -17,6 +17,7 @@ from homeassistant.config_entries import (
     ConfigSubentry,
     ConfigSubentryData,
     ConfigSubentryFlow,
+    OptionsFlow,
     SubentryFlowResult,
 )
 from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_NAME, CONF_PROMPT
@@ -78,6 +79,7 @@ from .model_kinds import (
     pick_image_model,
 )
 from .naming import entry_title, is_generated_title, subentry_title
+from .options_flow import ConnectionOptionsFlow
 from .voice_flow import (
     SpeechToTextSubentryFlowHandler,
     TextToSpeechSubentryFlowHandler,
@@ -379,6 +381,13 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             errors=errors,
             description_placeholders=placeholders,
         )
+
+    @staticmethod
+    @callback
+    @override
+    def async_get_options_flow(config_entry: ConfigEntry) -> OptionsFlow:
+        """Return the flow of the entry's connection options."""
+        return ConnectionOptionsFlow()
 
     @classmethod
     @callback
