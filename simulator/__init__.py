@@ -19,6 +19,7 @@ from .responses_output import (
 from .server import (
     DEFAULT_MODELS,
     OpenAISimulator,
+    Pause,
     RecordedRequest,
     ServedFile,
     SimulatorSettings,
@@ -29,6 +30,7 @@ __all__ = [
     "DEFAULT_MODELS",
     "OPENAI_VOICES",
     "OpenAISimulator",
+    "Pause",
     "RecordedRequest",
     "ServedFile",
     "SimulatorSettings",

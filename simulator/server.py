@@ -15,8 +15,9 @@ import uuid
 
 from aiohttp import web
 
-from . import audio, chat, decisions, responses, responses_output, window
+from . import audio, chat, decisions, native, responses, responses_output, window
 from .imagegen import draw_png, is_image
+from .native import NativeServer
 from .responses import HOSTED_TOOLS
 from .wire import (
     APIError,
@@ -43,7 +44,16 @@ _SIZE = re.compile(r"^(\d{2,4})x(\d{2,4})$")
 _IMAGE_FORMATS = ("url", "b64_json")
 
 type Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-type SSEItem = dict[str, Any] | str | bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """An item of a scripted stream that waits: a server that trickles."""
+
+    seconds: float
+
+
+type SSEItem = dict[str, Any] | str | bytes | Pause
 
 
 @dataclass(slots=True)
@@ -101,6 +111,8 @@ class SimulatorSettings:
     reasoning_summaries: bool = True
     # The provider-run tools /v1/responses runs; others are refused.
     hosted_tools: frozenset[str] = frozenset(HOSTED_TOOLS)
+    # Set: the native info routes of this local server answer (native.py).
+    native: NativeServer | None = None
 
 
 class Headers(dict[str, str]):
@@ -189,6 +201,12 @@ class OpenAISimulator:
                 web.post("/v1/audio/speech", self._speech),
                 web.get("/v1/audio/voices", self._voices),
                 web.get("/files/{name}.png", self._file),
+                web.get("/props", self._native),
+                web.get("/version", self._native),
+                web.get("/api/version", self._native),
+                web.get("/api/ps", self._native),
+                web.post("/api/show", self._native),
+                web.get("/api/v0/models", self._native),
             ]
         )
         self.app.on_response_prepare.append(self._stamp)
@@ -448,6 +466,9 @@ class OpenAISimulator:
         for index, item in enumerate(items):
             if index and self.settings.stream_chunk_delay:
                 await asyncio.sleep(self.settings.stream_chunk_delay)
+            if isinstance(item, Pause):
+                await asyncio.sleep(item.seconds)
+                continue
             if isinstance(item, (str, bytes)):
                 await response.write(item if isinstance(item, bytes) else item.encode())
                 continue
@@ -486,7 +507,9 @@ class OpenAISimulator:
             {
                 "object": "list",
                 "data": [
-                    _model_entry(model, self.settings.context_window)
+                    _model_entry(
+                        model, self.settings.native, self.settings.context_window
+                    )
                     for model in self.models
                 ],
             }
@@ -642,6 +665,29 @@ class OpenAISimulator:
             return self._not_found(request)
         return web.json_response(listed)
 
+    async def _native(self, request: web.Request) -> web.Response:
+        """Answer the native info route of the server `settings.native` names."""
+        server, window_size = self.settings.native, self.settings.context_window
+        if server is None:
+            return self._not_found(request)
+        route = (server, request.method, request.path)
+        if route == ("llama_cpp", "GET", "/props"):
+            return web.json_response(native.llama_cpp_props(window_size, self.models))
+        if route in {("vllm", "GET", "/version"), ("ollama", "GET", "/api/version")}:
+            return web.json_response({"version": native.VERSIONS[server]})
+        if route == ("ollama", "GET", "/api/ps"):
+            return web.json_response(native.ollama_ps(self.models))
+        if route == ("ollama", "POST", "/api/show"):
+            model = (request["json"] or {}).get("model")
+            if model not in self.models:
+                return web.json_response(
+                    {"error": f"model '{model}' not found"}, status=404
+                )
+            return web.json_response(native.ollama_show(model, window_size))
+        if route == ("lm_studio", "GET", "/api/v0/models"):
+            return web.json_response(native.lm_studio_models(self.models, window_size))
+        return self._not_found(request)
+
     async def _file(self, request: web.Request) -> web.StreamResponse:
         """Serve a file: an image generated in URL mode, or one a test set up."""
         served = self._files.get(request.match_info["name"])
@@ -659,17 +705,24 @@ class OpenAISimulator:
         return response
 
 
-def _model_entry(model: str, context_window: int | None) -> dict[str, Any]:
-    """Return one entry of the model list, with its window when one is set."""
+def _model_entry(
+    model: str, server: NativeServer | None = None, window_size: int | None = None
+) -> dict[str, Any]:
+    """Return one entry of the model list, as the server named lists it."""
     entry: dict[str, Any] = {
         "id": model,
         "object": "model",
         "created": 1_700_000_000,
         "owned_by": "library" if ":" in model else "openai",
     }
-    if context_window is not None:
+    if server == "llama_cpp":
+        entry["owned_by"] = "llamacpp"
+    elif server == "vllm":
+        entry["owned_by"] = "vllm"
+        entry["max_model_len"] = window_size or native.TRAINED_CONTEXT
+    elif window_size is not None:
         # As OpenRouter and other hosted services report it.
-        entry["context_length"] = context_window
+        entry["context_length"] = window_size
     return entry
 
 

@@ -118,7 +118,7 @@ def make_config_entry(
     Keywords: `base_url` (default: the `simulator` fixture's), `api_key`
     (default TEST_API_KEY; None for no key), `provider` ("custom"), `title`,
     `conversation` / `ai_task`: data merged over the subentries' defaults,
-    and `voice`: more subentries (see the Voice section).
+    `voice`: more subentries (see the Voice section), and the entry's `options`.
     """
 
     def factory(
@@ -130,6 +130,7 @@ def make_config_entry(
         conversation: dict[str, Any] | None = None,
         ai_task: dict[str, Any] | None = None,
         voice: list[ConfigSubentryData] | None = None,
+        options: dict[str, Any] | None = None,
     ) -> MockConfigEntry:
         url = base_url or simulator.base_url
         data: dict[str, Any] = {CONF_PROVIDER: provider, CONF_BASE_URL: url}
@@ -139,6 +140,7 @@ def make_config_entry(
             domain=DOMAIN,
             title=title or f"Custom ({URL(url).host_port_subcomponent})",
             data=data,
+            options=options or {},
             minor_version=OpenAICompatibleConfigFlow.MINOR_VERSION,
             subentries_data=[
                 ConfigSubentryData(

@@ -104,8 +104,8 @@ async def test_lessons_survive_a_restart(hass: HomeAssistant) -> None:
     first.model("m").learn_refused(Feature.JSON_SCHEMA)
     first.model("m").learn_context_window(2048)
     await hass.async_block_till_done()
-    # Saving is delayed; force it as a restart would.
-    await first._store.async_save(first.as_dict())  # noqa: SLF001
+    # Saving is delayed; unloading writes at once.
+    await first.async_save()
 
     again = _capabilities(hass)
     await again.async_load()

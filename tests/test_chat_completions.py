@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
 from homeassistant.components import conversation
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import chat_session, llm
+import pytest
 from syrupy.assertion import SnapshotAssertion
 
+from custom_components.openai_compatible.capabilities import Feature
 from custom_components.openai_compatible.chat_completions import build_tool_set
 from simulator import OpenAISimulator, sse_text
 
-from .conftest import AGENT, SetupEntry, converse
+from .conftest import AGENT, SetupEntry, converse, speech
 
 
 def test_tool_names_are_sanitized_and_mapped_back() -> None:
@@ -163,3 +166,117 @@ async def test_unanswered_calls_get_a_result(
         "tool_call_id": call_id,
         "content": json.dumps({"error": "no result"}, separators=(",", ":")),
     }
+
+
+# ---------------------------------------------------------------------------
+# Features a server refuses: sent again at once without them, and learned
+# ---------------------------------------------------------------------------
+
+
+def _refusal(message: str) -> dict[str, Any]:
+    """Return an OpenAI-style error body."""
+    return {"error": {"message": message, "type": "invalid_request_error"}}
+
+
+@pytest.mark.parametrize(
+    ("settings", "refusal", "gone"),
+    [
+        pytest.param(
+            {},
+            "Streaming is not supported when tools are specified",
+            ("stream", "stream_options"),
+            id="streaming with tools",
+        ),
+        pytest.param(
+            {},
+            "Unrecognized request argument supplied: stream_options",
+            ("stream_options",),
+            id="stream options",
+        ),
+        pytest.param(
+            {"recommended": False, "temperature": 0.5, "top_p": 0.9},
+            "Unsupported value: 'temperature' does not support 0.5 with this "
+            "model. Only the default (1) value is supported.",
+            ("temperature", "top_p"),
+            id="sampling",
+        ),
+    ],
+)
+async def test_a_refused_feature_is_dropped_and_learned(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    settings: dict[str, Any],
+    refusal: str,
+    gone: tuple[str, ...],
+) -> None:
+    """The same round goes again without it; the next turn never sends it."""
+    await setup_entry(conversation=settings)
+    simulator.enqueue("/chat/completions", status=400, json=_refusal(refusal))
+
+    first = await converse(hass, "Hello")
+    second = await converse(hass, "Hello again")
+
+    assert "Hello" in speech(first)
+    assert "Hello again" in speech(second)
+    refused, accepted, later = simulator.chat_requests()
+    assert all(key in refused for key in gone)
+    assert not any(key in accepted for key in gone)
+    assert not any(key in later for key in gone)
+    assert accepted["messages"] == refused["messages"]
+
+
+async def test_the_name_of_the_token_limit_is_switched(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A model that wants max_completion_tokens gets it, and keeps getting it."""
+    entry = await setup_entry(conversation={"recommended": False, "max_tokens": 99})
+    simulator.enqueue(
+        "/chat/completions",
+        status=400,
+        json=_refusal(
+            "Unsupported parameter: 'max_tokens' is not supported with this "
+            "model. Use 'max_completion_tokens' instead."
+        ),
+    )
+
+    await converse(hass, "Hello")
+    await converse(hass, "Hello again")
+
+    assert [
+        (body.get("max_tokens"), body.get("max_completion_tokens"))
+        for body in simulator.chat_requests()
+    ] == [(99, None), (None, 99), (None, 99)]
+    model = entry.runtime_data.capabilities.model("gpt-4o-mini")
+    assert model.refuses(Feature.MAX_TOKENS)
+
+
+async def test_a_model_without_tools_says_so(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """Tools cannot be dropped from an agent that controls the home: a clear error."""
+    await setup_entry()
+    simulator.settings.supports_tools = False
+
+    result = await converse(hass, "Turn on the light")
+
+    assert speech(result).startswith(
+        "The model cannot call tools: registry.ollama.ai/library/gemma:2b does "
+        "not support tools."
+    )
+    assert len(simulator.chat_requests()) == 1
+
+
+async def test_a_refusal_that_names_nothing_is_not_repeated(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A 400 that names no feature we can drop is the turn's error, sent once."""
+    await setup_entry()
+    simulator.enqueue(
+        "/chat/completions", status=400, json=_refusal("Something is wrong")
+    )
+
+    result = await converse(hass, "Hello")
+
+    assert "Something is wrong" in speech(result)
+    assert len(simulator.chat_requests()) == 1

@@ -83,6 +83,7 @@ async def async_setup_entry(
         evaluate_slots=asyncio.Semaphore(provider.concurrency),
     )
     entry.async_on_unload(health.async_stop)
+    entry.async_on_unload(capabilities.async_save)
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     entry.async_on_unload(entry.add_update_listener(_async_reload))
     return True

@@ -404,6 +404,10 @@ class Capabilities:
                 str(name): Lessons.from_dict(data) for name, data in models.items()
             }
 
+    async def async_save(self) -> None:
+        """Write the lessons now (the entry is unloading)."""
+        await self._store.async_save(self.as_dict())
+
     def as_dict(self) -> dict[str, Any]:
         """Return everything known, for storage and diagnostics."""
         return {

@@ -1,0 +1,78 @@
+"""Native info routes of local servers, as they answer them.
+
+llama.cpp: `GET /props`; Ollama: `GET /api/version`, `GET /api/ps`,
+`POST /api/show`; vLLM: `GET /version` and `max_model_len` in `/v1/models`;
+LM Studio: `GET /api/v0/models`. The simulator serves those of the server its
+`native` setting names, with its `context_window` as the context in use.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+type NativeServer = Literal["llama_cpp", "ollama", "vllm", "lm_studio"]
+
+VERSIONS: Final[dict[NativeServer, str]] = {
+    "llama_cpp": "b6543",
+    "ollama": "0.12.3",
+    "vllm": "0.11.0",
+    "lm_studio": "0.3.30",
+}
+# The context the simulated models were trained for.
+TRAINED_CONTEXT: Final = 131072
+# What Ollama uses when neither the model nor the request sets a context.
+OLLAMA_DEFAULT_CONTEXT: Final = 4096
+
+
+def llama_cpp_props(window: int | None, models: list[str]) -> dict[str, Any]:
+    """Return llama.cpp's /props: the slots' context, modalities, build."""
+    return {
+        "default_generation_settings": {"n_ctx": window or TRAINED_CONTEXT},
+        "total_slots": 1,
+        "model_path": f"/models/{models[0] if models else 'model'}.gguf",
+        "modalities": {"vision": False, "audio": False},
+        "chat_template": "{{ messages }}",
+        "build_info": VERSIONS["llama_cpp"],
+    }
+
+
+def ollama_show(model: str, window: int | None) -> dict[str, Any]:
+    """Return Ollama's /api/show for a model; `window` as its num_ctx."""
+    parameters = 'stop "<|eot_id|>"'
+    if window:
+        parameters = f"num_ctx {window}\n{parameters}"
+    return {
+        "modelfile": f"FROM {model}",
+        "parameters": parameters,
+        "details": {"family": "llama", "parameter_size": "3.2B"},
+        "model_info": {
+            "general.architecture": "llama",
+            "llama.context_length": TRAINED_CONTEXT,
+        },
+        "capabilities": ["completion", "tools"],
+    }
+
+
+def ollama_ps(models: list[str]) -> dict[str, Any]:
+    """Return Ollama's /api/ps: no model loaded."""
+    del models
+    return {"models": []}
+
+
+def lm_studio_models(models: list[str], window: int | None) -> dict[str, Any]:
+    """Return LM Studio's /api/v0/models: each model with its loaded context."""
+    return {
+        "object": "list",
+        "data": [
+            {
+                "id": model,
+                "object": "model",
+                "type": "vlm" if "vision" in model else "llm",
+                "state": "loaded",
+                "max_context_length": TRAINED_CONTEXT,
+                **({"loaded_context_length": window} if window else {}),
+                "capabilities": ["tool_use"],
+            }
+            for model in models
+        ],
+    }

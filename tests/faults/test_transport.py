@@ -1,0 +1,187 @@
+"""Faults of the connection: deadlines, rate limits, error pages, outages."""
+
+from __future__ import annotations
+
+import logging
+
+from homeassistant.components import conversation
+from homeassistant.const import CONF_LLM_HASS_API, STATE_UNAVAILABLE
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.helpers import intent
+from homeassistant.util import dt as dt_util
+import pytest
+from pytest_homeassistant_custom_component.common import async_fire_time_changed
+
+from custom_components.openai_compatible.const import CONF_TIMEOUT
+from custom_components.openai_compatible.error_answers import MAX_SHOWN_CHARACTERS
+from custom_components.openai_compatible.health import CHECK_INTERVAL
+from custom_components.openai_compatible.transport import MAX_ERROR_BYTES
+from simulator import OpenAISimulator, Pause, sse_text
+
+from .conftest import FaultHarnessFactory
+
+CHAT = "/chat/completions"
+NO_TOOLS = {CONF_LLM_HASS_API: []}
+
+
+def speech(result: conversation.ConversationResult) -> str:
+    """Return what the agent said."""
+    return str(result.response.speech["plain"]["speech"])
+
+
+def failed(result: conversation.ConversationResult) -> bool:
+    """Tell whether the turn ended in an error."""
+    return result.response.response_type is intent.IntentResponseType.ERROR
+
+
+async def test_a_trickling_server_meets_the_deadline(
+    fault_harness: FaultHarnessFactory,
+) -> None:
+    """Keep-alive lines without an answer do not hold a turn past its deadline."""
+    harness = await fault_harness(conversation=NO_TOOLS, options={CONF_TIMEOUT: 1})
+    harness.faulty.enqueue(CHAT, sse=[": keep-alive\n\n", Pause(0.1)] * 40)
+
+    result = await harness.run(harness.converse("Hi"))
+
+    assert failed(result)
+    assert "did not finish its answer in time" in speech(result)
+
+
+async def test_a_rate_limit_that_says_when_is_waited_out(
+    fault_harness: FaultHarnessFactory,
+) -> None:
+    """A 429 with a Retry-After inside the budget is sent again, once."""
+    harness = await fault_harness(conversation=NO_TOOLS)
+    harness.faulty.enqueue(CHAT, status=429, headers={"Retry-After": "0"})
+    harness.faulty.enqueue(CHAT, sse=sse_text("Hello there."))
+
+    result = await harness.run(harness.converse("Hi"))
+
+    assert speech(result) == "Hello there."
+    assert len(harness.faulty.chat_requests()) == 2
+
+
+async def test_a_voice_turn_does_not_wait_long(
+    fault_harness: FaultHarnessFactory,
+) -> None:
+    """A 503 asking for more time than a voice turn has fails at once, with the hint."""
+    harness = await fault_harness(conversation=NO_TOOLS)
+    harness.faulty.enqueue(CHAT, status=503, headers={"Retry-After": "30"})
+
+    result = await harness.run(harness.converse("Hi"))
+
+    assert failed(result)
+    assert len(harness.faulty.chat_requests()) == 1
+
+
+async def test_nothing_else_is_retried(fault_harness: FaultHarnessFactory) -> None:
+    """A 500 is not sent again, Retry-After or not."""
+    harness = await fault_harness(conversation=NO_TOOLS)
+    harness.faulty.enqueue(CHAT, status=500, headers={"Retry-After": "0"})
+
+    result = await harness.run(harness.converse("Hi"))
+
+    assert failed(result)
+    assert len(harness.faulty.chat_requests()) == 1
+
+
+async def test_an_error_page_is_shown_short_and_plain(
+    fault_harness: FaultHarnessFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """HTML is stripped and the text cut; the whole text goes to the debug log."""
+    assert MAX_SHOWN_CHARACTERS == 200
+    words = " ".join(f"word{index}" for index in range(400))
+    harness = await fault_harness(conversation=NO_TOOLS)
+    harness.faulty.enqueue(
+        CHAT,
+        status=502,
+        raw=f"<html><head><style>p {{}}</style></head><body><p>{words}</p></body>",
+        headers={"Content-Type": "text/html"},
+    )
+
+    with caplog.at_level(logging.DEBUG):
+        result = await harness.run(harness.converse("Hi"))
+
+    said = speech(result)
+    assert "<" not in said
+    assert "{}" not in said
+    assert "word0 word1" in said
+    shown = said.split(": ", 1)[1]
+    assert len(shown) <= MAX_SHOWN_CHARACTERS
+    assert shown.endswith("…")
+    assert "word399" in caplog.text
+
+
+async def test_an_endless_error_body_is_read_only_in_part(
+    fault_harness: FaultHarnessFactory,
+) -> None:
+    """An error body past the cap is cut, and its status still tells."""
+    assert MAX_ERROR_BYTES == 64 * 1024
+    harness = await fault_harness(conversation=NO_TOOLS)
+    harness.faulty.enqueue(CHAT, status=400, raw="x" * (4 * MAX_ERROR_BYTES))
+
+    result = await harness.run(harness.converse("Hi"))
+
+    assert failed(result)
+    assert "xxxx" in speech(result)
+
+
+async def test_an_unreachable_server_makes_entities_unavailable(
+    hass: HomeAssistant,
+    fault_harness: FaultHarnessFactory,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Down: one warning, entities unavailable; back: one info line, available."""
+    harness = await fault_harness(conversation=NO_TOOLS)
+    port = int(harness.faulty.base_url.rsplit(":", 1)[1].split("/")[0])
+    await harness.faulty.stop()
+
+    result = await conversation.async_converse(
+        hass, "Hi", None, Context(), agent_id=harness.faulty_agent
+    )
+    await hass.async_block_till_done()
+
+    assert failed(result)
+    assert "Cannot connect" in speech(result)
+    assert hass.states.get(harness.faulty_agent).state == STATE_UNAVAILABLE
+    assert hass.states.get(harness.faulty_ai_task).state == STATE_UNAVAILABLE
+    assert hass.states.get(harness.healthy_agent).state != STATE_UNAVAILABLE
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len([r for r in warnings if "cannot be reached" in r.message]) == 1
+
+    # Still down at the next check: no new warning.
+    async_fire_time_changed(hass, dt_util.utcnow() + CHECK_INTERVAL)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert hass.states.get(harness.faulty_agent).state == STATE_UNAVAILABLE
+
+    await harness.faulty.start(port=port)
+    caplog.clear()
+    async_fire_time_changed(hass, dt_util.utcnow() + 2 * CHECK_INTERVAL)
+    await hass.async_block_till_done(wait_background_tasks=True)
+
+    assert hass.states.get(harness.faulty_agent).state != STATE_UNAVAILABLE
+    assert hass.states.get(harness.faulty_ai_task).state != STATE_UNAVAILABLE
+    assert [r.message for r in caplog.records if "answers again" in r.message]
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+async def test_retry_budgets(fault_harness: FaultHarnessFactory) -> None:
+    """A voice turn waits seconds for a rate limit; an AI task may wait a minute."""
+    harness = await fault_harness(options={CONF_TIMEOUT: 120})
+    agent = harness.hass.data["entity_components"]["conversation"].get_entity(
+        harness.faulty_agent
+    )
+    task = harness.hass.data["entity_components"]["ai_task"].get_entity(
+        harness.faulty_ai_task
+    )
+    assert (agent.budget().deadline, agent.budget().retry_wait) == (120, 5)
+    assert (task.budget().deadline, task.budget().retry_wait) == (120, 60)
+
+
+async def test_simulator_restarts_on_its_port(simulator: OpenAISimulator) -> None:
+    """The outage test restarts the faulty server where it was (a sanity check)."""
+    url = simulator.base_url
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    await simulator.stop()
+    await simulator.start(port=port)
+    assert simulator.base_url == url

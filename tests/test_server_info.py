@@ -1,0 +1,135 @@
+"""What servers report about their models, read at setup through their routes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.openai_compatible.capabilities import (
+    Feature,
+    ModelCapabilities,
+    ServerKind,
+)
+from custom_components.openai_compatible.server_info import OLLAMA_DEFAULT_CONTEXT
+from simulator import OpenAISimulator
+from simulator.native import TRAINED_CONTEXT, VERSIONS
+
+from .conftest import SetupEntry
+
+MODEL = "gpt-4o-mini"
+
+
+def model_of(entry: MockConfigEntry, model: str = MODEL) -> ModelCapabilities:
+    """Return what the loaded entry knows about a model."""
+    capabilities: ModelCapabilities = entry.runtime_data.capabilities.model(model)
+    return capabilities
+
+
+@pytest.mark.parametrize(
+    ("provider", "native", "kind"),
+    [
+        ("llama_cpp", "llama_cpp", ServerKind.LLAMA_CPP),
+        ("custom", "llama_cpp", ServerKind.LLAMA_CPP),
+        ("ollama", "ollama", ServerKind.OLLAMA),
+        ("vllm", "vllm", ServerKind.VLLM),
+        ("custom", "vllm", ServerKind.VLLM),
+        ("lm_studio", "lm_studio", ServerKind.LM_STUDIO),
+    ],
+)
+async def test_context_window_from_the_native_route(
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    provider: str,
+    native: Any,
+    kind: ServerKind,
+) -> None:
+    """Each local server tells the context in use, found by preset or by its list."""
+    simulator.settings.native = native
+    simulator.settings.context_window = 8192
+
+    entry = await setup_entry(provider=provider)
+
+    report = entry.runtime_data.capabilities.report
+    assert report.kind is kind
+    assert report.version == (
+        None if kind is ServerKind.LM_STUDIO else VERSIONS[native]
+    )
+    assert model_of(entry).context_window == 8192
+
+
+async def test_ollama_default_context_and_capabilities(
+    simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """Without num_ctx, Ollama's default window; tools from its capabilities."""
+    simulator.settings.native = "ollama"
+
+    entry = await setup_entry(provider="ollama")
+
+    model = model_of(entry)
+    assert model.context_window == OLLAMA_DEFAULT_CONTEXT < TRAINED_CONTEXT
+    assert model.report.tools is True
+    assert model.report.vision is False
+    assert model.refuses(Feature.IMAGE_INPUT)
+    shown = [r for r in simulator.requests if r.path == "/api/show"]
+    assert [request.json for request in shown] == [{"model": MODEL}]
+
+
+async def test_hosted_listing(
+    simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A hosted /models entry tells context length, modalities and parameters."""
+    simulator.enqueue(
+        "/models",
+        json={
+            "data": [
+                {
+                    "id": MODEL,
+                    "context_length": 128000,
+                    "architecture": {"input_modalities": ["text"]},
+                    "supported_parameters": ["temperature", "response_format"],
+                },
+                {
+                    "id": "mistral-small",
+                    "max_context_length": 32768,
+                    "capabilities": {"vision": True, "function_calling": True},
+                },
+            ]
+        },
+    )
+
+    entry = await setup_entry(provider="openrouter")
+
+    model = model_of(entry)
+    assert (model.context_window, model.report.vision, model.report.tools) == (
+        128000,
+        False,
+        False,
+    )
+    assert model.refuses(Feature.TOOLS)
+    mistral = model_of(entry, "mistral-small")
+    assert (mistral.context_window, mistral.report.vision) == (32768, True)
+    assert not mistral.refuses(Feature.TOOLS)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"status": 404},
+        {"raw": "<html>no</html>"},
+        {"json": ["not", "an", "object"]},
+        {"status": 500, "json": {"error": {"message": "down"}}},
+    ],
+)
+async def test_native_route_that_fails_is_unknown(
+    simulator: OpenAISimulator, setup_entry: SetupEntry, answer: dict[str, Any]
+) -> None:
+    """A native route that does not answer usefully leaves the facts unknown."""
+    simulator.settings.native = "llama_cpp"
+    simulator.enqueue("/props", **answer)
+
+    entry = await setup_entry(provider="llama_cpp")
+
+    assert entry.runtime_data.capabilities.report.version is None
+    assert model_of(entry).context_window is None
