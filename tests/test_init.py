@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from homeassistant.config_entries import (
@@ -24,9 +25,9 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
 )
-from simulator import DEFAULT_MODELS, OpenAISimulator
+from simulator import DEFAULT_MODELS, OpenAISimulator, Pause, chunk
 
-from .conftest import MakeConfigEntry
+from .conftest import MakeConfigEntry, converse, speech
 
 
 async def test_setup_and_unload(
@@ -220,3 +221,41 @@ async def test_entry_of_a_newer_version_is_not_loaded(
     assert entry.state is ConfigEntryState.MIGRATION_ERROR
     assert (entry.version, entry.minor_version) == (2, 1)
     assert not simulator.requests
+
+
+async def test_reload_during_a_turn(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_integration: MockConfigEntry
+) -> None:
+    """A turn under way when the entry reloads finishes with the connection it had."""
+    simulator.enqueue(
+        "/chat/completions",
+        sse=[Pause(0.3), chunk({"role": "assistant", "content": "Still here."})],
+    )
+    turn = hass.async_create_task(converse(hass, "Hello"))
+    await asyncio.sleep(0.1)
+
+    assert await hass.config_entries.async_reload(setup_integration.entry_id)
+    result = await turn
+
+    assert speech(result) == "Still here."
+    assert setup_integration.state is ConfigEntryState.LOADED
+
+
+async def test_a_key_that_may_not_list_models_still_loads(
+    hass: HomeAssistant, simulator: OpenAISimulator, mock_config_entry: MockConfigEntry
+) -> None:
+    """A 403 that lacks only the models permission is like no models route."""
+    simulator.enqueue(
+        "/models",
+        status=403,
+        json={
+            "error": {
+                "message": "You have insufficient permissions for this operation. "
+                "Missing scopes: api.model.read.",
+            }
+        },
+    )
+    assert await hass.config_entries.async_setup(mock_config_entry.entry_id)
+    await hass.async_block_till_done()
+    assert mock_config_entry.state is ConfigEntryState.LOADED
+    assert mock_config_entry.runtime_data.models == []

@@ -1,0 +1,178 @@
+"""Reading error answers: the rejection classifier and the one error mapper."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+import json
+
+import pytest
+
+from custom_components.openai_compatible.capabilities import Feature
+from custom_components.openai_compatible.error_answers import (
+    MAX_SHOWN_CHARACTERS,
+    classify_rejection,
+    error_for_status,
+    error_text,
+    retry_after,
+    shown,
+)
+from custom_components.openai_compatible.errors import (
+    AuthError,
+    RateLimitedError,
+    RequestRejectedError,
+    ServerError,
+    ToolsUnsupportedError,
+)
+
+FORMAT = frozenset({Feature.STRICT_SCHEMA, Feature.JSON_SCHEMA})
+
+
+@pytest.mark.parametrize(
+    ("status", "text", "sent", "feature", "general"),
+    [
+        (400, "Unrecognized request argument supplied: stream_options",
+         frozenset({Feature.STREAM_OPTIONS}), Feature.STREAM_OPTIONS, True),
+        (500, "'loc': ('body', 'response_format', 'type') literal_error", FORMAT,
+         Feature.JSON_SCHEMA, True),
+        (422, "json_schema.strict: Extra inputs are not permitted", FORMAT,
+         Feature.STRICT_SCHEMA, True),
+        (400, "Invalid schema for response_format 'x': In context=()", FORMAT,
+         Feature.JSON_SCHEMA, False),
+        (404, "The route /v1/x has no response_format", FORMAT,
+         Feature.JSON_SCHEMA, True),
+        (400, "logprobs are not supported", frozenset({Feature.LOGPROBS}),
+         Feature.LOGPROBS, True),
+        (400, "Streaming with tools is not supported",
+         frozenset({Feature.TOOLS, Feature.STREAM_WITH_TOOLS}),
+         Feature.STREAM_WITH_TOOLS, True),
+        (400, "This model does not support tools",
+         frozenset({Feature.TOOLS, Feature.STREAM_WITH_TOOLS}), Feature.TOOLS, True),
+        (400, "Image input is not supported for this model",
+         frozenset({Feature.IMAGE_INPUT}), Feature.IMAGE_INPUT, True),
+        (400, "'max_tokens' is not supported with this model. Use "
+         "'max_completion_tokens' instead.", frozenset({Feature.MAX_TOKENS}),
+         Feature.MAX_TOKENS, True),
+    ],
+)
+def test_classify_rejection(
+    status: int, text: str, sent: frozenset[Feature], feature: Feature, general: bool
+) -> None:
+    """The feature the answer names, among those sent, and whether it is general."""
+    rejection = classify_rejection(status, text, sent)
+    assert rejection is not None
+    assert (rejection.feature, rejection.general) == (feature, general)
+
+
+@pytest.mark.parametrize(
+    ("status", "text", "sent"),
+    [
+        # A feature we did not send is not refused.
+        (400, "response_format is not supported", frozenset({Feature.LOGPROBS})),
+        # Keys, rate limits and timeouts are no refusal of a feature.
+        (401, "response_format", FORMAT),
+        (429, "response_format", FORMAT),
+        (408, "response_format", FORMAT),
+        # A context overflow may name max_tokens; trimming, not the field, helps.
+        (400, "'max_tokens' is too large: 5000. This model's maximum context "
+         "length is 4096 tokens", frozenset({Feature.MAX_TOKENS})),
+        (500, "CUDA out of memory", FORMAT),
+    ],
+)
+def test_no_rejection(status: int, text: str, sent: frozenset[Feature]) -> None:
+    """Answers that name no sent feature are not walked down any ladder."""
+    assert classify_rejection(status, text, sent) is None
+
+
+@pytest.mark.parametrize(
+    ("body", "text"),
+    [
+        (b'{"error": {"message": "bad"}}', "bad"),
+        (b'{"error": "plain"}', "plain"),
+        (b'{"message": "top"}', "top"),
+        (b'{"detail": "Not Found"}', "Not Found"),
+        (
+            json.dumps(
+                {"detail": [{"loc": ["body", "x"], "msg": "wrong"}, {"msg": "also"}]}
+            ).encode(),
+            "body.x: wrong; also",
+        ),
+        (b'{"detail": ["odd"]}', "odd"),
+        (b'"a JSON string"', "a JSON string"),
+        (b"[1, 2]", "[1, 2]"),
+        (b"<html><script>x()</script><b>Bad</b>&amp; gone</html>", "Bad & gone"),
+        (b"\xff\xfe not utf-8", "\ufffd\ufffd not utf-8"),
+    ],
+)
+def test_error_text(body: bytes, text: str) -> None:
+    """The human part of an error body, whatever its shape, on one line."""
+    assert error_text(body) == text
+
+
+def test_shown() -> None:
+    """Long texts are cut to what users read, with an ellipsis."""
+    assert shown("short") == "short"
+    cut = shown("x" * 1000)
+    assert len(cut) == MAX_SHOWN_CHARACTERS
+    assert cut.endswith("…")
+
+
+def test_retry_after() -> None:
+    """Seconds, or an HTTP date; nothing readable means no hint."""
+    assert retry_after("3") == 3
+    assert retry_after("-2") == 0
+    assert retry_after(None) is None
+    assert retry_after("soon") is None
+    assert retry_after("nan") is None
+    later = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    assert 25 < (retry_after(later) or 0) <= 30
+    naive = later.replace(" GMT", "")
+    assert retry_after(naive) is not None
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "body", "kind", "key"),
+    [
+        (401, {}, b'{"error": {"message": "bad key"}}', AuthError, "invalid_auth"),
+        (403, {}, b'{"error": {"message": "Missing scopes: api.x"}}', ServerError,
+         "permission_denied"),
+        (429, {}, b'{"error": {"code": "insufficient_quota"}}', ServerError,
+         "insufficient_quota"),
+        (429, {"retry-after": "7"}, b"{}", RateLimitedError, "rate_limited_retry"),
+        (429, {}, b"{}", RateLimitedError, "rate_limited"),
+        (404, {}, b'{"error": {"message": "The model `x` does not exist"}}',
+         ServerError, "model_not_found"),
+        (404, {}, b"Not Found", RequestRejectedError, "api_error"),
+        (501, {}, b"Not Implemented", RequestRejectedError, "api_error"),
+        (503, {}, b"", ServerError, "api_error"),
+    ],
+)
+def test_error_for_status(
+    status: int,
+    headers: dict[str, str],
+    body: bytes,
+    kind: type[ServerError],
+    key: str,
+) -> None:
+    """Each status and body becomes our translated error of the right kind."""
+    error = error_for_status(status, headers, body)
+    assert type(error) is kind
+    assert error.translation_key == key
+
+
+def test_tools_refused_is_its_own_error() -> None:
+    """A model that cannot call tools is told apart from other refusals."""
+    error = error_for_status(
+        400,
+        {},
+        b'{"error": {"message": "llama3 does not support tools"}}',
+        sent=frozenset({Feature.TOOLS}),
+    )
+    assert isinstance(error, ToolsUnsupportedError)
+    assert error.translation_placeholders == {"message": "llama3 does not support tools"}
+
+
+def test_empty_body_names_the_status() -> None:
+    """With no words from the server, the user still reads what happened."""
+    error = error_for_status(502, {}, b"")
+    assert error.translation_placeholders == {"message": "HTTP 502"}
