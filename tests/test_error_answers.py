@@ -31,28 +31,79 @@ FORMAT = frozenset({Feature.STRICT_SCHEMA, Feature.JSON_SCHEMA})
 @pytest.mark.parametrize(
     ("status", "text", "sent", "feature", "general"),
     [
-        (400, "Unrecognized request argument supplied: stream_options",
-         frozenset({Feature.STREAM_OPTIONS}), Feature.STREAM_OPTIONS, True),
-        (500, "'loc': ('body', 'response_format', 'type') literal_error", FORMAT,
-         Feature.JSON_SCHEMA, True),
-        (422, "json_schema.strict: Extra inputs are not permitted", FORMAT,
-         Feature.STRICT_SCHEMA, True),
-        (400, "Invalid schema for response_format 'x': In context=()", FORMAT,
-         Feature.JSON_SCHEMA, False),
-        (404, "The route /v1/x has no response_format", FORMAT,
-         Feature.JSON_SCHEMA, True),
-        (400, "logprobs are not supported", frozenset({Feature.LOGPROBS}),
-         Feature.LOGPROBS, True),
-        (400, "Streaming with tools is not supported",
-         frozenset({Feature.TOOLS, Feature.STREAM_WITH_TOOLS}),
-         Feature.STREAM_WITH_TOOLS, True),
-        (400, "This model does not support tools",
-         frozenset({Feature.TOOLS, Feature.STREAM_WITH_TOOLS}), Feature.TOOLS, True),
-        (400, "Image input is not supported for this model",
-         frozenset({Feature.IMAGE_INPUT}), Feature.IMAGE_INPUT, True),
-        (400, "'max_tokens' is not supported with this model. Use "
-         "'max_completion_tokens' instead.", frozenset({Feature.MAX_TOKENS}),
-         Feature.MAX_TOKENS, True),
+        (
+            400,
+            "Unrecognized request argument supplied: stream_options",
+            frozenset({Feature.STREAM_OPTIONS}),
+            Feature.STREAM_OPTIONS,
+            True,
+        ),
+        (
+            500,
+            "'loc': ('body', 'response_format', 'type') literal_error",
+            FORMAT,
+            Feature.JSON_SCHEMA,
+            True,
+        ),
+        (
+            422,
+            "json_schema.strict: Extra inputs are not permitted",
+            FORMAT,
+            Feature.STRICT_SCHEMA,
+            True,
+        ),
+        (
+            400,
+            "Invalid schema for response_format 'x': In context=()",
+            FORMAT,
+            Feature.JSON_SCHEMA,
+            False,
+        ),
+        (
+            404,
+            "The route /v1/x has no response_format",
+            FORMAT,
+            Feature.JSON_SCHEMA,
+            True,
+        ),
+        (
+            400,
+            "logprobs are not supported",
+            frozenset({Feature.LOGPROBS}),
+            Feature.LOGPROBS,
+            True,
+        ),
+        (
+            400,
+            "Streaming with tools is not supported",
+            frozenset({Feature.TOOLS, Feature.STREAM_WITH_TOOLS}),
+            Feature.STREAM_WITH_TOOLS,
+            True,
+        ),
+        (
+            400,
+            "This model does not support tools",
+            frozenset({Feature.TOOLS, Feature.STREAM_WITH_TOOLS}),
+            Feature.TOOLS,
+            True,
+        ),
+        (
+            400,
+            "Image input is not supported for this model",
+            frozenset({Feature.IMAGE_INPUT}),
+            Feature.IMAGE_INPUT,
+            True,
+        ),
+        (
+            400,
+            (
+                "'max_tokens' is not supported with this model. Use "
+                "'max_completion_tokens' instead."
+            ),
+            frozenset({Feature.MAX_TOKENS}),
+            Feature.MAX_TOKENS,
+            True,
+        ),
     ],
 )
 def test_classify_rejection(
@@ -74,8 +125,14 @@ def test_classify_rejection(
         (429, "response_format", FORMAT),
         (408, "response_format", FORMAT),
         # A context overflow may name max_tokens; trimming, not the field, helps.
-        (400, "'max_tokens' is too large: 5000. This model's maximum context "
-         "length is 4096 tokens", frozenset({Feature.MAX_TOKENS})),
+        (
+            400,
+            (
+                "'max_tokens' is too large: 5000. This model's maximum context "
+                "length is 4096 tokens"
+            ),
+            frozenset({Feature.MAX_TOKENS}),
+        ),
         (500, "CUDA out of memory", FORMAT),
     ],
 )
@@ -134,14 +191,29 @@ def test_retry_after() -> None:
     ("status", "headers", "body", "kind", "key"),
     [
         (401, {}, b'{"error": {"message": "bad key"}}', AuthError, "invalid_auth"),
-        (403, {}, b'{"error": {"message": "Missing scopes: api.x"}}', ServerError,
-         "permission_denied"),
-        (429, {}, b'{"error": {"code": "insufficient_quota"}}', ServerError,
-         "insufficient_quota"),
+        (
+            403,
+            {},
+            b'{"error": {"message": "Missing scopes: api.x"}}',
+            ServerError,
+            "permission_denied",
+        ),
+        (
+            429,
+            {},
+            b'{"error": {"code": "insufficient_quota"}}',
+            ServerError,
+            "insufficient_quota",
+        ),
         (429, {"retry-after": "7"}, b"{}", RateLimitedError, "rate_limited_retry"),
         (429, {}, b"{}", RateLimitedError, "rate_limited"),
-        (404, {}, b'{"error": {"message": "The model `x` does not exist"}}',
-         ServerError, "model_not_found"),
+        (
+            404,
+            {},
+            b'{"error": {"message": "The model `x` does not exist"}}',
+            ServerError,
+            "model_not_found",
+        ),
         (404, {}, b"Not Found", RequestRejectedError, "api_error"),
         (501, {}, b"Not Implemented", RequestRejectedError, "api_error"),
         (503, {}, b"", ServerError, "api_error"),
@@ -169,7 +241,9 @@ def test_tools_refused_is_its_own_error() -> None:
         sent=frozenset({Feature.TOOLS}),
     )
     assert isinstance(error, ToolsUnsupportedError)
-    assert error.translation_placeholders == {"message": "llama3 does not support tools"}
+    assert error.translation_placeholders == {
+        "message": "llama3 does not support tools"
+    }
 
 
 def test_empty_body_names_the_status() -> None:
