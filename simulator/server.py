@@ -527,7 +527,9 @@ class OpenAISimulator:
                 param="model",
                 code="model_not_found",
             )
-        return web.json_response(_model_entry(model, self.settings.context_window))
+        return web.json_response(
+            _model_entry(model, self.settings.native, self.settings.context_window)
+        )
 
     async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
         """Validate the request and answer it, streamed or not."""

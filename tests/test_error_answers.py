@@ -19,6 +19,7 @@ from custom_components.openai_compatible.error_answers import (
 )
 from custom_components.openai_compatible.errors import (
     AuthError,
+    ContextOverflowError,
     RateLimitedError,
     RequestRejectedError,
     ServerError,
@@ -124,15 +125,6 @@ def test_classify_rejection(
         (401, "response_format", FORMAT),
         (429, "response_format", FORMAT),
         (408, "response_format", FORMAT),
-        # A context overflow may name max_tokens; trimming, not the field, helps.
-        (
-            400,
-            (
-                "'max_tokens' is too large: 5000. This model's maximum context "
-                "length is 4096 tokens"
-            ),
-            frozenset({Feature.MAX_TOKENS}),
-        ),
         (500, "CUDA out of memory", FORMAT),
     ],
 )
@@ -244,6 +236,19 @@ def test_tools_refused_is_its_own_error() -> None:
     assert error.translation_placeholders == {
         "message": "llama3 does not support tools"
     }
+
+
+def test_an_overflow_is_not_a_refused_feature() -> None:
+    """An overflow may name max_tokens; trimming, not the field, helps."""
+    error = error_for_status(
+        400,
+        {},
+        b'{"error": {"message": "\'max_tokens\' is too large: 5000. This '
+        b"model's maximum context length is 4096 tokens and your request has "
+        b'100 input tokens (5000 > 4096 - 100)."}}',
+        sent=frozenset({Feature.MAX_TOKENS}),
+    )
+    assert isinstance(error, ContextOverflowError)
 
 
 def test_empty_body_names_the_status() -> None:
