@@ -28,7 +28,7 @@ from typing import Any
 
 from aiohttp import web
 
-from simulator import OpenAISimulator, SimulatorSettings
+from simulator import AUDIO_MODELS, DEFAULT_MODELS, OpenAISimulator, SimulatorSettings
 
 CONTROL_PREFIX = "/bench/"
 
@@ -94,7 +94,8 @@ def add_control_routes(sim: OpenAISimulator) -> None:
 
 async def _serve(host: str, port: int) -> None:
     """Serve until SIGTERM or SIGINT."""
-    sim = OpenAISimulator()
+    # The audio models too, for bench/voice.py.
+    sim = OpenAISimulator(models=[*DEFAULT_MODELS, *AUDIO_MODELS])
     add_control_routes(sim)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
