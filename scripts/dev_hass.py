@@ -839,7 +839,11 @@ async def _result(
 
 
 def _is_form(step: dict[str, Any], step_id: str) -> bool:
-    return step.get("type") == "form" and step.get("step_id") == step_id
+    """Tell a form of the step, or of one of its variants ("connect_local")."""
+    shown = str(step.get("step_id", ""))
+    return step.get("type") == "form" and (
+        shown == step_id or shown.startswith(f"{step_id}_")
+    )
 
 
 def _required(step: dict[str, Any], field: str) -> bool:

@@ -62,6 +62,20 @@ def auto_enable_custom_integrations(enable_custom_integrations: None) -> None:
 
 
 @pytest.fixture(autouse=True)
+def no_local_servers() -> Iterator[None]:
+    """Find no local server at the default ports, whatever runs on this machine.
+
+    tests/test_discovery.py asks for real; other tests must not depend on
+    what listens here.
+    """
+    with patch(
+        "custom_components.openai_compatible.config_flow.async_answering_presets",
+        return_value=[],
+    ):
+        yield
+
+
+@pytest.fixture(autouse=True)
 def tts_cache_dir(tmp_path: Path) -> Iterator[Path]:
     """Keep text-to-speech's file cache in the test's folder.
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 import re
 from typing import Any
+from unittest.mock import patch
 
 import homeassistant
 from homeassistant.config_entries import (
@@ -118,6 +119,7 @@ def test_flow_strings() -> None:
     config = EN["config"]
     assert set(config["step"]) == {
         "user",
+        "user_found",
         "connect",
         "connect_azure",
         "connect_local",
@@ -212,6 +214,11 @@ async def _shown_forms(
             shown[-1]["flow_id"], {CONF_PROVIDER: PROVIDER_CUSTOM}
         )
     )
+    with patch(
+        "custom_components.openai_compatible.config_flow.async_answering_presets",
+        return_value=["ollama"],
+    ):
+        shown.append(await flow.async_init(DOMAIN, context={"source": SOURCE_USER}))
     for provider in ("azure", "ollama"):
         started = await flow.async_init(DOMAIN, context={"source": SOURCE_USER})
         shown.append(

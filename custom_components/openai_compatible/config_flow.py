@@ -64,6 +64,7 @@ from .const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
+from .discovery import async_answering_presets
 from .errors import (
     AuthError,
     ConnectError,
@@ -190,21 +191,37 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             self._provider_key = user_input[CONF_PROVIDER]
             return await self._async_connect(None)
 
+        # A local server answering on this machine is offered first.
+        found = await async_answering_presets(self.hass)
         keys = [key for key in PROVIDERS if key != PROVIDER_CUSTOM]
         schema = probatio.Schema(
             {
-                probatio.Required(CONF_PROVIDER, default=DEFAULT_PROVIDER): (
-                    SelectSelector(
-                        SelectSelectorConfig(
-                            options=[*keys, PROVIDER_CUSTOM],
-                            mode=SelectSelectorMode.DROPDOWN,
-                            translation_key=CONF_PROVIDER,
-                        )
+                probatio.Required(
+                    CONF_PROVIDER, default=found[0] if found else DEFAULT_PROVIDER
+                ): SelectSelector(
+                    SelectSelectorConfig(
+                        options=[*keys, PROVIDER_CUSTOM],
+                        mode=SelectSelectorMode.DROPDOWN,
+                        translation_key=CONF_PROVIDER,
                     )
                 )
             }
         )
-        return self.async_show_form(step_id="user", data_schema=schema)
+        if not found:
+            return self.async_show_form(step_id="user", data_schema=schema)
+        return self.async_show_form(
+            step_id="user_found",
+            data_schema=schema,
+            description_placeholders={
+                "found": ", ".join(PROVIDERS[key].name for key in found)
+            },
+        )
+
+    async def async_step_user_found(
+        self, user_input: dict[str, Any] | None = None
+    ) -> ConfigFlowResult:
+        """Take the server chosen where local servers were found."""
+        return await self.async_step_user(user_input)
 
     async def async_step_connect(
         self, user_input: dict[str, Any] | None = None
