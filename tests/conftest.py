@@ -17,13 +17,19 @@ from typing import Any
 from unittest.mock import patch
 
 from homeassistant.components import conversation
+from homeassistant.components.conversation.chat_log import DATA_CHAT_LOGS
+from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
+from homeassistant.components.light import ColorMode, LightEntity
 from homeassistant.config_entries import ConfigSubentryData
 from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_PROMPT
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import llm
 from homeassistant.setup import async_setup_component
 import pytest
-from pytest_homeassistant_custom_component.common import MockConfigEntry
+from pytest_homeassistant_custom_component.common import (
+    MockConfigEntry,
+    setup_test_component_platform,
+)
 from yarl import URL
 
 from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM, Feature
@@ -289,7 +295,9 @@ async def setup(
 
 
 # ---------------------------------------------------------------------------
-# Conversation: talking to the default agent of `setup_entry`
+# Conversation: talking to the default agent of `setup_entry`; a kitchen
+# light the Assist API can switch (`kitchen_light`); the chat log Home
+# Assistant keeps for a conversation (`stored_chat_log`)
 # ---------------------------------------------------------------------------
 
 AGENT = "conversation.openai_compatible_conversation"
@@ -307,6 +315,43 @@ async def converse(
 def speech(result: conversation.ConversationResult) -> str:
     """Return what the agent said."""
     return str(result.response.speech["plain"]["speech"])
+
+
+def stored_chat_log(hass: HomeAssistant, conversation_id: str) -> conversation.ChatLog:
+    """Return the chat log Home Assistant keeps for a conversation."""
+    return hass.data[DATA_CHAT_LOGS][conversation_id]
+
+
+class KitchenLight(LightEntity):
+    """A real light entity that the Assist API can turn on."""
+
+    _attr_name = "Kitchen light"
+    _attr_unique_id = "kitchen_light"
+    _attr_color_mode = ColorMode.ONOFF
+    _attr_supported_color_modes = {ColorMode.ONOFF}
+    _attr_is_on = False
+
+    async def async_turn_on(self, **kwargs: Any) -> None:
+        """Turn the light on."""
+        self._attr_is_on = True
+        self.async_write_ha_state()
+
+    async def async_turn_off(self, **kwargs: Any) -> None:
+        """Turn the light off."""
+        self._attr_is_on = False
+        self.async_write_ha_state()
+
+
+@pytest.fixture
+async def kitchen_light(hass: HomeAssistant) -> str:
+    """Set up an exposed kitchen light."""
+    assert await async_setup_component(hass, "homeassistant", {})
+    assert await async_setup_component(hass, "intent", {})
+    setup_test_component_platform(hass, "light", [KitchenLight()])
+    assert await async_setup_component(hass, "light", {"light": {"platform": "test"}})
+    await hass.async_block_till_done()
+    async_expose_entity(hass, conversation.DOMAIN, "light.kitchen_light", True)
+    return "light.kitchen_light"
 
 
 # ---------------------------------------------------------------------------

@@ -8,8 +8,6 @@ from typing import Any
 from freezegun.api import FrozenDateTimeFactory
 from homeassistant.components import conversation
 from homeassistant.components.conversation import trace
-from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
-from homeassistant.components.light import ColorMode, LightEntity
 from homeassistant.components.llm import LLMTools
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT
@@ -22,13 +20,14 @@ from pytest_homeassistant_custom_component.common import (
     MockModule,
     mock_integration,
     mock_platform,
-    setup_test_component_platform,
 )
 from syrupy.assertion import SnapshotAssertion
 
+from custom_components.openai_compatible.capabilities import WireApi
+from custom_components.openai_compatible.const import CONF_API
 from simulator import OpenAISimulator, chunk, sse_text, sse_tool_calls
 
-from .conftest import AGENT, SetupEntry, converse, speech
+from .conftest import AGENT, SetupEntry, converse, speech, stored_chat_log
 
 
 class BeamTool(llm.Tool):
@@ -62,42 +61,10 @@ class LighthouseTools:
         return LLMTools([BeamTool()], prompt="Lighthouse tools are here.")
 
 
-class KitchenLight(LightEntity):
-    """A real light entity that the Assist API can turn on."""
-
-    _attr_name = "Kitchen light"
-    _attr_unique_id = "kitchen_light"
-    _attr_color_mode = ColorMode.ONOFF
-    _attr_supported_color_modes = {ColorMode.ONOFF}
-    _attr_is_on = False
-
-    async def async_turn_on(self, **kwargs: Any) -> None:
-        """Turn the light on."""
-        self._attr_is_on = True
-        self.async_write_ha_state()
-
-    async def async_turn_off(self, **kwargs: Any) -> None:
-        """Turn the light off."""
-        self._attr_is_on = False
-        self.async_write_ha_state()
-
-
 @pytest.fixture(autouse=True)
 def frozen_time(freezer: FrozenDateTimeFactory) -> None:
     """Keep the date in the system prompt stable for snapshots."""
     freezer.move_to("2026-11-29 12:00:00+00:00")
-
-
-@pytest.fixture
-async def kitchen_light(hass: HomeAssistant) -> str:
-    """Set up an exposed kitchen light."""
-    assert await async_setup_component(hass, "homeassistant", {})
-    assert await async_setup_component(hass, "intent", {})
-    setup_test_component_platform(hass, "light", [KitchenLight()])
-    assert await async_setup_component(hass, "light", {"light": {"platform": "test"}})
-    await hass.async_block_till_done()
-    async_expose_entity(hass, conversation.DOMAIN, "light.kitchen_light", True)
-    return "light.kitchen_light"
 
 
 async def test_plain_answer(
@@ -196,7 +163,7 @@ async def test_stream_reasoning_is_not_spoken(
     result = await converse(hass, "Hello")
 
     assert speech(result) == "Hi there"
-    chat_log = _chat_log(hass, result.conversation_id)
+    chat_log = stored_chat_log(hass, result.conversation_id)
     last = chat_log.content[-1]
     assert isinstance(last, conversation.AssistantContent)
     assert last.thinking_content == "The user greets. Answer kindly.hidden plan"
@@ -307,13 +274,6 @@ async def test_missing_call_id_gets_one(
     call_id = second["messages"][-2]["tool_calls"][0]["id"]
     assert call_id.startswith("call_")
     assert second["messages"][-1]["tool_call_id"] == call_id
-
-
-def _chat_log(hass: HomeAssistant, conversation_id: str) -> conversation.ChatLog:
-    """Return the stored chat log of a conversation."""
-    from homeassistant.components.conversation.chat_log import DATA_CHAT_LOGS  # noqa: PLC0415
-
-    return hass.data[DATA_CHAT_LOGS][conversation_id]
 
 
 async def test_multi_turn_prefix_is_stable(
@@ -513,6 +473,7 @@ async def test_reasoning_model_parameters(
     """Reasoning models get max_completion_tokens and no sampling parameters."""
     await setup_entry(
         provider="openai",
+        options={CONF_API: WireApi.CHAT_COMPLETIONS},
         conversation={
             "chat_model": "gpt-5-mini",
             "recommended": False,

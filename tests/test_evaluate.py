@@ -20,8 +20,8 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
 
-from custom_components.openai_compatible.capabilities import Feature
-from custom_components.openai_compatible.const import CONF_CHAT_MODEL
+from custom_components.openai_compatible.capabilities import Feature, WireApi
+from custom_components.openai_compatible.const import CONF_API, CONF_CHAT_MODEL
 from custom_components.openai_compatible.evaluate import Evaluation
 from custom_components.openai_compatible.evaluate_chat import TOP_LOGPROBS, fold
 from custom_components.openai_compatible.structured import (
@@ -1465,6 +1465,7 @@ async def test_settings_and_cache_key(
     """Stated requests carry the user's settings; logprob ones only the cache key."""
     entry = await setup(
         provider="openai",
+        options={CONF_API: WireApi.CHAT_COMPLETIONS},
         ai_task={
             "recommended": False,
             "temperature": 0.3,

@@ -45,6 +45,14 @@ class Feature(StrEnum):
     IMAGE_INPUT = "image_input"
     FILE_INPUT = "file_input"
     DECISIONS = "decisions"
+    # The Responses API's route, and what only it takes.
+    RESPONSES_API = "responses_api"
+    REASONING = "reasoning"
+    REASONING_SUMMARY = "reasoning_summary"
+    VERBOSITY = "verbosity"
+    WEB_SEARCH = "web_search"
+    CODE_INTERPRETER = "code_interpreter"
+    IMAGE_GENERATION = "image_generation"
 
 
 # The ways of asking for JSON, strongest first (see structured.py).
@@ -53,6 +61,22 @@ RESPONSE_FORMATS: Final = (
     Feature.JSON_SCHEMA,
     Feature.JSON_OBJECT,
 )
+
+
+# Tools the provider runs itself, offered over the Responses API.
+PROVIDER_TOOLS: Final = (
+    Feature.WEB_SEARCH,
+    Feature.CODE_INTERPRETER,
+    Feature.IMAGE_GENERATION,
+)
+
+
+class WireApi(StrEnum):
+    """The API requests go over; automatic lets the preset decide."""
+
+    CHAT_COMPLETIONS = "chat_completions"
+    RESPONSES = "responses"
+    AUTOMATIC = "automatic"
 
 
 class ServerKind(StrEnum):
@@ -83,6 +107,10 @@ class Provider:
     kind: ServerKind | None = None
     # Evaluation questions asked at once per entry.
     concurrency: int = 4
+    # The automatic API setting takes the Responses API.
+    responses: bool = False
+    # The provider-run tools its Responses API runs.
+    provider_tools: frozenset[Feature] = frozenset()
 
 
 PROVIDER_CUSTOM: Final = "custom"
@@ -95,12 +123,16 @@ PROVIDERS: Final[dict[str, Provider]] = {
         recommended_model="gpt-5-mini",
         refuses=frozenset(),
         decisions=True,
+        responses=True,
+        provider_tools=frozenset(PROVIDER_TOOLS),
     ),
     "azure": Provider(
         "Azure OpenAI",
         "https://YOUR-RESOURCE.openai.azure.com/openai/v1",
         api_key_required=True,
         decisions=True,
+        responses=True,
+        provider_tools=frozenset({Feature.CODE_INTERPRETER, Feature.IMAGE_GENERATION}),
     ),
     "openrouter": Provider(
         "OpenRouter",
@@ -191,7 +223,12 @@ PROVIDERS: Final[dict[str, Provider]] = {
     ),
     # A custom server may be a proxy to OpenAI.
     PROVIDER_CUSTOM: Provider(
-        "Custom", "", api_key_required=False, decisions=True, concurrency=2
+        "Custom",
+        "",
+        api_key_required=False,
+        decisions=True,
+        concurrency=2,
+        provider_tools=frozenset(PROVIDER_TOOLS),
     ),
 }
 
@@ -201,13 +238,28 @@ def provider_for(key: str | None) -> Provider:
     return PROVIDERS.get(key or PROVIDER_CUSTOM, PROVIDERS[PROVIDER_CUSTOM])
 
 
+def _base_name(model: str) -> str:
+    """Return a model id without its vendor prefix, in lower case."""
+    return model.lower().rsplit("/", 1)[-1]
+
+
 def is_reasoning_model(model: str) -> bool:
     """Tell whether a model is one of OpenAI's reasoning models, by its name."""
-    name = model.lower().rsplit("/", 1)[-1]
+    name = _base_name(model)
     # gpt-5-chat is the non-reasoning chat variant of the family.
     return name.startswith(("o1", "o3", "o4", "gpt-5")) and not name.startswith(
         "gpt-5-chat"
     )
+
+
+def takes_reasoning_effort(model: str) -> bool:
+    """Tell whether a model takes a reasoning effort, by its name."""
+    return is_reasoning_model(model) or _base_name(model).startswith("gpt-oss")
+
+
+def takes_verbosity(model: str) -> bool:
+    """Tell whether a model takes a verbosity (the GPT-5 reasoning family)."""
+    return is_reasoning_model(model) and _base_name(model).startswith("gpt-5")
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,7 +357,33 @@ class ModelCapabilities:
             return self.report.tools is False
         if feature is Feature.IMAGE_INPUT:
             return self.report.vision is False
-        return feature is Feature.DECISIONS and not self.provider.decisions
+        return self._refuses_by_nature(feature)
+
+    def _refuses_by_nature(self, feature: Feature) -> bool:
+        """Tell whether the preset or the model's kind rule a feature out."""
+        if feature is Feature.DECISIONS:
+            return not self.provider.decisions
+        if feature in PROVIDER_TOOLS:
+            return feature not in self.provider.provider_tools
+        if feature is Feature.REASONING_SUMMARY:
+            return self.refuses(Feature.REASONING)
+        if feature is Feature.REASONING:
+            return not takes_reasoning_effort(self.model)
+        if feature is Feature.VERBOSITY:
+            return not takes_verbosity(self.model)
+        return False
+
+    def api(self, setting: WireApi) -> WireApi:
+        """Return the API requests go over, for the entry's setting.
+
+        Automatic: the Responses API where the preset has it, unless the server
+        refused its route; Chat Completions elsewhere.
+        """
+        if setting is not WireApi.AUTOMATIC:
+            return setting
+        if self.provider.responses and not self.refuses(Feature.RESPONSES_API):
+            return WireApi.RESPONSES
+        return WireApi.CHAT_COMPLETIONS
 
     def proven(self, feature: Feature) -> bool:
         """Tell whether the model answered a request with this feature."""

@@ -44,6 +44,9 @@ MAX_SPEED: Final = 4.0
 MAX_TOOL_ROUNDS_CONVERSATION: Final = 10
 MAX_TOOL_ROUNDS_AI_TASK: Final = 20
 
+# Entry option: the wire API (capabilities.WireApi); automatic when unset.
+CONF_API: Final = "api"
+
 # Entry option: seconds one round trip with the model may take, answer included.
 CONF_TIMEOUT: Final = "timeout"
 # Enough for a small local model on a CPU to write a long answer.

@@ -12,7 +12,7 @@ from homeassistant.config_entries import ConfigSubentry
 from homeassistant.helpers import device_registry as dr, llm
 from homeassistant.helpers.entity import Entity
 
-from .capabilities import Feature, ModelCapabilities, provider_for
+from .capabilities import Feature, ModelCapabilities, WireApi, provider_for
 from .chat_completions import (
     ChatCompletionsAdapter,
     RequestSettings,
@@ -20,6 +20,7 @@ from .chat_completions import (
     build_tool_set,
 )
 from .const import (
+    CONF_API,
     CONF_AUDIO_MODEL,
     CONF_CHAT_MODEL,
     CONF_MAX_TOKENS,
@@ -35,8 +36,10 @@ from .const import (
     MAX_TOOL_ROUNDS_CONVERSATION,
 )
 from .errors import AuthError, ModelError, ServerError
+from .responses import ResponsesAdapter, ResponsesOptions
 from .transport import Budget
 from .window import ContextWindow
+from .wire_api import Adapter, FallbackAdapter
 
 if TYPE_CHECKING:
     from . import OpenAICompatibleConfigEntry
@@ -155,13 +158,53 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
             stream=bool(options.get(CONF_STREAMING, True)),
         )
 
+    def api_setting(self) -> WireApi:
+        """Return the entry's API setting; automatic when unset or unknown."""
+        value = self.entry.options.get(CONF_API)
+        return WireApi(str(value)) if value in WireApi else WireApi.AUTOMATIC
+
+    def responses_options(self) -> ResponsesOptions:
+        """Return what the subentry asks of the Responses API."""
+        return ResponsesOptions()
+
     def adapter(
         self, tool_set: ToolSet, chat_log: conversation.ChatLog | None = None
-    ) -> ChatCompletionsAdapter:
-        """Return the wire adapter for a run of rounds.
+    ) -> Adapter:
+        """Return the wire adapter for a run of rounds, over the entry's API.
 
-        With a chat log, each request is fitted into the model's context window.
+        Over Chat Completions with a chat log, each request is fitted into the
+        model's context window.
         """
+        setting = self.api_setting()
+        if self.capabilities.api(setting) is WireApi.CHAT_COMPLETIONS:
+            return self._chat_adapter(tool_set, chat_log)
+        responses = ResponsesAdapter(
+            self.hass,
+            self.runtime.transport,
+            self.capabilities,
+            self.request_settings(),
+            self.responses_options(),
+            tool_set,
+            self.budget(),
+            on_request=partial(
+                self.runtime.usage.record_request, self.subentry.subentry_id
+            ),
+            on_usage=partial(
+                self.runtime.usage.record_usage, self.subentry.subentry_id
+            ),
+        )
+        if setting is not WireApi.AUTOMATIC:
+            return responses
+        return FallbackAdapter(
+            responses,
+            partial(self._chat_adapter, tool_set, chat_log),
+            self.capabilities,
+        )
+
+    def _chat_adapter(
+        self, tool_set: ToolSet, chat_log: conversation.ChatLog | None
+    ) -> ChatCompletionsAdapter:
+        """Return the Chat Completions adapter for a run of rounds."""
         settings = self.request_settings()
         capabilities = self.capabilities
         return ChatCompletionsAdapter(

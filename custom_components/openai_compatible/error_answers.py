@@ -67,6 +67,8 @@ _GENERAL: Final = (
     "unsupported_parameter",
     "cannot be used",
     "only the default",
+    # An organization that is not verified gets no reasoning summaries.
+    "must be verified",
 )
 # Words of an answer about one schema, not about strict mode or JSON output.
 _ONE_SCHEMA: Final = (
@@ -80,22 +82,50 @@ _ONE_SCHEMA: Final = (
     "additionalproperties",
     "is required to be supplied",
 )
+# Statuses of a route or method the server lacks.
+_NO_ROUTE: Final = frozenset({404, 405, 501})
+# An answer that says nothing but that the route or method is not there.
+_ROUTE_NOT_FOUND: Final = re.compile(
+    r"^(?:\d{3}\W*)?(?:page |file |resource )?"
+    r"(?:not found|method not allowed|not implemented)\b"
+    r"|^(?:unexpected|unknown) endpoint|^cannot post\b"
+)
 # Where a feature may appear in an answer, per feature; checked in this order.
 _NAMES: Final[tuple[tuple[Feature, tuple[str, ...]], ...]] = (
     (Feature.STREAM_OPTIONS, ("stream_options", "include_usage")),
     (Feature.PROMPT_CACHE_KEY, ("prompt_cache_key",)),
     (Feature.LOGPROBS, ("logprobs", "log_probs", "log probabilities")),
+    # Before reasoning: "not supported with minimal reasoning effort".
+    (Feature.WEB_SEARCH, ("web_search",)),
+    (Feature.CODE_INTERPRETER, ("code_interpreter", "container")),
+    (Feature.IMAGE_GENERATION, ("image_generation",)),
+    (Feature.REASONING_SUMMARY, ("reasoning.summary", "reasoning summar")),
+    (Feature.REASONING, ("reasoning",)),
+    (Feature.VERBOSITY, ("verbosity",)),
     (Feature.MAX_COMPLETION_TOKENS, ("max_completion_tokens",)),
     (Feature.MAX_TOKENS, ("max_tokens",)),
     (Feature.SAMPLING, ("temperature", "top_p")),
     (Feature.STRICT_SCHEMA, ("strict",)),
     (
         Feature.JSON_SCHEMA,
-        ("json_schema", "response_format", "response format", "schema", "guided"),
+        (
+            "json_schema",
+            "response_format",
+            "response format",
+            "text.format",
+            "schema",
+            "guided",
+        ),
     ),
     (
         Feature.JSON_OBJECT,
-        ("json_object", "response_format", "response format", "json mode"),
+        (
+            "json_object",
+            "response_format",
+            "response format",
+            "text.format",
+            "json mode",
+        ),
     ),
     (Feature.IMAGE_INPUT, ("image_url", "image", "vision", "multimodal")),
     (Feature.FILE_INPUT, ("file_data", "file", "pdf", "document")),
@@ -124,10 +154,25 @@ def classify_rejection(
     if status in (401, 403, 408, 429) or status < 400:
         return None
     lowered = text.casefold()
+    if Feature.RESPONSES_API in sent and _missing_route(status, lowered):
+        return Rejection(Feature.RESPONSES_API, general=True)
     for feature, names in _NAMES:
         if feature in sent and any(name in lowered for name in names):
             return Rejection(feature, _is_general(feature, lowered, status))
     return None
+
+
+def _missing_route(status: int, lowered: str) -> bool:
+    """Tell whether an answer says the route itself is not there.
+
+    A server that has the route may answer 404 too (an item or a model not
+    found); only an answer that names the route or says nothing else counts.
+    """
+    if status not in _NO_ROUTE:
+        return False
+    return "/responses" in lowered or bool(
+        _ROUTE_NOT_FOUND.match(error_text(lowered.encode()))
+    )
 
 
 def _is_general(feature: Feature, lowered: str, status: int) -> bool:
@@ -137,7 +182,7 @@ def _is_general(feature: Feature, lowered: str, status: int) -> bool:
     ):
         return False
     # A route or method the server lacks refuses everything sent there.
-    return status in (404, 405, 501) or any(words in lowered for words in _GENERAL)
+    return status in _NO_ROUTE or any(words in lowered for words in _GENERAL)
 
 
 def error_text(body: bytes) -> str:

@@ -35,7 +35,7 @@ from homeassistant.helpers.json import json_dumps
 
 from .attachments import LoadedFile, async_load_attachments
 from .capabilities import Feature, ModelCapabilities
-from .chat_completions import ChatCompletionsAdapter, RequestSettings, attachment_part
+from .chat_completions import RequestSettings, attachment_part
 from .const import LOGGER
 from .errors import InputError, RequestRejectedError, ServerError, TranslatedError
 from .evaluate_chat import (
@@ -64,6 +64,7 @@ from .evaluate_questions import (
 from .strict_schema import strict_json_schema
 from .structured import RUNG_NAMES, StructuredRequest, async_climb
 from .transport import Budget, Transport
+from .wire_api import Adapter
 
 # More questions than this in one task are refused, not queued.
 MAX_QUESTIONS: Final = 32
@@ -83,7 +84,7 @@ class Evaluation:
         task: ai_task.EvaluationTask,
         *,
         transport: Transport,
-        adapter: ChatCompletionsAdapter,
+        adapter: Adapter,
         capabilities: ModelCapabilities,
         settings: RequestSettings,
         budget: Budget,

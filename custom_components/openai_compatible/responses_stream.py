@@ -1,0 +1,452 @@
+"""Responses API answers read into chat log deltas.
+
+An answer is a list of output items: messages, function calls, reasoning and
+the calls of tools the provider runs itself (web search, code interpreter,
+image generation). One chat log message holds the items up to a provider-run
+call, whose result follows as a tool result; its `native` value keeps those
+items as they go back to the server (`ResponsesReplay`), so that reasoning
+models keep their chain across rounds. Function calls are handed over only
+once the answer is complete: an answer cut off runs no tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from homeassistant.components import conversation
+from homeassistant.helpers import llm
+from homeassistant.helpers.json import json_dumps
+import httpx2
+
+from .citations import CitationFilter
+from .errors import MalformedAnswerError, ModelError, ServerError, TranslatedError
+from .sse import EventStream, async_read_body
+from .think_tags import ThinkTagSplitter
+from .tool_calls import MAX_TOOL_CALLS, PendingCall, too_many_calls
+from .transport import parse_json
+
+type Delta = (
+    conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
+)
+type Item = dict[str, Any]
+
+# The chat log's name of each provider-run tool, by the type of its call.
+PROVIDER_CALLS: Final = {
+    "web_search_call": "web_search",
+    "code_interpreter_call": "code_interpreter",
+    "image_generation_call": "image_generation",
+}
+# Why an answer stopped short, in the words of our errors.
+_INCOMPLETE: Final = {
+    "max_output_tokens": "answer_cut_at_token_limit",
+    "content_filter": "answer_cut_by_content_filter",
+}
+_TEXT_DELTAS: Final = ("response.output_text.delta", "response.refusal.delta")
+_THINKING_DELTAS: Final = (
+    "response.reasoning_summary_text.delta",
+    "response.reasoning_text.delta",
+)
+# What of a reasoning item goes back to the server.
+_REASONING_KEYS: Final = ("type", "id", "summary", "content", "encrypted_content")
+_REPLAYED_CALL_KEYS: Final = {
+    "web_search_call": ("type", "id", "status", "action"),
+    "code_interpreter_call": (
+        "type",
+        "id",
+        "status",
+        "code",
+        "container_id",
+        "outputs",
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ResponsesReplay:
+    """The output items of one chat log message, as they go back to the server."""
+
+    items: tuple[Item, ...]
+
+
+class ResponsesStreamParser:
+    """Turn the events of one Responses API answer into chat log deltas."""
+
+    def __init__(
+        self, tool_names: Mapping[str, str], *, remove_citations: bool = False
+    ) -> None:
+        """Prepare for one answer; `tool_names` maps wire names to Home Assistant's."""
+        self._tool_names = tool_names
+        self._think = ThinkTagSplitter()
+        self._citations = CitationFilter() if remove_citations else None
+        # The items of the current chat log message, to be sent back.
+        self._replay: list[Item] = []
+        # Function calls, handed over when the answer is complete.
+        self._calls: list[llm.ToolInput] = []
+        self._call_count = 0
+        # The spoken text of the message item being read.
+        self._spoken: list[str] = []
+        # Output indexes whose deltas or whole item were read.
+        self._streamed: set[int] = set()
+        self._done: set[int] = set()
+        # (output index, summary index) of the last thinking delta.
+        self._summary_at: tuple[Any, Any] | None = None
+        # The status the answer ended with, once it did.
+        self._status: str | None = None
+        self._incomplete_reason: str | None = None
+        # The token usage in the Chat Completions form, if the server reported it.
+        self.usage: dict[str, Any] | None = None
+
+    def feed(self, event: dict[str, Any]) -> list[Delta]:
+        """Return the deltas one event adds."""
+        kind = event.get("type")
+        deltas: list[Delta] = []
+        if kind in _TEXT_DELTAS:
+            self._streamed.add(_index(event))
+            self._text(_string(event.get("delta"), "delta"), deltas)
+        elif kind in _THINKING_DELTAS:
+            self._streamed.add(_index(event))
+            self._thinking(event, deltas)
+        elif kind == "response.output_item.done":
+            self._item_done(_index(event), _object(event.get("item"), "item"), deltas)
+        elif kind in ("response.completed", "response.incomplete"):
+            self._finish(_object(event.get("response"), "response"), deltas)
+        elif kind in ("response.failed", "error"):
+            raise ServerError("api_error", message=_failure(event))
+        return deltas
+
+    def feed_whole(self, response: dict[str, Any]) -> list[Delta]:
+        """Return the deltas of a whole answer that was not streamed."""
+        deltas: list[Delta] = []
+        self._finish(response, deltas)
+        return deltas
+
+    def close(self) -> list[Delta]:
+        """Return what remains when the body is over; note an unended answer."""
+        deltas: list[Delta] = []
+        self._flush_text(deltas)
+        if self._status is None:
+            self._status = "unended"
+        return deltas
+
+    def raise_if_cut(self) -> None:
+        """Raise the error that tells why the answer stopped short, if it did."""
+        if self._status == "unended":
+            raise ServerError("answer_cut_short")
+        if self._status == "incomplete":
+            key = _INCOMPLETE.get(self._incomplete_reason or "", "answer_cut_short")
+            if key == "answer_cut_short":
+                raise ServerError(key)
+            raise ModelError(key)
+
+    # --- text and thinking --------------------------------------------------------
+
+    def _text(self, text: str, deltas: list[Delta]) -> None:
+        """Add spoken text; thinking in `<think>` tags and citations are split off."""
+        thinking, spoken = self._think.feed(text)
+        if thinking:
+            deltas.append({"thinking_content": thinking})
+        if self._citations is not None:
+            spoken = self._citations.feed(spoken)
+        self._speak(spoken, deltas)
+
+    def _speak(self, spoken: str, deltas: list[Delta]) -> None:
+        """Add text that will be spoken, and keep it for the message item."""
+        if spoken:
+            self._spoken.append(spoken)
+            deltas.append({"content": spoken})
+
+    def _flush_text(self, deltas: list[Delta]) -> None:
+        """Hand over the text held back by the tag and citation filters."""
+        thinking, spoken = self._think.flush()
+        if thinking:
+            deltas.append({"thinking_content": thinking})
+        if self._citations is not None:
+            spoken = self._citations.feed(spoken) + self._citations.flush()
+        self._speak(spoken, deltas)
+
+    def _thinking(self, event: dict[str, Any], deltas: list[Delta]) -> None:
+        """Add a piece of a reasoning summary (or of the reasoning itself)."""
+        text = _string(event.get("delta"), "delta")
+        at = (event.get("output_index"), event.get("summary_index"))
+        if self._summary_at is not None and at != self._summary_at:
+            text = f"\n\n{text}"
+        self._summary_at = at
+        if text:
+            deltas.append({"thinking_content": text})
+
+    # --- items ------------------------------------------------------------------------
+
+    def _item_done(self, index: int, item: Item, deltas: list[Delta]) -> None:
+        """Take one finished output item."""
+        if index in self._done:
+            return
+        self._done.add(index)
+        kind = item.get("type")
+        streamed = index in self._streamed
+        if kind == "message":
+            self._message_done(item, streamed, deltas)
+        elif kind == "reasoning":
+            self._reasoning_done(item, streamed, deltas)
+        elif kind == "function_call":
+            self._call_done(item)
+        elif kind in PROVIDER_CALLS:
+            self._provider_call_done(item, deltas)
+
+    def _message_done(self, item: Item, streamed: bool, deltas: list[Delta]) -> None:
+        """Finish a message: its text, said once, goes back as it was spoken."""
+        if not streamed:
+            for part in _list(item.get("content"), "message.content"):
+                part = _object(part, "message.content")
+                text = part.get("text", part.get("refusal"))
+                if isinstance(text, str):
+                    self._text(text, deltas)
+        self._flush_text(deltas)
+        self._close_message()
+
+    def _close_message(self) -> None:
+        """Keep the text spoken since the last message, to send it back."""
+        if self._spoken:
+            text = "".join(self._spoken)
+            self._spoken = []
+            self._replay.append(
+                {"type": "message", "role": "assistant", "content": text}
+            )
+
+    def _reasoning_done(self, item: Item, streamed: bool, deltas: list[Delta]) -> None:
+        """Keep a reasoning item to send back; show its summary as thinking."""
+        if not streamed:
+            texts = [
+                part.get("text")
+                for key in ("summary", "content")
+                for part in _list(item.get(key), f"reasoning.{key}")
+                if isinstance(part, dict)
+            ]
+            if thinking := "\n\n".join(t for t in texts if isinstance(t, str) and t):
+                deltas.append({"thinking_content": thinking})
+        # Without its content (encrypted or plain), the server cannot take it back.
+        if item.get("encrypted_content") or item.get("content"):
+            self._replay.append(
+                {key: item[key] for key in _REASONING_KEYS if item.get(key) is not None}
+            )
+
+    def _call_done(self, item: Item) -> None:
+        """Keep a function call until the answer is complete."""
+        name = _string(item.get("name"), "function_call.name")
+        call_id = _string(item.get("call_id"), "function_call.call_id")
+        arguments = item.get("arguments")
+        if not name or not call_id:
+            return
+        if self._call_count >= MAX_TOOL_CALLS:
+            raise too_many_calls()
+        self._call_count += 1
+        pending = PendingCall(call_id, name)
+        if isinstance(arguments, dict):
+            pending.decoded = arguments
+        elif isinstance(arguments, str):
+            pending.add_arguments(arguments)
+        elif arguments is not None:
+            raise MalformedAnswerError(part="function_call.arguments")
+        self._calls.append(
+            llm.ToolInput(
+                tool_name=self._tool_names.get(name, name),
+                tool_args=pending.arguments(),
+                id=call_id,
+            )
+        )
+        self._replay.append(
+            {
+                "type": "function_call",
+                "call_id": call_id,
+                "name": name,
+                "arguments": arguments
+                if isinstance(arguments, str)
+                else json_dumps(pending.arguments()),
+            }
+        )
+
+    def _provider_call_done(self, item: Item, deltas: list[Delta]) -> None:
+        """Show a call the provider ran as an external tool call and its result."""
+        kind = str(item["type"])
+        call_id = _string(item.get("id"), f"{kind}.id")
+        if not call_id:
+            return
+        name = PROVIDER_CALLS[kind]
+        arguments, result = _PROVIDER_VIEWS[kind](item)
+        status = item.get("status")
+        if keys := _REPLAYED_CALL_KEYS.get(kind):
+            self._replay.append({key: item[key] for key in keys if key in item})
+        deltas.append(
+            {"tool_calls": [llm.ToolInput(name, arguments, id=call_id, external=True)]}
+        )
+        self._end_message(deltas)
+        deltas.append(
+            {
+                "role": "tool_result",
+                "tool_call_id": call_id,
+                "tool_name": name,
+                "result": llm.ToolResult(
+                    {"status": status, **result}, error=status == "failed"
+                ),
+            }
+        )
+        deltas.append({"role": "assistant"})
+
+    def _end_message(self, deltas: list[Delta]) -> None:
+        """Hand over what the current chat log message holds before it ends."""
+        self._close_message()
+        if self._calls:
+            deltas.append({"tool_calls": self._calls})
+            self._calls = []
+        if self._replay:
+            deltas.append({"native": ResponsesReplay(tuple(self._replay))})
+            self._replay = []
+
+    # --- the end ------------------------------------------------------------------------
+
+    def _finish(self, response: dict[str, Any], deltas: list[Delta]) -> None:
+        """End the answer: items never streamed, usage, calls, and the status."""
+        output = response.get("output")
+        if response.get("status") == "failed" or (response.get("error") and not output):
+            raise ServerError("api_error", message=_failure({"response": response}))
+        for index, item in enumerate(_list(output, "response.output")):
+            self._item_done(index, _object(item, "response.output"), deltas)
+        if (usage := response.get("usage")) is not None:
+            self.usage = chat_usage(_object(usage, "response.usage"))
+        self._flush_text(deltas)
+        status = response.get("status")
+        if status == "incomplete":
+            self._status = "incomplete"
+            details = response.get("incomplete_details")
+            reason = details.get("reason") if isinstance(details, dict) else None
+            self._incomplete_reason = reason if isinstance(reason, str) else None
+            return
+        self._status = "completed"
+        self._end_message(deltas)
+
+
+def _web_search_view(item: Item) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Return the arguments and result of a web search, as the chat log shows them."""
+    action = item.get("action")
+    action = action if isinstance(action, dict) else {}
+    sources = [
+        source["url"]
+        for source in action.get("sources") or ()
+        if isinstance(source, dict) and isinstance(source.get("url"), str)
+    ]
+    arguments = {key: value for key, value in action.items() if key != "sources"}
+    return arguments, {"sources": sources} if sources else {}
+
+
+def _code_view(item: Item) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Return the code that ran and what it printed or made."""
+    outputs = item.get("outputs")
+    return {"code": item.get("code")}, {
+        "outputs": outputs if isinstance(outputs, list) else []
+    }
+
+
+def _image_view(item: Item) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Return the prompt of a generated image, and its size; never its bytes."""
+    arguments = {"prompt": item.get("revised_prompt")}
+    return arguments, {
+        key: item[key] for key in ("size", "output_format") if key in item
+    }
+
+
+_PROVIDER_VIEWS: Final[
+    dict[str, Callable[[Item], tuple[dict[str, Any], dict[str, Any]]]]
+] = {
+    "web_search_call": _web_search_view,
+    "code_interpreter_call": _code_view,
+    "image_generation_call": _image_view,
+}
+
+
+def chat_usage(usage: dict[str, Any]) -> dict[str, Any]:
+    """Return Responses API usage in the Chat Completions form the engine counts."""
+    input_details = usage.get("input_tokens_details")
+    output_details = usage.get("output_tokens_details")
+    cached = (
+        input_details.get("cached_tokens") if isinstance(input_details, dict) else None
+    )
+    reasoning = (
+        output_details.get("reasoning_tokens")
+        if isinstance(output_details, dict)
+        else None
+    )
+    return {
+        "prompt_tokens": usage.get("input_tokens"),
+        "completion_tokens": usage.get("output_tokens"),
+        "total_tokens": usage.get("total_tokens"),
+        "prompt_tokens_details": {"cached_tokens": cached or 0},
+        "completion_tokens_details": {"reasoning_tokens": reasoning or 0},
+    }
+
+
+def _failure(event: dict[str, Any]) -> str:
+    """Return the message of a failed answer or an error event."""
+    response = event.get("response")
+    error = response.get("error") if isinstance(response, dict) else event
+    message = error.get("message") if isinstance(error, dict) else None
+    return str(message or "the server reported an error")
+
+
+def _index(event: dict[str, Any]) -> int:
+    """Return the output index an event is about."""
+    index = event.get("output_index", 0)
+    if not isinstance(index, int) or isinstance(index, bool):
+        raise MalformedAnswerError(part="output_index")
+    return index
+
+
+def _object(value: Any, part: str) -> dict[str, Any]:
+    """Return an object of the answer."""
+    if not isinstance(value, dict):
+        raise MalformedAnswerError(part=part)
+    return value
+
+
+def _list(value: Any, part: str) -> list[Any]:
+    """Return a list of the answer; null means an empty one."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise MalformedAnswerError(part=part)
+    return value
+
+
+def _string(value: Any, part: str) -> str:
+    """Return a string of the answer; null means an empty one."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise MalformedAnswerError(part=part)
+    return value
+
+
+async def async_read_events(
+    parser: ResponsesStreamParser, body: AsyncIterable[bytes], *, streamed: bool
+) -> AsyncIterator[Delta]:
+    """Yield the deltas of an answer read from a response body, within bounds.
+
+    When reading fails or the answer was cut off, a new message is started
+    before the error is raised, so the chat log keeps the words already said.
+    """
+    try:
+        if streamed:
+            async for events in EventStream(body):
+                for event in events:
+                    for delta in parser.feed(event):
+                        yield delta
+        else:
+            answer = _object(parse_json(await async_read_body(body)), "the answer")
+            for delta in parser.feed_whole(answer):
+                yield delta
+        for delta in parser.close():
+            yield delta
+        parser.raise_if_cut()
+    except TranslatedError, httpx2.HTTPError:
+        yield {"role": "assistant"}
+        raise

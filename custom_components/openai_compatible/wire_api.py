@@ -1,0 +1,123 @@
+"""Which wire API a round trip takes, and the fall back from one to the other.
+
+Both adapters (chat_completions.py, responses.py) offer the same interface,
+`Adapter`. With the automatic setting, a preset that has the Responses API
+(OpenAI, Azure) uses it; a server that refuses the `/responses` route is
+answered over Chat Completions instead, and the model's refusal is learned,
+so later requests go there directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol
+
+from homeassistant.components import conversation
+
+from .capabilities import Feature, ModelCapabilities
+from .chat_completions import ToolSet
+from .const import LOGGER
+from .errors import RequestRejectedError
+
+type Delta = (
+    conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
+)
+
+
+class Adapter(Protocol):
+    """What the engine asks of a wire adapter."""
+
+    tool_set: ToolSet
+
+    async def async_build_body(
+        self,
+        chat_log: conversation.ChatLog,
+        *,
+        response_format: dict[str, Any] | None = None,
+        instructions: tuple[conversation.UserContent, str] | None = None,
+    ) -> dict[str, Any]:
+        """Return the request body for the chat log as it is now."""
+
+    def async_stream(
+        self, chat_log: conversation.ChatLog, body: dict[str, Any]
+    ) -> AsyncIterator[Delta]:
+        """Send the request and yield the answer as chat log deltas."""
+
+    async def async_complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Send a request of the Chat Completions form; return a chat completion."""
+
+
+def refuses_route(err: RequestRejectedError) -> bool:
+    """Tell whether a refusal says the server has no Responses API."""
+    return err.feature is Feature.RESPONSES_API
+
+
+class FallbackAdapter:
+    """The Responses API, or Chat Completions once the server refused it."""
+
+    def __init__(
+        self,
+        responses: Adapter,
+        chat: Callable[[], Adapter],
+        capabilities: ModelCapabilities,
+    ) -> None:
+        """Start on the Responses API; `chat` makes the adapter to fall back to."""
+        self._current = responses
+        self._chat = chat
+        self._capabilities = capabilities
+        self._fallen_back = False
+        self.tool_set = responses.tool_set
+        # How the last body was asked for, to build it again for the fallback.
+        self._asked: dict[str, Any] = {}
+
+    async def async_build_body(
+        self,
+        chat_log: conversation.ChatLog,
+        *,
+        response_format: dict[str, Any] | None = None,
+        instructions: tuple[conversation.UserContent, str] | None = None,
+    ) -> dict[str, Any]:
+        """Return the request body of the adapter in use."""
+        self._asked = {"response_format": response_format, "instructions": instructions}
+        return await self._current.async_build_body(chat_log, **self._asked)
+
+    async def async_stream(
+        self, chat_log: conversation.ChatLog, body: dict[str, Any]
+    ) -> AsyncIterator[Delta]:
+        """Stream the answer; over Chat Completions if the route is refused."""
+        try:
+            async for delta in self._current.async_stream(chat_log, body):
+                yield delta
+        except RequestRejectedError as err:
+            self._fall_back(err)
+        else:
+            return
+        body = await self._current.async_build_body(chat_log, **self._asked)
+        async for delta in self._current.async_stream(chat_log, body):
+            yield delta
+
+    async def async_complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Answer a Chat Completions request; over Chat Completions if refused."""
+        try:
+            return await self._current.async_complete(body)
+        except RequestRejectedError as err:
+            self._fall_back(err)
+        return await self._current.async_complete(body)
+
+    def _fall_back(self, err: RequestRejectedError) -> None:
+        """Switch to Chat Completions for a refused route; raise anything else.
+
+        Requests sent at once (evaluate) may all be refused; the first switches.
+        """
+        if not refuses_route(err):
+            raise err
+        if self._fallen_back:
+            return
+        LOGGER.debug(
+            "%s has no Responses API (%s); using Chat Completions",
+            self._capabilities.model,
+            err.server_message,
+        )
+        self._capabilities.learn_refused(Feature.RESPONSES_API)
+        self._fallen_back = True
+        self._current = self._chat()
