@@ -290,6 +290,10 @@ class OpenAISimulator:
         """Drop the queued responses that no request used."""
         self._queue.clear()
 
+    def unused_responses(self) -> list[str]:
+        """Return the paths of queued responses that no request has taken yet."""
+        return [path for path, _ in self._queue]
+
     def chat_requests(self) -> list[dict[str, Any]]:
         """Return the bodies of the chat completion requests received, in order."""
         return self._bodies("/chat/completions")

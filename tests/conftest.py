@@ -100,11 +100,17 @@ def tts_cache_dir(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.fixture
 async def simulator(socket_enabled: None) -> AsyncGenerator[OpenAISimulator]:
-    """Serve a fresh simulator on a free localhost port; see `simulator.base_url`."""
+    """Serve a fresh simulator on a free localhost port; see `simulator.base_url`.
+
+    A test fails when answers it queued with `enqueue` were never used.
+    """
     sim = OpenAISimulator()
     await sim.start()
     yield sim
     await sim.stop()
+    assert not sim.unused_responses(), (
+        f"Queued answers were never used: {sim.unused_responses()}"
+    )
 
 
 # ---------------------------------------------------------------------------

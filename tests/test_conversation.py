@@ -422,15 +422,13 @@ async def test_server_errors_are_translated(
 ) -> None:
     """Failures become readable answers, not tracebacks."""
     await setup_entry()
-    for _ in range(2):  # the client retries once
-        simulator.enqueue(
-            "/chat/completions", status=status, json=body, headers=headers
-        )
+    simulator.enqueue("/chat/completions", status=status, json=body, headers=headers)
 
     result = await converse(hass, "Hello")
 
     assert result.response.response_type == intent.IntentResponseType.ERROR
     assert expected in speech(result)
+    assert len(simulator.chat_requests()) == 1  # the client does not retry
 
 
 async def test_auth_failure_starts_reauth(

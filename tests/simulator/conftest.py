@@ -12,11 +12,17 @@ from simulator import OpenAISimulator
 
 @pytest.fixture
 async def sim(socket_enabled: None) -> AsyncGenerator[OpenAISimulator]:
-    """Serve a fresh simulator on a free localhost port."""
+    """Serve a fresh simulator on a free localhost port.
+
+    A test fails when answers it queued with `enqueue` were never used.
+    """
     server = OpenAISimulator()
     await server.start()
     yield server
     await server.stop()
+    assert not server.unused_responses(), (
+        f"Queued answers were never used: {server.unused_responses()}"
+    )
 
 
 @pytest.fixture
