@@ -451,7 +451,8 @@ def answer(body: dict[str, Any], settings: SimulatorSettings) -> Answer:
     user_text = next(
         (_text(m.get("content")) for m in reversed(messages) if m["role"] == "user"), ""
     )
-    result = _tool_answer(body, messages)
+    ignored = tool_choice_kind(body.get("tool_choice")) in settings.ignore_tools_when
+    result = None if ignored else _tool_answer(body, messages)
     if result is None:
         result = _structured_answer(body.get("response_format"), messages)
     if result is None and messages[-1]["role"] == "tool":
@@ -464,6 +465,13 @@ def answer(body: dict[str, Any], settings: SimulatorSettings) -> Answer:
         words = len(user_text.split())
         result.reasoning = f"The user wrote {words} words. I will answer briefly."
     return result
+
+
+def tool_choice_kind(choice: Any) -> str:
+    """Name a tool_choice: absent, auto, none, required, or forced (one tool)."""
+    if choice is None:
+        return "absent"
+    return choice if isinstance(choice, str) else "forced"
 
 
 def _text(content: Any) -> str:

@@ -18,6 +18,7 @@ from aiohttp import web
 from . import audio, chat, decisions, native, responses, responses_output, window
 from .imagegen import draw_png, is_image
 from .native import NativeServer
+from .profiles import Replay, ServerProfile, load_profile
 from .responses import HOSTED_TOOLS
 from .wire import (
     APIError,
@@ -62,6 +63,23 @@ class SimulatorSettings:
 
     The defaults describe a friendly OpenAI-like server.
     """
+
+    # Kinds of tool_choice (chat.tool_choice_kind) under which tools are
+    # ignored and answers are text, as with chat formats without tool support.
+    ignore_tools_when: frozenset[str] = frozenset()
+    # A real server's recorded refusals, replayed (see profiles.py).
+    profile: ServerProfile | None = None
+
+    @classmethod
+    def imitating(cls, name: str) -> SimulatorSettings:
+        """Return settings that answer as the recorded server `name` did."""
+        profile = load_profile(name)
+        return cls(
+            logprobs=profile.logprobs,
+            stream_usage=profile.stream_usage,
+            ignore_tools_when=profile.ignore_tools_when,
+            profile=profile,
+        )
 
     # False: GET /v1/models answers 404.
     models_endpoint: bool = True
@@ -174,12 +192,21 @@ class OpenAISimulator:
     """
 
     def __init__(
-        self, api_key: str | None = None, models: list[str] | None = None
+        self,
+        api_key: str | None = None,
+        models: list[str] | None = None,
+        *,
+        profile: str | None = None,
     ) -> None:
-        """Prepare the application; `start` serves it."""
+        """Prepare the application; `start` serves it.
+
+        `profile`: answer as a recorded real server did (see profiles.py).
+        """
         self.api_key = api_key
         self.models = list(DEFAULT_MODELS if models is None else models)
-        self.settings = SimulatorSettings()
+        self.settings = (
+            SimulatorSettings.imitating(profile) if profile else SimulatorSettings()
+        )
         self.requests: list[RecordedRequest] = []
         self._queue: list[tuple[str, _Scripted]] = []
         self._files: dict[str, ServedFile] = {}
@@ -352,6 +379,8 @@ class OpenAISimulator:
                     window.check(parsed, self.settings)
                 if (scripted := self._next_scripted(request.path)) is not None:
                     return await self._send_scripted(request, scripted)
+                if (replay := self._replay(request)) is not None:
+                    return await self._send_replay(request, replay)
             return await handler(request)
         except APIError as err:
             return web.json_response(err.body(), status=err.status)
@@ -383,6 +412,23 @@ class OpenAISimulator:
                 del self._queue[index]
                 return scripted
         return None
+
+    def _replay(self, request: web.Request) -> Replay | None:
+        """Return the recorded answer of the profile's server, if it has one."""
+        if (profile := self.settings.profile) is None:
+            return None
+        return profile.replay_for(request.path, request["json"])
+
+    @staticmethod
+    async def _send_replay(request: web.Request, replay: Replay) -> web.StreamResponse:
+        """Send a recorded answer as the real server sent it."""
+        response = web.StreamResponse(
+            status=replay.status, headers={"Content-Type": replay.content_type}
+        )
+        await response.prepare(request)
+        await response.write(replay.body.encode())
+        await response.write_eof()
+        return response
 
     async def _stamp(self, request: web.Request, response: web.StreamResponse) -> None:
         """Give every API response a request id, as OpenAI does."""

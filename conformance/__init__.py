@@ -1,0 +1,1 @@
+"""The conformance lane: the integration against real OpenAI-compatible servers."""

@@ -1,0 +1,1 @@
+"""Tests of the conformance lane's own logic (no server is built or started)."""
