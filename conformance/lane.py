@@ -110,8 +110,7 @@ def make_model(work: Path) -> Path:
         package / "helpers" / "llm.py",
         package / "helpers" / "intent.py",
         ROOT / "scripts" / "dev_hass.py",
-        ROOT / "custom_components" / "openai_compatible" / "evaluate.py",
-        ROOT / "custom_components" / "openai_compatible" / "schema.py",
+        ROOT / "custom_components" / "openai_compatible" / "translations" / "en.json",
     ]
     real_hass = load_real_hass()
     output = work / "tiny_model.out"

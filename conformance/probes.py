@@ -59,9 +59,13 @@ def _data_url(mime: str, data: bytes) -> str:
 
 def probes(model: str) -> list[Probe]:
     """Return the probes for a model, in the order they are sent."""
-    ask = [{"role": "user", "content": "Say hi."}]
+    # The integration always sends a system message; llama-cpp-python's
+    # chatml-function-calling lists the tools only inside one.
+    system = {"role": "system", "content": "You are a voice assistant."}
+    ask = [system, {"role": "user", "content": "Say hi."}]
     base: dict[str, Any] = {"model": model, "messages": ask, "max_tokens": 8}
     tool_turn = [
+        system,
         {"role": "user", "content": "Turn on the kitchen light."},
         {
             "role": "assistant",
@@ -116,7 +120,7 @@ def probes(model: str) -> list[Probe]:
         ),
         chat(
             "json_object",
-            messages=[{"role": "user", "content": "Say hi, in JSON."}],
+            messages=[system, {"role": "user", "content": "Say hi, in JSON."}],
             response_format={"type": "json_object"},
             max_tokens=64,
         ),
@@ -135,7 +139,7 @@ def probes(model: str) -> list[Probe]:
         chat("tool_result", messages=tool_turn, tools=[_LIGHT_TOOL]),
         chat(
             "tool_result_empty_content",
-            messages=[tool_turn[0], {**tool_turn[1], "content": ""}, tool_turn[2]],
+            messages=[*tool_turn[:2], {**tool_turn[2], "content": ""}, tool_turn[3]],
             tools=[_LIGHT_TOOL],
         ),
         chat("stream", stream=True),

@@ -173,8 +173,12 @@ class RecordingProxy:
         return future.result(60)
 
     async def _start(self) -> str:
+        # A fresh connection per request: a server that broke off one answer
+        # must not make the next request fail on a dead pooled connection.
         self._session = aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=900), auto_decompress=True
+            connector=aiohttp.TCPConnector(force_close=True),
+            timeout=aiohttp.ClientTimeout(total=900),
+            auto_decompress=True,
         )
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._forward)

@@ -98,7 +98,7 @@ class Cell:
         if len(text) > CELL_TEXT:
             text = text[: CELL_TEXT - 1] + "…"
         return {
-            "ok": "✓",
+            "ok": f"✓ ({text})" if text else "✓",
             "fallback": f"✓ via fallback ({text})",
             "clear": f"clear error ({text})",
             "fail": f"✗ {text}",
@@ -188,6 +188,12 @@ def fallbacks(exchanges: list[Exchange]) -> str | None:
         f"{key_features(exchange)} → {exchange.status}" for exchange in refused
     )
     return f"{answered} after {steps}"
+
+
+def tool_rounds(exchanges: list[Exchange]) -> str:
+    """Say how many rounds of an Assist turn carried tool results back."""
+    rounds = sum("tool_result_message" in e.features for e in exchanges)
+    return f"{rounds} tool rounds" if rounds else "no tool called"
 
 
 def judge(
@@ -491,6 +497,8 @@ def run_scenario(
         proxy.label = ""
     exchanges = proxy.since(seen)
     cell = judge(outcome, scenario.check, exchanges)
+    if scenario.name == "Assist" and cell.verdict == "ok":
+        cell.text = tool_rounds(exchanges)
     log = lab.home_assistant.log_text()[log_start:]
     if problems := integration_problems(lab.real_hass, log):
         cell = Cell("fail", f"the integration logged an error: {problems[0][:300]}")

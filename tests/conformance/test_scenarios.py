@@ -13,6 +13,7 @@ from conformance.scenarios import (
     fallbacks,
     judge,
     judge_error,
+    tool_rounds,
     translated_key,
 )
 
@@ -163,3 +164,11 @@ def test_checks() -> None:
         },
     }
     assert "choice" in check_evaluation(bad_choice)
+
+
+def test_tool_rounds_count_the_requests_that_carry_results() -> None:
+    """An Assist cell says whether the model called a tool."""
+    assert tool_rounds([_exchange(200)]) == "no tool called"
+    assert tool_rounds([_exchange(200), _exchange(200, "tool_result_message")]) == (
+        "1 tool rounds"
+    )
