@@ -71,7 +71,7 @@ def log(message: str) -> None:
 
 
 def load_real_hass() -> Any:
-    """Import scripts/real_hass.py (shared with the e2e tests)."""
+    """Import scripts/real_hass.py (on the helpers of scripts/dev_hass.py)."""
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
         import real_hass  # noqa: PLC0415 - a script folder, not a package
