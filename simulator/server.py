@@ -208,6 +208,9 @@ class OpenAISimulator:
             SimulatorSettings.imitating(profile) if profile else SimulatorSettings()
         )
         self.requests: list[RecordedRequest] = []
+        # Requests being answered now, and the most there ever were at once.
+        self.in_flight = 0
+        self.peak_in_flight = 0
         self._queue: list[tuple[str, _Scripted]] = []
         self._files: dict[str, ServedFile] = {}
         self._runner: web.AppRunner | None = None
@@ -367,6 +370,17 @@ class OpenAISimulator:
                 raw,
             )
         )
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            return await self._answer(request, handler, parsed)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(
+        self, request: web.Request, handler: Handler, parsed: Any
+    ) -> web.StreamResponse:
+        """Apply latency, switches, auth and scripted responses, then answer."""
         if self.settings.latency:
             await asyncio.sleep(self.settings.latency)
         try:

@@ -22,7 +22,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from custom_components.openai_compatible.capabilities import Feature, WireApi
 from custom_components.openai_compatible.const import CONF_API, CONF_CHAT_MODEL
-from custom_components.openai_compatible.evaluate import Evaluation
+from custom_components.openai_compatible.evaluate import MAX_QUESTIONS, Evaluation
 from custom_components.openai_compatible.evaluate_chat import TOP_LOGPROBS, fold
 from custom_components.openai_compatible.structured import (
     RUNG_INSTRUCTIONS,
@@ -1601,3 +1601,69 @@ async def test_context_overflow_is_told_in_our_words(
 
     assert err.translation_key == "context_overflow"
     assert "2048" not in str(err)
+
+
+# ---------------------------------------------------------------------------
+# Bounds and evidence
+# ---------------------------------------------------------------------------
+
+
+async def test_a_decision_refused_for_its_image_is_not_learned(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry, media_dir: Path
+) -> None:
+    """One request refused for its image says nothing about the route."""
+    entry = await setup()
+    (media_dir / "garage.png").write_bytes(PNG)
+    simulator.enqueue(
+        DECISIONS,
+        status=400,
+        json={"error": {"message": "The image could not be decoded: image_url"}},
+    )
+    simulator.requests.clear()
+
+    await evaluate(hass, {"door": DOOR}, attachments=[media("garage.png", "image/png")])
+    await evaluate(hass, {"door": DOOR})
+
+    assert paths(simulator) == [DECISIONS, CHAT, DECISIONS]
+    assert quirks(entry).decisions is True
+
+
+async def test_too_many_questions_are_refused(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """More questions than MAX_QUESTIONS in one task: a clear error, no request."""
+    assert MAX_QUESTIONS == 32
+    await setup()
+    simulator.requests.clear()
+
+    err = await evaluate_error(
+        hass, {f"q{index}": DOOR for index in range(MAX_QUESTIONS + 1)}
+    )
+
+    assert err.translation_key == "evaluate_too_many_questions"
+    assert err.translation_placeholders == {"count": "33", "limit": "32"}
+    assert simulator.requests == []
+
+
+@pytest.mark.parametrize(("provider", "at_once"), [("ollama", 1), ("openai", 4)])
+async def test_requests_at_once_are_bounded_per_entry(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup: SetupEntry,
+    provider: str,
+    at_once: int,
+) -> None:
+    """A local server gets one question at a time; a hosted one a few."""
+    entry = await setup(provider=provider)
+    entry.runtime_data.capabilities.model("gpt-4o-mini").learn_refused(
+        Feature.DECISIONS
+    )
+    simulator.settings.latency = 0.05
+    simulator.peak_in_flight = 0
+    questions = {f"q{index}": DOOR for index in range(8)}
+
+    answers = await evaluate(hass, questions)
+
+    assert len(answers) == 8
+    assert len(simulator.chat_requests()) == 8
+    assert simulator.peak_in_flight == at_once

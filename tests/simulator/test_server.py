@@ -301,3 +301,11 @@ async def test_clear_queue(sim: OpenAISimulator, client: openai.AsyncOpenAI) -> 
     )
 
     assert answer.choices[0].message.content == "You said: hi"
+
+
+async def test_peak_in_flight(sim: OpenAISimulator, client: openai.AsyncOpenAI) -> None:
+    """The simulator counts the requests it answers at once."""
+    sim.settings.latency = 0.05
+    await asyncio.gather(*(client.models.list() for _ in range(3)))
+    assert sim.peak_in_flight == 3
+    assert sim.in_flight == 0
