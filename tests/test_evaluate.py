@@ -1654,7 +1654,7 @@ async def test_requests_at_once_are_bounded_per_entry(
     at_once: int,
 ) -> None:
     """A local server gets one question at a time; a hosted one a few."""
-    entry = await setup(provider=provider)
+    entry = await setup(provider=provider, options={CONF_API: WireApi.CHAT_COMPLETIONS})
     entry.runtime_data.capabilities.model("gpt-4o-mini").learn_refused(
         Feature.DECISIONS
     )
