@@ -1,7 +1,8 @@
 """A real Home Assistant for development: its config folder and its HTTP API.
 
-Used by ``scripts/develop`` (through the command line below) and by the
-end-to-end test in ``tests/e2e/`` (imported). Everything after the config
+Used by ``scripts/develop`` (through the command line below), and imported by
+the end-to-end test in ``tests/e2e/`` and by ``scripts/screenshots.py``, which
+also start the simulator and Home Assistant with its process helpers. Everything after the config
 folder is written goes through Home Assistant's own HTTP API, as a user's
 browser would: the onboarding API creates the owner, the login flow signs in
 again on later starts, the config-flow API adds the integration, and the
