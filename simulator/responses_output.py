@@ -212,7 +212,10 @@ def _hosted_answer(body: dict[str, Any], include: Any) -> list[Item] | None:
         prompt = match[1] if match else text
         size = str(tools["image_generation"].get("size") or "256x256")
         size = "256x256" if size == "auto" else size
-        return [image_generation_item(prompt, size)]
+        image = image_generation_item(prompt, size)
+        if match is None:
+            return [image]
+        return [image, message_item(f"Here is {prompt}.")]
     search = tools.get("web_search") or tools.get("web_search_preview")
     if search is not None and (match := _SEARCH.match(text)):
         return _web_search_answer(match[1], "web_search_call.action.sources" in include)

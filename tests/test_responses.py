@@ -339,6 +339,10 @@ async def test_whole_answer_when_streaming_is_off(
         ),
         (response_stream([message_item("Hello wor")])[:-1], "before it was complete"),
         ([{"type": "response.output_item.done", "item": "not an item"}], "item"),
+        (
+            [{"type": "response.output_text.delta", "delta": "Hello <thi"}],
+            "before it was complete",
+        ),
     ],
 )
 async def test_answers_that_end_badly(
@@ -759,6 +763,19 @@ def test_settings_and_options_in_the_body() -> None:
         "reasoning": {"effort": "low", "summary": "auto"},
         "text": {"verbosity": "high"},
         "include": ["reasoning.encrypted_content"],
+    }
+
+
+def test_sampling_settings_of_other_models() -> None:
+    """Models that do not reason take the sampling settings."""
+    settings = RequestSettings(model="gpt-4o-mini", temperature=0.2, top_p=0.5)
+    capabilities = ModelCapabilities(
+        "gpt-4o-mini", PROVIDERS["openai"], ModelReport(), Lessons(), lambda: None
+    )
+
+    assert settings_body(settings, ResponsesOptions(), capabilities) == {
+        "temperature": 0.2,
+        "top_p": 0.5,
     }
 
 

@@ -87,7 +87,7 @@ def test_web_search_is_an_external_call_with_its_result() -> None:
 
 
 def test_code_and_image_generation_results() -> None:
-    """A run of code keeps its outputs; a generated image is described, not kept."""
+    """A run of code keeps its outputs; a generated image goes back without bytes."""
     code = {**code_interpreter_item("print(1)", "1"), "status": "failed"}
     image = image_generation_item("a fox")
     _, deltas = read(response_stream([code, image]))
@@ -103,11 +103,18 @@ def test_code_and_image_generation_results() -> None:
         "output_format": "png",
     }
     assert image["result"] not in repr(deltas)
-    assert all(
-        item["type"] != "image_generation_call"
-        for n in natives(deltas)
-        for item in n.items
-    )
+    [replayed] = [
+        item
+        for replay in natives(deltas)
+        for item in replay.items
+        if item["type"] == "image_generation_call"
+    ]
+    assert replayed == {
+        "type": "image_generation_call",
+        "id": image["id"],
+        "status": "completed",
+        "result": None,
+    }
 
 
 def test_calls_wait_for_the_end_unless_a_provider_call_ends_the_message() -> None:
@@ -281,6 +288,19 @@ def test_whole_answers_that_failed(response: dict[str, Any]) -> None:
         ResponsesStreamParser(TOOLS).feed_whole(response)
 
     assert err.value.translation_placeholders == {"message": "Overload"}
+
+
+def test_unclosed_think_tag_and_call_without_id() -> None:
+    """An unclosed think block is thinking; a provider call without id is left out."""
+    nameless = {**web_search_item("x"), "id": None}
+    parser = ResponsesStreamParser(TOOLS)
+    deltas = parser.feed_whole(
+        {"status": "completed", "output": [nameless, message_item("<think>plan</thi")]}
+    )
+
+    thinking = "".join(delta.get("thinking_content") or "" for delta in deltas)
+    assert thinking == "plan</thi"
+    assert not [delta for delta in deltas if "tool_calls" in delta]
 
 
 def test_usage_without_details() -> None:

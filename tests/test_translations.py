@@ -20,12 +20,20 @@ from homeassistant.data_entry_flow import FlowResultType
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM, PROVIDERS
+from custom_components.openai_compatible.capabilities import (
+    PROVIDER_CUSTOM,
+    PROVIDERS,
+    WireApi,
+)
 from custom_components.openai_compatible.const import (
+    CONF_API,
     CONF_AUDIO_MODEL,
     CONF_BASE_URL,
+    CONF_CHAT_MODEL,
     CONF_PROVIDER,
     DOMAIN,
+    SUBENTRY_AI_TASK,
+    SUBENTRY_CONVERSATION,
     SUBENTRY_TTS,
 )
 from simulator import OpenAISimulator
@@ -257,6 +265,19 @@ async def _shown_forms(
             speech["flow_id"], {CONF_AUDIO_MODEL: "tts-1"}
         )
     )
+    # Over the Responses API, a reasoning model's options follow the settings.
+    hass.config_entries.async_update_entry(entry, options={CONF_API: WireApi.RESPONSES})
+    await hass.async_block_till_done()
+    for subentry in entry.subentries.values():
+        if subentry.subentry_type in (SUBENTRY_CONVERSATION, SUBENTRY_AI_TASK):
+            started = await entry.start_subentry_reconfigure_flow(
+                hass, subentry.subentry_id
+            )
+            shown.append(
+                await hass.config_entries.subentries.async_configure(
+                    started["flow_id"], {CONF_CHAT_MODEL: "gpt-5-mini"}
+                )
+            )
     forms = []
     for result in shown:
         assert result["type"] is FlowResultType.FORM, result

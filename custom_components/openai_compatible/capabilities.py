@@ -79,6 +79,11 @@ class WireApi(StrEnum):
     AUTOMATIC = "automatic"
 
 
+def api_setting(value: Any) -> WireApi:
+    """Return an entry's saved API setting; automatic when unset or unknown."""
+    return WireApi(str(value)) if value in WireApi else WireApi.AUTOMATIC
+
+
 class ServerKind(StrEnum):
     """Server software whose native info route we know."""
 

@@ -81,6 +81,7 @@ from .model_kinds import (
 )
 from .naming import entry_title, is_generated_title, subentry_title
 from .options_flow import ConnectionOptionsFlow
+from .responses_flow import responses_data, responses_schema
 from .voice_flow import (
     SpeechToTextSubentryFlowHandler,
     TextToSpeechSubentryFlowHandler,
@@ -560,6 +561,8 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
     """Add or change a conversation agent or an AI task of a server."""
 
     options: dict[str, Any]
+    # The name given in the first step of a new subentry.
+    _name = ""
 
     @property
     def _is_new(self) -> bool:
@@ -603,7 +606,12 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
             return self.async_abort(reason="entry_not_loaded")
 
         if user_input is not None:
-            return self._async_save(user_input)
+            data = self._form_data(user_input)
+            self._name = (user_input.get(CONF_NAME) or "").strip()
+            if self._responses_schema(data) is not None:
+                self.options = data
+                return await self.async_step_responses()
+            return self._async_store(data)
 
         self._drop_stale_apis()
         return self.async_show_form(
@@ -611,8 +619,28 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
             data_schema=self.add_suggested_values_to_schema(
                 self._schema(entry.runtime_data.models), self.options
             ),
+            last_step=self._responses_schema(self.options) is None,
+        )
+
+    async def async_step_responses(
+        self, user_input: dict[str, Any] | None = None
+    ) -> SubentryFlowResult:
+        """Show and save the Responses API options the chosen model takes."""
+        if user_input is not None:
+            return self._async_store(responses_data(self.options, user_input))
+        schema = self._responses_schema(self.options)
+        assert schema is not None  # only reached when the model takes options
+        return self.async_show_form(
+            step_id="responses",
+            data_schema=self.add_suggested_values_to_schema(schema, self.options),
             last_step=True,
         )
+
+    def _responses_schema(self, data: dict[str, Any]) -> probatio.Schema | None:
+        """Return the Responses API options the subentry's model takes, if any."""
+        entry = self._get_entry()
+        model = entry.runtime_data.capabilities.model(str(data.get(CONF_CHAT_MODEL)))
+        return responses_schema(entry.options, model, self._subentry_type)
 
     def _drop_stale_apis(self) -> None:
         """Forget saved LLM APIs that no longer exist."""
@@ -689,8 +717,8 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
         )
         return probatio.Schema(schema)
 
-    def _async_save(self, user_input: dict[str, Any]) -> SubentryFlowResult:
-        """Store the form's values; the model settings only when tuned."""
+    def _form_data(self, user_input: dict[str, Any]) -> dict[str, Any]:
+        """Return the subentry's data with the form's values; tuning only when on."""
         data = {
             key: value
             for key, value in self.options.items()
@@ -716,12 +744,15 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
                 value = user_input.get(key, default)
                 if value is not None:
                     data[key] = value
+        return data
 
+    def _async_store(self, data: dict[str, Any]) -> SubentryFlowResult:
+        """Create or update the subentry with its data."""
         entry = self._get_entry()
         if self._is_new:
-            title = (user_input.get(CONF_NAME) or "").strip()
             return self.async_create_entry(
-                title=title or subentry_title(self._subentry_type, entry.data, data),
+                title=self._name
+                or subentry_title(self._subentry_type, entry.data, data),
                 data=data,
             )
         subentry = self._get_reconfigure_subentry()

@@ -47,6 +47,17 @@ MAX_TOOL_ROUNDS_AI_TASK: Final = 20
 # Entry option: the wire API (capabilities.WireApi); automatic when unset.
 CONF_API: Final = "api"
 
+# Subentry options of the Responses API (see provider_tools.py).
+CONF_REASONING_EFFORT: Final = "reasoning_effort"
+CONF_REASONING_SUMMARY: Final = "reasoning_summary"
+CONF_VERBOSITY: Final = "verbosity"
+CONF_WEB_SEARCH: Final = "web_search"
+CONF_WEB_SEARCH_CONTEXT_SIZE: Final = "web_search_context_size"
+CONF_WEB_SEARCH_USER_LOCATION: Final = "web_search_user_location"
+CONF_WEB_SEARCH_CITATIONS: Final = "web_search_citations"
+CONF_CODE_INTERPRETER: Final = "code_interpreter"
+CONF_IMAGE_GENERATION: Final = "image_generation"
+
 # Entry option: seconds one round trip with the model may take, answer included.
 CONF_TIMEOUT: Final = "timeout"
 # Enough for a small local model on a CPU to write a long answer.

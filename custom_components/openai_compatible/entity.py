@@ -12,7 +12,7 @@ from homeassistant.config_entries import ConfigSubentry
 from homeassistant.helpers import device_registry as dr, llm
 from homeassistant.helpers.entity import Entity
 
-from .capabilities import Feature, ModelCapabilities, WireApi, provider_for
+from .capabilities import Feature, ModelCapabilities, WireApi, api_setting, provider_for
 from .chat_completions import (
     ChatCompletionsAdapter,
     RequestSettings,
@@ -36,7 +36,8 @@ from .const import (
     MAX_TOOL_ROUNDS_CONVERSATION,
 )
 from .errors import AuthError, ModelError, ServerError
-from .responses import ResponsesAdapter, ResponsesOptions
+from .provider_tools import responses_options
+from .responses import ResponsesAdapter
 from .transport import Budget
 from .window import ContextWindow
 from .wire_api import Adapter, FallbackAdapter
@@ -158,15 +159,6 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
             stream=bool(options.get(CONF_STREAMING, True)),
         )
 
-    def api_setting(self) -> WireApi:
-        """Return the entry's API setting; automatic when unset or unknown."""
-        value = self.entry.options.get(CONF_API)
-        return WireApi(str(value)) if value in WireApi else WireApi.AUTOMATIC
-
-    def responses_options(self) -> ResponsesOptions:
-        """Return what the subentry asks of the Responses API."""
-        return ResponsesOptions()
-
     def adapter(
         self, tool_set: ToolSet, chat_log: conversation.ChatLog | None = None
     ) -> Adapter:
@@ -175,7 +167,7 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
         Over Chat Completions with a chat log, each request is fitted into the
         model's context window.
         """
-        setting = self.api_setting()
+        setting = api_setting(self.entry.options.get(CONF_API))
         if self.capabilities.api(setting) is WireApi.CHAT_COMPLETIONS:
             return self._chat_adapter(tool_set, chat_log)
         responses = ResponsesAdapter(
@@ -183,7 +175,7 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
             self.runtime.transport,
             self.capabilities,
             self.request_settings(),
-            self.responses_options(),
+            responses_options(self.hass, self.subentry.data),
             tool_set,
             self.budget(),
             on_request=partial(

@@ -46,6 +46,11 @@ _INCLUDE_FEATURES: Final = {
     "web_search_call.action.sources": Feature.WEB_SEARCH,
     "code_interpreter_call.outputs": Feature.CODE_INTERPRETER,
 }
+# What the request includes of the calls of each provider-run tool.
+_TOOL_INCLUDES: Final = {
+    "web_search": "web_search_call.action.sources",
+    "code_interpreter": "code_interpreter_call.outputs",
+}
 _FIELD_FEATURES: Final = {
     "temperature": Feature.SAMPLING,
     "top_p": Feature.SAMPLING,
@@ -97,9 +102,16 @@ def settings_body(
         params["reasoning"] = reasoning
     if options.verbosity:
         params["text"] = {"verbosity": options.verbosity}
+    include = [
+        _TOOL_INCLUDES[tool["type"]]
+        for tool in options.provider_tools
+        if tool["type"] in _TOOL_INCLUDES
+    ]
     if not capabilities.refuses(Feature.REASONING):
         # Stateless: the chain of thought goes back encrypted.
-        params["include"] = [ENCRYPTED_REASONING]
+        include.append(ENCRYPTED_REASONING)
+    if include:
+        params["include"] = include
     return params
 
 

@@ -60,7 +60,10 @@ _REPLAYED_CALL_KEYS: Final = {
         "container_id",
         "outputs",
     ),
+    # A generated image goes back without its bytes.
+    "image_generation_call": ("type", "id", "status"),
 }
+_CLEARED: Final = {"image_generation_call": {"result": None}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,8 @@ class ResponsesStreamParser:
         # The status the answer ended with, once it did.
         self._status: str | None = None
         self._incomplete_reason: str | None = None
+        # Nothing was said since the last provider-run call.
+        self._silent = False
         # The token usage in the Chat Completions form, if the server reported it.
         self.usage: dict[str, Any] | None = None
 
@@ -154,6 +159,7 @@ class ResponsesStreamParser:
     def _speak(self, spoken: str, deltas: list[Delta]) -> None:
         """Add text that will be spoken, and keep it for the message item."""
         if spoken:
+            self._silent = False
             self._spoken.append(spoken)
             deltas.append({"content": spoken})
 
@@ -275,8 +281,10 @@ class ResponsesStreamParser:
         name = PROVIDER_CALLS[kind]
         arguments, result = _PROVIDER_VIEWS[kind](item)
         status = item.get("status")
-        if keys := _REPLAYED_CALL_KEYS.get(kind):
-            self._replay.append({key: item[key] for key in keys if key in item})
+        self._replay.append(
+            {key: item[key] for key in _REPLAYED_CALL_KEYS[kind] if key in item}
+            | _CLEARED.get(kind, {})
+        )
         deltas.append(
             {"tool_calls": [llm.ToolInput(name, arguments, id=call_id, external=True)]}
         )
@@ -292,6 +300,7 @@ class ResponsesStreamParser:
             }
         )
         deltas.append({"role": "assistant"})
+        self._silent = True
 
     def _end_message(self, deltas: list[Delta]) -> None:
         """Hand over what the current chat log message holds before it ends."""
@@ -323,6 +332,9 @@ class ResponsesStreamParser:
             self._incomplete_reason = reason if isinstance(reason, str) else None
             return
         self._status = "completed"
+        if self._silent and not self._calls:
+            # Nothing said after a provider-run call: the answer ends there.
+            deltas.append({"content": ""})
         self._end_message(deltas)
 
 

@@ -1,0 +1,82 @@
+"""What a subentry asks of the Responses API: reasoning, verbosity, provider-run tools.
+
+Web search, code interpreter and image generation run on the provider's side;
+their calls show in the chat log as external tool calls with their results
+(see responses_stream.py), and Home Assistant never runs them. Web search may
+know the home's approximate location: its country and time zone from Home
+Assistant's configuration, only when the user opts in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from homeassistant.core import HomeAssistant
+
+from .const import (
+    CONF_CODE_INTERPRETER,
+    CONF_IMAGE_GENERATION,
+    CONF_REASONING_EFFORT,
+    CONF_REASONING_SUMMARY,
+    CONF_VERBOSITY,
+    CONF_WEB_SEARCH,
+    CONF_WEB_SEARCH_CITATIONS,
+    CONF_WEB_SEARCH_CONTEXT_SIZE,
+    CONF_WEB_SEARCH_USER_LOCATION,
+)
+from .responses import ResponsesOptions
+
+REASONING_EFFORTS: Final = ("minimal", "low", "medium", "high")
+VERBOSITIES: Final = ("low", "medium", "high")
+SEARCH_CONTEXT_SIZES: Final = ("low", "medium", "high")
+DEFAULT_SEARCH_CONTEXT_SIZE: Final = "medium"
+# Summaries are asked for unless switched off; a refusal is learned.
+DEFAULT_REASONING_SUMMARY: Final = True
+
+
+def responses_options(
+    hass: HomeAssistant, options: Mapping[str, Any]
+) -> ResponsesOptions:
+    """Return what a subentry's options ask of the Responses API."""
+    tools: list[dict[str, Any]] = []
+    web_search = bool(options.get(CONF_WEB_SEARCH))
+    if web_search:
+        tools.append(web_search_tool(hass, options))
+    if options.get(CONF_CODE_INTERPRETER):
+        tools.append({"type": "code_interpreter", "container": {"type": "auto"}})
+    if options.get(CONF_IMAGE_GENERATION):
+        tools.append({"type": "image_generation", "output_format": "png"})
+    return ResponsesOptions(
+        reasoning_effort=_choice(options.get(CONF_REASONING_EFFORT), REASONING_EFFORTS),
+        reasoning_summary=bool(
+            options.get(CONF_REASONING_SUMMARY, DEFAULT_REASONING_SUMMARY)
+        ),
+        verbosity=_choice(options.get(CONF_VERBOSITY), VERBOSITIES),
+        provider_tools=tuple(tools),
+        remove_citations=web_search and not options.get(CONF_WEB_SEARCH_CITATIONS),
+    )
+
+
+def web_search_tool(hass: HomeAssistant, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the web search tool, with the home's approximate location if asked."""
+    tool: dict[str, Any] = {
+        "type": "web_search",
+        "search_context_size": _choice(
+            options.get(CONF_WEB_SEARCH_CONTEXT_SIZE), SEARCH_CONTEXT_SIZES
+        )
+        or DEFAULT_SEARCH_CONTEXT_SIZE,
+    }
+    if options.get(CONF_WEB_SEARCH_USER_LOCATION):
+        location: dict[str, Any] = {"type": "approximate"}
+        if hass.config.country:
+            location["country"] = hass.config.country
+        if hass.config.time_zone:
+            location["timezone"] = hass.config.time_zone
+        tool["user_location"] = location
+    return tool
+
+
+def _choice(value: Any, choices: tuple[str, ...]) -> str | None:
+    """Return a saved choice if it is one of the choices, else None."""
+    return value if value in choices else None

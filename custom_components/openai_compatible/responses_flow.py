@@ -1,0 +1,131 @@
+"""The subentry step of Responses API options: reasoning and provider-run tools.
+
+It follows the agent's or task's settings when the entry's requests go over
+the Responses API, and offers only what the chosen model takes: reasoning
+effort and summaries for reasoning models, verbosity for GPT-5, and, for a
+conversation agent, the tools the provider runs (web search, code
+interpreter, image generation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from homeassistant import data_entry_flow
+from homeassistant.helpers.field_visibility import FieldCondition
+from homeassistant.helpers.selector import (
+    SelectSelector,
+    SelectSelectorConfig,
+    SelectSelectorMode,
+)
+from homeassistant.helpers.typing import VolDictType
+import probatio
+
+from .capabilities import Feature, ModelCapabilities, WireApi, api_setting
+from .const import (
+    CONF_API,
+    CONF_CODE_INTERPRETER,
+    CONF_IMAGE_GENERATION,
+    CONF_REASONING_EFFORT,
+    CONF_REASONING_SUMMARY,
+    CONF_VERBOSITY,
+    CONF_WEB_SEARCH,
+    CONF_WEB_SEARCH_CITATIONS,
+    CONF_WEB_SEARCH_CONTEXT_SIZE,
+    CONF_WEB_SEARCH_USER_LOCATION,
+    SUBENTRY_CONVERSATION,
+)
+from .provider_tools import (
+    DEFAULT_REASONING_SUMMARY,
+    DEFAULT_SEARCH_CONTEXT_SIZE,
+    REASONING_EFFORTS,
+    SEARCH_CONTEXT_SIZES,
+    VERBOSITIES,
+)
+
+# Every key the step owns; other keys of the subentry are kept as they are.
+RESPONSES_KEYS: Final = frozenset(
+    {
+        CONF_REASONING_EFFORT,
+        CONF_REASONING_SUMMARY,
+        CONF_VERBOSITY,
+        CONF_WEB_SEARCH,
+        CONF_WEB_SEARCH_CONTEXT_SIZE,
+        CONF_WEB_SEARCH_USER_LOCATION,
+        CONF_WEB_SEARCH_CITATIONS,
+        CONF_CODE_INTERPRETER,
+        CONF_IMAGE_GENERATION,
+    }
+)
+_SEARCHING: FieldCondition = {"field": CONF_WEB_SEARCH, "value": True}
+
+
+def _select(key: str, options: tuple[str, ...]) -> SelectSelector:
+    """Return a dropdown of translated choices."""
+    return SelectSelector(
+        SelectSelectorConfig(
+            options=list(options), translation_key=key, mode=SelectSelectorMode.DROPDOWN
+        )
+    )
+
+
+def responses_schema(
+    entry_options: Mapping[str, Any],
+    capabilities: ModelCapabilities,
+    subentry_type: str,
+) -> probatio.Schema | None:
+    """Return the step's form for the model; None when it has nothing to offer."""
+    if capabilities.api(api_setting(entry_options.get(CONF_API))) is not (
+        WireApi.RESPONSES
+    ):
+        return None
+    schema: VolDictType = {}
+    if not capabilities.refuses(Feature.REASONING):
+        schema[probatio.Optional(CONF_REASONING_EFFORT)] = _select(
+            CONF_REASONING_EFFORT, REASONING_EFFORTS
+        )
+    if not capabilities.refuses(Feature.REASONING_SUMMARY):
+        schema[
+            probatio.Optional(CONF_REASONING_SUMMARY, default=DEFAULT_REASONING_SUMMARY)
+        ] = bool
+    if not capabilities.refuses(Feature.VERBOSITY):
+        schema[probatio.Optional(CONF_VERBOSITY)] = _select(CONF_VERBOSITY, VERBOSITIES)
+    if subentry_type == SUBENTRY_CONVERSATION:
+        schema.update(_tools_schema(capabilities))
+    return probatio.Schema(schema) if schema else None
+
+
+def _tools_schema(capabilities: ModelCapabilities) -> VolDictType:
+    """Return the fields of the provider-run tools the model may use."""
+    schema: VolDictType = {}
+    if not capabilities.refuses(Feature.WEB_SEARCH):
+        schema[probatio.Optional(CONF_WEB_SEARCH, default=False)] = bool
+        schema[
+            data_entry_flow.Optional(
+                CONF_WEB_SEARCH_CONTEXT_SIZE,
+                default=DEFAULT_SEARCH_CONTEXT_SIZE,
+                visible=_SEARCHING,
+            )
+        ] = _select(CONF_WEB_SEARCH_CONTEXT_SIZE, SEARCH_CONTEXT_SIZES)
+        for key in (CONF_WEB_SEARCH_USER_LOCATION, CONF_WEB_SEARCH_CITATIONS):
+            schema[data_entry_flow.Optional(key, default=False, visible=_SEARCHING)] = (
+                bool
+            )
+    if not capabilities.refuses(Feature.CODE_INTERPRETER):
+        schema[probatio.Optional(CONF_CODE_INTERPRETER, default=False)] = bool
+    if not capabilities.refuses(Feature.IMAGE_GENERATION):
+        schema[probatio.Optional(CONF_IMAGE_GENERATION, default=False)] = bool
+    return schema
+
+
+def responses_data(
+    data: Mapping[str, Any], user_input: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Return the subentry's data with the step's values in place of the old ones."""
+    kept = {key: value for key, value in data.items() if key not in RESPONSES_KEYS}
+    return kept | {
+        key: value
+        for key, value in user_input.items()
+        if key in RESPONSES_KEYS and value is not None
+    }

@@ -1,0 +1,214 @@
+"""The Responses API options step of the agent and task flows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from homeassistant.config_entries import SOURCE_USER
+from homeassistant.const import CONF_NAME, CONF_PROMPT
+from homeassistant.core import HomeAssistant
+from homeassistant.data_entry_flow import FlowResultType
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.openai_compatible.capabilities import Feature, WireApi
+from custom_components.openai_compatible.const import (
+    CONF_API,
+    CONF_CHAT_MODEL,
+    CONF_CODE_INTERPRETER,
+    CONF_IMAGE_GENERATION,
+    CONF_REASONING_EFFORT,
+    CONF_REASONING_SUMMARY,
+    CONF_RECOMMENDED,
+    CONF_VERBOSITY,
+    CONF_WEB_SEARCH,
+    CONF_WEB_SEARCH_CITATIONS,
+    CONF_WEB_SEARCH_CONTEXT_SIZE,
+    CONF_WEB_SEARCH_USER_LOCATION,
+    SUBENTRY_AI_TASK,
+    SUBENTRY_CONVERSATION,
+)
+
+from .conftest import SetupEntry
+
+REASONING = [CONF_REASONING_EFFORT, CONF_REASONING_SUMMARY, CONF_VERBOSITY]
+TOOLS = [
+    CONF_WEB_SEARCH,
+    CONF_WEB_SEARCH_CONTEXT_SIZE,
+    CONF_WEB_SEARCH_USER_LOCATION,
+    CONF_WEB_SEARCH_CITATIONS,
+    CONF_CODE_INTERPRETER,
+    CONF_IMAGE_GENERATION,
+]
+
+
+def subentry_of(entry: MockConfigEntry, kind: str) -> Any:
+    """Return the entry's subentry of a kind."""
+    return next(s for s in entry.subentries.values() if s.subentry_type == kind)
+
+
+async def reconfigure(
+    hass: HomeAssistant, entry: MockConfigEntry, kind: str, model: str
+) -> dict[str, Any]:
+    """Submit the settings step of a subentry with a model; return what follows."""
+    subentry = subentry_of(entry, kind)
+    started = await entry.start_subentry_reconfigure_flow(hass, subentry.subentry_id)
+    settings = {CONF_CHAT_MODEL: model, CONF_RECOMMENDED: True}
+    if kind == SUBENTRY_CONVERSATION:
+        settings[CONF_PROMPT] = "Be brief."
+    result = await hass.config_entries.subentries.async_configure(
+        started["flow_id"], settings
+    )
+    return dict(result)
+
+
+def fields(result: dict[str, Any]) -> list[str]:
+    """Return the names of a form's fields, in order."""
+    return [str(key) for key in result["data_schema"].schema]
+
+
+async def test_reasoning_model_of_a_conversation(
+    hass: HomeAssistant, setup_entry: SetupEntry
+) -> None:
+    """A reasoning model on OpenAI gets reasoning options and every tool."""
+    entry = await setup_entry(provider="openai")
+
+    result = await reconfigure(hass, entry, SUBENTRY_CONVERSATION, "gpt-5-mini")
+
+    assert result["type"] is FlowResultType.FORM
+    assert result["step_id"] == "responses"
+    assert result["last_step"] is True
+    assert fields(result) == [*REASONING, *TOOLS]
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"],
+        {
+            CONF_REASONING_EFFORT: "low",
+            CONF_REASONING_SUMMARY: False,
+            CONF_WEB_SEARCH: True,
+            CONF_WEB_SEARCH_CONTEXT_SIZE: "high",
+            CONF_WEB_SEARCH_USER_LOCATION: True,
+            CONF_WEB_SEARCH_CITATIONS: False,
+            CONF_CODE_INTERPRETER: False,
+            CONF_IMAGE_GENERATION: False,
+        },
+    )
+    assert result["type"] is FlowResultType.ABORT
+    data = subentry_of(entry, SUBENTRY_CONVERSATION).data
+    assert data[CONF_CHAT_MODEL] == "gpt-5-mini"
+    assert data[CONF_PROMPT] == "Be brief."
+    assert {key: data.get(key) for key in REASONING} == {
+        CONF_REASONING_EFFORT: "low",
+        CONF_REASONING_SUMMARY: False,
+        CONF_VERBOSITY: None,
+    }
+    assert data[CONF_WEB_SEARCH_CONTEXT_SIZE] == "high"
+
+
+async def test_values_left_empty_are_removed(
+    hass: HomeAssistant, setup_entry: SetupEntry
+) -> None:
+    """An effort cleared in the form no longer stays saved."""
+    entry = await setup_entry(
+        provider="openai",
+        conversation={CONF_CHAT_MODEL: "gpt-5-mini", CONF_REASONING_EFFORT: "high"},
+    )
+    result = await reconfigure(hass, entry, SUBENTRY_CONVERSATION, "gpt-5-mini")
+
+    await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {CONF_REASONING_SUMMARY: True}
+    )
+
+    assert CONF_REASONING_EFFORT not in subentry_of(entry, SUBENTRY_CONVERSATION).data
+
+
+@pytest.mark.parametrize(
+    ("provider", "kind", "model", "expected"),
+    [
+        ("openai", SUBENTRY_CONVERSATION, "gpt-4o-mini", TOOLS),
+        ("azure", SUBENTRY_CONVERSATION, "gpt-4o-mini", TOOLS[4:]),
+        ("openai", SUBENTRY_AI_TASK, "gpt-5-mini", REASONING),
+    ],
+)
+async def test_what_each_model_and_preset_offers(
+    hass: HomeAssistant,
+    setup_entry: SetupEntry,
+    provider: str,
+    kind: str,
+    model: str,
+    expected: list[str],
+) -> None:
+    """Only what the model takes, and provider-run tools for agents only."""
+    entry = await setup_entry(provider=provider)
+
+    result = await reconfigure(hass, entry, kind, model)
+
+    assert fields(result) == expected
+
+
+@pytest.mark.parametrize(
+    ("provider", "options", "kind", "model"),
+    [
+        ("custom", {}, SUBENTRY_CONVERSATION, "gpt-5-mini"),
+        (
+            "openai",
+            {CONF_API: WireApi.CHAT_COMPLETIONS},
+            SUBENTRY_CONVERSATION,
+            "gpt-5-mini",
+        ),
+        ("openai", {}, SUBENTRY_AI_TASK, "gpt-4o-mini"),
+    ],
+)
+async def test_no_step_where_nothing_applies(
+    hass: HomeAssistant,
+    setup_entry: SetupEntry,
+    provider: str,
+    options: dict[str, Any],
+    kind: str,
+    model: str,
+) -> None:
+    """Over Chat Completions, or with nothing the model takes, settings are saved."""
+    entry = await setup_entry(provider=provider, options=options)
+
+    result = await reconfigure(hass, entry, kind, model)
+
+    assert result["type"] is FlowResultType.ABORT
+    assert subentry_of(entry, kind).data[CONF_CHAT_MODEL] == model
+
+
+async def test_refused_tools_are_not_offered(
+    hass: HomeAssistant, setup_entry: SetupEntry
+) -> None:
+    """A tool the model refused is no longer offered."""
+    entry = await setup_entry(provider="openai")
+    entry.runtime_data.capabilities.model("gpt-4o-mini").learn_refused(
+        Feature.WEB_SEARCH
+    )
+
+    result = await reconfigure(hass, entry, SUBENTRY_CONVERSATION, "gpt-4o-mini")
+
+    assert fields(result) == [CONF_CODE_INTERPRETER, CONF_IMAGE_GENERATION]
+
+
+async def test_new_agent_keeps_its_name_through_both_steps(
+    hass: HomeAssistant, setup_entry: SetupEntry
+) -> None:
+    """A name given in the first step names the agent made by the second."""
+    entry = await setup_entry(provider="openai")
+    result = await hass.config_entries.subentries.async_init(
+        (entry.entry_id, SUBENTRY_CONVERSATION), context={"source": SOURCE_USER}
+    )
+    # The model suggested takes options: another step follows.
+    assert result["last_step"] is False
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"],
+        {CONF_NAME: "Searcher", CONF_CHAT_MODEL: "gpt-4o-mini", CONF_RECOMMENDED: True},
+    )
+    assert result["step_id"] == "responses"
+
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {CONF_WEB_SEARCH: True}
+    )
+
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["title"] == "Searcher"
+    assert result["data"][CONF_WEB_SEARCH] is True
