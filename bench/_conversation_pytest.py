@@ -51,6 +51,7 @@ from pytest_homeassistant_custom_component.common import (  # type: ignore[impor
 )
 
 from custom_components.openai_compatible import const as ours_const
+from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM
 from simulator import sse_tool_calls
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -231,7 +232,7 @@ async def async_setup_agents(hass: HomeAssistant, base_url: str) -> dict[str, st
         domain=ours_const.DOMAIN,
         title="Benchmark",
         data={
-            ours_const.CONF_PROVIDER: ours_const.PROVIDER_CUSTOM,
+            ours_const.CONF_PROVIDER: PROVIDER_CUSTOM,
             ours_const.CONF_BASE_URL: base_url,
         },
         subentries_data=[

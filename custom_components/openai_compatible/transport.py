@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 import json
 from typing import Any, Final
@@ -55,20 +55,20 @@ class Opened:
 
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         """Yield the body as it arrives; raise timeout_answer past the deadline."""
-        chunks = self.response.aiter_bytes()
-        while True:
-            try:
-                async with asyncio.timeout_at(self.deadline_at):
-                    chunk = await anext(chunks, None)
-            except TimeoutError as err:
-                raise ConnectError("timeout_answer") from err
-            except httpx2.TimeoutException as err:
-                raise ConnectError("timeout_connect") from err
-            except httpx2.HTTPError as err:
-                raise ConnectError("cannot_connect") from err
-            if chunk is None:
-                return
-            yield chunk
+        async with aclosing(self.response.aiter_bytes()) as chunks:
+            while True:
+                try:
+                    async with asyncio.timeout_at(self.deadline_at):
+                        chunk = await anext(chunks, None)
+                except TimeoutError as err:
+                    raise ConnectError("timeout_answer") from err
+                except httpx2.TimeoutException as err:
+                    raise ConnectError("timeout_connect") from err
+                except httpx2.HTTPError as err:
+                    raise ConnectError("cannot_connect") from err
+                if chunk is None:
+                    return
+                yield chunk
 
     async def aread_head(self, limit: int) -> bytes:
         """Return the body's first `limit` bytes; the rest is not read."""
