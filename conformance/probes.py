@@ -189,6 +189,17 @@ def probes(model: str) -> list[Probe]:
             },
         ),
         Probe(
+            "responses",
+            "POST",
+            "/v1/responses",
+            {"model": model, "input": "Say hi.", "max_output_tokens": 16},
+        ),
+        # Native info routes some servers have beside the OpenAI ones.
+        Probe("llama_cpp_props", "GET", "/props"),
+        Probe("version", "GET", "/version"),
+        Probe("ollama_version", "GET", "/api/version"),
+        Probe("lm_studio_models", "GET", "/api/v0/models"),
+        Probe(
             "images_generations",
             "POST",
             "/v1/images/generations",

@@ -225,6 +225,10 @@ def litellm_config(backend_url: str) -> str:
         "litellm_settings:\n"
         "  telemetry: false\n"
         "  request_timeout: 600\n"
+        # Each probe's own answer, not a cool-down that an earlier refusal
+        # started ("No deployments available", 429).
+        "router_settings:\n"
+        "  disable_cooldowns: true\n"
     )
 
 

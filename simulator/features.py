@@ -16,6 +16,7 @@ ROUTE_FEATURES = {
     "/decisions": "decisions",
     "/images/generations": "images_generations",
     "/images/edits": "images_edits",
+    "/responses": "responses",
 }
 
 

@@ -41,7 +41,7 @@ class Replay:
     content_type: str
     body: str
 
-    def matches(self, route: str | None, features: frozenset[str]) -> bool:
+    def matches(self, route: str, features: frozenset[str]) -> bool:
         """Tell whether a request with these features draws this answer."""
         return route == self.route and self.features <= features
 
@@ -62,7 +62,8 @@ class ServerProfile:
 
     def replay_for(self, path: str, body: Any) -> Replay | None:
         """Return the recorded answer to such a request, if it was no success."""
-        route = route_feature(path)
+        # Routes without a feature name (native info routes) go by their path.
+        route = route_feature(path) or path
         features = chat_features(body) if route == "chat" else frozenset()
         return next(
             (replay for replay in self.replays if replay.matches(route, features)),
@@ -125,7 +126,10 @@ def _replay(name: str, probe: dict[str, Any]) -> Replay:
     return Replay(
         probe=name,
         route=route,
-        features=frozenset(probe["features"]) - _BASELINE - {route},
+        # A chat request is told by its features; any other by its route.
+        features=frozenset(probe["features"]) - _BASELINE - {route}
+        if route == "chat"
+        else frozenset(),
         status=probe["status"],
         content_type=probe["headers"].get("content-type", "application/json"),
         body=probe.get("body") or "",

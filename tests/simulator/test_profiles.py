@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 import json
 
+import httpx2
 import openai
 import pytest
 
@@ -141,3 +142,25 @@ async def test_gateway_wraps_the_backend_refusal(socket_enabled: None) -> None:
     message = refused.value.response.json()["error"]["message"]
     assert message.startswith("litellm.")
     assert "literal_error" in message
+
+
+async def test_native_and_responses_routes_answer_as_recorded(
+    imitation: OpenAISimulator,
+) -> None:
+    """Routes the real server lacks (llama.cpp's /props, /v1/responses) say so."""
+    recorded = {
+        replay.probe: replay for replay in load_profile(FUNCTION_CALLING).replays
+    }
+    async with httpx2.AsyncClient(
+        base_url=imitation.base_url.removesuffix("/v1"), timeout=30
+    ) as http:
+        props = await http.get("/props")
+        responses = await http.post("/v1/responses", json={"model": "m", "input": "hi"})
+    assert (props.status_code, props.text) == (
+        recorded["llama_cpp_props"].status,
+        recorded["llama_cpp_props"].body,
+    )
+    assert (responses.status_code, responses.text) == (
+        recorded["responses"].status,
+        recorded["responses"].body,
+    )
