@@ -29,8 +29,13 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
 
 from custom_components.openai_compatible.api import ModelListing
-from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM, PROVIDERS
+from custom_components.openai_compatible.capabilities import (
+    PROVIDER_CUSTOM,
+    PROVIDERS,
+    WireApi,
+)
 from custom_components.openai_compatible.const import (
+    CONF_API,
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
     CONF_CONTEXT_WINDOW,
@@ -52,7 +57,13 @@ from custom_components.openai_compatible.errors import ConnectError
 from custom_components.openai_compatible.transport import Budget
 from simulator import OpenAISimulator
 
-from .conftest import AGENT, KEYED_SIMULATOR_KEY, TEST_API_KEY, MakeConfigEntry
+from .conftest import (
+    AGENT,
+    KEYED_SIMULATOR_KEY,
+    TEST_API_KEY,
+    MakeConfigEntry,
+    converse,
+)
 
 pytestmark = pytest.mark.usefixtures("ha_core")
 
@@ -1478,7 +1489,26 @@ async def test_options_set_the_request_timeout(
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     await hass.async_block_till_done()
-    assert entry.options == {CONF_TIMEOUT: 42}
+    assert entry.options == {CONF_TIMEOUT: 42, CONF_API: WireApi.AUTOMATIC}
     # The entry reloaded; its agent now gives a round trip 42 seconds.
     agent = hass.data["entity_components"]["conversation"].get_entity(AGENT)
     assert agent.budget().deadline == 42
+
+
+async def test_options_choose_the_api(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_integration: MockConfigEntry
+) -> None:
+    """The API option sends the agent's requests over the Responses API."""
+    entry = setup_integration
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    assert _field(result, CONF_API).default() == WireApi.AUTOMATIC
+    assert _selector_options(result, CONF_API) == list(WireApi)
+
+    await hass.config_entries.options.async_configure(
+        result["flow_id"], {CONF_TIMEOUT: 60, CONF_API: WireApi.RESPONSES}
+    )
+    await hass.async_block_till_done()
+    await converse(hass, "Hello")
+
+    assert simulator.responses_requests()
+    assert not simulator.chat_requests()

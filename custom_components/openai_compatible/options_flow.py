@@ -9,17 +9,21 @@ from homeassistant.helpers.selector import (
     NumberSelector,
     NumberSelectorConfig,
     NumberSelectorMode,
+    SelectSelector,
+    SelectSelectorConfig,
+    SelectSelectorMode,
 )
 import probatio
 
-from .const import CONF_TIMEOUT, DEFAULT_TIMEOUT_SECONDS
+from .capabilities import WireApi, api_setting
+from .const import CONF_API, CONF_TIMEOUT, DEFAULT_TIMEOUT_SECONDS
 
 MIN_TIMEOUT_SECONDS: Final = 10
 MAX_TIMEOUT_SECONDS: Final = 3600
 
 
 class ConnectionOptionsFlow(OptionsFlow):
-    """Change how long one round trip with the model may take."""
+    """Change how long one round trip may take, and the API it goes over."""
 
     async def async_step_init(
         self, user_input: dict[str, Any] | None = None
@@ -42,7 +46,17 @@ class ConnectionOptionsFlow(OptionsFlow):
                         unit_of_measurement="s",
                         mode=NumberSelectorMode.BOX,
                     )
-                )
+                ),
+                probatio.Required(
+                    CONF_API,
+                    default=api_setting(self.config_entry.options.get(CONF_API)),
+                ): SelectSelector(
+                    SelectSelectorConfig(
+                        options=list(WireApi),
+                        translation_key=CONF_API,
+                        mode=SelectSelectorMode.LIST,
+                    )
+                ),
             }
         )
         return self.async_show_form(step_id="init", data_schema=schema)
