@@ -555,6 +555,9 @@ def _structured_answer(
         return None
     if response_format["type"] == "json_schema":
         value = fill_schema(response_format["json_schema"]["schema"])
+    elif isinstance(given := response_format.get("schema"), dict):
+        # json_object with a schema next to it, held to it as llama.cpp does.
+        value = fill_schema(given)
     elif response_format["type"] == "json_object":
         schema = next(
             (

@@ -684,7 +684,12 @@ async def test_repair_keeps_rung_instructions(
 
     assert response["data"]["condition"] in ("sunny", "cloudy", "rainy")
     first, second = simulator.chat_requests()
-    assert first["response_format"] == {"type": "json_object"}
+    assert first["response_format"]["type"] == "json_object"
+    assert first["response_format"]["schema"]["required"] == [
+        "condition",
+        "temperature",
+    ]
+    assert second["response_format"] == first["response_format"]
     assert second["messages"][: len(first["messages"])] == first["messages"]
     assert second["messages"][-1] == {
         "role": "user",
@@ -1181,7 +1186,7 @@ def test_structured_requests() -> None:
     }
     assert plain.instructions is None
     json_object = structured_request(RUNG_JSON_OBJECT, "n", schema, strict)
-    assert json_object.response_format == {"type": "json_object"}
+    assert json_object.response_format == {"type": "json_object", "schema": schema}
     assert json_object.instructions is not None
     assert json_object.instructions.endswith('{"type":"object"}')
     prompt_only = structured_request(RUNG_INSTRUCTIONS, "n", schema, strict)

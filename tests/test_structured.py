@@ -228,3 +228,49 @@ async def test_strict_refused_alone_keeps_the_plain_schema(
     last = simulator.chat_requests()[-1]["response_format"]["json_schema"]
     assert "strict" not in last
     assert json.dumps(last["schema"])
+
+
+async def test_a_schema_next_to_json_object_holds_the_answer(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """json_object carries the schema, which llama.cpp's servers hold answers to."""
+    entry = await setup_entry()
+    entry.runtime_data.capabilities.model(MODEL).learn_refused(Feature.JSON_SCHEMA)
+
+    await generate(hass)
+
+    (body,) = simulator.chat_requests()
+    assert body["response_format"]["type"] == "json_object"
+    assert body["response_format"]["schema"]["required"] == ["condition", "temperature"]
+
+
+async def test_a_server_that_refuses_the_schema_gets_plain_json_object(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A refusal of the schema next to json_object drops it, from then on."""
+    entry = await setup_entry()
+    model = entry.runtime_data.capabilities.model(MODEL)
+    model.learn_refused(Feature.JSON_SCHEMA)
+    simulator.enqueue(
+        CHAT,
+        status=422,
+        json={
+            "detail": [
+                {
+                    "type": "extra_forbidden",
+                    "loc": ["body", "response_format", "schema"],
+                    "msg": "Extra inputs are not permitted",
+                }
+            ]
+        },
+    )
+
+    await generate(hass)
+    await generate(hass, "Weather again")
+
+    assert [body["response_format"] for body in simulator.chat_requests()[1:]] == [
+        {"type": "json_object"},
+        {"type": "json_object"},
+    ]
+    assert model.refuses(Feature.JSON_OBJECT_SCHEMA)
+    assert "schema" in simulator.chat_requests()[0]["response_format"]

@@ -34,6 +34,8 @@ class Feature(StrEnum):
     STRICT_SCHEMA = "strict_schema"
     JSON_SCHEMA = "json_schema"
     JSON_OBJECT = "json_object"
+    # A schema next to json_object, which llama.cpp's servers constrain to.
+    JSON_OBJECT_SCHEMA = "json_object_schema"
     LOGPROBS = "logprobs"
     STREAM_OPTIONS = "stream_options"
     TOOLS = "tools"

@@ -251,6 +251,8 @@ def body_features(body: dict[str, Any]) -> frozenset[Feature]:
             features.add(Feature.STRICT_SCHEMA)
     elif kind == "json_object":
         features.add(Feature.JSON_OBJECT)
+        if "schema" in response_format:
+            features.add(Feature.JSON_OBJECT_SCHEMA)
     if body.get("tools"):
         features.add(Feature.TOOLS)
         if body.get("stream"):
@@ -293,6 +295,10 @@ def without_feature(body: dict[str, Any], feature: Feature) -> dict[str, Any] | 
         changed.pop("stream_options", None)
     elif feature is Feature.PROMPT_CACHE_KEY:
         changed.pop("prompt_cache_key", None)
+    elif feature is Feature.JSON_OBJECT_SCHEMA:
+        response_format = dict(body["response_format"])
+        response_format.pop("schema", None)
+        changed["response_format"] = response_format
     elif feature is Feature.SAMPLING:
         changed.pop("temperature", None)
         changed.pop("top_p", None)

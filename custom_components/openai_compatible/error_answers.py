@@ -117,6 +117,7 @@ _NAMES: Final[tuple[tuple[Feature, tuple[str, ...]], ...]] = (
             "guided",
         ),
     ),
+    (Feature.JSON_OBJECT_SCHEMA, ("schema",)),
     (
         Feature.JSON_OBJECT,
         (

@@ -55,7 +55,11 @@ def structured_request(
             {"type": "json_schema", "json_schema": {"name": name, "schema": schema}},
             None,
         )
-    response_format = {"type": "json_object"} if rung == RUNG_JSON_OBJECT else None
+    # The schema goes next to json_object too: llama.cpp's servers hold the
+    # answer to it; a server that refuses it gets plain json_object.
+    response_format = (
+        {"type": "json_object", "schema": schema} if rung == RUNG_JSON_OBJECT else None
+    )
     return StructuredRequest(rung, response_format, schema_instructions(schema))
 
 
