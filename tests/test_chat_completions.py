@@ -280,3 +280,51 @@ async def test_a_refusal_that_names_nothing_is_not_repeated(
 
     assert "Something is wrong" in speech(result)
     assert len(simulator.chat_requests()) == 1
+
+
+async def test_tool_choice_refused_is_dropped(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """VLLM without its auto tool choice flag: the request goes without it."""
+    entry = await setup_entry()
+    simulator.enqueue(
+        "/chat/completions",
+        status=400,
+        json=_refusal(
+            '"auto" tool choice requires --enable-auto-tool-choice and '
+            "--tool-call-parser to be set"
+        ),
+    )
+
+    await converse(hass, "Hello")
+    await converse(hass, "Hello again")
+
+    assert [body.get("tool_choice") for body in simulator.chat_requests()] == [
+        "auto",
+        None,
+        None,
+    ]
+    model = entry.runtime_data.capabilities.model("gpt-4o-mini")
+    assert model.refuses(Feature.TOOL_CHOICE)
+
+
+async def test_a_stream_that_ends_before_it_begins_next_to_tools(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """llama-cpp-python ends a stream at once when it may choose a tool: unstreamed."""
+    entry = await setup_entry()
+    simulator.enqueue(
+        "/chat/completions", raw="", headers={"Content-Type": "text/event-stream"}
+    )
+
+    first = await converse(hass, "Hello")
+    await converse(hass, "Hello again")
+
+    assert "Hello" in speech(first)
+    assert [body.get("stream") for body in simulator.chat_requests()] == [
+        True,
+        None,
+        None,
+    ]
+    model = entry.runtime_data.capabilities.model("gpt-4o-mini")
+    assert model.refuses(Feature.STREAM_WITH_TOOLS)

@@ -159,11 +159,6 @@ async def test_evaluate_without_decisions_route(
     assert len(decisions) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs a translated error for a server without an images route "
-    "(lead): today its 404 body is passed on as api_error",
-)
 async def test_generate_image_without_images_route(
     hass: HomeAssistant,
     simulator: OpenAISimulator,
@@ -180,12 +175,6 @@ async def test_generate_image_without_images_route(
     assert err.value.translation_key != "api_error"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the renderer sends an assistant tool-call message with content null, "
-    "which llama-cpp-python refuses with a 500 validation dump, shown to the user "
-    "inside tools_unsupported (lead: send content '')",
-)
 async def test_tool_round_is_accepted_by_llama_cpp_python(
     hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:

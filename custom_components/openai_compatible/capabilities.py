@@ -39,6 +39,7 @@ class Feature(StrEnum):
     LOGPROBS = "logprobs"
     STREAM_OPTIONS = "stream_options"
     TOOLS = "tools"
+    TOOL_CHOICE = "tool_choice"
     STREAM_WITH_TOOLS = "stream_with_tools"
     MAX_COMPLETION_TOKENS = "max_completion_tokens"
     MAX_TOKENS = "max_tokens"

@@ -26,7 +26,7 @@ from .chat_stream import ChatStreamParser, async_read_answer, usage_stats
 from .const import LOGGER
 from .errors import ContextOverflowError, MalformedAnswerError, RequestRejectedError
 from .sse import async_read_body
-from .transport import Budget, Opened, Transport, parse_json
+from .transport import Budget, Transport, parse_json
 
 if TYPE_CHECKING:
     from .window import RequestFit
@@ -215,7 +215,8 @@ class MessageRenderer:
                 if content.tool_calls:
                     return []  # only provider-run calls: nothing to replay
                 return [{"role": "assistant", "content": ""}]
-            message: Message = {"role": "assistant", "content": content.content}
+            # Empty text, not null: llama-cpp-python refuses null next to tool calls.
+            message: Message = {"role": "assistant", "content": content.content or ""}
             if calls:
                 message["tool_calls"] = [
                     {
@@ -278,6 +279,7 @@ _FIELD_FEATURES: Final = {
     "temperature": Feature.SAMPLING,
     "top_p": Feature.SAMPLING,
     "prompt_cache_key": Feature.PROMPT_CACHE_KEY,
+    "tool_choice": Feature.TOOL_CHOICE,
 }
 
 
@@ -295,6 +297,8 @@ def without_feature(body: dict[str, Any], feature: Feature) -> dict[str, Any] | 
         changed.pop("stream_options", None)
     elif feature is Feature.PROMPT_CACHE_KEY:
         changed.pop("prompt_cache_key", None)
+    elif feature is Feature.TOOL_CHOICE:
+        changed.pop("tool_choice", None)
     elif feature is Feature.JSON_OBJECT_SCHEMA:
         response_format = dict(body["response_format"])
         response_format.pop("schema", None)
@@ -377,6 +381,9 @@ class ChatCompletionsAdapter:
         body: dict[str, Any] = {"model": self._settings.model, "messages": messages}
         if self.tool_set.tools:
             body["tools"] = self.tool_set.tools
+            # The default where tools are offered; some servers only consider
+            # tools when it is said.
+            body["tool_choice"] = "auto"
         body.update(self._settings.body())
         if response_format:
             body["response_format"] = response_format
@@ -394,10 +401,8 @@ class ChatCompletionsAdapter:
         try:
             async with self._async_open(
                 shaped_body(body, self._capabilities, self._settings.stream)
-            ) as (opened, streamed):
-                async for delta in async_read_answer(
-                    parser, opened.aiter_bytes(), streamed=streamed
-                ):
+            ) as (chunks, streamed):
+                async for delta in async_read_answer(parser, chunks, streamed=streamed):
                     yield delta
         finally:
             if usage := parser.usage:
@@ -410,8 +415,8 @@ class ChatCompletionsAdapter:
         """Send the request unstreamed and return the chat completion as JSON."""
         async with self._async_open(
             shaped_body(body, self._capabilities, stream=False)
-        ) as (opened, _):
-            raw = await async_read_body(opened.aiter_bytes())
+        ) as (chunks, _):
+            raw = await async_read_body(chunks)
         answer = parse_json(raw)
         if not isinstance(answer, dict):
             raise MalformedAnswerError(part="the answer")
@@ -422,24 +427,16 @@ class ChatCompletionsAdapter:
     @asynccontextmanager
     async def _async_open(
         self, body: dict[str, Any]
-    ) -> AsyncIterator[tuple[Opened, bool]]:
+    ) -> AsyncIterator[tuple[AsyncIterator[bytes], bool]]:
         """Open the answer, dropping each feature the server refuses that can go.
 
-        Gives the answer and whether it is streamed.
+        Gives the answer's bytes and whether it is streamed.
         """
         async with AsyncExitStack() as stack:
             while True:
                 self._on_request()
                 try:
-                    opened = await stack.enter_async_context(
-                        self._transport.async_open(
-                            "POST",
-                            "/chat/completions",
-                            budget=self._budget,
-                            body=body,
-                            sent=body_features(body),
-                        )
-                    )
+                    chunks = await self._async_attempt(stack, body)
                     break
                 except RequestRejectedError as err:
                     body = self._without_refused(body, err)
@@ -447,7 +444,36 @@ class ChatCompletionsAdapter:
                     if self._fit is None:
                         raise
                     body = self._fit.after_overflow(body, err)
-            yield opened, bool(body.get("stream"))
+            yield chunks, bool(body.get("stream"))
+
+    async def _async_attempt(
+        self, stack: AsyncExitStack, body: dict[str, Any]
+    ) -> AsyncIterator[bytes]:
+        """Send the request; return its body, whose closing `stack` takes on.
+
+        A stream next to tools that ends before its first byte (llama-cpp-python
+        when it may choose a tool) is a refusal of streaming with tools.
+        """
+        async with AsyncExitStack() as attempt:
+            opened = await attempt.enter_async_context(
+                self._transport.async_open(
+                    "POST",
+                    "/chat/completions",
+                    budget=self._budget,
+                    body=body,
+                    sent=body_features(body),
+                )
+            )
+            chunks = opened.aiter_bytes()
+            first = await anext(chunks, None)
+            if first is None and body.get("stream") and body.get("tools"):
+                raise RequestRejectedError(
+                    "the stream ended before it began",
+                    Feature.STREAM_WITH_TOOLS,
+                    general=True,
+                )
+            stack.push_async_exit(attempt.pop_all())
+        return _prepended(first, chunks)
 
     def _without_refused(
         self, body: dict[str, Any], err: RequestRejectedError
@@ -460,3 +486,13 @@ class ChatCompletionsAdapter:
         if err.general and err.feature is not None:
             self._capabilities.learn_refused(err.feature)
         return changed
+
+
+async def _prepended(
+    first: bytes | None, rest: AsyncIterator[bytes]
+) -> AsyncIterator[bytes]:
+    """Yield the first chunk of a body read ahead, then the rest."""
+    if first is not None:
+        yield first
+    async for chunk in rest:
+        yield chunk

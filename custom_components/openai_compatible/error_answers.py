@@ -67,6 +67,7 @@ _GENERAL: Final = (
     "unsupported_parameter",
     "cannot be used",
     "only the default",
+    "requires",
     # An organization that is not verified gets no reasoning summaries.
     "must be verified",
 )
@@ -130,6 +131,7 @@ _NAMES: Final[tuple[tuple[Feature, tuple[str, ...]], ...]] = (
     ),
     (Feature.IMAGE_INPUT, ("image_url", "image", "vision", "multimodal")),
     (Feature.FILE_INPUT, ("file_data", "file", "pdf", "document")),
+    (Feature.TOOL_CHOICE, ("tool_choice", "tool choice")),
     (Feature.STREAM_WITH_TOOLS, ("stream",)),
     (Feature.TOOLS, ("tool", "function")),
 )

@@ -19,7 +19,7 @@ from openai.types import ImagesResponse
 
 from .api import translate_errors
 from .attachments import IMAGE_TYPES, async_load_attachments, sniff_mime_type
-from .errors import ServerError
+from .errors import RequestRejectedError, ServerError
 from .image_fetch import IMAGE_MAX_BYTES, async_fetch_image
 
 # The longest base64 text of an image taken: that of IMAGE_MAX_BYTES.
@@ -30,6 +30,9 @@ _JPEG_FRAMES = frozenset(
 )
 # JPEG markers without a length: TEM, RST0-7, SOI, EOI.
 _JPEG_STANDALONE = frozenset({0x01, *range(0xD0, 0xDA)})
+
+# Answers that say the server has no images route.
+_NO_ROUTE: Final = frozenset({404, 405, 501})
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +78,10 @@ async def async_generate_image(
                 )
             else:
                 response = await client.images.generate(model=model, prompt=prompt)
+    except RequestRejectedError as err:
+        if err.status in _NO_ROUTE:
+            raise ServerError("image_generation_unsupported") from err
+        raise
     except (ValueError, AttributeError, TypeError, RecursionError) as err:
         # A 200 whose body is not JSON (an empty body, a web page, JSON nested
         # past the decoder's depth).
