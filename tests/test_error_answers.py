@@ -255,3 +255,33 @@ def test_empty_body_names_the_status() -> None:
     """With no words from the server, the user still reads what happened."""
     error = error_for_status(502, {}, b"")
     assert error.translation_placeholders == {"message": "HTTP 502"}
+
+
+@pytest.mark.parametrize(
+    ("text", "sent", "key"),
+    [
+        (
+            "Image input is not supported",
+            frozenset({Feature.IMAGE_INPUT}),
+            "image_input_refused",
+        ),
+        (
+            "15 validation errors: ... 'file' ...",
+            frozenset({Feature.FILE_INPUT}),
+            "file_input_refused",
+        ),
+        # A chat template that takes only text, given content parts.
+        (
+            'can only concatenate str (not "list") to str',
+            frozenset({Feature.IMAGE_INPUT}),
+            "image_input_refused",
+        ),
+    ],
+)
+def test_refused_attachments_are_told(
+    text: str, sent: frozenset[Feature], key: str
+) -> None:
+    """A model that cannot take the attachments says so, in the user's terms."""
+    error = error_for_status(500, {}, text.encode(), sent=sent)
+    assert isinstance(error, RequestRejectedError)
+    assert error.translation_key == key

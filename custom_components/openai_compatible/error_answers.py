@@ -129,8 +129,12 @@ _NAMES: Final[tuple[tuple[Feature, tuple[str, ...]], ...]] = (
             "json mode",
         ),
     ),
-    (Feature.IMAGE_INPUT, ("image_url", "image", "vision", "multimodal")),
-    (Feature.FILE_INPUT, ("file_data", "file", "pdf", "document")),
+    # A chat template that takes text only fails on a list of content parts.
+    (
+        Feature.IMAGE_INPUT,
+        ("image_url", "image", "vision", "multimodal", '(not "list")'),
+    ),
+    (Feature.FILE_INPUT, ("file_data", "file", "pdf", "document", '(not "list")')),
     (Feature.TOOL_CHOICE, ("tool_choice", "tool choice")),
     (Feature.STREAM_WITH_TOOLS, ("stream",)),
     (Feature.TOOLS, ("tool", "function")),

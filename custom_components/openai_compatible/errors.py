@@ -79,11 +79,18 @@ class RequestRejectedError(ServerError):
         status: int = 400,
     ) -> None:
         """Keep the server's message, its status and what it refused."""
-        super().__init__("api_error", message=message)
+        super().__init__(_REFUSAL_KEYS.get(feature, "api_error"), message=message)
         self.server_message = message
         self.feature = feature
         self.general = general
         self.status = status
+
+
+# Refusals a user can act on, told in their own words; the rest are api_error.
+_REFUSAL_KEYS: dict[Feature | None, str] = {
+    Feature.IMAGE_INPUT: "image_input_refused",
+    Feature.FILE_INPUT: "file_input_refused",
+}
 
 
 class MalformedAnswerError(ServerError):
