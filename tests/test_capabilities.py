@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 from homeassistant.core import HomeAssistant
 import pytest
 
@@ -73,6 +75,39 @@ async def test_reports(hass: HomeAssistant) -> None:
     other = _capabilities(hass, report=report).model("other")
     assert other.context_window is None
     assert not other.refuses(Feature.TOOLS)
+
+
+async def test_shutdown_dates(hass: HomeAssistant) -> None:
+    """The server's date comes first; the preset's table dates the rest."""
+    report = ServerReport(
+        models={
+            "gpt-5-mini": ModelReport(shutdown=date(2026, 12, 20)),
+            "gpt-4o-mini": ModelReport(),
+        }
+    )
+    openai = _capabilities(hass, "openai", report)
+    assert openai.shutdown("gpt-5-mini") == date(2026, 12, 20)
+    assert openai.shutdown("gpt-5-nano") == date(2026, 12, 11)
+    assert openai.shutdown("gpt-4o-mini") is None
+    assert _capabilities(hass, report=report).shutdown("gpt-5-nano") is None
+
+
+async def test_new_report_keeps_or_forgets_lessons(hass: HomeAssistant) -> None:
+    """A newer report of the same server keeps the lessons; another server's not."""
+    capabilities = _capabilities(hass)
+    capabilities.model("m").learn_refused(Feature.LOGPROBS)
+    newer = ServerReport(models={"m": ModelReport(context_window=2048)})
+
+    capabilities.update_report(newer, "fingerprint")
+
+    assert capabilities.model("m").refuses(Feature.LOGPROBS)
+    assert capabilities.model("m").context_window == 2048
+
+    capabilities.update_report(ServerReport(), "another server")
+
+    assert capabilities.fingerprint == "another server"
+    assert not capabilities.model("m").refuses(Feature.LOGPROBS)
+    assert capabilities.as_dict() == {"fingerprint": "another server", "models": {}}
 
 
 async def test_lessons(hass: HomeAssistant) -> None:

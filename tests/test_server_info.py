@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 import pytest
@@ -79,7 +80,7 @@ async def test_ollama_default_context_and_capabilities(
 async def test_hosted_listing(
     simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:
-    """A hosted /models entry tells context length, modalities and parameters."""
+    """A hosted /models entry tells context length, modalities, parameters, shutdown."""
     simulator.enqueue(
         "/models",
         json={
@@ -89,11 +90,13 @@ async def test_hosted_listing(
                     "context_length": 128000,
                     "architecture": {"input_modalities": ["text"]},
                     "supported_parameters": ["temperature", "response_format"],
+                    "expiration_date": "2027-01-14",
                 },
                 {
                     "id": "mistral-small",
                     "max_context_length": 32768,
                     "capabilities": {"vision": True, "function_calling": True},
+                    "expiration_date": None,
                 },
             ]
         },
@@ -108,8 +111,10 @@ async def test_hosted_listing(
         False,
     )
     assert model.refuses(Feature.TOOLS)
+    assert model.report.shutdown == date(2027, 1, 14)
     mistral = model_of(entry, "mistral-small")
     assert (mistral.context_window, mistral.report.vision) == (32768, True)
+    assert mistral.report.shutdown is None
     assert not mistral.refuses(Feature.TOOLS)
 
 

@@ -6,7 +6,8 @@ Three sources, asked in this order of trust:
    or need, where a local server keeps its info route;
 2. what the server reports (`ServerReport`, `ModelReport`): its version, and
    per model the context window, vision and tool support, from `/models` or
-   the server's native info route (see server_info.py);
+   the server's native info route (see server_info.py), and the day it will
+   shut the model down (see model_lifecycle.py);
 3. what was learned from rejections (`Lessons`): a request feature the model
    refused in general, or one it proved to handle.
 
@@ -16,8 +17,9 @@ a `Store` and forgotten when the server, its version or its model list change.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
+from datetime import date
 from enum import StrEnum
 import hashlib
 from typing import Any, Final
@@ -26,6 +28,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.storage import Store
 
 from .const import DOMAIN, LOGGER
+from .model_lifecycle import OPENAI_SHUTDOWNS
 
 
 class Feature(StrEnum):
@@ -119,6 +122,10 @@ class Provider:
     responses: bool = False
     # The provider-run tools its Responses API runs.
     provider_tools: frozenset[Feature] = frozenset()
+    # Shutdown dates the provider announced, by model (model_lifecycle.py).
+    shutdowns: Mapping[str, date] = field(default_factory=dict, compare=False)
+    # Requests may name only models the server lists.
+    lists_every_model: bool = True
 
 
 PROVIDER_CUSTOM: Final = "custom"
@@ -133,6 +140,7 @@ PROVIDERS: Final[dict[str, Provider]] = {
         decisions=True,
         responses=True,
         provider_tools=frozenset(PROVIDER_TOOLS),
+        shutdowns=OPENAI_SHUTDOWNS,
     ),
     "azure": Provider(
         "Azure OpenAI",
@@ -141,6 +149,8 @@ PROVIDERS: Final[dict[str, Provider]] = {
         decisions=True,
         responses=True,
         provider_tools=frozenset({Feature.CODE_INTERPRETER, Feature.IMAGE_GENERATION}),
+        # Requests name a deployment, which the models list need not show.
+        lists_every_model=False,
     ),
     "openrouter": Provider(
         "OpenRouter",
@@ -277,6 +287,8 @@ class ModelReport:
     context_window: int | None = None
     vision: bool | None = None
     tools: bool | None = None
+    # The day the server will shut the model down.
+    shutdown: date | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -471,9 +483,20 @@ class Capabilities:
             self._schedule_save,
         )
 
-    def update_report(self, report: ServerReport) -> None:
-        """Take a newer report from the server, keeping the lessons."""
+    def shutdown(self, name: str) -> date | None:
+        """Return the day a model shuts down: as the server, else the preset, says."""
+        report = self.report.models.get(name)
+        return (report and report.shutdown) or self.provider.shutdowns.get(name)
+
+    def update_report(self, report: ServerReport, fingerprint: str) -> None:
+        """Take a newer report; forget the lessons when the server changed."""
         self.report = report
+        if fingerprint == self.fingerprint:
+            return
+        LOGGER.debug("The server changed; forgetting what was learned about it")
+        self.fingerprint = fingerprint
+        self._lessons.clear()
+        self._schedule_save()
 
     async def async_load(self) -> None:
         """Bring back the lessons stored for this very server, if any."""

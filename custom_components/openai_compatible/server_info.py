@@ -17,6 +17,7 @@ from .api import ModelListing
 from .capabilities import ModelReport, ServerKind, ServerReport
 from .const import LOGGER
 from .errors import ServerError
+from .model_lifecycle import listed_shutdown
 from .transport import Budget, Transport
 
 # Native routes are a bonus: asked briefly, read up to a small size.
@@ -59,7 +60,12 @@ def listed_report(entry: Mapping[str, Any]) -> ModelReport:
     tools = _flag(capabilities, "function_calling")
     if isinstance(parameters, list):
         tools = "tools" in parameters
-    return ModelReport(context_window=_context(entry), vision=vision, tools=tools)
+    return ModelReport(
+        context_window=_context(entry),
+        vision=vision,
+        tools=tools,
+        shutdown=listed_shutdown(entry),
+    )
 
 
 def _context(entry: Mapping[str, Any]) -> int | None:
