@@ -204,6 +204,8 @@ class OpenAISimulator:
         """
         self.api_key = api_key
         self.models = list(DEFAULT_MODELS if models is None else models)
+        # Shutdown dates (YYYY-MM-DD) the model list gives, as OpenAI's does.
+        self.shutdown_dates: dict[str, str] = {}
         self.settings = (
             SimulatorSettings.imitating(profile) if profile else SimulatorSettings()
         )
@@ -574,10 +576,17 @@ class OpenAISimulator:
                     _model_entry(
                         model, self.settings.native, self.settings.context_window
                     )
+                    | self._shutdown_field(model)
                     for model in self.models
                 ],
             }
         )
+
+    def _shutdown_field(self, model: str) -> dict[str, str]:
+        """Return the shutdown date field of a model's entry, if it has a date."""
+        if model in self.shutdown_dates:
+            return {"shutdown_date": self.shutdown_dates[model]}
+        return {}
 
     async def _get_model(self, request: web.Request) -> web.Response:
         """Describe one model."""

@@ -17,6 +17,7 @@ from custom_components.openai_compatible.const import (
 )
 from custom_components.openai_compatible.naming import (
     entry_title,
+    followed_title,
     is_generated_title,
     subentry_title,
 )
@@ -77,3 +78,18 @@ def test_is_generated_title(subentry_type: str, title: str, generated: bool) -> 
     """Only the title the subentry would get now, or the old fixed one, is ours."""
     model = {CONF_CHAT_MODEL: "llama3.1:8b"}
     assert is_generated_title(title, subentry_type, OLLAMA, model) is generated
+
+
+@pytest.mark.parametrize(
+    ("title", "followed"),
+    [
+        ("Ollama · llama3.1:8b", "Ollama · qwen3"),
+        (DEFAULT_CONVERSATION_NAME, "Ollama · qwen3"),
+        ("Kitchen helper", "Kitchen helper"),
+    ],
+)
+def test_followed_title(title: str, followed: str) -> None:
+    """A title the integration gave follows the new model; a given name stays."""
+    old = {CONF_CHAT_MODEL: "llama3.1:8b"}
+    new = {CONF_CHAT_MODEL: "qwen3"}
+    assert followed_title(title, SUBENTRY_CONVERSATION, OLLAMA, old, new) == followed

@@ -10,12 +10,12 @@ from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryNotReady
 
 from .api import RuntimeData, async_create_client, async_fetch_models
-from .capabilities import Capabilities, async_forget, provider_for, server_fingerprint
-from .const import CONF_BASE_URL, CONF_CHAT_MODEL, CONF_PROVIDER, DOMAIN, LOGGER
+from .capabilities import Capabilities, async_forget, provider_for
+from .const import CONF_BASE_URL, CONF_PROVIDER, DOMAIN, LOGGER
 from .errors import AuthError, ServerError
 from .health import ServerHealth
+from .model_watch import ModelWatch, async_survey
 from .naming import LEGACY_TITLES, subentry_title
-from .server_info import async_server_report
 from .transport import Transport
 
 PLATFORMS = (
@@ -57,27 +57,15 @@ async def async_setup_entry(
     if listing is None:
         # Some servers have no models endpoint; they still serve chat.
         LOGGER.debug("%s lists no models; chat still works", entry.title)
-    models = listing.ids if listing else []
-    report = await async_server_report(
-        transport, provider.kind, listing, _models_in_use(entry)
-    )
+    survey = await async_survey(entry, transport, listing)
     capabilities = Capabilities(
-        hass,
-        entry.entry_id,
-        provider,
-        report,
-        server_fingerprint(
-            entry.data[CONF_BASE_URL],
-            entry.data.get(CONF_API_KEY),
-            report,
-            models,
-        ),
+        hass, entry.entry_id, provider, survey.report, survey.fingerprint
     )
     await capabilities.async_load()
     entry.runtime_data = RuntimeData(
         transport=transport,
         client=await async_create_client(hass, dict(entry.data)),
-        models=models,
+        models=survey.models,
         capabilities=capabilities,
         health=health,
         evaluate_slots=asyncio.Semaphore(provider.concurrency),
@@ -85,6 +73,9 @@ async def async_setup_entry(
     entry.async_on_unload(health.async_stop)
     entry.async_on_unload(capabilities.async_save)
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
+    watch = ModelWatch(hass, entry)
+    watch.async_start()
+    entry.async_on_unload(watch.async_stop)
     entry.async_on_unload(entry.add_update_listener(_async_reload))
     return True
 
@@ -113,15 +104,6 @@ async def async_migrate_entry(
         hass.config_entries.async_update_entry(entry, unique_id=None, minor_version=2)
         LOGGER.debug("Migrated %s to version 1.2", entry.title)
     return True
-
-
-def _models_in_use(entry: OpenAICompatibleConfigEntry) -> set[str]:
-    """Return the chat models the entry's subentries use."""
-    return {
-        str(model)
-        for subentry in entry.subentries.values()
-        if (model := subentry.data.get(CONF_CHAT_MODEL))
-    }
 
 
 async def async_unload_entry(

@@ -92,3 +92,16 @@ def is_generated_title(
         subentry_title(subentry_type, entry_data, subentry_data),
         LEGACY_TITLES.get(subentry_type),
     )
+
+
+def followed_title(
+    title: str,
+    subentry_type: str,
+    entry_data: Mapping[str, Any],
+    old_data: Mapping[str, Any],
+    new_data: Mapping[str, Any],
+) -> str:
+    """Return a subentry's title after its settings change: a given name stays."""
+    if is_generated_title(title, subentry_type, entry_data, old_data):
+        return subentry_title(subentry_type, entry_data, new_data)
+    return title
