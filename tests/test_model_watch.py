@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 import logging
 
@@ -354,15 +355,27 @@ async def test_removed_subentry_and_unloaded_entry_leave_no_issue(
     assert model_issues(hass) == {}
 
 
-async def test_unloaded_during_a_refresh(
-    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
-) -> None:
-    """A refresh under way when the entry unloads leaves no issue behind."""
-    entry = await setup_entry()
-    simulator.models.remove("gpt-4o-mini")
+class TestUnloadDuringRefresh:
+    """A refresh under way when the entry unloads, on the real clock."""
 
-    async_fire_time_changed(hass, dt_util.utcnow() + REFRESH_INTERVAL)
-    assert await hass.config_entries.async_unload(entry.entry_id)
-    await hass.async_block_till_done(wait_background_tasks=True)
+    @pytest.fixture(autouse=True)
+    def frozen_time(self) -> None:
+        """Leave the clock running: the server answers after a real delay."""
 
-    assert model_issues(hass) == {}
+    async def test_unloaded_during_a_refresh(
+        self, hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+    ) -> None:
+        """The refresh is cancelled: it changes nothing and leaves no issue behind."""
+        entry = await setup_entry()
+        runtime = entry.runtime_data
+        simulator.models.remove("gpt-4o-mini")
+        simulator.settings.latency = 0.3
+
+        async_fire_time_changed(hass, dt_util.utcnow() + REFRESH_INTERVAL)
+        assert await hass.config_entries.async_unload(entry.entry_id)
+        await asyncio.sleep(0.5)
+        await hass.async_block_till_done(wait_background_tasks=True)
+
+        assert model_list_requests(simulator) >= 2
+        assert "gpt-4o-mini" in runtime.models
+        assert model_issues(hass) == {}
