@@ -1,4 +1,4 @@
-"""translations/en.json: complete, sorted, every key the code uses, none it does not."""
+"""Translations: en.json complete, sorted and used; every other language matches it."""
 
 from __future__ import annotations
 
@@ -72,11 +72,30 @@ REQUIRED_EXCEPTIONS = {
 }
 
 
+# Languages translated besides English.
+LANGUAGES = ("de", "es", "fr", "it", "nl")
+
+PLACEHOLDER = re.compile(r"{(\w+)}")
+# What must reach every language unchanged: code spans and addresses.
+VERBATIM = re.compile(r"`[^`]*`|https?://\w[^\s,;)]*[^\s,;).]")
+
+
 def _strings(node: Any) -> list[str]:
     """Return every string in a translation tree."""
     if isinstance(node, dict):
         return [text for value in node.values() for text in _strings(value)]
     return [node]
+
+
+def _leaves(node: Any, path: str = "") -> dict[str, Any]:
+    """Return every leaf of a translation tree by its dotted path."""
+    if isinstance(node, dict):
+        return {
+            leaf: text
+            for key, value in node.items()
+            for leaf, text in _leaves(value, f"{path}.{key}".lstrip(".")).items()
+        }
+    return {path: node}
 
 
 def _assert_sorted(node: Any, path: str = "") -> None:
@@ -95,6 +114,37 @@ def test_sorted_and_self_contained() -> None:
         assert text.strip() == text
         assert text
         assert "[%key:" not in text
+
+
+def test_translated_languages() -> None:
+    """English and exactly the translated languages have a file."""
+    files = {path.stem for path in (PACKAGE / "translations").glob("*.json")}
+    assert files == {"en", *LANGUAGES}
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_language_matches_english(language: str) -> None:
+    """A language has every English key and no other, sorted, each string filled.
+
+    Each string keeps the English one's placeholders, code spans, addresses and
+    paragraphs.
+    """
+    path = PACKAGE / "translations" / f"{language}.json"
+    translated = json.loads(path.read_text(encoding="utf-8"))
+    _assert_sorted(translated)
+    english, theirs = _leaves(EN), _leaves(translated)
+    untranslated = sorted(english.keys() - theirs.keys())
+    assert not untranslated, f"{language}.json lacks {untranslated}"
+    extra = sorted(theirs.keys() - english.keys())
+    assert not extra, f"{language}.json has keys en.json lacks: {extra}"
+    for key, text in theirs.items():
+        source = english[key]
+        assert isinstance(text, str), key
+        assert text, key
+        assert text.strip() == text, key
+        assert set(PLACEHOLDER.findall(text)) == set(PLACEHOLDER.findall(source)), key
+        assert sorted(VERBATIM.findall(text)) == sorted(VERBATIM.findall(source)), key
+        assert text.count("\n") == source.count("\n"), key
 
 
 @pytest.mark.parametrize(("key", "placeholders"), REQUIRED_EXCEPTIONS.items())
