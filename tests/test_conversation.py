@@ -23,7 +23,7 @@ from pytest_homeassistant_custom_component.common import (
 )
 from syrupy.assertion import SnapshotAssertion
 
-from custom_components.openai_compatible.capabilities import WireApi
+from custom_components.openai_compatible.capabilities import Feature, WireApi
 from custom_components.openai_compatible.const import CONF_API
 from simulator import OpenAISimulator, chunk, sse_text, sse_tool_calls
 
@@ -661,3 +661,36 @@ async def test_streaming_off(
     assert second["messages"][-2]["tool_calls"][0]["function"]["name"] == (
         "intent__HassTurnOn"
     )
+
+
+async def test_an_empty_answer_is_told(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """An answer with no words in it says so, in our words."""
+    await setup_entry(conversation={CONF_LLM_HASS_API: []})
+    simulator.enqueue("/chat/completions", sse=[chunk({}, finish_reason="stop")])
+
+    result = await converse(hass, "Hello")
+
+    assert result.response.response_type is intent.IntentResponseType.ERROR
+    assert speech(result).startswith("The model gave no answer")
+
+
+async def test_an_empty_stream_next_to_tools_is_asked_again_unstreamed(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A gateway's empty stream when tools are offered: unstreamed, and learned."""
+    entry = await setup_entry()
+    simulator.enqueue("/chat/completions", sse=[chunk({}, finish_reason="stop")])
+
+    first = await converse(hass, "Hello")
+    await converse(hass, "Hello again")
+
+    assert "Hello" in speech(first)
+    assert [body.get("stream") for body in simulator.chat_requests()] == [
+        True,
+        None,
+        None,
+    ]
+    model = entry.runtime_data.capabilities.model("gpt-4o-mini")
+    assert model.refuses(Feature.STREAM_WITH_TOOLS)

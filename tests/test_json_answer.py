@@ -156,3 +156,11 @@ def test_parse_json_answer_tries_so_many_fences() -> None:
     assert parse_json_answer(fences + last) == 42
     with pytest.raises(StructureMismatch, match="^the answer is not valid JSON: "):
         parse_json_answer("```\nnot json\n```\n" + fences + last)
+
+
+def test_line_breaks_inside_strings_are_text() -> None:
+    """A raw line break or tab inside a string is read, as models write them."""
+    assert parse_json_answer('{"note": "two\nlines\tand a tab"}') == {
+        "note": "two\nlines\tand a tab"
+    }
+    assert parse_json_answer('Here: {"note": "a\nb"} done') == {"note": "a\nb"}

@@ -392,16 +392,38 @@ class ChatCompletionsAdapter:
     async def async_stream(
         self, chat_log: conversation.ChatLog, body: dict[str, Any]
     ) -> AsyncIterator[conversation.AssistantContentDeltaDict]:
-        """Send the request and yield the answer as chat log deltas."""
+        """Send the request and yield the answer as chat log deltas.
+
+        An empty streamed answer next to tools (a gateway's rendering of a
+        server that cannot stream when it may choose a tool) is asked again
+        unstreamed; when that answers, the model's refusal is learned.
+        """
+        yield {"role": "assistant"}
+        body = shaped_body(body, self._capabilities, self._settings.stream)
+        said = False
+        async for delta in self._async_answer(chat_log, body):
+            said = said or _says_something(delta)
+            yield delta
+        if said or not (body.get("stream") and body.get("tools")):
+            return
+        LOGGER.debug("Empty streamed answer next to tools; asking unstreamed")
+        unstreamed = without_feature(body, Feature.STREAM_WITH_TOOLS) or body
+        async for delta in self._async_answer(chat_log, unstreamed):
+            if _says_something(delta) and not said:
+                said = True
+                self._capabilities.learn_refused(Feature.STREAM_WITH_TOOLS)
+            yield delta
+
+    async def _async_answer(
+        self, chat_log: conversation.ChatLog, body: dict[str, Any]
+    ) -> AsyncIterator[conversation.AssistantContentDeltaDict]:
+        """Send one request and yield its answer's deltas; trace its usage."""
         parser = ChatStreamParser(
             self.tool_set.from_wire,
             short_call_ids=self._settings.short_tool_call_ids,
         )
-        yield {"role": "assistant"}
         try:
-            async with self._async_open(
-                shaped_body(body, self._capabilities, self._settings.stream)
-            ) as (chunks, streamed):
+            async with self._async_open(body) as (chunks, streamed):
                 async for delta in async_read_answer(parser, chunks, streamed=streamed):
                     yield delta
         finally:
@@ -496,3 +518,10 @@ async def _prepended(
         yield first
     async for chunk in rest:
         yield chunk
+
+
+def _says_something(delta: conversation.AssistantContentDeltaDict) -> bool:
+    """Tell whether a delta holds words, thinking or tool calls."""
+    return bool(
+        delta.get("content") or delta.get("thinking_content") or delta.get("tool_calls")
+    )

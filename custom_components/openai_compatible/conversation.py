@@ -13,6 +13,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from . import OpenAICompatibleConfigEntry
 from .const import DOMAIN, SUBENTRY_CONVERSATION
 from .entity import OpenAICompatibleEntity
+from .errors import ModelError
 
 PARALLEL_UPDATES = 0
 
@@ -88,4 +89,7 @@ class OpenAICompatibleConversationEntity(
             return err.as_conversation_result()
 
         await self._async_handle_chat_log(chat_log)
+        last = chat_log.content[-1]
+        if not (isinstance(last, conversation.AssistantContent) and last.content):
+            raise ModelError("no_answer")
         return conversation.async_get_result_from_chat_log(user_input, chat_log)

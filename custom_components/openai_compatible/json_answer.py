@@ -47,6 +47,10 @@ def validate_result(structure: probatio.Schema, data: Any) -> Any:
         raise StructureMismatch(f"the answer does not fit: {err}") from err
 
 
+# Models write raw line breaks and tabs inside strings: read them as text.
+_DECODER: Final = json.JSONDecoder(strict=False)
+
+
 def schema_instructions(schema: dict[str, Any]) -> str:
     """Return the instruction that asks for JSON matching the schema."""
     return _INSTRUCTIONS + json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
@@ -64,12 +68,12 @@ def parse_json_answer(text: str) -> Any:
     answer = text.rsplit("</think>", 1)[-1].split("<think>", 1)[0]
     try:
         try:
-            return json.loads(answer)
+            return _DECODER.decode(answer)
         except json.JSONDecodeError as err:
             problem = err
         for fence in islice(_FENCED.finditer(answer), JSON_TRIES):
             try:
-                return json.loads(fence[1])
+                return _DECODER.decode(fence[1])
             except json.JSONDecodeError:
                 continue
         return _embedded_value(answer, problem)
@@ -83,7 +87,7 @@ def _embedded_value(answer: str, problem: json.JSONDecodeError) -> Any:
     A start that fails is skipped with all it read, up to where it failed, so
     no text is decoded twice; after JSON_TRIES starts the search ends.
     """
-    decoder = json.JSONDecoder()
+    decoder = _DECODER
     position = 0
     for _ in range(JSON_TRIES):
         if (start := _JSON_START.search(answer, position)) is None:
