@@ -90,9 +90,8 @@ class OpenAICompatibleConversationEntity(
 
         await self._async_handle_chat_log(chat_log)
         last = chat_log.content[-1]
-        if not (
-            isinstance(last, conversation.AssistantContent)
-            and (last.content or last.tool_calls)
+        if isinstance(last, conversation.AssistantContent) and not (
+            last.content or last.tool_calls
         ):
             raise ModelError("no_answer")
         return conversation.async_get_result_from_chat_log(user_input, chat_log)
