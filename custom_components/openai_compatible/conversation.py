@@ -89,9 +89,18 @@ class OpenAICompatibleConversationEntity(
             return err.as_conversation_result()
 
         await self._async_handle_chat_log(chat_log)
-        last = chat_log.content[-1]
-        if isinstance(last, conversation.AssistantContent) and not (
-            last.content or last.tool_calls
-        ):
+        if not _answered(chat_log):
             raise ModelError("no_answer")
         return conversation.async_get_result_from_chat_log(user_input, chat_log)
+
+
+def _answered(chat_log: conversation.ChatLog) -> bool:
+    """Tell whether the model said or did anything since the user spoke."""
+    for content in reversed(chat_log.content):
+        if isinstance(content, conversation.UserContent):
+            return False
+        if isinstance(content, conversation.AssistantContent) and (
+            content.content or content.tool_calls
+        ):
+            return True
+    return False
