@@ -68,6 +68,23 @@ def auto_enable_custom_integrations(enable_custom_integrations: None) -> None:
 
 
 @pytest.fixture(autouse=True)
+async def settle_before_stop(request: pytest.FixtureRequest) -> AsyncGenerator[None]:
+    """Let work a test started finish before Home Assistant stops.
+
+    A flow that changes a subentry reloads the entry in the background; a
+    test that ends meanwhile would stop Home Assistant in the middle of a
+    setup, which then schedules writes after the final one.
+    """
+    if "hass" not in request.fixturenames:
+        yield
+        return
+    # Asked for here, so that this teardown runs before Home Assistant's.
+    hass: HomeAssistant = request.getfixturevalue("hass")
+    yield
+    await hass.async_block_till_done()
+
+
+@pytest.fixture(autouse=True)
 def no_local_servers() -> Iterator[None]:
     """Find no local server at the default ports, whatever runs on this machine.
 
