@@ -15,7 +15,7 @@ import httpx2
 import openai
 from yarl import URL
 
-from .capabilities import Capabilities
+from .capabilities import URL_PLACEHOLDER, Capabilities
 from .const import CONF_BASE_URL, TIMEOUT_SECONDS, VALIDATION_TIMEOUT_SECONDS
 from .error_answers import error_for_status
 from .errors import (
@@ -107,8 +107,6 @@ MISSING_ENDPOINT_STATUSES = frozenset({400, 404, 405, 415, 422, 501})
 VALIDATION_BUDGET: Final = Budget(VALIDATION_TIMEOUT_SECONDS)
 # A models page is read up to this size (OpenRouter lists hundreds of models).
 MAX_LISTING_BYTES: Final = 8 * 1024 * 1024
-# Placeholder left in a preset's URL for the user to replace (Azure).
-URL_PLACEHOLDER = "your-resource"
 # Model name for the probe when the preset recommends none.
 PROBE_MODEL = "probe"
 

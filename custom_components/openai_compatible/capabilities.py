@@ -118,6 +118,15 @@ class Provider:
     kind: ServerKind | None = None
     # Evaluation questions asked at once per entry.
     concurrency: int = 4
+    # How a server of the user's own is made to take connections from the
+    # network: the connect step's hint (commands read the same in every language).
+    listen_command: str | None = None
+
+    @property
+    def asks_for_resource(self) -> bool:
+        """Tell whether the preset's URL holds a placeholder for the user's own."""
+        return URL_PLACEHOLDER in self.base_url.lower()
+
     # The automatic API setting takes the Responses API.
     responses: bool = False
     # The provider-run tools its Responses API runs.
@@ -129,6 +138,8 @@ class Provider:
 
 
 PROVIDER_CUSTOM: Final = "custom"
+# Placeholder left in a preset's URL for the user to replace (Azure).
+URL_PLACEHOLDER: Final = "your-resource"
 
 PROVIDERS: Final[dict[str, Provider]] = {
     "openai": Provider(
@@ -204,6 +215,7 @@ PROVIDERS: Final[dict[str, Provider]] = {
         local=True,
         kind=ServerKind.OLLAMA,
         concurrency=1,
+        listen_command="OLLAMA_HOST=0.0.0.0",
     ),
     "lm_studio": Provider(
         "LM Studio",
@@ -212,6 +224,7 @@ PROVIDERS: Final[dict[str, Provider]] = {
         local=True,
         kind=ServerKind.LM_STUDIO,
         concurrency=1,
+        listen_command="lms server start --bind 0.0.0.0",
     ),
     "vllm": Provider(
         "vLLM",
@@ -220,6 +233,7 @@ PROVIDERS: Final[dict[str, Provider]] = {
         local=True,
         kind=ServerKind.VLLM,
         concurrency=2,
+        listen_command="vllm serve MODEL --host 0.0.0.0",
     ),
     "llama_cpp": Provider(
         "llama.cpp server",
@@ -228,6 +242,7 @@ PROVIDERS: Final[dict[str, Provider]] = {
         local=True,
         kind=ServerKind.LLAMA_CPP,
         concurrency=1,
+        listen_command="llama-server --host 0.0.0.0",
     ),
     "localai": Provider(
         "LocalAI",
@@ -235,9 +250,13 @@ PROVIDERS: Final[dict[str, Provider]] = {
         api_key_required=False,
         local=True,
         concurrency=1,
+        listen_command="local-ai run --address 0.0.0.0:8080",
     ),
     "litellm": Provider(
-        "LiteLLM proxy", "http://localhost:4000/v1", api_key_required=False
+        "LiteLLM proxy",
+        "http://localhost:4000/v1",
+        api_key_required=False,
+        listen_command="litellm --host 0.0.0.0",
     ),
     # A custom server may be a proxy to OpenAI.
     PROVIDER_CUSTOM: Provider(

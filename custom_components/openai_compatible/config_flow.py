@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 import ipaddress
 import logging
-from typing import Any, Final, override
+from typing import Any, override
 
 from homeassistant import data_entry_flow
 from homeassistant.config_entries import (
@@ -92,20 +92,6 @@ _LOGGER = logging.getLogger(__name__)
 
 DEFAULT_PROVIDER = "openai"
 
-# Servers that run on the user's own machines, and how each is made to accept
-# connections from the network: the connect step's hint (commands read the
-# same in every language).
-LISTEN_ON_NETWORK: Final[dict[str, str]] = {
-    "ollama": "OLLAMA_HOST=0.0.0.0",
-    "lm_studio": "lms server start --bind 0.0.0.0",
-    "vllm": "vllm serve MODEL --host 0.0.0.0",
-    "llama_cpp": "llama-server --host 0.0.0.0",
-    "localai": "local-ai run --address 0.0.0.0:8080",
-    "litellm": "litellm --host 0.0.0.0",
-}
-# A preset whose URL holds a placeholder for the user's own resource.
-TEMPLATE_PROVIDER = "azure"
-
 # The sampling settings behind the "recommended" toggle, with their defaults.
 ADVANCED_DEFAULTS: dict[str, float] = {
     CONF_MAX_TOKENS: RECOMMENDED_MAX_TOKENS,
@@ -143,9 +129,10 @@ def _same_origin(url: str, other: str) -> bool:
 
 def _connect_step(provider_key: str) -> str:
     """Return the connect step whose hints suit the preset."""
-    if provider_key in LISTEN_ON_NETWORK:
+    preset = provider_for(provider_key)
+    if preset.listen_command:
         return "connect_local"
-    if provider_key == TEMPLATE_PROVIDER:
+    if preset.asks_for_resource:
         return "connect_azure"
     return "connect"
 
@@ -251,7 +238,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         placeholders = {
             "provider": preset.name,
             "port": str(URL(preset.base_url).port or "") if preset.base_url else "",
-            "listen": LISTEN_ON_NETWORK.get(self._provider_key, ""),
+            "listen": provider_for(self._provider_key).listen_command or "",
             "message": "",
         }
 
