@@ -14,7 +14,6 @@ from homeassistant.config_entries import (
     ConfigEntryState,
     ConfigFlow,
     ConfigFlowResult,
-    ConfigSubentry,
     ConfigSubentryData,
     ConfigSubentryFlow,
     OptionsFlow,
@@ -79,7 +78,7 @@ from .model_kinds import (
     pick_chat_model,
     pick_image_model,
 )
-from .naming import entry_title, is_generated_title, subentry_title
+from .naming import entry_title, followed_title, is_generated_title, subentry_title
 from .options_flow import ConnectionOptionsFlow
 from .responses_flow import responses_data, responses_schema
 from .voice_flow import (
@@ -743,15 +742,7 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
                 data=data,
             )
         subentry = self._get_reconfigure_subentry()
-        return self.async_update_and_abort(
-            entry, subentry, data=data, title=self._followed_title(subentry, data)
+        title = followed_title(
+            subentry.title, self._subentry_type, entry.data, subentry.data, data
         )
-
-    def _followed_title(self, subentry: ConfigSubentry, data: dict[str, Any]) -> str:
-        """Return the subentry's title after a change: a given name is kept."""
-        entry_data = self._get_entry().data
-        if is_generated_title(
-            subentry.title, self._subentry_type, entry_data, subentry.data
-        ):
-            return subentry_title(self._subentry_type, entry_data, data)
-        return subentry.title
+        return self.async_update_and_abort(entry, subentry, data=data, title=title)

@@ -49,7 +49,7 @@ from .const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
-from .naming import is_generated_title, subentry_title
+from .naming import followed_title, subentry_title
 
 # The formats of OpenAI's speech route, which the others copy.
 AUDIO_FORMATS: Final = ("mp3", "wav", "flac", "opus", "aac", "pcm")
@@ -178,16 +178,17 @@ class _VoiceSubentryFlow(ConfigSubentryFlow):
         """
         data = {key: value for key, value in self.options.items() if key != CONF_NAME}
         entry = self._get_entry()
-        generated = subentry_title(self._subentry_type, entry.data, data)
         if self._is_new:
             name = str(self.options.get(CONF_NAME) or "").strip()
-            return self.async_create_entry(title=name or generated, data=data)
+            return self.async_create_entry(
+                title=name or subentry_title(self._subentry_type, entry.data, data),
+                data=data,
+            )
         subentry = self._get_reconfigure_subentry()
-        if not is_generated_title(
-            subentry.title, self._subentry_type, entry.data, subentry.data
-        ):
-            generated = subentry.title
-        return self.async_update_and_abort(entry, subentry, data=data, title=generated)
+        title = followed_title(
+            subentry.title, self._subentry_type, entry.data, subentry.data, data
+        )
+        return self.async_update_and_abort(entry, subentry, data=data, title=title)
 
 
 class SpeechToTextSubentryFlowHandler(_VoiceSubentryFlow):
