@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 import homeassistant
+from homeassistant.const import Platform
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.icon import async_get_icons
@@ -16,6 +17,8 @@ from homeassistant.loader import async_get_integration
 from packaging.requirements import Requirement
 from PIL import Image
 import pytest
+
+from custom_components.openai_compatible import PLATFORMS
 
 from .conftest import SetupEntry
 
@@ -93,7 +96,7 @@ def test_manifest_requirements(manifest: dict[str, Any]) -> None:
 
 
 def test_manifest_categories(manifest: dict[str, Any]) -> None:
-    """The category is the one of core's AI model integrations, and it exists."""
+    """The categories are core's AI model one, and speech for the voice platforms."""
     generated = Path(homeassistant.__file__).parent / "generated"
     known = {
         f"{category['slug']}.{sub['slug']}"
@@ -102,6 +105,8 @@ def test_manifest_categories(manifest: dict[str, Any]) -> None:
     }
     assert manifest["categories"][0] == "ai_voice.ai_models"
     assert set(manifest["categories"]) <= known
+    speaks = {Platform.STT, Platform.TTS} <= set(PLATFORMS)
+    assert ("ai_voice.speech" in manifest["categories"]) == speaks
 
 
 def test_manifest_loggers(manifest: dict[str, Any]) -> None:
