@@ -382,6 +382,61 @@ async def test_a_blank_speech_model_is_refused(
     assert result["errors"] == {CONF_AUDIO_MODEL: "model_required"}
 
 
+# --- a server without evident audio models -----------------------------------
+
+
+async def test_voice_can_be_added_by_hand_where_none_is_evident(
+    hass: HomeAssistant, setup_entry: SetupEntry, simulator: OpenAISimulator
+) -> None:
+    """A server that lists no audio model still gets voice subentries by hand.
+
+    No model is suggested, the one picked is taken, and its voices are
+    OpenAI's, which most servers accept.
+    """
+    simulator.models += ["my-asr", "my-speaker"]
+    entry = await setup_entry()
+    assert {sub.subentry_type for sub in entry.subentries.values()} == {
+        SUBENTRY_CONVERSATION,
+        SUBENTRY_AI_TASK,
+    }
+
+    result = await start(hass, entry, SUBENTRY_STT)
+    assert suggested(result, CONF_AUDIO_MODEL) is None
+    assert "my-asr" in options(result, CONF_AUDIO_MODEL)
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {CONF_AUDIO_MODEL: "my-asr", CONF_HINT_NAMES: False}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    await hass.async_block_till_done()  # the entry reloads with it
+
+    result = await start(hass, entry, SUBENTRY_TTS)
+    assert suggested(result, CONF_AUDIO_MODEL) is None
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {CONF_AUDIO_MODEL: "my-speaker"}
+    )
+    assert options(result, CONF_VOICE) == list(OPENAI_VOICES)
+    assert suggested(result, CONF_VOICE) == "alloy"
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"],
+        {
+            CONF_VOICE: "nova",
+            CONF_SPEED: 1.0,
+            CONF_AUDIO_FORMAT: "mp3",
+            CONF_STREAMING: True,
+        },
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    await hass.async_block_till_done()
+
+    assert saved(entry, SUBENTRY_STT) == {
+        CONF_AUDIO_MODEL: "my-asr",
+        CONF_HINT_NAMES: False,
+    }
+    assert saved(entry, SUBENTRY_TTS)[CONF_VOICE] == "nova"
+    assert hass.states.get("stt.127_0_0_1_my_asr_speech_to_text")
+    assert hass.states.get("tts.127_0_0_1_my_speaker_text_to_speech")
+
+
 # --- an entry that is not loaded ----------------------------------------------
 
 
