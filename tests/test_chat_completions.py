@@ -282,6 +282,26 @@ async def test_a_refusal_that_names_nothing_is_not_repeated(
     assert len(simulator.chat_requests()) == 1
 
 
+async def test_a_proxy_outage_is_not_taken_for_a_refusal(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A proxy's 502 about its upstream names no feature: sent once, not learned."""
+    entry = await setup_entry()
+    simulator.enqueue(
+        "/chat/completions",
+        status=502,
+        raw="<html><body>Upstream server is not available</body></html>",
+        headers={"Content-Type": "text/html"},
+    )
+
+    result = await converse(hass, "Hello")
+
+    assert "Upstream server is not available" in speech(result)
+    assert len(simulator.chat_requests()) == 1
+    model = entry.runtime_data.capabilities.model("gpt-4o-mini")
+    assert not model.lessons.refused
+
+
 async def test_tool_choice_refused_is_dropped(
     hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:

@@ -27,6 +27,10 @@ from custom_components.openai_compatible.errors import (
 )
 
 FORMAT = frozenset({Feature.STRICT_SCHEMA, Feature.JSON_SCHEMA})
+STREAMED_TOOLS = frozenset(
+    {Feature.TOOLS, Feature.TOOL_CHOICE, Feature.STREAM_WITH_TOOLS}
+)
+DECISIONS = frozenset({Feature.DECISIONS})
 
 
 @pytest.mark.parametrize(
@@ -105,6 +109,14 @@ FORMAT = frozenset({Feature.STRICT_SCHEMA, Feature.JSON_SCHEMA})
             Feature.MAX_TOKENS,
             True,
         ),
+        (
+            404,
+            '{"error": {"message": "Invalid URL (POST /v1/decisions)"}}',
+            frozenset({Feature.DECISIONS, Feature.IMAGE_INPUT}),
+            Feature.DECISIONS,
+            True,
+        ),
+        (405, "Method Not Allowed", DECISIONS, Feature.DECISIONS, True),
     ],
 )
 def test_classify_rejection(
@@ -126,6 +138,29 @@ def test_classify_rejection(
         (429, "response_format", FORMAT),
         (408, "response_format", FORMAT),
         (500, "CUDA out of memory", FORMAT),
+        # Names count only where a word starts: these are outages.
+        (
+            503,
+            (
+                "upstream connect error or disconnect/reset before headers. "
+                "reset reason: connection failure"
+            ),
+            STREAMED_TOOLS,
+        ),
+        (
+            502,
+            "<html><body>Upstream server is not available</body></html>",
+            STREAMED_TOOLS,
+        ),
+        (500, "The key is restricted to other models", FORMAT),
+        (
+            500,
+            "Unknown revision of the model weights",
+            frozenset({Feature.IMAGE_INPUT}),
+        ),
+        # A server that has the route may answer 404 for something else.
+        (404, "No such question type", DECISIONS),
+        (500, "Not Found", DECISIONS),
     ],
 )
 def test_no_rejection(status: int, text: str, sent: frozenset[Feature]) -> None:

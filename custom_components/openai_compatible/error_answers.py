@@ -85,6 +85,9 @@ _ONE_SCHEMA: Final = (
 )
 # Statuses of a route or method the server lacks.
 _NO_ROUTE: Final = frozenset({404, 405, 501})
+# Routes that are themselves what we ask for: a server without one refuses
+# everything sent there.
+_ROUTES: Final = {Feature.RESPONSES_API: "/responses", Feature.DECISIONS: "/decisions"}
 # An answer that says nothing but that the route or method is not there.
 _ROUTE_NOT_FOUND: Final = re.compile(
     r"^(?:\d{3}\W*)?(?:page |file |resource )?"
@@ -139,6 +142,15 @@ _NAMES: Final[tuple[tuple[Feature, tuple[str, ...]], ...]] = (
     (Feature.STREAM_WITH_TOOLS, ("stream",)),
     (Feature.TOOLS, ("tool", "function")),
 )
+# Each name counts where a word starts with it: "stream" is in "streaming", not
+# in the "upstream" of a proxy's outage page, "vision" not in "revision".
+_NAMED: Final = tuple(
+    (
+        feature,
+        re.compile("|".join(rf"(?<![a-z0-9]){re.escape(name)}" for name in names)),
+    )
+    for feature, names in _NAMES
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,15 +173,16 @@ def classify_rejection(
     if status in (401, 403, 408, 429) or status < 400:
         return None
     lowered = text.casefold()
-    if Feature.RESPONSES_API in sent and _missing_route(status, lowered):
-        return Rejection(Feature.RESPONSES_API, general=True)
-    for feature, names in _NAMES:
-        if feature in sent and any(name in lowered for name in names):
+    for feature, route in _ROUTES.items():
+        if feature in sent and _missing_route(status, lowered, route):
+            return Rejection(feature, general=True)
+    for feature, pattern in _NAMED:
+        if feature in sent and pattern.search(lowered):
             return Rejection(feature, _is_general(feature, lowered, status))
     return None
 
 
-def _missing_route(status: int, lowered: str) -> bool:
+def _missing_route(status: int, lowered: str, route: str) -> bool:
     """Tell whether an answer says the route itself is not there.
 
     A server that has the route may answer 404 too (an item or a model not
@@ -177,7 +190,7 @@ def _missing_route(status: int, lowered: str) -> bool:
     """
     if status not in _NO_ROUTE:
         return False
-    return "/responses" in lowered or bool(
+    return route in lowered or bool(
         _ROUTE_NOT_FOUND.match(error_text(lowered.encode()))
     )
 

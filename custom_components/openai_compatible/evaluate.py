@@ -72,8 +72,6 @@ SYSTEM_PROMPT: Final = (
     "You evaluate evidence from a smart home: its state, given as JSON or text, "
     "and any attached images. Answer the question exactly in the form it asks for."
 )
-# Refusals of /decisions that say the route is not there.
-_NO_ROUTE: Final = frozenset({404, 405, 501})
 
 
 class Evaluation:
@@ -182,9 +180,11 @@ class Evaluation:
                     sent=frozenset(sent),
                 )
         except RequestRejectedError as err:
-            learn = err.status in _NO_ROUTE or err.feature is Feature.DECISIONS
+            # Learned only when the answer says the route is missing.
             self._no_decisions(
-                questions, f"refused ({err.status}): {err.server_message}", learn
+                questions,
+                f"refused ({err.status}): {err.server_message}",
+                learn=err.feature is Feature.DECISIONS,
             )
             return None
         except ServerError as err:
