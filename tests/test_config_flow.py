@@ -32,6 +32,7 @@ from custom_components.openai_compatible.api import ModelListing
 from custom_components.openai_compatible.capabilities import (
     PROVIDER_CUSTOM,
     PROVIDERS,
+    Feature,
     WireApi,
 )
 from custom_components.openai_compatible.const import (
@@ -831,6 +832,31 @@ async def test_reconfigure_moves_to_another_server(
     assert keyed_simulator.requests[-1].headers["Authorization"] == (
         f"Bearer {KEYED_SIMULATOR_KEY}"
     )
+
+
+@pytest.mark.parametrize("loaded", [True, False])
+async def test_reconfigure_forgets_what_was_learned(
+    hass: HomeAssistant, setup_integration: MockConfigEntry, loaded: bool
+) -> None:
+    """Set up anew, even at the same address, the server is learned again."""
+    entry = setup_integration
+    entry.runtime_data.capabilities.model("gpt-4o-mini").learn_refused(Feature.LOGPROBS)
+    if not loaded:
+        # Unloading stores the lesson.
+        assert await hass.config_entries.async_unload(entry.entry_id)
+
+    result = await entry.start_reconfigure_flow(hass)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: entry.data[CONF_BASE_URL]}
+    )
+    assert result["reason"] == "reconfigure_successful"
+    await hass.async_block_till_done()
+    assert entry.state is ConfigEntryState.LOADED
+    assert not entry.runtime_data.capabilities.model("gpt-4o-mini").lessons.refused
+    # Nor does a restart bring the lesson back.
+    assert await hass.config_entries.async_reload(entry.entry_id)
+    await hass.async_block_till_done()
+    assert not entry.runtime_data.capabilities.model("gpt-4o-mini").lessons.refused
 
 
 async def test_reconfigure_to_another_host_renames_generated_subentries(

@@ -514,6 +514,10 @@ class Capabilities:
             return
         LOGGER.debug("The server changed; forgetting what was learned about it")
         self.fingerprint = fingerprint
+        self.forget()
+
+    def forget(self) -> None:
+        """Forget every lesson about the server, now and in the store."""
         self._lessons.clear()
         self._schedule_save()
 

@@ -20,7 +20,7 @@ from homeassistant.config_entries import (
     SubentryFlowResult,
 )
 from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_NAME, CONF_PROMPT
-from homeassistant.core import callback
+from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import llm
 from homeassistant.helpers.field_visibility import FieldCondition
 from homeassistant.helpers.selector import (
@@ -41,7 +41,7 @@ import probatio
 from yarl import URL
 
 from .api import async_validate_server, normalize_base_url
-from .capabilities import PROVIDER_CUSTOM, PROVIDERS, provider_for
+from .capabilities import PROVIDER_CUSTOM, PROVIDERS, async_forget, provider_for
 from .const import (
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
@@ -344,7 +344,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     async def async_step_reconfigure(
         self, user_input: dict[str, Any] | None = None
     ) -> ConfigFlowResult:
-        """Change the address and/or the key of a server."""
+        """Change the address and/or the key of a server; forget what was learned."""
         entry = self._get_reconfigure_entry()
         provider_key = entry.data.get(CONF_PROVIDER, PROVIDER_CUSTOM)
         errors: dict[str, str] = {}
@@ -370,6 +370,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
                         # Still the generated title: follow the new address.
                         title = entry_title(provider_key, data[CONF_BASE_URL])
                     self._retitle_subentries(entry, data)
+                    await _async_forget_lessons(self.hass, entry)
                     return self._async_update_entry(entry, data, title)
 
         schema = probatio.Schema(
@@ -487,6 +488,14 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             # A loaded entry reloads itself through its update listener.
             return self.async_update_and_abort(entry, data=data, title=title)
         return self.async_update_reload_and_abort(entry, data=data, title=title)
+
+
+async def _async_forget_lessons(hass: HomeAssistant, entry: ConfigEntry) -> None:
+    """Forget what was learned about an entry's server: the user set it anew."""
+    if entry.state is ConfigEntryState.LOADED:
+        entry.runtime_data.capabilities.forget()
+    else:
+        await async_forget(hass, entry.entry_id)
 
 
 def _default_subentries(
