@@ -454,22 +454,59 @@ async def test_mcp_tool_result_is_capped(
     assert prompt_tokens(second) <= 4000
 
 
-async def test_overflow_inside_the_stream(
-    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
-) -> None:
-    """An overflow a gateway sends as a stream event is told in our words."""
-    await setup_agent(setup_entry)
+def stream_overflow(window: int) -> list[dict[str, Any]]:
+    """Return a gateway's overflow told as the first event of a stream."""
     message = (
         "litellm.ContextWindowExceededError: This model's maximum context length "
-        "is 8192 tokens."
+        f"is {window} tokens."
     )
-    simulator.enqueue("/chat/completions", sse=[{"error": {"message": message}}])
+    return [{"error": {"message": message}}]
+
+
+async def test_overflow_inside_the_stream_teaches_the_window(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """An overflow a gateway sends as a stream event is learned and sent again."""
+    entry = await setup_agent(setup_entry)
+    simulator.enqueue("/chat/completions", sse=stream_overflow(8192))
+
+    result = await converse(hass, "hello")
+
+    assert result.response.response_type == intent.IntentResponseType.ACTION_DONE
+    assert speech(result) == "You said: hello"
+    assert learned_window(entry) == 8192
+    first, again = simulator.chat_requests()
+    assert again["messages"] == first["messages"]
+
+
+async def test_overflow_inside_the_stream_that_trimming_cannot_fix(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A stream event naming a window too small for the prompt is told in our words."""
+    await setup_agent(setup_entry)
+    simulator.enqueue("/chat/completions", sse=stream_overflow(900))
+
+    result = await converse(hass, "hello")
+
+    assert result.response.response_type == intent.IntentResponseType.ERROR
+    assert "context window is 900 tokens" in speech(result)
+    assert "litellm" not in speech(result)
+    assert len(simulator.chat_requests()) == 1
+
+
+async def test_overflow_inside_the_stream_after_words(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """An overflow after the answer began is not sent again: the words stay."""
+    await setup_agent(setup_entry)
+    words_said = sse_text("Partly ")[:-1]
+    simulator.enqueue("/chat/completions", sse=[*words_said, *stream_overflow(8192)])
 
     result = await converse(hass, "hello")
 
     assert result.response.response_type == intent.IntentResponseType.ERROR
     assert "larger than the model's context window" in speech(result)
-    assert "litellm" not in speech(result)
+    assert len(simulator.chat_requests()) == 1
 
 
 async def test_reported_window_fits_from_the_first_request(

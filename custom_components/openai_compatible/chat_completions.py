@@ -417,21 +417,43 @@ class ChatCompletionsAdapter:
     async def _async_answer(
         self, chat_log: conversation.ChatLog, body: dict[str, Any]
     ) -> AsyncIterator[conversation.AssistantContentDeltaDict]:
-        """Send one request and yield its answer's deltas; trace its usage."""
-        parser = ChatStreamParser(
-            self.tool_set.from_wire,
-            short_call_ids=self._settings.short_tool_call_ids,
-        )
-        try:
-            async with self._async_open(body) as (chunks, streamed):
-                async for delta in async_read_answer(parser, chunks, streamed=streamed):
-                    yield delta
-        finally:
-            if usage := parser.usage:
-                chat_log.async_trace({"stats": usage_stats(usage), "usage": usage})
-                self._on_usage(usage)
-                if self._fit is not None:
-                    self._fit.observe(usage)
+        """Send one request and yield its answer's deltas; trace its usage.
+
+        An overflow a gateway tells as a stream event before the answer says
+        anything is taken as one told by the status: fitted and sent again.
+        """
+        while True:
+            parser = ChatStreamParser(
+                self.tool_set.from_wire,
+                short_call_ids=self._settings.short_tool_call_ids,
+            )
+            said = False
+            try:
+                async with self._async_open(body) as (chunks, streamed):
+                    async for delta in async_read_answer(
+                        parser, chunks, streamed=streamed
+                    ):
+                        said = said or _says_something(delta)
+                        yield delta
+            except ContextOverflowError as err:
+                if said or self._fit is None:
+                    raise
+                body = self._fit.after_overflow(body, err)
+            else:
+                return
+            finally:
+                self._observe_usage(chat_log, parser.usage)
+
+    def _observe_usage(
+        self, chat_log: conversation.ChatLog, usage: dict[str, Any] | None
+    ) -> None:
+        """Trace the tokens an answer reports, and calibrate the fitting by them."""
+        if not usage:
+            return
+        chat_log.async_trace({"stats": usage_stats(usage), "usage": usage})
+        self._on_usage(usage)
+        if self._fit is not None:
+            self._fit.observe(usage)
 
     async def async_complete(self, body: dict[str, Any]) -> dict[str, Any]:
         """Send the request unstreamed and return the chat completion as JSON."""
