@@ -596,6 +596,49 @@ async def test_evaluate_states_probabilities_over_responses(
     ]
 
 
+async def test_evaluate_without_logprobs_states_them_over_responses(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """A server that gives no logprobs is asked for stated ones, then only those."""
+    simulator.settings.decisions = False
+    simulator.settings.logprobs = False
+    entry = await setup(provider="openai")
+    simulator.enqueue(
+        "/responses",
+        json={
+            "status": "completed",
+            "output": [message_item("Yes")],
+            "usage": usage_block(50, 1),
+        },
+    )
+    for stated in ('{"yes": 0.7, "no": 0.3}', '{"yes": 0.4, "no": 0.6}'):
+        simulator.enqueue(
+            "/responses",
+            json={
+                "status": "completed",
+                "output": [message_item(stated)],
+                "usage": usage_block(50, 9),
+            },
+        )
+
+    first = await task(hass, "evaluate", questions={"door": DOOR}, state="open")
+    second = await task(hass, "evaluate", questions={"door": DOOR}, state="open")
+
+    assert first["answers"]["door"]["noul"] == pytest.approx(0.7)
+    assert second["answers"]["door"]["noul"] == pytest.approx(0.4)
+    asked = [
+        (body.get("include"), body.get("text", {}).get("format", {}).get("type"))
+        for body in simulator.responses_requests()
+    ]
+    assert asked == [
+        (["message.output_text.logprobs"], None),
+        (None, "json_schema"),
+        (None, "json_schema"),
+    ]
+    model = entry.runtime_data.capabilities.model("gpt-4o-mini")
+    assert model.refuses(Feature.LOGPROBS)
+
+
 async def test_evaluate_falls_back_to_chat_completions(
     hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
 ) -> None:
