@@ -17,6 +17,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import area_registry as ar
 import pytest
 
+from custom_components.openai_compatible.capabilities import Feature
 from custom_components.openai_compatible.const import CONF_TIMEOUT
 from custom_components.openai_compatible.stt import OpenAICompatibleSTTEntity
 from simulator import OpenAISimulator
@@ -225,8 +226,8 @@ async def test_plain_text_answers_are_read(
 async def test_a_server_refusing_to_stream_is_asked_again(
     hass: HomeAssistant, setup_voice: SetupEntry, simulator: OpenAISimulator
 ) -> None:
-    """A refused `stream` is dropped, then never sent again."""
-    await setup_voice(stt={})
+    """A refused `stream` is dropped; the model's capabilities remember it."""
+    entry = await setup_voice(stt={})
     simulator.settings.transcription_stream_refused = True
     simulator.settings.transcript = "hello"
 
@@ -235,6 +236,60 @@ async def test_a_server_refusing_to_stream_is_asked_again(
 
     assert first == second == [stt.SpeechResult("hello", stt.SpeechResultState.SUCCESS)]
     assert ["stream" in request for request in sent(simulator)] == [True, False, False]
+    capabilities = entry.runtime_data.capabilities.model("whisper-1")
+    assert capabilities.refuses(Feature.TRANSCRIPT_STREAM)
+
+
+async def test_a_refusal_of_this_stream_only_is_not_learned(
+    hass: HomeAssistant, setup_voice: SetupEntry, simulator: OpenAISimulator
+) -> None:
+    """A refusal that is not general is retried without, and not remembered."""
+    entry = await setup_voice(stt={})
+    simulator.enqueue(
+        "/audio/transcriptions",
+        status=400,
+        json={"error": {"message": "stream is busy, try later"}},
+    )
+
+    results = await transcribe(hass)
+
+    assert results[-1].result is stt.SpeechResultState.SUCCESS
+    assert ["stream" in request for request in sent(simulator)] == [True, False]
+    capabilities = entry.runtime_data.capabilities.model("whisper-1")
+    assert not capabilities.refuses(Feature.TRANSCRIPT_STREAM)
+
+
+async def test_a_busy_server_is_waited_out(
+    hass: HomeAssistant, setup_voice: SetupEntry, simulator: OpenAISimulator
+) -> None:
+    """A 429 that says when to come back is retried, like every other request."""
+    await setup_voice(stt={})
+    simulator.enqueue(
+        "/audio/transcriptions",
+        status=429,
+        json={"error": {"message": "Rate limit reached"}},
+        headers={"Retry-After": "0"},
+    )
+    simulator.settings.transcript = "hello"
+
+    results = await transcribe(hass)
+
+    assert results == [stt.SpeechResult("hello", stt.SpeechResultState.SUCCESS)]
+    assert len(sent(simulator)) == 2
+
+
+async def test_an_unreachable_server_makes_the_entity_unavailable(
+    hass: HomeAssistant, setup_voice: SetupEntry, simulator: OpenAISimulator
+) -> None:
+    """A transcription that cannot reach the server tells the entry's health."""
+    await setup_voice(stt={})
+    await simulator.stop()
+
+    results = await transcribe(hass)
+    await hass.async_block_till_done()
+
+    assert results == ERROR
+    assert hass.states.get(STT_ENTITY).state == "unavailable"
 
 
 async def test_ogg_recordings_go_as_they_are(
@@ -434,7 +489,9 @@ async def test_a_slow_server_times_out(
     results = await transcribe(hass)
 
     assert results == ERROR
-    assert "did not finish its answer in time" in caplog.text
+    assert "Speech-to-text failed: The model server did not answer in time" in (
+        caplog.text
+    )
 
 
 async def test_a_recording_too_large_is_not_sent(

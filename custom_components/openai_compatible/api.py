@@ -69,7 +69,7 @@ def _warm_up(client: openai.AsyncOpenAI) -> None:
     first access.
     """
     client.platform_headers()
-    for resource in ("chat", "models", "images", "decisions", "audio"):
+    for resource in ("chat", "models", "images", "decisions"):
         getattr(client, resource)
 
 

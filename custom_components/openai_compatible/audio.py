@@ -2,14 +2,12 @@
 
 Every answer is read in pieces, up to a size cap and before a deadline, so
 nothing a server sends can hold the event loop or grow memory without bound;
-every failure becomes one of our translated errors. Speech and the voice list
-go through the entry's transport; transcription uploads a file, which the SDK
-client builds (like the Images API's uploads).
+every failure becomes one of our translated errors. Every route goes through
+the entry's transport; transcription uploads the recording as a form.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,17 +16,11 @@ import struct
 from typing import Any, Final
 
 import httpx2
-import openai
 
-from .api import VALIDATION_BUDGET, translate_errors
+from .api import VALIDATION_BUDGET
+from .capabilities import Feature
 from .const import LOGGER
-from .errors import (
-    ConnectError,
-    InputError,
-    RequestRejectedError,
-    ServerError,
-    TranslatedError,
-)
+from .errors import InputError, RequestRejectedError, ServerError, TranslatedError
 from .sse import EventStream, async_capped, async_read_body
 from .transport import Budget, Transport
 
@@ -76,6 +68,9 @@ def _audio_error(
 ) -> TranslatedError | None:
     """Return what a refusal of an audio route means, if it is a known case."""
     placeholders = err.translation_placeholders or {}
+    if isinstance(err, RequestRejectedError) and err.feature is not None:
+        # A refused request feature, which the caller may drop.
+        return None
     if err.translation_key == "model_not_found":
         return ServerError(
             "audio_model_not_found", model=model, message=placeholders["message"]
@@ -106,20 +101,17 @@ def _names_voice(lowered: str, voice: str) -> bool:
 
 @contextmanager
 def audio_errors(route: str, model: str, voice: str | None = None) -> Iterator[None]:
-    """Raise our translated error for any failure of an audio request.
+    """Raise the error an audio route's failure means.
 
     A missing route, an unknown model and an unknown voice get errors of
-    their own; a deadline passed is a timeout.
+    their own.
     """
     try:
-        with translate_errors():
-            yield
+        yield
     except ServerError as err:
         if specific := _audio_error(err, route, model, voice):
             raise specific from err
         raise
-    except TimeoutError as err:
-        raise ConnectError("timeout_answer") from err
 
 
 def _media_type(headers: httpx2.Headers) -> str:
@@ -151,59 +143,40 @@ class TranscriptPart:
     final: bool
 
 
-async def _chunks_before(
-    response: httpx2.Response, deadline_at: float
-) -> AsyncIterator[bytes]:
-    """Yield the body in pieces, each read before the deadline.
-
-    Only the reads run under the deadline, never the consumer's work.
-    """
-    pieces = response.aiter_bytes()
-    while True:
-        async with asyncio.timeout_at(deadline_at):
-            piece = await anext(pieces, None)
-        if piece is None:
-            return
-        yield piece
-
-
 async def async_transcribe(
-    client: openai.AsyncOpenAI, request: TranscriptionRequest, deadline: float
+    transport: Transport, request: TranscriptionRequest, budget: Budget
 ) -> AsyncIterator[TranscriptPart]:
     """Yield the transcript as the server gives it, ending with the final one.
 
-    All of it, upload and answer, must be done within `deadline` seconds.
+    A refused `stream` raises RequestRejectedError naming
+    Feature.TRANSCRIPT_STREAM.
     """
     body: dict[str, Any] = {"model": request.model, "response_format": "json"}
     if request.language:
         body["language"] = request.language
     if request.prompt:
         body["prompt"] = request.prompt
+    sent: frozenset[Feature] = frozenset()
     if request.stream:
         body["stream"] = True
-    deadline_at = asyncio.get_running_loop().time() + deadline
+        sent = frozenset({Feature.TRANSCRIPT_STREAM})
     with audio_errors(TRANSCRIPTION_ROUTE, request.model):
-        async with asyncio.timeout_at(deadline_at):
-            response = await client.post(
-                TRANSCRIPTION_ROUTE,
-                cast_to=httpx2.Response,
-                body=body,
-                files=[("file", (request.filename, request.recording))],
-                options={"headers": {"Content-Type": "multipart/form-data"}},
-                stream=True,
-            )
-        try:
-            pieces = _chunks_before(response, deadline_at)
-            media_type = _media_type(response.headers)
+        async with transport.async_open(
+            "POST",
+            TRANSCRIPTION_ROUTE,
+            budget=budget,
+            body=body,
+            files=[("file", (request.filename, request.recording))],
+            sent=sent,
+        ) as opened:
+            media_type = _media_type(opened.response.headers)
             if media_type == "text/event-stream":
-                events = EventStream(pieces, max_bytes=MAX_TEXT_BYTES)
+                events = EventStream(opened.aiter_bytes(), max_bytes=MAX_TEXT_BYTES)
                 async for part in _transcript_events(events):
                     yield part
             else:
-                raw = await async_read_body(pieces, MAX_TEXT_BYTES)
+                raw = await async_read_body(opened.aiter_bytes(), MAX_TEXT_BYTES)
                 yield TranscriptPart(_transcript_text(raw, media_type), True)
-        finally:
-            await response.aclose()
 
 
 def _transcript_text(raw: bytes, media_type: str) -> str:

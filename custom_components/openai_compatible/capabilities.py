@@ -59,6 +59,8 @@ class Feature(StrEnum):
     WEB_SEARCH = "web_search"
     CODE_INTERPRETER = "code_interpreter"
     IMAGE_GENERATION = "image_generation"
+    # Transcript events from the transcription route.
+    TRANSCRIPT_STREAM = "transcript_stream"
 
 
 # The ways of asking for JSON, strongest first (see structured.py).

@@ -140,6 +140,7 @@ _NAMES: Final[tuple[tuple[Feature, tuple[str, ...]], ...]] = (
     (Feature.FILE_INPUT, ("file_data", "file", "pdf", "document", '(not "list")')),
     (Feature.TOOL_CHOICE, ("tool_choice", "tool choice")),
     (Feature.STREAM_WITH_TOOLS, ("stream",)),
+    (Feature.TRANSCRIPT_STREAM, ("stream",)),
     (Feature.TOOLS, ("tool", "function")),
 )
 # Each name counts where a word starts with it: "stream" is in "streaming", not

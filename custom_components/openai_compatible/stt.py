@@ -3,7 +3,8 @@
 The pipeline's recording is posted whole to `/audio/transcriptions`. The
 entity asks for transcript events; servers that stream them (OpenAI's gpt-4o
 transcribe models, Speaches, vLLM) give partial results, the others answer
-whole, and a server that refuses the request to stream is asked again without.
+whole, and a model that refuses the request to stream is asked again without,
+which its capabilities then remember.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from typing import Final, override
 
 from homeassistant.components import conversation, stt
 from homeassistant.components.homeassistant.exposed_entities import async_should_expose
-from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import CONF_PROMPT
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import area_registry as ar
@@ -29,6 +29,7 @@ from .audio import (
     pcm_wav,
 )
 from .audio_models import transcription_languages
+from .capabilities import Feature
 from .const import CONF_AUDIO_MODEL, CONF_HINT_NAMES, LOGGER, SUBENTRY_STT
 from .entity import OpenAICompatibleSubentryEntity
 from .errors import InputError, RequestRejectedError, TranslatedError
@@ -96,13 +97,6 @@ class OpenAICompatibleSTTEntity(stt.SpeechToTextEntity, OpenAICompatibleSubentry
     model_key = CONF_AUDIO_MODEL
     _attr_translation_key = "stt"
 
-    def __init__(
-        self, entry: OpenAICompatibleConfigEntry, subentry: ConfigSubentry
-    ) -> None:
-        """Describe the entity; the server may stream until it refuses to."""
-        super().__init__(entry, subentry)
-        self._stream_refused = False
-
     @property
     @override
     def supported_languages(self) -> list[str]:
@@ -166,6 +160,7 @@ class OpenAICompatibleSTTEntity(stt.SpeechToTextEntity, OpenAICompatibleSubentry
         self, recording: bytes, filename: str, language: str
     ) -> AsyncIterator[TranscriptPart]:
         """Yield the transcript, asking again without streaming if refused."""
+        capabilities = self.runtime.capabilities.model(self.model)
         request = TranscriptionRequest(
             model=self.model,
             recording=recording,
@@ -173,20 +168,19 @@ class OpenAICompatibleSTTEntity(stt.SpeechToTextEntity, OpenAICompatibleSubentry
             # Whisper wants ISO 639-1 (en), Home Assistant may say en-US.
             language=language.split("-", maxsplit=1)[0].lower(),
             prompt=self._prompt(),
-            stream=not self._stream_refused,
+            stream=not capabilities.refuses(Feature.TRANSCRIPT_STREAM),
         )
-        client = self.runtime.client
-        deadline = self.budget().deadline
+        transport, budget = self.runtime.transport, self.budget()
         try:
-            async for part in async_transcribe(client, request, deadline):
+            async for part in async_transcribe(transport, request, budget):
                 yield part
         except RequestRejectedError as err:
-            if not request.stream or "stream" not in err.server_message.lower():
+            if err.feature is not Feature.TRANSCRIPT_STREAM:
                 raise
-            LOGGER.debug("%s refuses to stream transcripts", self.entity_id)
-            self._stream_refused = True
+            if err.general:
+                capabilities.learn_refused(Feature.TRANSCRIPT_STREAM)
             retried = replace(request, stream=False)
-            async for part in async_transcribe(client, retried, deadline):
+            async for part in async_transcribe(transport, retried, budget):
                 yield part
 
     def _prompt(self) -> str | None:

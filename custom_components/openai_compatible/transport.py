@@ -1,16 +1,17 @@
 """Sending requests to the server: one way for every path, bounded in time and size.
 
-Requests go over Home Assistant's shared HTTP client as plain JSON. Every round
-trip has a deadline for sending and reading the whole answer; a 429 or 503 that
-says when to come back is retried once that time has come, if the round trip's
-retry budget allows; nothing else is retried. Error bodies are read up to a cap,
-and every error becomes our translated error (see api.error_for_status).
+Requests go over Home Assistant's shared HTTP client as plain JSON, or as a
+form with files for uploads. Every round trip has a deadline for sending and
+reading the whole answer; a 429 or 503 that says when to come back is retried
+once that time has come, if the round trip's retry budget allows; nothing else
+is retried. Error bodies are read up to a cap, and every error becomes our
+translated error (see api.error_for_status).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 import json
@@ -33,6 +34,9 @@ PLACEHOLDER_API_KEY: Final = "no-key"
 # Error bodies are read up to this many bytes: enough for any message.
 MAX_ERROR_BYTES: Final = 64 * 1024
 _RETRY_STATUSES: Final = frozenset({429, 503})
+
+# Files of a form: (field, (file name, content)).
+type FormFiles = Sequence[tuple[str, tuple[str, bytes]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,8 +162,9 @@ class Transport:
         """
         loop = asyncio.get_running_loop()
         deadline_at = loop.time() + budget.deadline
-        content = None if body is None else json_bytes(body)
-        response = await self._async_send(method, path, content, deadline_at)
+        response = await self._async_send(
+            method, path, _payload(body, None), deadline_at
+        )
         try:
             data = await Opened(response, deadline_at).aread_head(limit)
         finally:
@@ -174,19 +179,21 @@ class Transport:
         *,
         budget: Budget,
         body: Mapping[str, Any] | None = None,
+        files: FormFiles | None = None,
         sent: frozenset[Feature] = frozenset(),
     ) -> AsyncIterator[Opened]:
         """Send a request; give its answer once the status is good.
 
+        With `files`, the body's fields go as a multipart form next to them.
         Error answers become our translated errors; a 429 or 503 is retried
         when it says when and the budget allows. The answer is closed on exit.
         """
         loop = asyncio.get_running_loop()
         deadline_at = loop.time() + budget.deadline
         retry_left = budget.retry_wait
-        content = None if body is None else json_bytes(body)
+        payload = _payload(body, files)
         while True:
-            response = await self._async_send(method, path, content, deadline_at)
+            response = await self._async_send(method, path, payload, deadline_at)
             if response.status_code < 400:
                 break
             error, wait = await self._async_error(response, path, sent, deadline_at)
@@ -201,19 +208,19 @@ class Transport:
             await response.aclose()
 
     async def _async_send(
-        self, method: str, path: str, content: bytes | None, deadline_at: float
+        self, method: str, path: str, payload: dict[str, Any], deadline_at: float
     ) -> httpx2.Response:
         """Send the request and return the answer once its headers are in."""
         remaining = max(deadline_at - asyncio.get_running_loop().time(), 0.001)
         headers = dict(self._headers)
-        if content is not None:
+        if payload.get("content") is not None:
             headers["Content-Type"] = "application/json"
         request = self._client.build_request(
             method,
             self.url(path),
-            content=content,
             headers=headers,
             timeout=httpx2.Timeout(remaining),
+            **payload,
         )
         try:
             async with asyncio.timeout_at(deadline_at):
@@ -255,6 +262,21 @@ class Transport:
         """Tell the entry whether the server answers at all."""
         if self._on_reachable is not None:
             self._on_reachable(reachable)
+
+
+def _payload(body: Mapping[str, Any] | None, files: FormFiles | None) -> dict[str, Any]:
+    """Return what a request carries, as the HTTP client takes it.
+
+    A form's fields are text: booleans as `true` and `false`, as OpenAI's
+    client writes them.
+    """
+    if files is None:
+        return {"content": None if body is None else json_bytes(body)}
+    fields = {
+        key: str(value).lower() if isinstance(value, bool) else str(value)
+        for key, value in (body or {}).items()
+    }
+    return {"data": fields, "files": list(files)}
 
 
 def parse_json(raw: bytes) -> Any:
