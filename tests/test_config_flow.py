@@ -166,7 +166,7 @@ async def test_preset_fills_url_and_key_requirement(
     ("provider", "step_id", "port", "listen"),
     [
         ("openai", "connect", "443", ""),
-        ("custom", "connect", "", ""),
+        ("custom", "connect_custom", "", ""),
         ("azure", "connect_azure", "443", ""),
         ("ollama", "connect_local", "11434", "OLLAMA_HOST=0.0.0.0"),
         ("lm_studio", "connect_local", "1234", "lms server start --bind 0.0.0.0"),
@@ -179,16 +179,18 @@ async def test_preset_fills_url_and_key_requirement(
 async def test_connect_hints_suit_the_preset(
     hass: HomeAssistant, provider: str, step_id: str, port: str, listen: str
 ) -> None:
-    """Azure's template, and each local server's port and listen setting."""
+    """Azure's template, each local server's port and listen setting.
+
+    Any other server is not named: the preset's name "Custom" means nothing there.
+    """
     result = await _connect_form(hass, provider)
     assert result["step_id"] == step_id
     placeholders = result["description_placeholders"]
     assert (placeholders["port"], placeholders["listen"]) == (port, listen)
-    description = EN["config"]["step"][step_id]["description"]
-    assert ("YOUR-RESOURCE" in json.dumps(EN["config"]["step"][step_id])) is (
-        provider == "azure"
-    )
-    assert ("{listen}" in description) is bool(listen)
+    step = json.dumps(EN["config"]["step"][step_id])
+    assert ("YOUR-RESOURCE" in step) is (provider == "azure")
+    assert ("{listen}" in step) is bool(listen)
+    assert ("{provider}" in step) is (provider != "custom")
 
 
 async def test_custom_server_without_key(

@@ -180,6 +180,7 @@ def test_flow_strings() -> None:
         "user_found",
         "connect",
         "connect_azure",
+        "connect_custom",
         "connect_local",
         "model",
         "reauth_confirm",
@@ -277,7 +278,7 @@ async def _shown_forms(
         return_value=["ollama"],
     ):
         shown.append(await flow.async_init(DOMAIN, context={"source": SOURCE_USER}))
-    for provider in ("azure", "ollama"):
+    for provider in ("openai", "azure", "ollama"):
         started = await flow.async_init(DOMAIN, context={"source": SOURCE_USER})
         shown.append(
             await flow.async_configure(started["flow_id"], {CONF_PROVIDER: provider})

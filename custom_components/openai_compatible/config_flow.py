@@ -128,6 +128,8 @@ def _same_origin(url: str, other: str) -> bool:
 
 def _connect_step(provider_key: str) -> str:
     """Return the connect step whose hints suit the preset."""
+    if provider_key == PROVIDER_CUSTOM:
+        return "connect_custom"
     preset = provider_for(provider_key)
     if preset.listen_command:
         return "connect_local"
@@ -220,6 +222,12 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         self, user_input: dict[str, Any] | None = None
     ) -> ConfigFlowResult:
         """Connect to an Azure OpenAI resource."""
+        return await self._async_connect(user_input)
+
+    async def async_step_connect_custom(
+        self, user_input: dict[str, Any] | None = None
+    ) -> ConfigFlowResult:
+        """Connect to any other OpenAI-compatible server."""
         return await self._async_connect(user_input)
 
     async def async_step_connect_local(
