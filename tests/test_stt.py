@@ -421,6 +421,14 @@ ERROR = [stt.SpeechResult(None, stt.SpeechResultState.ERROR)]
             "The server's transcription cannot be read: the answer is not JSON",
         ),
         (
+            {
+                "status": 200,
+                "raw": "[" * 100_000,
+                "headers": {"Content-Type": "application/json"},
+            },
+            "The server's transcription cannot be read: the answer is not JSON",
+        ),
+        (
             {"status": 200, "json": {"result": "hello"}},
             "The server's transcription cannot be read: the answer has no text",
         ),

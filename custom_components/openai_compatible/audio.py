@@ -185,7 +185,7 @@ def _transcript_text(raw: bytes, media_type: str) -> str:
         return raw.decode(errors="replace").strip()
     try:
         answer = json.loads(raw)
-    except ValueError as err:
+    except (ValueError, RecursionError) as err:
         raise ServerError(
             "transcript_unreadable", problem="the answer is not JSON"
         ) from err
