@@ -8,9 +8,10 @@ Each case is an answer a broken or hostile server (or a looping model) can
 send. Stream cases are read the way the integration reads them: the response
 body in 64 KiB network chunks, through the SSE decoder and the chunk parser
 (with tools offered, so that text is held while it may be a tool call) to chat
-log deltas. The CPU time is `time.process_time()` around one whole answer, the
-best of the repeats. The target is linear time: a quadratic step shows as
-seconds at this size. See README.md, "Benchmarks".
+log deltas; error answers are read into our translated error (the SDK's
+image requests read them whole). The CPU time is `time.process_time()`
+around one whole answer, the best of the repeats. The target is linear
+time: a quadratic step shows as seconds at this size. See README.md, "Benchmarks".
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from custom_components.openai_compatible.chat_stream import (  # noqa: E402
     ChatStreamParser,
     async_read_answer,
 )
+from custom_components.openai_compatible.error_answers import error_for_status  # noqa: E402
 from custom_components.openai_compatible.errors import TranslatedError  # noqa: E402
 from custom_components.openai_compatible.json_answer import (  # noqa: E402
     StructureMismatch,
@@ -115,6 +117,11 @@ def parse_case(name: str, text: str) -> Case:
     return Case(name, parse, len(text.encode()))
 
 
+def error_case(name: str, status: int, page: bytes) -> Case:
+    """Return a case that reads an error answer into our translated error."""
+    return Case(name, lambda: error_for_status(status, {}, page), len(page))
+
+
 def cases(size: int) -> list[Case]:
     """Return every hostile answer, each about `size` bytes."""
     done = b"data: [DONE]\n\n"
@@ -145,6 +152,9 @@ def cases(size: int) -> list[Case]:
             repeated(b"", content(" \n" * 16), content("Hi") + finish + done, size),
         ),
         stream_case("one SSE line of 1 MiB", content(line) + finish + done),
+        error_case("error page: unclosed '<script>'", 502, b"<script " * (size // 8)),
+        error_case("error page: '<' repeated", 502, b"<" * size),
+        error_case("error text: 'model' repeated (404)", 404, b"model " * (size // 6)),
         stream_case(
             "U+2028-heavy text",
             repeated(b"", content("a\u2028" * 64), finish + done, size),

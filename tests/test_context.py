@@ -11,6 +11,7 @@ from custom_components.openai_compatible.context import (
     ATTACHMENT_TOKENS,
     CHARS_PER_TOKEN,
     ESCAPE_TOKENS,
+    MAX_FIGURE_DIGITS,
     MESSAGE_TOKENS,
     ConversationCut,
     Limits,
@@ -517,3 +518,14 @@ def test_overflow_wordings(message: str, body: Any, expected: Overflow) -> None:
 def test_other_errors_are_no_overflow(message: str, body: Any) -> None:
     """Errors that are not about the window are not taken for one."""
     assert parse_overflow(message, body) is None
+
+
+def test_a_figure_of_thousands_of_digits_is_no_figure() -> None:
+    """A hostile figure too long for a token count is skipped, not read."""
+    assert MAX_FIGURE_DIGITS == 9
+    longest = "9" * MAX_FIGURE_DIGITS
+    assert parse_overflow(f"maximum context length is {longest}") == Overflow(
+        int(longest)
+    )
+    endless = f"maximum context length is {'9' * 5000}; prompt contains 12 tokens"
+    assert parse_overflow(endless) == Overflow(None, 12)

@@ -10,6 +10,7 @@ import pytest
 
 from custom_components.openai_compatible.capabilities import Feature
 from custom_components.openai_compatible.error_answers import (
+    MAX_ERROR_BYTES,
     MAX_SHOWN_CHARACTERS,
     classify_rejection,
     error_for_status,
@@ -186,11 +187,24 @@ def test_no_rejection(status: int, text: str, sent: frozenset[Feature]) -> None:
         (b"[1, 2]", "[1, 2]"),
         (b"<html><script>x()</script><b>Bad</b>&amp; gone</html>", "Bad & gone"),
         (b"\xff\xfe not utf-8", "\ufffd\ufffd not utf-8"),
+        (b"<STYLE>p {}</style >Hi<script>x()</SCRIPT>!", "Hi !"),
+        (b"<p>a</p><script>never closed <i>b</i>", "a never closed b"),
+        (b"</script><script>1<script>2<style>3", "1 2 3"),
+        (b"1 < 2 <b>and</b> 3 > 2", "1 < 2 and 3 > 2"),
     ],
 )
 def test_error_text(body: bytes, text: str) -> None:
     """The human part of an error body, whatever its shape, on one line."""
     assert error_text(body) == text
+
+
+def test_only_the_start_of_a_long_error_body_counts() -> None:
+    """Past MAX_ERROR_BYTES nothing is read, even when a client read it all."""
+    assert MAX_ERROR_BYTES == 64 * 1024
+    said = b'"The model x does not exist"'
+    assert error_for_status(404, {}, said).translation_key == "model_not_found"
+    hidden = error_for_status(404, {}, b" " * MAX_ERROR_BYTES + said)
+    assert hidden.translation_key == "api_error"
 
 
 def test_shown() -> None:
@@ -241,6 +255,21 @@ def test_retry_after() -> None:
             ServerError,
             "model_not_found",
         ),
+        (
+            404,
+            {},
+            b'{"error": {"message": "Unknown model: x"}}',
+            ServerError,
+            "model_not_found",
+        ),
+        (
+            404,
+            {},
+            b"Not found: the model route",
+            RequestRejectedError,
+            "api_error",
+        ),
+        (404, {}, b"model " * 10_000, RequestRejectedError, "api_error"),
         (404, {}, b"Not Found", RequestRejectedError, "api_error"),
         (501, {}, b"Not Implemented", RequestRejectedError, "api_error"),
         (503, {}, b"", ServerError, "api_error"),

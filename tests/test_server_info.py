@@ -77,6 +77,32 @@ async def test_ollama_default_context_and_capabilities(
     assert [request.json for request in shown] == [{"model": MODEL}]
 
 
+@pytest.mark.parametrize(
+    ("parameters", "window"),
+    [
+        ("  num_ctx   2048\nstop x", 2048),
+        ("stop x\n\tnum_ctx 8192", 8192),
+        ("\n" * 100_000 + "num_ctx", OLLAMA_DEFAULT_CONTEXT),
+        ("num_ctx\n2048", OLLAMA_DEFAULT_CONTEXT),
+        (f"num_ctx {'9' * 5000}", OLLAMA_DEFAULT_CONTEXT),
+    ],
+    ids=["indented", "later_line", "blank_lines", "split_line", "endless_figure"],
+)
+async def test_ollama_num_ctx_is_read_from_one_line(
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    parameters: str,
+    window: int,
+) -> None:
+    """num_ctx and its figure share a line; a figure of thousands of digits is none."""
+    simulator.settings.native = "ollama"
+    simulator.enqueue("/api/show", json={"parameters": parameters})
+
+    entry = await setup_entry(provider="ollama")
+
+    assert model_of(entry).context_window == window
+
+
 async def test_hosted_listing(
     simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:

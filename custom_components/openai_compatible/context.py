@@ -364,6 +364,8 @@ class Overflow:
     prompt_tokens: int | None = None
 
 
+# The most digits a token count in an error text is read with.
+MAX_FIGURE_DIGITS = 9
 _WINDOW = (
     # OpenAI, vLLM, DeepSeek, Groq, and gateways that pass their text on.
     re.compile(r"maximum context length is (\d+)", re.IGNORECASE),
@@ -422,9 +424,13 @@ def parse_overflow(message: str, body: Any = None) -> Overflow | None:
 
 
 def _first_number(patterns: tuple[re.Pattern[str], ...], text: str) -> int | None:
-    """Return the number the first matching pattern captures."""
+    """Return the number the first matching pattern captures.
+
+    A figure longer than any token count is no figure (and Python would
+    refuse to read one of thousands of digits).
+    """
     for pattern in patterns:
-        if match := pattern.search(text):
+        if (match := pattern.search(text)) and len(match[1]) <= MAX_FIGURE_DIGITS:
             return int(match[1])
     return None
 

@@ -34,10 +34,16 @@ from .errors import (
 
 # Shown to users at most this long; the whole text goes to the debug log.
 MAX_SHOWN_CHARACTERS: Final = 200
+# Error bodies are read up to this many bytes: enough for any message.
+MAX_ERROR_BYTES: Final = 64 * 1024
 
-_TAGS: Final = re.compile(
-    r"<(script|style)\b.*?</\1\s*>|<[^>]*>", re.IGNORECASE | re.DOTALL
-)
+# Markup is removed in time linear in the text: a hostile error page of many
+# unclosed tags must not block the event loop.
+_BLOCK_OPEN: Final = re.compile(r"<(script|style)\b", re.IGNORECASE)
+_BLOCK_CLOSE: Final = {
+    kind: re.compile(rf"</{kind}\s*>", re.IGNORECASE) for kind in ("script", "style")
+}
+_TAG: Final = re.compile(r"<[^<>]*>")
 _SPACES: Final = re.compile(r"\s+")
 
 # Words of an answer that refuses what it was sent, whatever it was.
@@ -249,7 +255,30 @@ def _problem(item: Any) -> str:
 
 def _plain(text: str) -> str:
     """Return text without markup, on one line."""
-    return _SPACES.sub(" ", html.unescape(_TAGS.sub(" ", text))).strip()
+    return _SPACES.sub(" ", html.unescape(_TAG.sub(" ", _without_blocks(text)))).strip()
+
+
+def _without_blocks(text: str) -> str:
+    """Return text without its script and style blocks, in linear time.
+
+    A block that is never closed stays (its tags go later); once a kind has
+    no closing tag left, later blocks of that kind are not searched again.
+    """
+    kept: list[str] = []
+    position = 0
+    unclosed: set[str] = set()
+    for opening in _BLOCK_OPEN.finditer(text):
+        kind = opening[1].lower()
+        if opening.start() < position or kind in unclosed:
+            continue
+        closing = _BLOCK_CLOSE[kind].search(text, opening.end())
+        if closing is None:
+            unclosed.add(kind)
+            continue
+        kept.append(text[position : opening.start()])
+        position = closing.end()
+    kept.append(text[position:])
+    return " ".join(kept)
 
 
 def shown(text: str) -> str:
@@ -268,11 +297,12 @@ _PERMISSION: Final = (
     "not allowed to access",
     "does not have access to",
 )
-_MODEL_NOT_FOUND: Final = re.compile(
-    r"model\b.*\b(not found|does not exist|not exist|unknown|no such)"
-    r"|(unknown|no such|invalid) model",
-    re.IGNORECASE | re.DOTALL,
+# "model ... not found" is looked for in two steps, in linear time.
+_MODEL_WORD: Final = re.compile(r"model\b", re.IGNORECASE)
+_NOT_FOUND_WORDS: Final = re.compile(
+    r"\b(not found|does not exist|not exist|unknown|no such)", re.IGNORECASE
 )
+_UNKNOWN_MODEL: Final = re.compile(r"(unknown|no such|invalid) model", re.IGNORECASE)
 
 
 def error_for_status(
@@ -283,7 +313,11 @@ def error_for_status(
     sent: frozenset[Feature] = frozenset(),
     path: str = "",
 ) -> ServerError:
-    """Return our translated error for an error answer of the server."""
+    """Return our translated error for an error answer of the server.
+
+    Only the first MAX_ERROR_BYTES count, also where a client read more.
+    """
+    body = body[:MAX_ERROR_BYTES]
     raw = body.decode("utf-8", errors="replace")
     text = error_text(body)
     LOGGER.debug("%s answered %s: %s", path or "The server", status, text)
@@ -304,12 +338,20 @@ def error_for_status(
         return RequestRejectedError(
             message, rejection.feature, general=rejection.general, status=status
         )
-    if status == 404 and _MODEL_NOT_FOUND.search(text):
+    if status == 404 and _names_missing_model(text):
         return ServerError("model_not_found", message=message)
     if 400 <= status < 500 or status == 501:
         # 501: the server does not implement what was asked, it is not down.
         return RequestRejectedError(message, status=status)
     return ServerError("api_error", message=message)
+
+
+def _names_missing_model(text: str) -> bool:
+    """Tell whether an error text says that the model is not there."""
+    if _UNKNOWN_MODEL.search(text):
+        return True
+    model = _MODEL_WORD.search(text)
+    return model is not None and bool(_NOT_FOUND_WORDS.search(text, model.end()))
 
 
 def _json_or_none(text: str) -> Any:

@@ -32,7 +32,8 @@ _CONTEXT_KEYS: Final = (
     "context_window",
     "max_context_length",
 )
-_NUM_CTX: Final = re.compile(r"^\s*num_ctx\s+(\d+)", re.MULTILINE)
+# Within one line, in linear time; a figure of ten digits or more is none.
+_NUM_CTX: Final = re.compile(r"^[ \t]*num_ctx[ \t]+(\d{1,9})(?!\d)", re.MULTILINE)
 _OWNERS: Final = {"llamacpp": ServerKind.LLAMA_CPP, "vllm": ServerKind.VLLM}
 
 

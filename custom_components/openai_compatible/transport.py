@@ -25,14 +25,12 @@ import httpx2
 
 from .capabilities import Feature
 from .const import LOGGER
-from .error_answers import error_for_status, retry_after
+from .error_answers import MAX_ERROR_BYTES, error_for_status, retry_after
 from .errors import ConnectError, ServerError
 from .sse import MAX_ANSWER_BYTES, async_read_body
 
 # Local servers ignore the key, but some gateways insist on the header.
 PLACEHOLDER_API_KEY: Final = "no-key"
-# Error bodies are read up to this many bytes: enough for any message.
-MAX_ERROR_BYTES: Final = 64 * 1024
 _RETRY_STATUSES: Final = frozenset({429, 503})
 
 # Files of a form: (field, (file name, content)).
