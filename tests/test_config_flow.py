@@ -1111,6 +1111,8 @@ async def test_add_ai_task(
     result = await _subentry_form(hass, setup_integration, SUBENTRY_AI_TASK)
     assert CONF_PROMPT not in _fields(result)
     assert CONF_LLM_HASS_API not in _fields(result)
+    assert CONF_HISTORY_TURNS not in _fields(result)
+    assert isinstance(_field(result, CONF_CONTEXT_WINDOW), probatio.Optional)
     # Image models first; chat models and the rest stay reachable.
     assert _selector_options(result, CONF_IMAGE_MODEL) == [
         "gpt-image-1",
@@ -1151,12 +1153,14 @@ async def test_add_ai_task(
             CONF_IMAGE_MODEL: "flux-dev",
             CONF_RECOMMENDED: False,
             CONF_TOP_P: 0.5,
+            CONF_CONTEXT_WINDOW: 8192.0,
         },
     )
     assert result["data"] == {
         CONF_RECOMMENDED: False,
         CONF_CHAT_MODEL: "gpt-4o-mini",
         CONF_IMAGE_MODEL: "flux-dev",
+        CONF_CONTEXT_WINDOW: 8192,
         # The shown defaults of the fields left alone are stored and sent.
         CONF_MAX_TOKENS: 3000,
         CONF_TEMPERATURE: 1.0,

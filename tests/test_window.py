@@ -7,10 +7,12 @@ import socket
 import threading
 import time
 from typing import Any
+from unittest.mock import ANY
 
 from homeassistant.components.conversation import trace
 from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT, CONF_URL
 from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import intent, issue_registry as ir
 from mcp.server import MCPServer
 import pytest
@@ -22,6 +24,7 @@ from custom_components.openai_compatible.const import (
     CONF_CONTEXT_WINDOW,
     CONF_HISTORY_TURNS,
     DOMAIN,
+    SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
 )
 from custom_components.openai_compatible.window import MAX_CONVERSATIONS, ContextWindow
@@ -540,3 +543,46 @@ async def test_removed_agent_leaves_no_repair(
     await hass.async_block_till_done()
 
     assert ir.async_get(hass).async_get_issue(DOMAIN, issue_id) is None
+
+
+async def test_ai_task_window_setting(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """An AI task's window setting fits its requests, as an agent's does."""
+    entry = await setup_entry(ai_task={CONF_CONTEXT_WINDOW: 1500})
+    task = {"task_name": "Count", "entity_id": "ai_task.openai_compatible_ai_task"}
+
+    with pytest.raises(HomeAssistantError) as err:
+        await hass.services.async_call(
+            "ai_task",
+            "generate_data",
+            {**task, "instructions": words(2000)},
+            blocking=True,
+            return_response=True,
+        )
+
+    assert err.value.translation_key == "message_too_large"
+    assert err.value.translation_placeholders["window"] == "1,500"
+    assert simulator.chat_requests() == []
+
+    # A larger window lets the same task through.
+    subentry = next(
+        sub
+        for sub in entry.subentries.values()
+        if sub.subentry_type == SUBENTRY_AI_TASK
+    )
+    hass.config_entries.async_update_subentry(
+        entry, subentry, data={**subentry.data, CONF_CONTEXT_WINDOW: 8000}
+    )
+    await hass.async_block_till_done()
+    simulator.enqueue("/chat/completions", sse=sse_text("2000"))
+    response = await hass.services.async_call(
+        "ai_task",
+        "generate_data",
+        {**task, "instructions": words(2000)},
+        blocking=True,
+        return_response=True,
+    )
+
+    assert response == {"conversation_id": ANY, "data": "2000"}
+    assert len(simulator.chat_requests()) == 1

@@ -98,7 +98,7 @@ ADVANCED_DEFAULTS: dict[str, float] = {
     CONF_TOP_P: RECOMMENDED_TOP_P,
 }
 
-# How much of the context a conversation agent uses; empty: the default.
+# How much of the context an agent or task uses; empty: the default.
 CONTEXT_KEYS = (CONF_HISTORY_TURNS, CONF_CONTEXT_WINDOW)
 
 # Every key the subentry form owns; other keys in saved data are kept.
@@ -688,9 +688,6 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
                 )
             )
             schema[probatio.Optional(CONF_HISTORY_TURNS)] = _whole_number(0, 1000)
-            schema[probatio.Optional(CONF_CONTEXT_WINDOW)] = _whole_number(
-                256, 10_000_000
-            )
         else:
             schema[probatio.Optional(CONF_IMAGE_MODEL)] = SelectSelector(
                 SelectSelectorConfig(
@@ -701,6 +698,7 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
                     mode=SelectSelectorMode.DROPDOWN,
                 )
             )
+        schema[probatio.Optional(CONF_CONTEXT_WINDOW)] = _whole_number(256, 10_000_000)
 
         schema[probatio.Optional(CONF_STREAMING, default=True)] = bool
         schema[probatio.Required(CONF_RECOMMENDED, default=True)] = bool
@@ -734,11 +732,11 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
                 data[CONF_PROMPT] = prompt
             if apis := user_input.get(CONF_LLM_HASS_API):
                 data[CONF_LLM_HASS_API] = apis
-            for key in CONTEXT_KEYS:
-                if (value := user_input.get(key)) is not None:
-                    data[key] = value
         elif image_model := (user_input.get(CONF_IMAGE_MODEL) or "").strip():
             data[CONF_IMAGE_MODEL] = image_model
+        for key in CONTEXT_KEYS:
+            if (value := user_input.get(key)) is not None:
+                data[key] = value
         if not user_input.get(CONF_STREAMING, True):
             data[CONF_STREAMING] = False
         if not data[CONF_RECOMMENDED]:
