@@ -158,10 +158,40 @@ async def test_lessons_survive_a_restart(hass: HomeAssistant) -> None:
     assert not again.model("m").refuses(Feature.JSON_SCHEMA)
 
 
+async def test_learned_window_yields_to_a_newer_report(hass: HomeAssistant) -> None:
+    """A window an overflow named holds until the server reports another one."""
+    reported = ServerReport(models={"m": ModelReport(context_window=8192)})
+    capabilities = _capabilities(hass, report=reported)
+    capabilities.model("m").learn_context_window(4096)
+    assert capabilities.model("m").context_window == 4096
+
+    # The same report again: what the server's own error said still holds.
+    capabilities.update_report(reported, "fingerprint")
+    assert capabilities.model("m").context_window == 4096
+
+    # The model was loaded again with a larger context, and reported so.
+    larger = ServerReport(models={"m": ModelReport(context_window=16384)})
+    capabilities.update_report(larger, "fingerprint")
+    assert capabilities.model("m").context_window == 16384
+
+    # An overflow under the new report teaches again, and is stored with it.
+    capabilities.model("m").learn_context_window(12000)
+    assert capabilities.model("m").context_window == 12000
+    assert capabilities.as_dict()["models"]["m"]["reported_window"] == 16384
+    # A report that goes back finds the lesson of another report, not its own.
+    capabilities.update_report(reported, "fingerprint")
+    assert capabilities.model("m").context_window == 8192
+
+
 def test_stored_form_skips_what_is_unknown() -> None:
     """Lessons from another version load without what this one cannot read."""
     lessons = Lessons.from_dict(
-        {"refused": ["logprobs", "teleport"], "proven": "x", "context_window": -1}
+        {
+            "refused": ["logprobs", "teleport"],
+            "proven": "x",
+            "context_window": -1,
+            "reported_window": "8192",
+        }
     )
     assert lessons == Lessons(refused={Feature.LOGPROBS})
     assert Lessons.from_dict(None) == Lessons()

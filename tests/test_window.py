@@ -9,6 +9,7 @@ import time
 from typing import Any
 from unittest.mock import ANY
 
+from freezegun.api import FrozenDateTimeFactory
 from homeassistant.components.conversation import trace
 from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT, CONF_URL
 from homeassistant.core import HomeAssistant
@@ -16,7 +17,10 @@ from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import intent, issue_registry as ir
 from mcp.server import MCPServer
 import pytest
-from pytest_homeassistant_custom_component.common import MockConfigEntry
+from pytest_homeassistant_custom_component.common import (
+    MockConfigEntry,
+    async_fire_time_changed,
+)
 import uvicorn
 
 from custom_components.openai_compatible.const import (
@@ -27,6 +31,7 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
 )
+from custom_components.openai_compatible.model_watch import REFRESH_INTERVAL
 from custom_components.openai_compatible.window import MAX_CONVERSATIONS, ContextWindow
 from simulator import OpenAISimulator, sse_text, sse_tool_calls
 from simulator.window import prompt_tokens
@@ -586,3 +591,36 @@ async def test_ai_task_window_setting(
 
     assert response == {"conversation_id": ANY, "data": "2000"}
     assert len(simulator.chat_requests()) == 1
+
+
+async def test_newer_report_replaces_the_learned_window(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    freezer: FrozenDateTimeFactory,
+) -> None:
+    """A window learned under one report gives way when the server reports anew."""
+    simulator.settings.context_window = 8000  # what the model list reports
+    entry = await setup_agent(setup_entry)
+    simulator.settings.context_window = 4000  # what the server takes
+    first = await converse(hass, words(300))
+    while learned_window(entry) is None:
+        assert len(simulator.chat_requests()) < 20
+        await converse(hass, words(300), first.conversation_id)
+    assert learned_window(entry) == 4000
+    assert context_details()[-1]["window"] == 4000
+
+    # The model is loaded again with a larger context; the next refresh says so.
+    simulator.settings.context_window = 16000
+    freezer.tick(REFRESH_INTERVAL)
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    sent = len(simulator.chat_requests())
+    again = await converse(hass, words(300))
+    for _ in range(5):
+        await converse(hass, words(300), again.conversation_id)
+
+    assert all(statuses(simulator)[sent:])
+    (details,) = context_details()
+    assert details["window"] == 16000
+    assert details["dropped_turns"] == 0

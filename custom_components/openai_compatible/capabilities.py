@@ -327,8 +327,10 @@ class Lessons:
 
     refused: set[Feature] = field(default_factory=set)
     proven: set[Feature] = field(default_factory=set)
-    # Learned from an overflow error that named it.
+    # Learned from an overflow error that named it, and what the server
+    # reported as the window when it was learned.
     context_window: int | None = None
+    reported_window: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Return the lessons in their stored form."""
@@ -336,6 +338,7 @@ class Lessons:
             "refused": sorted(self.refused),
             "proven": sorted(self.proven),
             "context_window": self.context_window,
+            "reported_window": self.reported_window,
         }
 
     @classmethod
@@ -343,12 +346,17 @@ class Lessons:
         """Return lessons from their stored form, skipping what is unknown."""
         if not isinstance(data, dict):
             return cls()
-        window = data.get("context_window")
         return cls(
             refused=_features(data.get("refused")),
             proven=_features(data.get("proven")),
-            context_window=window if isinstance(window, int) and window > 0 else None,
+            context_window=_window(data.get("context_window")),
+            reported_window=_window(data.get("reported_window")),
         )
+
+
+def _window(value: Any) -> int | None:
+    """Return a stored window, or None where it is no positive integer."""
+    return value if isinstance(value, int) and value > 0 else None
 
 
 def _features(values: Any) -> set[Feature]:
@@ -384,8 +392,17 @@ class ModelCapabilities:
 
     @property
     def context_window(self) -> int | None:
-        """Return the model's context window in tokens, if known."""
-        return self.lessons.context_window or self.report.context_window
+        """Return the model's context window in tokens, if known.
+
+        The window an overflow error named holds while the server reports what
+        it reported then. A different report is newer (the model was loaded
+        again with another context) and holds instead, until an overflow
+        error teaches again; so each report costs one overflow at most.
+        """
+        lessons, reported = self.lessons, self.report.context_window
+        if lessons.context_window and lessons.reported_window == reported:
+            return lessons.context_window
+        return reported
 
     def refuses(self, feature: Feature) -> bool:
         """Tell whether a request with this feature is known to be refused."""
@@ -454,9 +471,13 @@ class ModelCapabilities:
         self._on_learn()
 
     def learn_context_window(self, tokens: int) -> None:
-        """Remember the context window an overflow error named."""
-        if tokens > 0 and tokens != self.lessons.context_window:
-            self.lessons.context_window = tokens
+        """Remember the context window an overflow error named, and the report."""
+        lesson = (tokens, self.report.context_window)
+        if tokens > 0 and lesson != (
+            self.lessons.context_window,
+            self.lessons.reported_window,
+        ):
+            self.lessons.context_window, self.lessons.reported_window = lesson
             self._on_learn()
 
 
