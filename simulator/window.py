@@ -17,7 +17,9 @@ from .wire import APIError
 if TYPE_CHECKING:
     from .server import SimulatorSettings
 
-type OverflowStyle = Literal["openai", "vllm", "llama_cpp", "lm_studio", "litellm"]
+type OverflowStyle = Literal[
+    "openai", "openai_responses", "vllm", "llama_cpp", "lm_studio", "litellm"
+]
 
 _TOKEN = re.compile(r" ?[A-Za-z]{1,8}| ?\d{1,3}| ?[^\sA-Za-z\d]|\s+")
 # What a chat template adds around each message, and to start the answer.
@@ -130,6 +132,21 @@ def _openai(window: int, prompt: int, answer: int) -> dict[str, Any]:
     }
 
 
+def _openai_responses(window: int, prompt: int, answer: int) -> dict[str, Any]:
+    """Return OpenAI's body on the Responses API: no numbers."""
+    return {
+        "error": {
+            "message": (
+                "Your input exceeds the context window of this model. Please "
+                "adjust your input and try again."
+            ),
+            "type": "invalid_request_error",
+            "param": "input",
+            "code": "context_length_exceeded",
+        }
+    }
+
+
 def _vllm(window: int, prompt: int, answer: int) -> dict[str, Any]:
     """Return vLLM's body: no `error` wrapper."""
     if prompt > window or not answer:
@@ -201,6 +218,7 @@ def _litellm(window: int, prompt: int, answer: int) -> dict[str, Any]:
 
 _BODIES = {
     "openai": _openai,
+    "openai_responses": _openai_responses,
     "vllm": _vllm,
     "llama_cpp": _llama_cpp,
     "lm_studio": _lm_studio,

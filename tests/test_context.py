@@ -326,6 +326,49 @@ def test_oversized_tool_result_is_cut_with_a_note() -> None:
     assert fitted.tokens <= 4096 * 0.95 - 1024
 
 
+def test_responses_items_are_measured_and_cut_alike() -> None:
+    """Responses input items fit as the same messages would, results cut alike."""
+    lines = "\n".join(f"- names: Light {n}\n  state: 'on'" for n in range(2000))
+    result = json.dumps({"success": True, "result": lines})
+    reasoning = {
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": "Look up the lights."}],
+        "encrypted_content": "x" * 5000,
+    }
+    call = {
+        "type": "function_call",
+        "call_id": "c1",
+        "name": "GetLiveContext",
+        "arguments": "{}",
+    }
+    output = {"type": "function_call_output", "call_id": "c1", "output": result}
+    items = [
+        {"type": "message", "role": "system", "content": SYSTEM["content"]},
+        {"type": "message", "role": "user", "content": "which lights are on?"},
+        reasoning,
+        call,
+        output,
+    ]
+    tools = [
+        {"type": "function", **tool["function"], "strict": False} for tool in TOOLS
+    ]
+    cut = ConversationCut()
+
+    fitted = fit(
+        items, [*tools, {"type": "web_search"}], Limits(4096), TokenEstimate(), cut
+    )
+
+    assert raw_message(reasoning) == MESSAGE_TOKENS + 19 / CHARS_PER_TOKEN
+    assert raw_message(call) == raw_message(tool_round("c1", "GetLiveContext", "")[0])
+    text = fitted.messages[-1]["output"]
+    assert text.endswith(
+        "For the rest, call GetLiveContext again with narrower arguments "
+        "(domain, area).]"
+    )
+    assert len(text) < len(result) / 4
+    assert fitted.messages[:-1] == items[:-1]
+
+
 def test_cut_is_repeated_exactly_in_later_requests() -> None:
     """Later requests cut a result the same way, even after calibration moved."""
     result = "x" * 40_000

@@ -23,7 +23,9 @@ from pytest_homeassistant_custom_component.common import (
 )
 import uvicorn
 
+from custom_components.openai_compatible.capabilities import WireApi
 from custom_components.openai_compatible.const import (
+    CONF_API,
     CONF_CHAT_MODEL,
     CONF_CONTEXT_WINDOW,
     CONF_HISTORY_TURNS,
@@ -34,6 +36,7 @@ from custom_components.openai_compatible.const import (
 from custom_components.openai_compatible.model_watch import REFRESH_INTERVAL
 from custom_components.openai_compatible.window import MAX_CONVERSATIONS, ContextWindow
 from simulator import OpenAISimulator, sse_text, sse_tool_calls
+from simulator.responses import chat_body
 from simulator.window import prompt_tokens
 
 from .conftest import MakeConfigEntry, SetupEntry, converse, speech
@@ -624,3 +627,77 @@ async def test_newer_report_replaces_the_learned_window(
     (details,) = context_details()
     assert details["window"] == 16000
     assert details["dropped_turns"] == 0
+
+
+async def setup_responses_agent(setup_entry: SetupEntry) -> MockConfigEntry:
+    """Set up an agent without tools, with the long prompt, over the Responses API."""
+    return await setup_entry(
+        options={CONF_API: WireApi.RESPONSES},
+        conversation={CONF_PROMPT: LONG_PROMPT, CONF_LLM_HASS_API: []},
+    )
+
+
+def responses_statuses(simulator: OpenAISimulator) -> list[bool]:
+    """Return, per Responses request, whether the simulator took it."""
+    return [
+        prompt_tokens(chat_body(body)) <= (simulator.settings.context_window or 0)
+        for body in simulator.responses_requests()
+    ]
+
+
+async def test_responses_requests_fit_the_window(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """Over the Responses API, old turns go as well, and no request is over."""
+    simulator.settings.context_window = 4000
+    await setup_responses_agent(setup_entry)
+
+    first = await converse(hass, words(300))
+    for _ in range(6):
+        await converse(hass, words(300), first.conversation_id)
+
+    assert simulator.chat_requests() == []
+    assert all(responses_statuses(simulator))
+    (details,) = context_details()
+    assert details["window"] == 4000
+    assert details["dropped_turns"] > 0
+
+
+async def test_responses_overflow_in_openai_words(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """OpenAI's Responses overflow, which names no number, is told in our words."""
+    await setup_responses_agent(setup_entry)
+    simulator.settings.context_window = 900
+    simulator.settings.overflow_style = "openai_responses"
+
+    result = await converse(hass, "hello")
+
+    assert result.response.response_type == intent.IntentResponseType.ERROR
+    assert "larger than the model's context window" in speech(result)
+    assert "adjust your input" not in speech(result)
+
+
+async def test_responses_overflow_inside_the_stream_teaches_the_window(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """An overflow told as a failed response is learned, and sent again trimmed."""
+    entry = await setup_responses_agent(setup_entry)
+    failed = {
+        "type": "response.failed",
+        "response": {
+            "status": "failed",
+            "error": {
+                "code": "context_length_exceeded",
+                "message": "This model's maximum context length is 8192 tokens.",
+            },
+        },
+    }
+    simulator.enqueue("/responses", sse=[failed])
+
+    result = await converse(hass, "hello")
+
+    assert speech(result) == "You said: hello"
+    assert learned_window(entry) == 8192
+    first, again = simulator.responses_requests()
+    assert again["input"] == first["input"]

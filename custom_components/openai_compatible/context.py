@@ -1,6 +1,7 @@
 """Fit each request into the model's context window, measured in tokens.
 
-Pure functions over rendered Chat Completions messages:
+Pure functions over a request's conversation, as either wire API renders it:
+Chat Completions messages, or Responses API input items:
 
 - a cheap token estimate (characters, with a few fixed costs), corrected by
   the server's own `usage.prompt_tokens` of earlier requests;
@@ -102,10 +103,10 @@ class TokenEstimate:
 
 
 def raw_message(message: Message) -> float:
-    """Return the raw token estimate of one rendered message."""
+    """Return the raw token estimate of one rendered message or input item."""
     chars = 0
     fixed: float = MESSAGE_TOKENS
-    content = message.get("content")
+    content = message.get(_result_field(message) or "content")
     if isinstance(content, str):
         chars += len(content)
         fixed += content.count("\\") * ESCAPE_TOKENS
@@ -116,11 +117,49 @@ def raw_message(message: Message) -> float:
                 chars += len(text)
             else:
                 fixed += ATTACHMENT_TOKENS
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") or {}
-        chars += len(str(function.get("name"))) + len(str(function.get("arguments")))
+    for _call_id, name, arguments in _calls(message):
+        chars += len(name) + len(arguments)
         fixed += MESSAGE_TOKENS
+    for part in message.get("summary") or ():
+        # A Responses reasoning item's summary; its encrypted content is
+        # not read again as tokens.
+        if isinstance(part, dict) and isinstance(text := part.get("text"), str):
+            chars += len(text)
     return fixed + chars / CHARS_PER_TOKEN
+
+
+def _result_field(message: Message) -> str | None:
+    """Return the field that holds a tool result's text; None for others."""
+    if message.get("role") == "tool":
+        return "content"
+    if message.get("type") == "function_call_output":
+        return "output"
+    return None
+
+
+def _result_call_id(message: Message) -> str:
+    """Return the id of the call a tool result answers."""
+    return str(message.get("tool_call_id") or message.get("call_id"))
+
+
+def _calls(message: Message) -> list[tuple[Any, str, str]]:
+    """Return the id, tool name and arguments of each call a message makes."""
+    if message.get("type") == "function_call":
+        return [
+            (
+                message.get("call_id"),
+                str(message.get("name")),
+                str(message.get("arguments")),
+            )
+        ]
+    return [
+        (
+            call.get("id"),
+            str((call.get("function") or {}).get("name")),
+            str((call.get("function") or {}).get("arguments")),
+        )
+        for call in message.get("tool_calls") or ()
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,15 +315,19 @@ class _ResultCutter:
         self._room = room
         self._budget = max(MIN_RESULT_TOKENS, int(room * RESULT_SHARE))
         self._names = {
-            call.get("id"): (call.get("function") or {}).get("name")
+            call_id: name
             for message in messages
-            for call in message.get("tool_calls") or ()
+            for call_id, name, _arguments in _calls(message)
         }
+        # A Chat Completions tool nests its function; a Responses one does
+        # not, and a provider-run one has no parameters at all.
+        functions = [tool.get("function", tool) for tool in tools]
         self._parameters = {
-            tool["function"]["name"]: list(
-                (tool["function"].get("parameters") or {}).get("properties") or ()
+            function["name"]: list(
+                (function.get("parameters") or {}).get("properties") or ()
             )
-            for tool in tools
+            for function in functions
+            if "name" in function
         }
 
     def apply(self, turn: Turn) -> Turn:
@@ -301,8 +344,8 @@ class _ResultCutter:
         used = self._estimate.tokens(sum(map(raw_message, fitted)))
         if used <= self._room:
             return fitted
-        results = [message for message in turn if message.get("role") == "tool"]
-        others = [message for message in turn if message.get("role") != "tool"]
+        results = [message for message in turn if _result_field(message)]
+        others = [message for message in turn if not _result_field(message)]
         left = self._room - self._estimate.tokens(sum(map(raw_message, others)))
         share = left // len(results) if results else 0
         if share < MIN_RESULT_TOKENS:
@@ -312,15 +355,16 @@ class _ResultCutter:
                 window=f"{window:,}",
             )
         for message in results:
-            self._cut.result_chars.pop(message.get("tool_call_id", ""), None)
+            self._cut.result_chars.pop(_result_call_id(message), None)
         return [self._result(message, share - MESSAGE_TOKENS) for message in turn]
 
     def _result(self, message: Message, budget: int) -> Message:
         """Return a tool result message cut to the budget, or as it is."""
-        content = message.get("content")
-        if message.get("role") != "tool" or not isinstance(content, str):
+        field = _result_field(message)
+        content = message.get(field) if field else None
+        if field is None or not isinstance(content, str):
             return message
-        call_id = str(message.get("tool_call_id"))
+        call_id = _result_call_id(message)
         keep = self._cut.result_chars.get(call_id)
         if keep is None:
             if self._estimate.tokens(raw_message(message)) <= budget:
@@ -329,7 +373,7 @@ class _ResultCutter:
             self._cut.result_chars[call_id] = keep
         if len(content) <= keep:
             return message
-        return {**message, "content": self._shortened(call_id, content, keep)}
+        return {**message, field: self._shortened(call_id, content, keep)}
 
     def _shortened(self, call_id: str, content: str, keep: int) -> str:
         """Return the start of a result and a note on how to ask narrower."""

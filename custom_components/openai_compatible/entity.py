@@ -164,17 +164,18 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
     ) -> Adapter:
         """Return the wire adapter for a run of rounds, over the entry's API.
 
-        Over Chat Completions with a chat log, each request is fitted into the
-        model's context window.
+        With a chat log, each request is fitted into the model's context window.
         """
         setting = api_setting(self.entry.options.get(CONF_API))
         if self.capabilities.api(setting) is WireApi.CHAT_COMPLETIONS:
             return self._chat_adapter(tool_set, chat_log)
+        settings = self.request_settings()
+        capabilities = self.capabilities
         responses = ResponsesAdapter(
             self.hass,
             self.runtime.transport,
-            self.capabilities,
-            self.request_settings(),
+            capabilities,
+            settings,
             responses_options(self.hass, self.subentry.data),
             tool_set,
             self.budget(),
@@ -184,6 +185,9 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
             on_usage=partial(
                 self.runtime.usage.record_usage, self.subentry.subentry_id
             ),
+            fit=None
+            if chat_log is None
+            else self.context_window.request(chat_log, capabilities, settings),
         )
         if setting is not WireApi.AUTOMATIC:
             return responses

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
@@ -23,11 +23,19 @@ from .capabilities import PROVIDER_TOOLS, Feature, ModelCapabilities
 from .chat_completions import RequestSettings, ToolSet
 from .chat_stream import usage_stats
 from .const import LOGGER
-from .errors import MalformedAnswerError, RequestRejectedError, ServerError
+from .errors import (
+    ContextOverflowError,
+    MalformedAnswerError,
+    RequestRejectedError,
+    ServerError,
+)
 from .responses_render import InputRenderer, function_tools
 from .responses_stream import ResponsesStreamParser, async_read_events, chat_usage
 from .sse import async_read_body
 from .transport import Budget, Opened, Transport, parse_json
+
+if TYPE_CHECKING:
+    from .window import RequestFit
 
 # OpenAI refuses a smaller limit on the answer's tokens.
 MIN_OUTPUT_TOKENS: Final = 16
@@ -359,8 +367,13 @@ class ResponsesAdapter:
         *,
         on_request: Callable[[], None],
         on_usage: Callable[[dict[str, Any]], None],
+        fit: RequestFit | None = None,
     ) -> None:
-        """Prepare the renderer for a run of rounds."""
+        """Prepare the renderer for a run of rounds.
+
+        With `fit`, each request is fitted into the model's context window.
+        """
+        self._fit = fit
         self._transport = transport
         self._capabilities = capabilities
         self._settings = settings
@@ -380,10 +393,10 @@ class ResponsesAdapter:
         instructions: tuple[conversation.UserContent, str] | None = None,
     ) -> dict[str, Any]:
         """Return the request body for the chat log as it is now."""
-        body: dict[str, Any] = {
-            "model": self._settings.model,
-            "input": await self._renderer.async_render(chat_log.content, instructions),
-        }
+        items = await self._renderer.async_render(chat_log.content, instructions)
+        if self._fit is not None:
+            items = self._fit.messages(items, self._tools)
+        body: dict[str, Any] = {"model": self._settings.model, "input": items}
         if self._tools:
             body["tools"] = self._tools
         body.update(settings_body(self._settings, self._options, self._capabilities))
@@ -397,23 +410,47 @@ class ResponsesAdapter:
     ) -> AsyncIterator[
         conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
     ]:
-        """Send the request and yield the answer as chat log deltas."""
-        parser = ResponsesStreamParser(
-            self.tool_set.from_wire, remove_citations=self._options.remove_citations
-        )
+        """Send the request and yield the answer as chat log deltas.
+
+        An overflow the stream tells before the answer gives anything is taken
+        as one told by the status: fitted and sent again.
+        """
         yield {"role": "assistant"}
-        try:
-            async with self._async_open(
-                shaped_body(body, self._capabilities, self._settings.stream)
-            ) as (opened, streamed):
-                async for delta in async_read_events(
-                    parser, opened.aiter_bytes(), streamed=streamed
-                ):
-                    yield delta
-        finally:
-            if usage := parser.usage:
-                chat_log.async_trace({"stats": usage_stats(usage), "usage": usage})
-                self._on_usage(usage)
+        body = shaped_body(body, self._capabilities, self._settings.stream)
+        while True:
+            parser = ResponsesStreamParser(
+                self.tool_set.from_wire,
+                remove_citations=self._options.remove_citations,
+            )
+            said = False
+            try:
+                async with self._async_open(body) as (opened, streamed):
+                    async for delta in async_read_events(
+                        parser, opened.aiter_bytes(), streamed=streamed
+                    ):
+                        said = said or any(
+                            value for key, value in delta.items() if key != "role"
+                        )
+                        yield delta
+            except ContextOverflowError as err:
+                if said or self._fit is None:
+                    raise
+                body = self._fit.after_overflow(body, err)
+            else:
+                return
+            finally:
+                self._observe_usage(chat_log, parser.usage)
+
+    def _observe_usage(
+        self, chat_log: conversation.ChatLog, usage: dict[str, Any] | None
+    ) -> None:
+        """Trace the tokens an answer reports, and calibrate the fitting by them."""
+        if not usage:
+            return
+        chat_log.async_trace({"stats": usage_stats(usage), "usage": usage})
+        self._on_usage(usage)
+        if self._fit is not None:
+            self._fit.observe(usage)
 
     async def async_complete(self, body: dict[str, Any]) -> dict[str, Any]:
         """Send a request of the Chat Completions form; return a chat completion."""
@@ -452,6 +489,10 @@ class ResponsesAdapter:
                     break
                 except RequestRejectedError as err:
                     body = self._without_refused(body, err)
+                except ContextOverflowError as err:
+                    if self._fit is None:
+                        raise
+                    body = self._fit.after_overflow(body, err)
             self._capabilities.learn_proven(Feature.RESPONSES_API)
             yield opened, bool(body.get("stream"))
 

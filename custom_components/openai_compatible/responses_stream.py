@@ -21,7 +21,14 @@ from homeassistant.helpers.json import json_dumps
 import httpx2
 
 from .citations import CitationFilter
-from .errors import MalformedAnswerError, ModelError, ServerError, TranslatedError
+from .context import parse_overflow
+from .errors import (
+    ContextOverflowError,
+    MalformedAnswerError,
+    ModelError,
+    ServerError,
+    TranslatedError,
+)
 from .sse import EventStream, async_read_body
 from .think_tags import ThinkTagSplitter
 from .tool_calls import MAX_TOOL_CALLS, PendingCall, too_many_calls
@@ -118,7 +125,7 @@ class ResponsesStreamParser:
         elif kind in ("response.completed", "response.incomplete"):
             self._finish(_object(event.get("response"), "response"), deltas)
         elif kind in ("response.failed", "error"):
-            raise ServerError("api_error", message=_failure(event))
+            raise _failure(event)
         return deltas
 
     def feed_whole(self, response: dict[str, Any]) -> list[Delta]:
@@ -318,7 +325,7 @@ class ResponsesStreamParser:
         """End the answer: items never streamed, usage, calls, and the status."""
         output = response.get("output")
         if response.get("status") == "failed" or (response.get("error") and not output):
-            raise ServerError("api_error", message=_failure({"response": response}))
+            raise _failure({"response": response})
         for index, item in enumerate(_list(output, "response.output")):
             self._item_done(index, _object(item, "response.output"), deltas)
         if (usage := response.get("usage")) is not None:
@@ -397,12 +404,19 @@ def chat_usage(usage: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _failure(event: dict[str, Any]) -> str:
-    """Return the message of a failed answer or an error event."""
+def _failure(event: dict[str, Any]) -> ServerError:
+    """Return the error of a failed answer or an error event.
+
+    A context overflow (OpenAI's `context_length_exceeded`) is told apart, so
+    the request can be fitted and sent again.
+    """
     response = event.get("response")
     error = response.get("error") if isinstance(response, dict) else event
-    message = error.get("message") if isinstance(error, dict) else None
-    return str(message or "the server reported an error")
+    details = error if isinstance(error, dict) else {}
+    message = str(details.get("message") or "the server reported an error")
+    if (overflow := parse_overflow(message, details)) is not None:
+        return ContextOverflowError(overflow.window, overflow.prompt_tokens)
+    return ServerError("api_error", message=message)
 
 
 def _index(event: dict[str, Any]) -> int:

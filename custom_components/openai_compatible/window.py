@@ -5,8 +5,9 @@ and what the server reports or named in an overflow error: the smallest of
 them), keeps the token estimate calibrated by the server's own counts,
 remembers per conversation what was left out, and keeps a repair issue open
 while the prompt alone is too large. `RequestFit` is what the wire adapter asks
-for one run of rounds: fit each request's messages, and after an overflow
-error, fit the same request again to what the error taught, once.
+for one run of rounds, over either wire API: fit each request's messages or
+input items, and after an overflow error, fit the same request again to what
+the error taught, once.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 
 # Conversations whose cuts are remembered, the most recent ones.
 MAX_CONVERSATIONS = 32
+# Where a request body holds the conversation: Chat Completions, Responses.
+CONVERSATION_KEYS = ("messages", "input")
 
 
 class ContextWindow:
@@ -164,8 +167,8 @@ class RequestFit:
         elif window is None or self._owner.estimate.ratio == before:
             # Nothing new to fit by: trimming again would send the same.
             raise self._unfixable(err)
-        messages = self._fitted(body["messages"], body.get("tools") or [])
-        return {**body, "messages": messages}
+        key = next(key for key in CONVERSATION_KEYS if key in body)
+        return {**body, key: self._fitted(body[key], body.get("tools") or [])}
 
     def observe(self, usage: dict[str, Any]) -> None:
         """Calibrate the estimate with the tokens the server counted."""
