@@ -56,6 +56,7 @@ EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 SUMMARIES = ("auto", "concise", "detailed")
 VERBOSITIES = ("low", "medium", "high")
 CONTEXT_SIZES = ("low", "medium", "high")
+SERVICE_TIERS = ("auto", "default", "flex", "scale", "priority")
 _INPUT_ROLES = ("user", "system", "developer", "assistant")
 _PARTS = {
     "assistant": ("output_text", "refusal", "input_text"),
@@ -116,6 +117,7 @@ def validate(body: Any, settings: SimulatorSettings) -> None:
         if name in body and not isinstance(body[name], bool):
             raise invalid_type(name, "a boolean", body[name])
     _validate_sampling(body, model)
+    _validate_service_tier(body, model, settings)
     _validate_reasoning(body.get("reasoning"), model, settings)
     _validate_text(body.get("text"), body["input"], model, settings)
     _validate_include(body.get("include"))
@@ -155,6 +157,26 @@ def _validate_sampling(body: dict[str, Any], model: str) -> None:
                     param=name,
                     code="unsupported_parameter",
                 )
+
+
+def _validate_service_tier(
+    body: dict[str, Any], model: str, settings: SimulatorSettings
+) -> None:
+    """Check `service_tier` against the tiers this server offers."""
+    if "service_tier" not in body:
+        return
+    if not settings.service_tiers:
+        raise unknown_parameter("service_tier")
+    tier = body["service_tier"]
+    if tier not in SERVICE_TIERS:
+        raise invalid_value("service_tier", tier, SERVICE_TIERS)
+    if tier not in settings.service_tiers:
+        raise APIError(
+            f"Unsupported value: 'service_tier' does not support '{tier}' with "
+            f"the '{model}' model.",
+            param="service_tier",
+            code="unsupported_value",
+        )
 
 
 def _validate_reasoning(

@@ -127,6 +127,8 @@ class SimulatorSettings:
     responses: bool = True
     # False: reasoning summaries are refused (an organization not verified).
     reasoning_summaries: bool = True
+    # The service tiers /v1/responses takes; none: the field is refused.
+    service_tiers: tuple[str, ...] = ("auto", "default", "flex", "priority")
     # The provider-run tools /v1/responses runs; others are refused.
     hosted_tools: frozenset[str] = frozenset(HOSTED_TOOLS)
     # Set: the native info routes of this local server answer (native.py).

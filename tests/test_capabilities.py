@@ -17,6 +17,7 @@ from custom_components.openai_compatible.capabilities import (
     is_reasoning_model,
     provider_for,
     server_fingerprint,
+    service_tiers,
 )
 
 
@@ -34,6 +35,34 @@ from custom_components.openai_compatible.capabilities import (
 def test_reasoning_models(model: str, reasoning: bool) -> None:
     """OpenAI's reasoning models are told apart from the rest."""
     assert is_reasoning_model(model) is reasoning
+
+
+@pytest.mark.parametrize(
+    ("model", "tiers"),
+    [
+        ("gpt-5-mini", ("auto", "flex", "default", "priority")),
+        ("openai/o3", ("auto", "flex", "default", "priority")),
+        ("gpt-5-nano", ("auto", "flex", "default")),
+        ("gpt-4o-mini", ("auto", "default", "priority")),
+        ("gpt-5-codex", ("auto", "default", "priority")),
+        ("gpt-5-chat-latest", ()),
+        ("o3-mini", ()),
+        ("llama3.2:3b", ()),
+    ],
+)
+def test_service_tiers(model: str, tiers: tuple[str, ...]) -> None:
+    """Flex and priority processing are offered for some OpenAI models only."""
+    assert service_tiers(model) == tiers
+
+
+async def test_service_tier_by_preset_and_model(hass: HomeAssistant) -> None:
+    """Where a tier can be chosen: OpenAI or a proxy to it, and a model with one."""
+    assert (
+        not _capabilities(hass, "openai").model("gpt-5").refuses(Feature.SERVICE_TIER)
+    )
+    assert not _capabilities(hass).model("gpt-5").refuses(Feature.SERVICE_TIER)
+    assert _capabilities(hass, "openai").model("o3-mini").refuses(Feature.SERVICE_TIER)
+    assert _capabilities(hass, "ollama").model("gpt-5").refuses(Feature.SERVICE_TIER)
 
 
 def test_unknown_preset_is_custom() -> None:

@@ -118,6 +118,20 @@ DECISIONS = frozenset({Feature.DECISIONS})
             True,
         ),
         (405, "Method Not Allowed", DECISIONS, Feature.DECISIONS, True),
+        (
+            400,
+            "Unknown parameter: 'service_tier'.",
+            frozenset({Feature.SERVICE_TIER, Feature.REASONING}),
+            Feature.SERVICE_TIER,
+            True,
+        ),
+        (
+            400,
+            "The service tier 'flex' is not available with reasoning effort high",
+            frozenset({Feature.SERVICE_TIER, Feature.REASONING}),
+            Feature.SERVICE_TIER,
+            True,
+        ),
     ],
 )
 def test_classify_rejection(

@@ -18,6 +18,7 @@ from custom_components.openai_compatible.const import (
     CONF_IMAGE_GENERATION,
     CONF_REASONING_EFFORT,
     CONF_REASONING_SUMMARY,
+    CONF_SERVICE_TIER,
     CONF_VERBOSITY,
     CONF_WEB_SEARCH,
     CONF_WEB_SEARCH_CITATIONS,
@@ -213,6 +214,57 @@ async def test_reasoning_options_in_the_request(
     answer = contents(hass, result.conversation_id)[-1]
     assert answer.thinking_content == "The user wrote 2 words. I will answer briefly."
     assert "words" not in speech(result)
+
+
+@pytest.mark.parametrize(("tier", "sent"), [("flex", "flex"), ("auto", None)])
+async def test_service_tier_in_the_request(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    tier: str,
+    sent: str | None,
+) -> None:
+    """A tier other than the default goes with the request; the default does not."""
+    await setup_entry(
+        provider="openai",
+        conversation={
+            CONF_LLM_HASS_API: [],
+            CONF_CHAT_MODEL: "gpt-5-mini",
+            CONF_SERVICE_TIER: tier,
+        },
+    )
+
+    result = await converse(hass, "Hello")
+
+    assert speech(result) == "You said: Hello"
+    [body] = simulator.responses_requests()
+    assert body.get("service_tier") == sent
+
+
+async def test_refused_service_tier_is_dropped_and_learned(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A server without service tiers answers without one from then on."""
+    simulator.settings.service_tiers = ()
+    entry = await setup_entry(
+        provider="openai",
+        conversation={
+            CONF_LLM_HASS_API: [],
+            CONF_CHAT_MODEL: "gpt-5-mini",
+            CONF_SERVICE_TIER: "priority",
+        },
+    )
+
+    result = await converse(hass, "Hello")
+    await converse(hass, "Again", result.conversation_id)
+
+    assert speech(result) == "You said: Hello"
+    first, second, third = simulator.responses_requests()
+    assert first["service_tier"] == "priority"
+    assert "service_tier" not in second
+    assert "service_tier" not in third
+    model = entry.runtime_data.capabilities.model("gpt-5-mini")
+    assert model.refuses(Feature.SERVICE_TIER)
 
 
 async def test_refused_summaries_are_dropped_and_learned(

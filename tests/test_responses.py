@@ -22,11 +22,17 @@ from custom_components.openai_compatible.capabilities import (
     WireApi,
 )
 from custom_components.openai_compatible.chat_completions import RequestSettings
-from custom_components.openai_compatible.const import CONF_API, CONF_STREAMING
+from custom_components.openai_compatible.const import (
+    CONF_API,
+    CONF_SERVICE_TIER,
+    CONF_STREAMING,
+)
 from custom_components.openai_compatible.errors import MalformedAnswerError, ServerError
 from custom_components.openai_compatible.responses import (
     ResponsesOptions,
+    body_features,
     chat_completion,
+    handling_body,
     responses_request,
     settings_body,
     without_feature,
@@ -744,6 +750,7 @@ async def test_history_of_other_agents_and_unanswered_calls(
         (Feature.REASONING, {"reasoning", "include"}),
         (Feature.REASONING_SUMMARY, {"reasoning"}),
         (Feature.VERBOSITY, {"text"}),
+        (Feature.SERVICE_TIER, {"service_tier"}),
         (Feature.WEB_SEARCH, {"tools"}),
     ],
 )
@@ -760,6 +767,7 @@ def test_features_that_can_go(feature: Feature, expected: set[str]) -> None:
         "reasoning": {"summary": "auto"},
         "text": {"verbosity": "low"},
         "include": ["reasoning.encrypted_content"],
+        "service_tier": "flex",
     }
 
     changed = without_feature(body, feature)
@@ -860,8 +868,41 @@ def test_chat_completion_requests_in_the_responses_form() -> None:
         "max_output_tokens": 100,
         "top_p": 0.5,
         "text": {"format": {"type": "json_object"}},
-        "store": False,
     }
+
+
+def test_how_the_provider_handles_the_request() -> None:
+    """A chosen tier is sent and named as a feature; nothing is stored."""
+    chosen = handling_body(ResponsesOptions(service_tier="flex"))
+
+    assert chosen == {"service_tier": "flex", "store": False}
+    assert Feature.SERVICE_TIER in body_features(chosen)
+    assert handling_body(ResponsesOptions()) == {"store": False}
+
+
+async def test_evaluate_keeps_the_service_tier(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """Requests in the Chat Completions form go with the task's tier too."""
+    simulator.settings.decisions = False
+    await setup(
+        provider="openai",
+        ai_task={"chat_model": REASONING_MODEL, CONF_SERVICE_TIER: "flex"},
+    )
+    simulator.enqueue(
+        "/responses",
+        json={
+            "status": "completed",
+            "output": [message_item('{"yes": 0.8, "no": 0.2}')],
+            "usage": usage_block(50, 9),
+        },
+    )
+
+    await task(hass, "evaluate", questions={"door": DOOR}, state="open")
+
+    body = simulator.responses_requests()[-1]
+    assert body["service_tier"] == "flex"
+    assert body["store"] is False
 
 
 def test_answers_in_the_chat_completion_form() -> None:

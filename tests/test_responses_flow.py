@@ -20,6 +20,7 @@ from custom_components.openai_compatible.const import (
     CONF_REASONING_EFFORT,
     CONF_REASONING_SUMMARY,
     CONF_RECOMMENDED,
+    CONF_SERVICE_TIER,
     CONF_VERBOSITY,
     CONF_WEB_SEARCH,
     CONF_WEB_SEARCH_CITATIONS,
@@ -78,12 +79,13 @@ async def test_reasoning_model_of_a_conversation(
     assert result["type"] is FlowResultType.FORM
     assert result["step_id"] == "responses"
     assert result["last_step"] is True
-    assert fields(result) == [*REASONING, *TOOLS]
+    assert fields(result) == [*REASONING, CONF_SERVICE_TIER, *TOOLS]
     result = await hass.config_entries.subentries.async_configure(
         result["flow_id"],
         {
             CONF_REASONING_EFFORT: "low",
             CONF_REASONING_SUMMARY: False,
+            CONF_SERVICE_TIER: "flex",
             CONF_WEB_SEARCH: True,
             CONF_WEB_SEARCH_CONTEXT_SIZE: "high",
             CONF_WEB_SEARCH_USER_LOCATION: True,
@@ -102,6 +104,7 @@ async def test_reasoning_model_of_a_conversation(
         CONF_VERBOSITY: None,
     }
     assert data[CONF_WEB_SEARCH_CONTEXT_SIZE] == "high"
+    assert data[CONF_SERVICE_TIER] == "flex"
 
 
 async def test_values_left_empty_are_removed(
@@ -124,9 +127,9 @@ async def test_values_left_empty_are_removed(
 @pytest.mark.parametrize(
     ("provider", "kind", "model", "expected"),
     [
-        ("openai", SUBENTRY_CONVERSATION, "gpt-4o-mini", TOOLS),
+        ("openai", SUBENTRY_CONVERSATION, "gpt-4o-mini", [CONF_SERVICE_TIER, *TOOLS]),
         ("azure", SUBENTRY_CONVERSATION, "gpt-4o-mini", TOOLS[4:]),
-        ("openai", SUBENTRY_AI_TASK, "gpt-5-mini", REASONING),
+        ("openai", SUBENTRY_AI_TASK, "gpt-5-mini", [*REASONING, CONF_SERVICE_TIER]),
     ],
 )
 async def test_what_each_model_and_preset_offers(
@@ -155,7 +158,7 @@ async def test_what_each_model_and_preset_offers(
             SUBENTRY_CONVERSATION,
             "gpt-5-mini",
         ),
-        ("openai", {}, SUBENTRY_AI_TASK, "gpt-4o-mini"),
+        ("openai", {}, SUBENTRY_AI_TASK, "gpt-5-chat-latest"),
     ],
 )
 async def test_no_step_where_nothing_applies(
@@ -175,6 +178,26 @@ async def test_no_step_where_nothing_applies(
     assert subentry_of(entry, kind).data[CONF_CHAT_MODEL] == model
 
 
+@pytest.mark.parametrize(
+    ("model", "tiers"),
+    [
+        ("gpt-5-mini", ["auto", "flex", "default", "priority"]),
+        ("gpt-5-nano", ["auto", "flex", "default"]),
+    ],
+)
+async def test_tiers_the_model_takes(
+    hass: HomeAssistant, setup_entry: SetupEntry, model: str, tiers: list[str]
+) -> None:
+    """The service tier offers the model's own tiers, Auto first and chosen."""
+    entry = await setup_entry(provider="openai")
+
+    result = await reconfigure(hass, entry, SUBENTRY_AI_TASK, model)
+
+    [key] = [key for key in result["data_schema"].schema if key == CONF_SERVICE_TIER]
+    assert key.default() == "auto"
+    assert result["data_schema"].schema[key].config["options"] == tiers
+
+
 async def test_refused_tools_are_not_offered(
     hass: HomeAssistant, setup_entry: SetupEntry
 ) -> None:
@@ -186,7 +209,11 @@ async def test_refused_tools_are_not_offered(
 
     result = await reconfigure(hass, entry, SUBENTRY_CONVERSATION, "gpt-4o-mini")
 
-    assert fields(result) == [CONF_CODE_INTERPRETER, CONF_IMAGE_GENERATION]
+    assert fields(result) == [
+        CONF_SERVICE_TIER,
+        CONF_CODE_INTERPRETER,
+        CONF_IMAGE_GENERATION,
+    ]
 
 
 async def test_new_agent_keeps_its_name_through_both_steps(

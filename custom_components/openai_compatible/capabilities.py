@@ -56,6 +56,7 @@ class Feature(StrEnum):
     REASONING = "reasoning"
     REASONING_SUMMARY = "reasoning_summary"
     VERBOSITY = "verbosity"
+    SERVICE_TIER = "service_tier"
     WEB_SEARCH = "web_search"
     CODE_INTERPRETER = "code_interpreter"
     IMAGE_GENERATION = "image_generation"
@@ -133,6 +134,8 @@ class Provider:
     responses: bool = False
     # The provider-run tools its Responses API runs.
     provider_tools: frozenset[Feature] = frozenset()
+    # Its Responses API takes a service tier (flex or priority processing).
+    service_tiers: bool = False
     # Shutdown dates the provider announced, by model (model_lifecycle.py).
     shutdowns: Mapping[str, date] = field(default_factory=dict, compare=False)
     # Requests may name only models the server lists.
@@ -153,6 +156,7 @@ PROVIDERS: Final[dict[str, Provider]] = {
         decisions=True,
         responses=True,
         provider_tools=frozenset(PROVIDER_TOOLS),
+        service_tiers=True,
         shutdowns=OPENAI_SHUTDOWNS,
     ),
     "azure": Provider(
@@ -268,6 +272,7 @@ PROVIDERS: Final[dict[str, Provider]] = {
         decisions=True,
         concurrency=2,
         provider_tools=frozenset(PROVIDER_TOOLS),
+        service_tiers=True,
     ),
 }
 
@@ -299,6 +304,35 @@ def takes_reasoning_effort(model: str) -> bool:
 def takes_verbosity(model: str) -> bool:
     """Tell whether a model takes a verbosity (the GPT-5 reasoning family)."""
     return is_reasoning_model(model) and _base_name(model).startswith("gpt-5")
+
+
+# OpenAI's service tiers by model family; "auto" follows the project's setting
+# and "default" is standard processing.
+_PRIORITY_FAMILIES: Final = ("gpt-5", "gpt-4.1", "gpt-4o", "o3", "o4-mini")
+_FLEX_FAMILIES: Final = ("gpt-5", "o3", "o4-mini")
+# Variants processed at standard speed and price only.
+_STANDARD_ONLY: Final = ("-chat", "-pro", "deep-research", "o3-mini", "codex-mini")
+_NO_FLEX: Final = ("-codex", "gpt-5.3")
+
+
+def service_tiers(model: str) -> tuple[str, ...]:
+    """Return the service tiers an OpenAI model takes, by its name; () if none.
+
+    Flex processing is cheaper and slower, priority processing faster and
+    dearer; each is offered for some model families only.
+    """
+    name = _base_name(model)
+    if not name.startswith(_PRIORITY_FAMILIES) or any(
+        variant in name for variant in _STANDARD_ONLY
+    ):
+        return ()
+    tiers = ["auto"]
+    if name.startswith(_FLEX_FAMILIES) and not any(part in name for part in _NO_FLEX):
+        tiers.append("flex")
+    tiers.append("default")
+    if not name.startswith("gpt-5-nano"):
+        tiers.append("priority")
+    return tuple(tiers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,6 +463,10 @@ class ModelCapabilities:
             return not takes_reasoning_effort(self.model)
         if feature is Feature.VERBOSITY:
             return not takes_verbosity(self.model)
+        if feature is Feature.SERVICE_TIER:
+            return not self.provider.service_tiers or not (
+                {"flex", "priority"} & set(service_tiers(self.model))
+            )
         return False
 
     def api(self, setting: WireApi) -> WireApi:

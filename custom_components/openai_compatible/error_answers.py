@@ -104,6 +104,7 @@ _ROUTE_NOT_FOUND: Final = re.compile(
 _NAMES: Final[tuple[tuple[Feature, tuple[str, ...]], ...]] = (
     (Feature.STREAM_OPTIONS, ("stream_options", "include_usage")),
     (Feature.PROMPT_CACHE_KEY, ("prompt_cache_key",)),
+    (Feature.SERVICE_TIER, ("service_tier", "service tier")),
     (Feature.LOGPROBS, ("logprobs", "log_probs", "log probabilities")),
     # Before reasoning: "not supported with minimal reasoning effort".
     (Feature.WEB_SEARCH, ("web_search",)),

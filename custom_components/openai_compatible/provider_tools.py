@@ -1,5 +1,8 @@
 """What a subentry asks of the Responses API: reasoning, verbosity, provider-run tools.
 
+A service tier other than the default (flex or priority processing, or
+standard where the project's default is another) goes with every request.
+
 Web search, code interpreter and image generation run on the provider's side;
 their calls show in the chat log as external tool calls with their results
 (see responses_stream.py), and Home Assistant never runs them. Web search may
@@ -19,6 +22,7 @@ from .const import (
     CONF_IMAGE_GENERATION,
     CONF_REASONING_EFFORT,
     CONF_REASONING_SUMMARY,
+    CONF_SERVICE_TIER,
     CONF_VERBOSITY,
     CONF_WEB_SEARCH,
     CONF_WEB_SEARCH_CITATIONS,
@@ -31,6 +35,9 @@ REASONING_EFFORTS: Final = ("minimal", "low", "medium", "high")
 VERBOSITIES: Final = ("low", "medium", "high")
 SEARCH_CONTEXT_SIZES: Final = ("low", "medium", "high")
 DEFAULT_SEARCH_CONTEXT_SIZE: Final = "medium"
+# "auto", the project's own tier, is what a request without a tier gets.
+DEFAULT_SERVICE_TIER: Final = "auto"
+SENT_SERVICE_TIERS: Final = ("flex", "default", "priority")
 # Summaries are asked for unless switched off; a refusal is learned.
 DEFAULT_REASONING_SUMMARY: Final = True
 
@@ -53,6 +60,7 @@ def responses_options(
             options.get(CONF_REASONING_SUMMARY, DEFAULT_REASONING_SUMMARY)
         ),
         verbosity=_choice(options.get(CONF_VERBOSITY), VERBOSITIES),
+        service_tier=_choice(options.get(CONF_SERVICE_TIER), SENT_SERVICE_TIERS),
         provider_tools=tuple(tools),
         remove_citations=web_search and not options.get(CONF_WEB_SEARCH_CITATIONS),
     )

@@ -64,6 +64,7 @@ _FIELD_FEATURES: Final = {
     "top_p": Feature.SAMPLING,
     "prompt_cache_key": Feature.PROMPT_CACHE_KEY,
     "top_logprobs": Feature.LOGPROBS,
+    "service_tier": Feature.SERVICE_TIER,
 }
 _PART_FEATURES: Final = {
     "input_image": Feature.IMAGE_INPUT,
@@ -79,6 +80,8 @@ class ResponsesOptions:
     reasoning_effort: str | None = None
     reasoning_summary: bool = False
     verbosity: str | None = None
+    # None: the default tier, which is not sent.
+    service_tier: str | None = None
     # Provider-run tools in their wire form (see provider_tools.py).
     provider_tools: tuple[dict[str, Any], ...] = ()
     # Inline web-search citations are taken out of the spoken answer.
@@ -120,6 +123,15 @@ def settings_body(
         include.append(ENCRYPTED_REASONING)
     if include:
         params["include"] = include
+    return params
+
+
+def handling_body(options: ResponsesOptions) -> dict[str, Any]:
+    """Return how the provider is to handle the request: its tier, not stored."""
+    params: dict[str, Any] = {}
+    if options.service_tier:
+        params["service_tier"] = options.service_tier
+    params["store"] = False
     return params
 
 
@@ -169,13 +181,15 @@ def without_feature(body: dict[str, Any], feature: Feature) -> dict[str, Any] | 
     """Return the body asking the same without the feature; None if it cannot.
 
     What only tunes the answer can go: sampling, the cache key, reasoning
-    settings, the verbosity, streaming next to tools, and a provider-run tool
-    (the model answers without it). A response format, function tools,
-    log-probabilities or attachments are the request itself.
+    settings, the verbosity, the service tier, streaming next to tools, and a
+    provider-run tool (the model answers without it). A response format,
+    function tools, log-probabilities or attachments are the request itself.
     """
     changed = dict(body)
     if feature is Feature.PROMPT_CACHE_KEY:
         changed.pop("prompt_cache_key", None)
+    elif feature is Feature.SERVICE_TIER:
+        changed.pop("service_tier", None)
     elif feature is Feature.SAMPLING:
         changed.pop("temperature", None)
         changed.pop("top_p", None)
@@ -263,7 +277,6 @@ def responses_request(chat_body: dict[str, Any]) -> dict[str, Any]:
         body["top_logprobs"] = chat_body.get("top_logprobs", 0)
     if text_format := responses_format(chat_body.get("response_format")):
         body["text"] = {"format": text_format}
-    body["store"] = False
     return body
 
 
@@ -402,7 +415,7 @@ class ResponsesAdapter:
         body.update(settings_body(self._settings, self._options, self._capabilities))
         if text_format := responses_format(response_format):
             body["text"] = {**body.get("text", {}), "format": text_format}
-        body["store"] = False
+        body.update(handling_body(self._options))
         return body
 
     async def async_stream(
@@ -454,7 +467,11 @@ class ResponsesAdapter:
 
     async def async_complete(self, body: dict[str, Any]) -> dict[str, Any]:
         """Send a request of the Chat Completions form; return a chat completion."""
-        request = shaped_body(responses_request(body), self._capabilities, stream=False)
+        request = shaped_body(
+            responses_request(body) | handling_body(self._options),
+            self._capabilities,
+            stream=False,
+        )
         async with self._async_open(request) as (opened, _):
             raw = await async_read_body(opened.aiter_bytes())
         answer = parse_json(raw)

@@ -2,9 +2,9 @@
 
 It follows the agent's or task's settings when the entry's requests go over
 the Responses API, and offers only what the chosen model takes: reasoning
-effort and summaries for reasoning models, verbosity for GPT-5, and, for a
-conversation agent, the tools the provider runs (web search, code
-interpreter, image generation).
+effort and summaries for reasoning models, verbosity for GPT-5, the service
+tiers of OpenAI's models, and, for a conversation agent, the tools the
+provider runs (web search, code interpreter, image generation).
 """
 
 from __future__ import annotations
@@ -22,13 +22,20 @@ from homeassistant.helpers.selector import (
 from homeassistant.helpers.typing import VolDictType
 import probatio
 
-from .capabilities import Feature, ModelCapabilities, WireApi, api_setting
+from .capabilities import (
+    Feature,
+    ModelCapabilities,
+    WireApi,
+    api_setting,
+    service_tiers,
+)
 from .const import (
     CONF_API,
     CONF_CODE_INTERPRETER,
     CONF_IMAGE_GENERATION,
     CONF_REASONING_EFFORT,
     CONF_REASONING_SUMMARY,
+    CONF_SERVICE_TIER,
     CONF_VERBOSITY,
     CONF_WEB_SEARCH,
     CONF_WEB_SEARCH_CITATIONS,
@@ -39,6 +46,7 @@ from .const import (
 from .provider_tools import (
     DEFAULT_REASONING_SUMMARY,
     DEFAULT_SEARCH_CONTEXT_SIZE,
+    DEFAULT_SERVICE_TIER,
     REASONING_EFFORTS,
     SEARCH_CONTEXT_SIZES,
     VERBOSITIES,
@@ -50,6 +58,7 @@ RESPONSES_KEYS: Final = frozenset(
         CONF_REASONING_EFFORT,
         CONF_REASONING_SUMMARY,
         CONF_VERBOSITY,
+        CONF_SERVICE_TIER,
         CONF_WEB_SEARCH,
         CONF_WEB_SEARCH_CONTEXT_SIZE,
         CONF_WEB_SEARCH_USER_LOCATION,
@@ -91,6 +100,10 @@ def responses_schema(
         ] = bool
     if not capabilities.refuses(Feature.VERBOSITY):
         schema[probatio.Optional(CONF_VERBOSITY)] = _select(CONF_VERBOSITY, VERBOSITIES)
+    if not capabilities.refuses(Feature.SERVICE_TIER):
+        schema[probatio.Optional(CONF_SERVICE_TIER, default=DEFAULT_SERVICE_TIER)] = (
+            _select(CONF_SERVICE_TIER, service_tiers(capabilities.model))
+        )
     if subentry_type == SUBENTRY_CONVERSATION:
         schema.update(_tools_schema(capabilities))
     return probatio.Schema(schema) if schema else None

@@ -214,6 +214,7 @@ async def test_reasoning_without_encrypted_content_when_not_included(
         ({"reasoning": {"effort": "low"}}, "reasoning.effort"),
         ({"text": {"verbosity": "low"}}, "text.verbosity"),
         ({"max_output_tokens": 1}, "max_output_tokens"),
+        ({"service_tier": "turbo"}, "service_tier"),
         ({"top_logprobs": 21}, "top_logprobs"),
         ({"include": ["everything"]}, "include[0]"),
         ({"tools": [{"type": "code_interpreter"}]}, "tools[0].container"),
@@ -267,6 +268,25 @@ async def test_summaries_of_an_unverified_organization(
     )
 
     assert "must be verified" in error.message
+
+
+@pytest.mark.parametrize(
+    ("tiers", "words"),
+    [((), "Unknown parameter: 'service_tier'"), (("auto", "default"), "'flex'")],
+)
+async def test_service_tiers_a_server_refuses(
+    sim: OpenAISimulator,
+    client: openai.AsyncOpenAI,
+    tiers: tuple[str, ...],
+    words: str,
+) -> None:
+    """A switch sets the tiers taken; a server with none refuses the field."""
+    sim.settings.service_tiers = tiers
+
+    error = await rejected(client, input="Hi", service_tier="flex")
+
+    assert words in error.message
+    assert (await client.responses.create(model=REASONING_MODEL, input="Hi")).output
 
 
 async def test_web_search_with_citation_and_sources(client: openai.AsyncOpenAI) -> None:
