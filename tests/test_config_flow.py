@@ -238,7 +238,17 @@ async def test_custom_server_without_key(
 async def test_hosted_preset_prefers_its_model(
     hass: HomeAssistant, simulator: OpenAISimulator
 ) -> None:
-    """The preset's recommended model wins; the key is sent, never stored hashed."""
+    """The preset's recommended model wins; the key is sent, never stored hashed.
+
+    Models whose shutdown OpenAI announced are passed over for the defaults.
+    """
+    simulator.models[:] = [
+        "gpt-5-mini",
+        "gpt-image-1-mini",
+        "gpt-4o",
+        "gpt-4o-mini",
+        "gpt-image-1",
+    ]
     result = await _connect_form(hass, "openai")
     result = await hass.config_entries.flow.async_configure(
         result["flow_id"],
@@ -250,16 +260,16 @@ async def test_hosted_preset_prefers_its_model(
     entry = result["result"]
     assert entry.unique_id is None
     models = {
-        sub.subentry_type: sub.data[CONF_CHAT_MODEL]
+        sub.subentry_type: (sub.data[CONF_CHAT_MODEL], sub.data.get(CONF_IMAGE_MODEL))
         for sub in entry.subentries.values()
     }
     assert models == {
-        SUBENTRY_CONVERSATION: "gpt-5-mini",
-        SUBENTRY_AI_TASK: "gpt-5-mini",
+        SUBENTRY_CONVERSATION: ("gpt-4o-mini", None),
+        SUBENTRY_AI_TASK: ("gpt-4o-mini", "gpt-image-1"),
     }
     assert sorted(sub.title for sub in entry.subentries.values()) == [
-        "OpenAI · gpt-5-mini",
-        "OpenAI · gpt-5-mini · AI task",
+        "OpenAI · gpt-4o-mini",
+        "OpenAI · gpt-4o-mini · AI task",
     ]
     assert simulator.requests[0].headers["Authorization"] == "Bearer sk-live"
 
@@ -496,13 +506,13 @@ async def test_missing_models_endpoint_probe_succeeds(
     assert result["type"] is FlowResultType.CREATE_ENTRY
     probe = simulator.requests[1]
     assert (probe.method, probe.path) == ("POST", "/v1/chat/completions")
-    assert probe.json == {"model": "gpt-5-mini", "messages": []}
+    assert probe.json == {"model": "gpt-4o-mini", "messages": []}
     assert probe.headers["Authorization"] == "Bearer sk-probe"
     subentries = {
         sub.subentry_type: dict(sub.data)
         for sub in result["result"].subentries.values()
     }
-    assert subentries[SUBENTRY_CONVERSATION][CONF_CHAT_MODEL] == "gpt-5-mini"
+    assert subentries[SUBENTRY_CONVERSATION][CONF_CHAT_MODEL] == "gpt-4o-mini"
     assert CONF_IMAGE_MODEL not in subentries[SUBENTRY_AI_TASK]
 
 

@@ -11,6 +11,7 @@ from custom_components.openai_compatible.capabilities import PROVIDERS
 from custom_components.openai_compatible.model_lifecycle import (
     OPENAI_SHUTDOWNS,
     is_listed,
+    lasting_models,
     listed_shutdown,
 )
 
@@ -81,3 +82,17 @@ def test_only_openai_knows_openai_shutdowns() -> None:
     assert all(
         not provider.shutdowns for key, provider in PROVIDERS.items() if key != "openai"
     )
+
+
+def test_lasting_models() -> None:
+    """Models with an announced shutdown are left out, unless nothing else is."""
+    shutdowns = {"gpt-5-mini": date(2026, 12, 11)}
+    assert lasting_models(["gpt-5-mini", "gpt-4o-mini"], shutdowns) == ["gpt-4o-mini"]
+    assert lasting_models(["gpt-5-mini"], shutdowns) == ["gpt-5-mini"]
+
+
+def test_no_preset_recommends_a_model_it_shuts_down() -> None:
+    """A preset's recommended model has no announced shutdown of its own table."""
+    for provider in PROVIDERS.values():
+        names = {provider.recommended_model, f"openai/{provider.recommended_model}"}
+        assert not names & set(OPENAI_SHUTDOWNS), provider.name

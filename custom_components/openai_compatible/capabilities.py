@@ -151,7 +151,7 @@ PROVIDERS: Final[dict[str, Provider]] = {
         "OpenAI",
         "https://api.openai.com/v1",
         api_key_required=True,
-        recommended_model="gpt-5-mini",
+        recommended_model="gpt-4o-mini",
         refuses=frozenset(),
         decisions=True,
         responses=True,
@@ -173,7 +173,7 @@ PROVIDERS: Final[dict[str, Provider]] = {
         "OpenRouter",
         "https://openrouter.ai/api/v1",
         api_key_required=True,
-        recommended_model="openai/gpt-5-mini",
+        recommended_model="openai/gpt-4o-mini",
     ),
     "groq": Provider(
         "Groq",

@@ -78,6 +78,7 @@ from .model_kinds import (
     pick_chat_model,
     pick_image_model,
 )
+from .model_lifecycle import lasting_models
 from .naming import entry_title, followed_title, is_generated_title, subentry_title
 from .options_flow import ConnectionOptionsFlow
 from .responses_flow import responses_data, responses_schema
@@ -514,6 +515,8 @@ def _default_subentries(
     Speech-to-text and text-to-speech come too where the server lists evident
     audio models; a server with only those gets only them.
     """
+    preset = provider_for(entry_data.get(CONF_PROVIDER))
+    models = lasting_models(models, preset.shutdowns)
     chat_model = pick_chat_model(models, preferred_model)
     conversation: dict[str, Any] = {
         CONF_RECOMMENDED: True,
@@ -579,8 +582,8 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
         entry = self._get_entry()
         if entry.state is not ConfigEntryState.LOADED:
             return self.async_abort(reason="entry_not_loaded")
-        models: list[str] = entry.runtime_data.models
         preset = provider_for(entry.data.get(CONF_PROVIDER))
+        models = lasting_models(entry.runtime_data.models, preset.shutdowns)
         self.options = {CONF_RECOMMENDED: True}
         if chat_model := pick_chat_model(models, preset.recommended_model):
             self.options[CONF_CHAT_MODEL] = chat_model

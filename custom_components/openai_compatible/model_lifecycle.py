@@ -62,6 +62,14 @@ def listed_shutdown(entry: Mapping[str, Any]) -> date | None:
     return None
 
 
+def lasting_models(models: list[str], shutdowns: Mapping[str, date]) -> list[str]:
+    """Return the models with no announced shutdown; all of them if none lasts.
+
+    A new agent or task should not start on a model that is about to go.
+    """
+    return [model for model in models if model not in shutdowns] or models
+
+
 def _names(model: str) -> set[str]:
     """Return the names a server may list a model under."""
     names = {model, f"{GEMINI_PREFIX}{model}", model.removeprefix(GEMINI_PREFIX)}
