@@ -19,6 +19,7 @@ from custom_components.openai_compatible.const import (
     CONF_REASONING_EFFORT,
     CONF_REASONING_SUMMARY,
     CONF_SERVICE_TIER,
+    CONF_STORE_RESPONSES,
     CONF_VERBOSITY,
     CONF_WEB_SEARCH,
     CONF_WEB_SEARCH_CITATIONS,
@@ -239,6 +240,29 @@ async def test_service_tier_in_the_request(
     assert speech(result) == "You said: Hello"
     [body] = simulator.responses_requests()
     assert body.get("service_tier") == sent
+
+
+@pytest.mark.parametrize(("opted_in", "stored"), [(True, True), (None, False)])
+async def test_storing_is_opt_in(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    opted_in: bool | None,
+    stored: bool,
+) -> None:
+    """Requests are stored at the provider only when the subentry opts in."""
+    options: dict[str, Any] = {CONF_LLM_HASS_API: []}
+    if opted_in is not None:
+        options[CONF_STORE_RESPONSES] = opted_in
+    await setup_entry(provider="openai", conversation=options)
+
+    result = await converse(hass, "Hello")
+    await converse(hass, "Again", result.conversation_id)
+
+    assert [body["store"] for body in simulator.responses_requests()] == [
+        stored,
+        stored,
+    ]
 
 
 async def test_refused_service_tier_is_dropped_and_learned(

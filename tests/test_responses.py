@@ -25,6 +25,7 @@ from custom_components.openai_compatible.chat_completions import RequestSettings
 from custom_components.openai_compatible.const import (
     CONF_API,
     CONF_SERVICE_TIER,
+    CONF_STORE_RESPONSES,
     CONF_STREAMING,
 )
 from custom_components.openai_compatible.errors import MalformedAnswerError, ServerError
@@ -872,22 +873,27 @@ def test_chat_completion_requests_in_the_responses_form() -> None:
 
 
 def test_how_the_provider_handles_the_request() -> None:
-    """A chosen tier is sent and named as a feature; nothing is stored."""
+    """A chosen tier is sent and named as a feature; storing is opted into."""
     chosen = handling_body(ResponsesOptions(service_tier="flex"))
 
     assert chosen == {"service_tier": "flex", "store": False}
     assert Feature.SERVICE_TIER in body_features(chosen)
     assert handling_body(ResponsesOptions()) == {"store": False}
+    assert handling_body(ResponsesOptions(store=True)) == {"store": True}
 
 
-async def test_evaluate_keeps_the_service_tier(
+async def test_evaluate_keeps_the_service_tier_and_storing(
     hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
 ) -> None:
-    """Requests in the Chat Completions form go with the task's tier too."""
+    """Requests in the Chat Completions form go as the task's options say too."""
     simulator.settings.decisions = False
     await setup(
         provider="openai",
-        ai_task={"chat_model": REASONING_MODEL, CONF_SERVICE_TIER: "flex"},
+        ai_task={
+            "chat_model": REASONING_MODEL,
+            CONF_SERVICE_TIER: "flex",
+            CONF_STORE_RESPONSES: True,
+        },
     )
     simulator.enqueue(
         "/responses",
@@ -902,7 +908,7 @@ async def test_evaluate_keeps_the_service_tier(
 
     body = simulator.responses_requests()[-1]
     assert body["service_tier"] == "flex"
-    assert body["store"] is False
+    assert body["store"] is True
 
 
 def test_answers_in_the_chat_completion_form() -> None:

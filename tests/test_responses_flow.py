@@ -21,6 +21,7 @@ from custom_components.openai_compatible.const import (
     CONF_REASONING_SUMMARY,
     CONF_RECOMMENDED,
     CONF_SERVICE_TIER,
+    CONF_STORE_RESPONSES,
     CONF_VERBOSITY,
     CONF_WEB_SEARCH,
     CONF_WEB_SEARCH_CITATIONS,
@@ -79,7 +80,12 @@ async def test_reasoning_model_of_a_conversation(
     assert result["type"] is FlowResultType.FORM
     assert result["step_id"] == "responses"
     assert result["last_step"] is True
-    assert fields(result) == [*REASONING, CONF_SERVICE_TIER, *TOOLS]
+    assert fields(result) == [
+        *REASONING,
+        CONF_SERVICE_TIER,
+        *TOOLS,
+        CONF_STORE_RESPONSES,
+    ]
     result = await hass.config_entries.subentries.async_configure(
         result["flow_id"],
         {
@@ -92,6 +98,7 @@ async def test_reasoning_model_of_a_conversation(
             CONF_WEB_SEARCH_CITATIONS: False,
             CONF_CODE_INTERPRETER: False,
             CONF_IMAGE_GENERATION: False,
+            CONF_STORE_RESPONSES: True,
         },
     )
     assert result["type"] is FlowResultType.ABORT
@@ -105,6 +112,7 @@ async def test_reasoning_model_of_a_conversation(
     }
     assert data[CONF_WEB_SEARCH_CONTEXT_SIZE] == "high"
     assert data[CONF_SERVICE_TIER] == "flex"
+    assert data[CONF_STORE_RESPONSES] is True
 
 
 async def test_values_left_empty_are_removed(
@@ -130,6 +138,7 @@ async def test_values_left_empty_are_removed(
         ("openai", SUBENTRY_CONVERSATION, "gpt-4o-mini", [CONF_SERVICE_TIER, *TOOLS]),
         ("azure", SUBENTRY_CONVERSATION, "gpt-4o-mini", TOOLS[4:]),
         ("openai", SUBENTRY_AI_TASK, "gpt-5-mini", [*REASONING, CONF_SERVICE_TIER]),
+        ("openai", SUBENTRY_AI_TASK, "gpt-5-chat-latest", []),
     ],
 )
 async def test_what_each_model_and_preset_offers(
@@ -140,12 +149,15 @@ async def test_what_each_model_and_preset_offers(
     model: str,
     expected: list[str],
 ) -> None:
-    """Only what the model takes, and provider-run tools for agents only."""
+    """Only what the model takes, and provider-run tools for agents only.
+
+    Storing at the provider is offered whatever the model, last.
+    """
     entry = await setup_entry(provider=provider)
 
     result = await reconfigure(hass, entry, kind, model)
 
-    assert fields(result) == expected
+    assert fields(result) == [*expected, CONF_STORE_RESPONSES]
 
 
 @pytest.mark.parametrize(
@@ -158,10 +170,15 @@ async def test_what_each_model_and_preset_offers(
             SUBENTRY_CONVERSATION,
             "gpt-5-mini",
         ),
-        ("openai", {}, SUBENTRY_AI_TASK, "gpt-5-chat-latest"),
+        (
+            "openai",
+            {CONF_API: WireApi.CHAT_COMPLETIONS},
+            SUBENTRY_AI_TASK,
+            "gpt-5-chat-latest",
+        ),
     ],
 )
-async def test_no_step_where_nothing_applies(
+async def test_no_step_over_chat_completions(
     hass: HomeAssistant,
     setup_entry: SetupEntry,
     provider: str,
@@ -169,7 +186,7 @@ async def test_no_step_where_nothing_applies(
     kind: str,
     model: str,
 ) -> None:
-    """Over Chat Completions, or with nothing the model takes, settings are saved."""
+    """Over Chat Completions the settings are saved at once: no options apply."""
     entry = await setup_entry(provider=provider, options=options)
 
     result = await reconfigure(hass, entry, kind, model)
@@ -213,6 +230,7 @@ async def test_refused_tools_are_not_offered(
         CONF_SERVICE_TIER,
         CONF_CODE_INTERPRETER,
         CONF_IMAGE_GENERATION,
+        CONF_STORE_RESPONSES,
     ]
 
 

@@ -635,7 +635,7 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
         if user_input is not None:
             return self._async_store(responses_data(self.options, user_input))
         schema = self._responses_schema(self.options)
-        assert schema is not None  # only reached when the model takes options
+        assert schema is not None  # only reached over the Responses API
         return self.async_show_form(
             step_id="responses",
             data_schema=self.add_suggested_values_to_schema(schema, self.options),

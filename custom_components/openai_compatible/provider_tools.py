@@ -1,7 +1,8 @@
 """What a subentry asks of the Responses API: reasoning, verbosity, provider-run tools.
 
 A service tier other than the default (flex or priority processing, or
-standard where the project's default is another) goes with every request.
+standard where the project's default is another) goes with every request, and
+so does the opt-in to have the provider store the requests and answers.
 
 Web search, code interpreter and image generation run on the provider's side;
 their calls show in the chat log as external tool calls with their results
@@ -23,6 +24,7 @@ from .const import (
     CONF_REASONING_EFFORT,
     CONF_REASONING_SUMMARY,
     CONF_SERVICE_TIER,
+    CONF_STORE_RESPONSES,
     CONF_VERBOSITY,
     CONF_WEB_SEARCH,
     CONF_WEB_SEARCH_CITATIONS,
@@ -61,6 +63,7 @@ def responses_options(
         ),
         verbosity=_choice(options.get(CONF_VERBOSITY), VERBOSITIES),
         service_tier=_choice(options.get(CONF_SERVICE_TIER), SENT_SERVICE_TIERS),
+        store=bool(options.get(CONF_STORE_RESPONSES)),
         provider_tools=tuple(tools),
         remove_citations=web_search and not options.get(CONF_WEB_SEARCH_CITATIONS),
     )

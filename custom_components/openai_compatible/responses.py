@@ -1,9 +1,10 @@
 """Responses API wire adapter: chat log to request, events to deltas.
 
 The same interface as the Chat Completions adapter: `async_build_body`,
-`async_stream` and `async_complete`. Requests are stateless (`store: false`):
-the whole conversation is sent each round, reasoning items with their
-encrypted content, so the request prefix stays stable for the prompt cache.
+`async_stream` and `async_complete`. Requests are stateless: the whole
+conversation is sent each round, reasoning items with their encrypted content,
+so the request prefix stays stable for the prompt cache. Nothing is stored at
+the provider (`store: false`) unless the subentry opts in.
 
 `async_complete` takes a request in the Chat Completions form (evaluate and
 the structured-output ladder build those) and gives the answer in that form.
@@ -82,6 +83,8 @@ class ResponsesOptions:
     verbosity: str | None = None
     # None: the default tier, which is not sent.
     service_tier: str | None = None
+    # The provider keeps the requests and answers (and shows them in its logs).
+    store: bool = False
     # Provider-run tools in their wire form (see provider_tools.py).
     provider_tools: tuple[dict[str, Any], ...] = ()
     # Inline web-search citations are taken out of the spoken answer.
@@ -127,11 +130,11 @@ def settings_body(
 
 
 def handling_body(options: ResponsesOptions) -> dict[str, Any]:
-    """Return how the provider is to handle the request: its tier, not stored."""
+    """Return how the provider is to handle the request: its tier, and storing."""
     params: dict[str, Any] = {}
     if options.service_tier:
         params["service_tier"] = options.service_tier
-    params["store"] = False
+    params["store"] = options.store
     return params
 
 

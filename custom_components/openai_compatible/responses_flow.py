@@ -4,7 +4,8 @@ It follows the agent's or task's settings when the entry's requests go over
 the Responses API, and offers only what the chosen model takes: reasoning
 effort and summaries for reasoning models, verbosity for GPT-5, the service
 tiers of OpenAI's models, and, for a conversation agent, the tools the
-provider runs (web search, code interpreter, image generation).
+provider runs (web search, code interpreter, image generation). Storing the
+requests at the provider is offered whatever the model.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from .const import (
     CONF_REASONING_EFFORT,
     CONF_REASONING_SUMMARY,
     CONF_SERVICE_TIER,
+    CONF_STORE_RESPONSES,
     CONF_VERBOSITY,
     CONF_WEB_SEARCH,
     CONF_WEB_SEARCH_CITATIONS,
@@ -65,6 +67,7 @@ RESPONSES_KEYS: Final = frozenset(
         CONF_WEB_SEARCH_CITATIONS,
         CONF_CODE_INTERPRETER,
         CONF_IMAGE_GENERATION,
+        CONF_STORE_RESPONSES,
     }
 )
 _SEARCHING: FieldCondition = {"field": CONF_WEB_SEARCH, "value": True}
@@ -84,7 +87,7 @@ def responses_schema(
     capabilities: ModelCapabilities,
     subentry_type: str,
 ) -> probatio.Schema | None:
-    """Return the step's form for the model; None when it has nothing to offer."""
+    """Return the step's form for the model; None when the API is not Responses."""
     if capabilities.api(api_setting(entry_options.get(CONF_API))) is not (
         WireApi.RESPONSES
     ):
@@ -106,7 +109,8 @@ def responses_schema(
         )
     if subentry_type == SUBENTRY_CONVERSATION:
         schema.update(_tools_schema(capabilities))
-    return probatio.Schema(schema) if schema else None
+    schema[probatio.Optional(CONF_STORE_RESPONSES, default=False)] = bool
+    return probatio.Schema(schema)
 
 
 def _tools_schema(capabilities: ModelCapabilities) -> VolDictType:
