@@ -296,6 +296,9 @@ async def speak(
     audio_format = body.get("response_format", "mp3")
     if audio_format not in SPEECH_FORMATS:
         raise invalid_value("response_format", audio_format, SPEECH_FORMATS)
+    for field in settings.speech_fields_refused:
+        if field in body:
+            raise unknown_parameter(field)
     speed = body.get("speed", 1.0)
     if not isinstance(speed, int | float) or not 0.25 <= speed <= 4.0:
         raise APIError(

@@ -117,6 +117,8 @@ class SimulatorSettings:
     transcript: str | None = None
     # True: transcription refuses the `stream` field, as strict servers do.
     transcription_stream_refused: bool = False
+    # Optional speech fields ("speed", "instructions") speech refuses as unknown.
+    speech_fields_refused: tuple[str, ...] = ()
     # The voices speech accepts.
     voices: tuple[str, ...] = audio.OPENAI_VOICES
     # True: GET /v1/audio/voices lists them, as Kokoro-FastAPI does; else 404.

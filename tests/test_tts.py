@@ -16,6 +16,7 @@ from mutagen.mp3 import MP3
 import pytest
 
 from custom_components.openai_compatible.audio_models import KOKORO_VOICES
+from custom_components.openai_compatible.capabilities import Feature
 from custom_components.openai_compatible.const import CONF_TIMEOUT
 from custom_components.openai_compatible.tts import OpenAICompatibleTTSEntity
 from simulator import OpenAISimulator
@@ -141,6 +142,53 @@ async def test_no_instructions_for_a_model_that_refuses_them(
     await speak(hass, "Hello.", {"instructions": "Whisper."})
 
     assert "instructions" not in spoken(simulator)[0]
+
+
+@pytest.mark.parametrize(
+    ("field", "feature", "options"),
+    [
+        ("speed", Feature.SPEECH_SPEED, {"speed": 1.5}),
+        ("instructions", Feature.SPEECH_INSTRUCTIONS, {"instructions": "Whisper."}),
+    ],
+)
+async def test_a_refused_field_is_dropped_and_learned(
+    hass: HomeAssistant,
+    setup_voice: SetupEntry,
+    simulator: OpenAISimulator,
+    field: str,
+    feature: Feature,
+    options: dict[str, Any],
+) -> None:
+    """A field the server does not know is left out, now and from then on."""
+    entry = await setup_voice(tts={"audio_model": "gpt-4o-mini-tts", **options})
+    simulator.settings.speech_fields_refused = (field,)
+
+    first = await speak(hass, "Hello.")
+    second = await speak(hass, "Hello again.")
+
+    assert first
+    assert second
+    assert [field in body for body in spoken(simulator)] == [True, False, False]
+    capabilities = entry.runtime_data.capabilities.model("gpt-4o-mini-tts")
+    assert capabilities.refuses(feature)
+
+
+async def test_a_refusal_of_this_speed_only_is_not_learned(
+    hass: HomeAssistant, setup_voice: SetupEntry, simulator: OpenAISimulator
+) -> None:
+    """A refusal of one value is retried without the field, and not remembered."""
+    entry = await setup_voice(tts={"speed": 1.5})
+    simulator.enqueue(
+        "/audio/speech",
+        status=400,
+        json={"error": {"message": "speed 1.5 is too fast for this voice"}},
+    )
+
+    assert await speak(hass, "Hello.")
+
+    assert ["speed" in body for body in spoken(simulator)] == [True, False]
+    capabilities = entry.runtime_data.capabilities.model("tts-1")
+    assert not capabilities.refuses(Feature.SPEECH_SPEED)
 
 
 async def test_a_format_the_server_makes_is_asked_for(

@@ -246,20 +246,27 @@ class SpeechRequest:
 async def async_speak(
     transport: Transport, request: SpeechRequest, budget: Budget
 ) -> AsyncIterator[bytes]:
-    """Yield the audio of a text as the server sends it."""
+    """Yield the audio of a text as the server sends it.
+
+    A refused `speed` or `instructions` raises RequestRejectedError naming
+    Feature.SPEECH_SPEED or Feature.SPEECH_INSTRUCTIONS.
+    """
     body: dict[str, Any] = {
         "model": request.model,
         "voice": request.voice,
         "input": request.text,
         "response_format": request.audio_format,
     }
+    sent: set[Feature] = set()
     if request.speed != 1.0:
         body["speed"] = request.speed
+        sent.add(Feature.SPEECH_SPEED)
     if request.instructions:
         body["instructions"] = request.instructions
+        sent.add(Feature.SPEECH_INSTRUCTIONS)
     with audio_errors(SPEECH_ROUTE, request.model, request.voice):
         async with transport.async_open(
-            "POST", SPEECH_ROUTE, budget=budget, body=body
+            "POST", SPEECH_ROUTE, budget=budget, body=body, sent=frozenset(sent)
         ) as opened:
             media_type = _media_type(opened.response.headers)
             if media_type.startswith(("application/json", "text/")):

@@ -62,6 +62,9 @@ class Feature(StrEnum):
     IMAGE_GENERATION = "image_generation"
     # Transcript events from the transcription route.
     TRANSCRIPT_STREAM = "transcript_stream"
+    # The speech route's optional fields.
+    SPEECH_SPEED = "speech_speed"
+    SPEECH_INSTRUCTIONS = "speech_instructions"
 
 
 # The ways of asking for JSON, strongest first (see structured.py).

@@ -148,6 +148,8 @@ _NAMES: Final[tuple[tuple[Feature, tuple[str, ...]], ...]] = (
     (Feature.TOOL_CHOICE, ("tool_choice", "tool choice")),
     (Feature.STREAM_WITH_TOOLS, ("stream",)),
     (Feature.TRANSCRIPT_STREAM, ("stream",)),
+    (Feature.SPEECH_SPEED, ("speed",)),
+    (Feature.SPEECH_INSTRUCTIONS, ("instructions",)),
     (Feature.TOOLS, ("tool", "function")),
 )
 # Each name counts where a word starts with it: "stream" is in "streaming", not

@@ -17,7 +17,7 @@ from collections.abc import (
     Iterable,
     Mapping,
 )
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import re
 from typing import Any, Final, override
 
@@ -41,6 +41,7 @@ from .audio_models import (
     takes_instructions,
     voice_language,
 )
+from .capabilities import Feature
 from .const import (
     CONF_AUDIO_FORMAT,
     CONF_AUDIO_MODEL,
@@ -54,10 +55,17 @@ from .const import (
     SUBENTRY_TTS,
 )
 from .entity import OpenAICompatibleSubentryEntity
-from .errors import InputError
+from .errors import InputError, RequestRejectedError
 from .sse import async_capped
+from .transport import Budget
 
 PARALLEL_UPDATES = 0
+
+# Optional fields of a speech request, and the value that leaves each out.
+_WITHOUT: Final[dict[Feature, dict[str, Any]]] = {
+    Feature.SPEECH_SPEED: {"speed": 1.0},
+    Feature.SPEECH_INSTRUCTIONS: {"instructions": None},
+}
 
 # OpenAI takes at most 4096 characters per request.
 MAX_SPEECH_CHARACTERS: Final = 4000
@@ -278,8 +286,13 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
                 maximum=str(MAX_SPEED),
             )
         instructions = options.get(CONF_INSTRUCTIONS, data.get(CONF_INSTRUCTIONS))
-        if not takes_instructions(self.model):
+        capabilities = self.runtime.capabilities.model(self.model)
+        if not takes_instructions(self.model) or capabilities.refuses(
+            Feature.SPEECH_INSTRUCTIONS
+        ):
             instructions = None
+        if capabilities.refuses(Feature.SPEECH_SPEED):
+            speed = 1.0
         return _Speaking(
             voice=str(options.get(tts.ATTR_VOICE) or self.voice),
             speed=speed,
@@ -290,10 +303,9 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
         self, sentences: AsyncIterator[str], server_format: str, how: _Speaking
     ) -> AsyncGenerator[bytes]:
         """Yield the joined audio of the sentences, each asked on its own."""
-        transport, budget = self.runtime.transport, self.budget()
+        budget = self.budget()
         answers = (
-            async_speak(
-                transport,
+            self._async_speak(
                 SpeechRequest(
                     model=self.model,
                     voice=how.voice,
@@ -310,6 +322,22 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
             async for piece in async_capped(
                 async_join(server_format, answers), MAX_SPEECH_BYTES
             ):
+                yield piece
+
+    async def _async_speak(
+        self, request: SpeechRequest, budget: Budget
+    ) -> AsyncIterator[bytes]:
+        """Yield a text's audio, asking again without a field the model refuses."""
+        try:
+            async for piece in async_speak(self.runtime.transport, request, budget):
+                yield piece
+        except RequestRejectedError as err:
+            if err.feature not in _WITHOUT:
+                raise
+            if err.general:
+                self.runtime.capabilities.model(self.model).learn_refused(err.feature)
+            without = replace(request, **_WITHOUT[err.feature])
+            async for piece in self._async_speak(without, budget):
                 yield piece
 
     @override
