@@ -3,24 +3,24 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncGenerator
 import io
 import struct
 from typing import Any
 
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
-import openai
 from PIL import Image
 import pytest
 
 from custom_components.openai_compatible.image_fetch import IMAGE_MAX_BYTES
 from custom_components.openai_compatible.images import (
+    IMAGE_ANSWER_MAX_BYTES,
     IMAGE_MAX_BASE64_CHARS,
     GeneratedImage,
     async_generate_image,
     image_size,
 )
+from custom_components.openai_compatible.transport import Budget, Transport
 from simulator import OpenAISimulator
 
 PNG_START = b"\x89PNG\r\n\x1a\n"
@@ -28,18 +28,20 @@ GENERATIONS = "/images/generations"
 
 
 @pytest.fixture
-async def client(simulator: OpenAISimulator) -> AsyncGenerator[openai.AsyncOpenAI]:
-    """Return an OpenAI client for the simulator, without retries."""
-    async with openai.AsyncOpenAI(
-        base_url=simulator.base_url, api_key="sk-test", max_retries=0
-    ) as api:
-        yield api
+def transport(hass: HomeAssistant, simulator: OpenAISimulator) -> Transport:
+    """Return a transport to the simulator."""
+    return Transport(hass, simulator.base_url, "sk-test")
 
 
-async def generate(hass: HomeAssistant, client: openai.AsyncOpenAI) -> GeneratedImage:
+async def generate(hass: HomeAssistant, transport: Transport) -> GeneratedImage:
     """Ask for one image, without attachments."""
     return await async_generate_image(
-        hass, client, model="gpt-image-1", prompt="A fox", attachments=None
+        hass,
+        transport,
+        model="gpt-image-1",
+        prompt="A fox",
+        attachments=None,
+        budget=Budget(30),
     )
 
 
@@ -50,15 +52,21 @@ def test_base64_limit() -> None:
     assert len(base64.b64encode(bytes(IMAGE_MAX_BYTES))) == IMAGE_MAX_BASE64_CHARS
 
 
+def test_answer_limit() -> None:
+    """An answer may be 45 MiB: the largest image's base64 text, and room around."""
+    assert IMAGE_ANSWER_MAX_BYTES == 45 * 1024 * 1024
+    assert IMAGE_ANSWER_MAX_BYTES - IMAGE_MAX_BASE64_CHARS > 2 * 1024 * 1024
+
+
 async def test_base64_at_the_limit(
-    hass: HomeAssistant, simulator: OpenAISimulator, client: openai.AsyncOpenAI
+    hass: HomeAssistant, simulator: OpenAISimulator, transport: Transport
 ) -> None:
     """An image of exactly the limit is decoded."""
     data = PNG_START + bytes(IMAGE_MAX_BYTES - len(PNG_START))
     encoded = base64.b64encode(data).decode()
     simulator.enqueue(GENERATIONS, json={"created": 1, "data": [{"b64_json": encoded}]})
 
-    image = await generate(hass, client)
+    image = await generate(hass, transport)
 
     assert image.data == data
     assert image.mime_type == "image/png"
@@ -68,7 +76,7 @@ async def test_base64_at_the_limit(
 async def test_base64_over_the_limit(
     hass: HomeAssistant,
     simulator: OpenAISimulator,
-    client: openai.AsyncOpenAI,
+    transport: Transport,
     field: str,
 ) -> None:
     """Base64 text past the limit is refused before it is decoded, data URLs too."""
@@ -77,7 +85,7 @@ async def test_base64_over_the_limit(
     simulator.enqueue(GENERATIONS, json={"created": 1, "data": [{field: value}]})
 
     with pytest.raises(HomeAssistantError) as err:
-        await generate(hass, client)
+        await generate(hass, transport)
 
     assert err.value.translation_key == "image_generation_failed"
     assert err.value.translation_placeholders == {
@@ -86,13 +94,13 @@ async def test_base64_over_the_limit(
 
 
 async def test_url_from_the_servers_network(
-    hass: HomeAssistant, simulator: OpenAISimulator, client: openai.AsyncOpenAI
+    hass: HomeAssistant, simulator: OpenAISimulator, transport: Transport
 ) -> None:
     """A URL on the base URL's own network is fetched, the server being local."""
     url = simulator.serve_file("fox", PNG_START + bytes(16))
     simulator.enqueue(GENERATIONS, json={"created": 1, "data": [{"url": url}]})
 
-    image = await generate(hass, client)
+    image = await generate(hass, transport)
 
     assert image.data == PNG_START + bytes(16)
     fetched = [r for r in simulator.requests if r.path == "/files/fox.png"]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 from importlib import metadata
 import json
 from pathlib import Path
 import re
+import sys
 from typing import Any
 
 import homeassistant
@@ -38,21 +40,6 @@ def manifest_fixture() -> dict[str, Any]:
     return manifest
 
 
-def _ha_constraints() -> dict[str, Requirement]:
-    """Return the pins of homeassistant/package_constraints.txt by name."""
-    text = (Path(homeassistant.__file__).parent / "package_constraints.txt").read_text(
-        encoding="utf-8"
-    )
-    pins: dict[str, Requirement] = {}
-    for raw in text.splitlines():
-        line = raw.split("#", 1)[0].strip()
-        if not line or line.startswith("-"):
-            continue
-        req = Requirement(line)
-        pins[req.name.lower()] = req
-    return pins
-
-
 def test_manifest_key_order(manifest: dict[str, Any]) -> None:
     """Home Assistant wants domain, name, then the other keys sorted."""
     keys = list(manifest)
@@ -73,26 +60,40 @@ def test_manifest_content(manifest: dict[str, Any]) -> None:
 
 
 def test_manifest_requirements(manifest: dict[str, Any]) -> None:
-    """The openai requirement is a lower bound that HA's pin and the venv meet.
+    """Nothing is installed for the integration: it needs no package of its own."""
+    assert manifest["requirements"] == []
+    assert "loggers" not in manifest
 
-    An exact pin would break the integration the day Home Assistant raises its own.
-    """
-    requirements = [Requirement(item) for item in manifest["requirements"]]
-    assert [str(req) for req in requirements] == ["openai>=3.26.0"]
-    constraints = _ha_constraints()
-    for req in requirements:
-        assert all(spec.operator == ">=" for spec in req.specifier)
-        installed = metadata.version(req.name)
-        assert req.specifier.contains(installed, prereleases=True), (
-            f"{req} is not satisfied by the installed {req.name} {installed}"
-        )
-        pinned = constraints.get(req.name.lower())
-        assert pinned is not None, f"{req.name} is not pinned by Home Assistant"
-        (spec,) = pinned.specifier
-        assert spec.operator == "=="
-        assert req.specifier.contains(spec.version, prereleases=True), (
-            f"{req} conflicts with Home Assistant's {pinned}"
-        )
+
+def test_imports_are_home_assistants() -> None:
+    """Every package the integration imports is one Home Assistant requires."""
+    required = {
+        Requirement(item).name.lower()
+        for item in metadata.requires("homeassistant") or []
+    }
+    distributions = metadata.packages_distributions()
+    imported = {
+        name.split(".")[0]
+        for path in INTEGRATION_DIR.glob("*.py")
+        for name in _imported_modules(path)
+    }
+    third_party = imported - set(sys.stdlib_module_names) - {"homeassistant"}
+    assert third_party
+    for module in third_party:
+        names = {name.lower() for name in distributions.get(module, [])}
+        assert names & required, f"{module} is not a requirement of Home Assistant"
+
+
+def _imported_modules(path: Path) -> list[str]:
+    """Return the absolute modules a source file imports."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    modules: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules.append(node.module)
+    return modules
 
 
 def test_manifest_categories(manifest: dict[str, Any]) -> None:
@@ -107,16 +108,6 @@ def test_manifest_categories(manifest: dict[str, Any]) -> None:
     assert set(manifest["categories"]) <= known
     speaks = {Platform.STT, Platform.TTS} <= set(PLATFORMS)
     assert ("ai_voice.speech" in manifest["categories"]) == speaks
-
-
-def test_manifest_loggers(manifest: dict[str, Any]) -> None:
-    """Each requirement's top-level logger is declared, so its level can be set."""
-    modules_of = metadata.packages_distributions()
-    for item in manifest["requirements"]:
-        name = Requirement(item).name
-        modules = {module for module, dists in modules_of.items() if name in dists}
-        assert modules
-        assert modules <= set(manifest["loggers"])
 
 
 def test_hacs_json() -> None:

@@ -9,7 +9,7 @@ from homeassistant.const import CONF_API_KEY, Platform
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryNotReady
 
-from .api import RuntimeData, async_create_client, async_fetch_models
+from .api import RuntimeData, async_fetch_models
 from .capabilities import Capabilities, async_forget, provider_for
 from .const import CONF_BASE_URL, CONF_PROVIDER, DOMAIN, LOGGER
 from .errors import AuthError, ServerError
@@ -64,7 +64,6 @@ async def async_setup_entry(
     await capabilities.async_load()
     entry.runtime_data = RuntimeData(
         transport=transport,
-        client=await async_create_client(hass, dict(entry.data)),
         models=survey.models,
         capabilities=capabilities,
         health=health,

@@ -207,10 +207,11 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         with self._server_errors():
             image = await async_generate_image(
                 self.hass,
-                self.runtime.client,
+                self.runtime.transport,
                 model=model,
                 prompt=task.instructions,
                 attachments=task.attachments,
+                budget=self.budget(),
             )
         chat_log.async_add_assistant_content_without_tools(
             conversation.AssistantContent(

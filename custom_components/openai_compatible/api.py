@@ -1,22 +1,17 @@
-"""The server connection: client, model listing and the one error mapper."""
+"""The server connection: runtime data, base URLs, model listing and the probe."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
-from homeassistant.helpers.httpx_client import get_async_client
-import httpx2
-import openai
 from yarl import URL
 
 from .capabilities import URL_PLACEHOLDER, Capabilities
-from .const import CONF_BASE_URL, TIMEOUT_SECONDS, VALIDATION_TIMEOUT_SECONDS
+from .const import CONF_BASE_URL, VALIDATION_TIMEOUT_SECONDS
 from .error_answers import error_for_status
 from .errors import (
     AuthError,
@@ -27,7 +22,7 @@ from .errors import (
     ServerError,
 )
 from .health import ServerHealth
-from .transport import PLACEHOLDER_API_KEY, Answer, Budget, Transport
+from .transport import Answer, Budget, Transport
 from .usage import UsageTracker
 
 
@@ -36,8 +31,6 @@ class RuntimeData:
     """Everything a loaded entry holds."""
 
     transport: Transport
-    # For the Images API, whose multipart uploads the SDK builds.
-    client: openai.AsyncOpenAI
     models: list[str]
     capabilities: Capabilities
     health: ServerHealth
@@ -45,60 +38,6 @@ class RuntimeData:
     evaluate_slots: asyncio.Semaphore
     # Tokens, requests and errors of each subentry, for the usage sensors.
     usage: UsageTracker = field(default_factory=UsageTracker)
-
-
-async def async_create_client(
-    hass: HomeAssistant, data: dict[str, Any]
-) -> openai.AsyncOpenAI:
-    """Create the client on Home Assistant's shared HTTP client."""
-    client = openai.AsyncOpenAI(
-        api_key=data.get(CONF_API_KEY) or PLACEHOLDER_API_KEY,
-        base_url=data[CONF_BASE_URL],
-        http_client=get_async_client(hass),
-        timeout=TIMEOUT_SECONDS,
-        max_retries=0,
-    )
-    await hass.async_add_executor_job(_warm_up, client)
-    return client
-
-
-def _warm_up(client: openai.AsyncOpenAI) -> None:
-    """Do the client's lazy disk work now, in the executor, not in the loop.
-
-    It reads platform details on first use and imports each API resource on
-    first access.
-    """
-    client.platform_headers()
-    for resource in ("chat", "models", "images", "decisions"):
-        getattr(client, resource)
-
-
-def map_error(err: openai.OpenAIError) -> ServerError:
-    """Turn an error of the SDK client into our translated error."""
-    if isinstance(err, openai.APITimeoutError):
-        return ConnectError("timeout_connect")
-    if isinstance(err, openai.APIConnectionError):
-        return ConnectError("cannot_connect")
-    if isinstance(err, openai.APIStatusError):
-        response = err.response
-        return error_for_status(
-            response.status_code, response.headers, response.content
-        )
-    return ServerError("api_error", message=str(err) or type(err).__name__)
-
-
-@contextmanager
-def translate_errors() -> Iterator[None]:
-    """Raise our translated error for any client error in the block."""
-    try:
-        yield
-    except openai.OpenAIError as err:
-        raise map_error(err) from err
-    except httpx2.TimeoutException as err:
-        # Raised while a streamed answer is being read.
-        raise ConnectError("timeout_connect") from err
-    except httpx2.HTTPError as err:
-        raise ConnectError("cannot_connect") from err
 
 
 # Answers to the probe that mean "no such route here", not "the server failed".

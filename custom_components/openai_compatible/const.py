@@ -64,7 +64,6 @@ CONF_IMAGE_GENERATION: Final = "image_generation"
 CONF_TIMEOUT: Final = "timeout"
 # Enough for a small local model on a CPU to write a long answer.
 DEFAULT_TIMEOUT_SECONDS: Final = 300.0
-TIMEOUT_SECONDS: Final = 120.0
 VALIDATION_TIMEOUT_SECONDS: Final = 10.0
 
 

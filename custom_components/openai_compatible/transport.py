@@ -33,8 +33,9 @@ from .sse import MAX_ANSWER_BYTES, async_read_body
 PLACEHOLDER_API_KEY: Final = "no-key"
 _RETRY_STATUSES: Final = frozenset({429, 503})
 
-# Files of a form: (field, (file name, content)).
-type FormFiles = Sequence[tuple[str, tuple[str, bytes]]]
+# Files of a form: (field, (file name, content[, media type])); without a
+# media type, the file name's extension tells it.
+type FormFiles = Sequence[tuple[str, tuple[str, bytes] | tuple[str, bytes, str]]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,20 +1,14 @@
-"""The SDK client's errors (Images API) through the one error mapper."""
+"""Error answers of any shape, read by the transport, through the one error mapper."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from homeassistant.core import HomeAssistant
-import openai
 import pytest
 
-from custom_components.openai_compatible.api import (
-    async_create_client,
-    map_error,
-    translate_errors,
-)
-from custom_components.openai_compatible.const import CONF_BASE_URL
 from custom_components.openai_compatible.errors import RequestRejectedError, ServerError
+from custom_components.openai_compatible.transport import Budget, Transport
 from simulator import OpenAISimulator
 
 
@@ -83,24 +77,17 @@ async def test_error_bodies_of_any_shape(
     message: str | None,
 ) -> None:
     """Whatever shape the error body has, the user reads the server's words."""
-    client = await async_create_client(hass, {CONF_BASE_URL: simulator.base_url})
+    transport = Transport(hass, simulator.base_url, None)
     if body is None:
         simulator.enqueue("/models", status=status, raw="upstream failed")
     else:
         simulator.enqueue("/models", status=status, json=body)
 
-    with pytest.raises(ServerError) as err, translate_errors():
-        await client.models.list()
+    with pytest.raises(ServerError) as err:
+        await transport.async_json("GET", "/models", budget=Budget(10))
 
     assert err.value.translation_key == key
     if message is not None:
         assert err.value.translation_placeholders == {"message": message}
     if status in (400, 404, 422):
         assert isinstance(err.value, RequestRejectedError)
-
-
-def test_errors_outside_http() -> None:
-    """Client errors without a response still become translated errors."""
-    error = map_error(openai.OpenAIError("stream ended early"))
-    assert error.translation_key == "api_error"
-    assert error.translation_placeholders == {"message": "stream ended early"}
