@@ -8,10 +8,10 @@ Each case is an answer a broken or hostile server (or a looping model) can
 send. Stream cases are read the way the integration reads them: the response
 body in 64 KiB network chunks, through the SSE decoder and the chunk parser
 (with tools offered, so that text is held while it may be a tool call) to chat
-log deltas; error answers are read into our translated error (the SDK's
-image requests read them whole). The CPU time is `time.process_time()`
-around one whole answer, the best of the repeats. The target is linear
-time: a quadratic step shows as seconds at this size. See README.md, "Benchmarks".
+log deltas; error answers are read into our translated error. The CPU time
+is `time.process_time()` around one whole answer, the best of the repeats.
+The target is linear time: a quadratic step shows as seconds at this size.
+See README.md, "Benchmarks".
 """
 
 from __future__ import annotations

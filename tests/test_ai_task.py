@@ -937,6 +937,9 @@ async def test_generate_image_edit(
     assert b"Give the cat a hat" in request.body
     assert b"gpt-image-1" in request.body
     assert png(16, 8) in request.body
+    assert (
+        b'name="image"; filename="cat.png"\r\nContent-Type: image/png' in request.body
+    )
     assert response["mime_type"] == "image/png"
 
 
@@ -963,6 +966,7 @@ async def test_generate_image_edit_several(
     (request,) = [r for r in simulator.requests if "/images/" in r.path]
     assert request.path == "/v1/images/edits"
     assert request.body.count(b'name="image[]"') == 2
+    assert b"Content-Type: image/jpeg" in request.body
 
 
 async def test_generate_image_refuses_pdf(

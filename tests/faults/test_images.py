@@ -10,13 +10,19 @@ from homeassistant.exceptions import HomeAssistantError
 import pytest
 
 from custom_components.openai_compatible import image_fetch
+from custom_components.openai_compatible.const import CONF_TIMEOUT
+from custom_components.openai_compatible.error_answers import MAX_ERROR_BYTES
 from custom_components.openai_compatible.image_fetch import (
     IMAGE_FETCH_SECONDS,
     IMAGE_MAX_BYTES,
     IMAGE_MAX_REDIRECTS,
 )
-from custom_components.openai_compatible.images import IMAGE_MAX_BASE64_CHARS
-from simulator import OpenAISimulator
+from custom_components.openai_compatible.images import (
+    GENERATIONS_ROUTE,
+    IMAGE_ANSWER_MAX_BYTES,
+    IMAGE_MAX_BASE64_CHARS,
+)
+from simulator import OpenAISimulator, Pause
 
 from .conftest import FaultHarness, FaultHarnessFactory
 
@@ -135,6 +141,66 @@ async def test_image_that_never_ends(
         await run_draw(harness),
         f"the image could not be fetched: it took longer than {SHORT_DEADLINE} s",
     )
+
+
+async def test_images_server_that_trickles_meets_the_deadline(
+    fault_harness: FaultHarnessFactory,
+) -> None:
+    """An answer that trickles on ends at the request's deadline."""
+    harness = await fault_harness(options={CONF_TIMEOUT: 1})
+    harness.faulty.enqueue(GENERATIONS_ROUTE, sse=[" ", Pause(0.1)] * 40, done=False)
+
+    err = await run_draw(harness)
+
+    assert err.translation_key == "timeout_answer"
+
+
+async def test_images_answer_past_the_cap(fault_harness: FaultHarnessFactory) -> None:
+    """An answer larger than 45 MiB is not read to its end."""
+    assert IMAGE_ANSWER_MAX_BYTES == 45 * 1024 * 1024
+    harness = await fault_harness()
+    image = b"A" * IMAGE_ANSWER_MAX_BYTES
+    harness.faulty.enqueue(
+        GENERATIONS_ROUTE,
+        raw=b'{"created": 1, "data": [{"b64_json": "' + image + b'"}]}',
+        headers={"Content-Type": "application/json"},
+    )
+
+    err = await run_draw(harness)
+
+    assert err.translation_key == "answer_too_large"
+    assert err.translation_placeholders == {"limit": "45 MiB"}
+
+
+async def test_images_error_body_is_read_only_in_part(
+    fault_harness: FaultHarnessFactory,
+) -> None:
+    """An error body past the cap is cut: its words come before it ends, if ever."""
+    harness = await fault_harness(options={CONF_TIMEOUT: 1})
+    body = "x" * (4 * MAX_ERROR_BYTES)
+    harness.faulty.enqueue(
+        GENERATIONS_ROUTE, status=400, sse=[body, Pause(2)], done=False
+    )
+
+    err = await run_draw(harness)
+
+    assert err.translation_key == "api_error"
+    assert err.translation_placeholders is not None
+    assert err.translation_placeholders["message"].startswith("xxxx")
+
+
+async def test_images_rate_limit_is_waited_out(
+    fault_harness: FaultHarnessFactory,
+) -> None:
+    """A 429 that says when is sent again, as every request is."""
+    harness = await fault_harness()
+    harness.faulty.enqueue(GENERATIONS_ROUTE, status=429, headers={"Retry-After": "0"})
+
+    response = await harness.run(draw(harness))
+
+    assert response["mime_type"] == "image/png"
+    images = [r for r in harness.faulty.requests if r.path.endswith(GENERATIONS_ROUTE)]
+    assert len(images) == 2
 
 
 async def run_draw(harness: FaultHarness) -> HomeAssistantError:
