@@ -177,6 +177,14 @@ def _validate_service_tier(
             param="service_tier",
             code="unsupported_value",
         )
+    if tier == "flex" and settings.flex_busy:
+        raise APIError(
+            "Resource unavailable: flex processing has no capacity right now. "
+            "Try again later, or use the default service tier.",
+            status=429,
+            code="resource_unavailable",
+            type_="rate_limit_error",
+        )
 
 
 def _validate_reasoning(

@@ -131,6 +131,8 @@ class SimulatorSettings:
     reasoning_summaries: bool = True
     # The service tiers /v1/responses takes; none: the field is refused.
     service_tiers: tuple[str, ...] = ("auto", "default", "flex", "priority")
+    # True: flex processing is full, and a flex request answers 429.
+    flex_busy: bool = False
     # The provider-run tools /v1/responses runs; others are refused.
     hosted_tools: frozenset[str] = frozenset(HOSTED_TOOLS)
     # Set: the native info routes of this local server answer (native.py).

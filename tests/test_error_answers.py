@@ -119,6 +119,13 @@ DECISIONS = frozenset({Feature.DECISIONS})
         ),
         (405, "Method Not Allowed", DECISIONS, Feature.DECISIONS, True),
         (
+            429,
+            "Resource unavailable: flex processing is full",
+            frozenset({Feature.SERVICE_TIER}),
+            Feature.SERVICE_TIER,
+            False,
+        ),
+        (
             400,
             "Unknown parameter: 'service_tier'.",
             frozenset({Feature.SERVICE_TIER, Feature.REASONING}),
@@ -151,6 +158,12 @@ def test_classify_rejection(
         # Keys, rate limits and timeouts are no refusal of a feature.
         (401, "response_format", FORMAT),
         (429, "response_format", FORMAT),
+        (429, "Resource unavailable", FORMAT),
+        (
+            429,
+            "Rate limit reached for service_tier requests",
+            frozenset({Feature.SERVICE_TIER}),
+        ),
         (408, "response_format", FORMAT),
         (500, "CUDA out of memory", FORMAT),
         # Names count only where a word starts: these are outages.

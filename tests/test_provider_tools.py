@@ -291,6 +291,34 @@ async def test_refused_service_tier_is_dropped_and_learned(
     assert model.refuses(Feature.SERVICE_TIER)
 
 
+async def test_full_flex_tier_is_left_for_this_request(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """Flex processing with no room answers in the project's tier, not learned."""
+    simulator.settings.flex_busy = True
+    entry = await setup_entry(
+        provider="openai",
+        conversation={
+            CONF_LLM_HASS_API: [],
+            CONF_CHAT_MODEL: "gpt-5-mini",
+            CONF_SERVICE_TIER: "flex",
+        },
+    )
+
+    result = await converse(hass, "Hello")
+    simulator.settings.flex_busy = False
+    await converse(hass, "Again", result.conversation_id)
+
+    assert speech(result) == "You said: Hello"
+    assert [body.get("service_tier") for body in simulator.responses_requests()] == [
+        "flex",
+        None,
+        "flex",
+    ]
+    model = entry.runtime_data.capabilities.model("gpt-5-mini")
+    assert not model.refuses(Feature.SERVICE_TIER)
+
+
 async def test_refused_summaries_are_dropped_and_learned(
     hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:

@@ -89,6 +89,9 @@ _ONE_SCHEMA: Final = (
     "additionalproperties",
     "is required to be supplied",
 )
+# A 429 that says the chosen service tier has no room now, not that we asked
+# too often.
+_TIER_BUSY: Final = "resource unavailable"
 # Statuses of a route or method the server lacks.
 _NO_ROUTE: Final = frozenset({404, 405, 501})
 # Routes that are themselves what we ask for: a server without one refuses
@@ -178,11 +181,15 @@ def classify_rejection(
 
     None when the answer names none of them (an outage, a bad key): such an
     answer is not walked down any ladder. `error_for_status` tells context
-    overflows apart before it asks.
+    overflows apart before it asks. A 429 refuses only a service tier that is
+    full for now (flex processing), never anything in general.
     """
-    if status in (401, 403, 408, 429) or status < 400:
-        return None
     lowered = text.casefold()
+    if status == 429:
+        busy = Feature.SERVICE_TIER in sent and _TIER_BUSY in lowered
+        return Rejection(Feature.SERVICE_TIER, general=False) if busy else None
+    if status in (401, 403, 408) or status < 400:
+        return None
     for feature, route in _ROUTES.items():
         if feature in sent and _missing_route(status, lowered, route):
             return Rejection(feature, general=True)
@@ -332,6 +339,10 @@ def error_for_status(
             return ServerError("permission_denied", message=message)
         return AuthError("invalid_auth")
     if status == 429:
+        if (rejection := classify_rejection(status, raw, sent)) is not None:
+            return RequestRejectedError(
+                message, rejection.feature, general=False, status=status
+            )
         return _rate_limited(headers, lowered, message)
     if (overflow := parse_overflow(text, _json_or_none(raw))) is not None:
         return ContextOverflowError(overflow.window, overflow.prompt_tokens)

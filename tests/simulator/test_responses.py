@@ -289,6 +289,23 @@ async def test_service_tiers_a_server_refuses(
     assert (await client.responses.create(model=REASONING_MODEL, input="Hi")).output
 
 
+async def test_flex_processing_when_full(
+    sim: OpenAISimulator, client: openai.AsyncOpenAI
+) -> None:
+    """A switch fills flex processing: flex requests answer 429, others answer."""
+    sim.settings.flex_busy = True
+
+    with pytest.raises(openai.RateLimitError) as caught:
+        await client.with_options(max_retries=0).responses.create(
+            model=REASONING_MODEL, input="Hi", service_tier="flex"
+        )
+
+    assert "Resource unavailable" in caught.value.message
+    assert await client.responses.create(
+        model=REASONING_MODEL, input="Hi", service_tier="priority"
+    )
+
+
 async def test_web_search_with_citation_and_sources(client: openai.AsyncOpenAI) -> None:
     """A search runs on the server; the answer cites a source inline."""
     events = await collect(
