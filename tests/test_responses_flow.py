@@ -215,6 +215,29 @@ async def test_tiers_the_model_takes(
     assert result["data_schema"].schema[key].config["options"] == tiers
 
 
+async def test_a_tier_the_new_model_lacks_is_not_suggested(
+    hass: HomeAssistant, setup_entry: SetupEntry
+) -> None:
+    """Priority saved for one model is not shown for one without it."""
+    entry = await setup_entry(
+        provider="openai",
+        ai_task={CONF_CHAT_MODEL: "gpt-5-mini", CONF_SERVICE_TIER: "priority"},
+    )
+
+    kept = await reconfigure(hass, entry, SUBENTRY_AI_TASK, "gpt-5-mini")
+    result = await reconfigure(hass, entry, SUBENTRY_AI_TASK, "gpt-5-nano")
+
+    assert suggested(kept, CONF_SERVICE_TIER) == "priority"
+    assert suggested(result, CONF_SERVICE_TIER) is None
+    assert suggested(result, CONF_STORE_RESPONSES) is None
+
+
+def suggested(result: dict[str, Any], field: str) -> Any:
+    """Return the value a form suggests for a field, if any."""
+    [key] = [key for key in result["data_schema"].schema if key == field]
+    return (key.description or {}).get("suggested_value")
+
+
 async def test_refused_tools_are_not_offered(
     hass: HomeAssistant, setup_entry: SetupEntry
 ) -> None:

@@ -81,7 +81,7 @@ from .model_kinds import (
 from .model_lifecycle import lasting_models
 from .naming import entry_title, followed_title, is_generated_title, subentry_title
 from .options_flow import ConnectionOptionsFlow
-from .responses_flow import responses_data, responses_schema
+from .responses_flow import responses_data, responses_schema, suggested_values
 from .voice_flow import (
     SpeechToTextSubentryFlowHandler,
     TextToSpeechSubentryFlowHandler,
@@ -638,7 +638,9 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
         assert schema is not None  # only reached over the Responses API
         return self.async_show_form(
             step_id="responses",
-            data_schema=self.add_suggested_values_to_schema(schema, self.options),
+            data_schema=self.add_suggested_values_to_schema(
+                schema, suggested_values(schema, self.options)
+            ),
             last_step=True,
         )
 

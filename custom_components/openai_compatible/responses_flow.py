@@ -136,6 +136,23 @@ def _tools_schema(capabilities: ModelCapabilities) -> VolDictType:
     return schema
 
 
+def suggested_values(
+    schema: probatio.Schema, data: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Return the saved values the step can show; one its field refuses is left out.
+
+    A service tier saved for another model may not be among this model's.
+    """
+    suggested = dict(data)
+    for key, validator in schema.schema.items():
+        if (name := str(key)) in suggested:
+            try:
+                validator(suggested[name])
+            except probatio.Invalid:
+                del suggested[name]
+    return suggested
+
+
 def responses_data(
     data: Mapping[str, Any], user_input: Mapping[str, Any]
 ) -> dict[str, Any]:
