@@ -92,6 +92,8 @@ class SimulatorSettings:
     logprobs: bool = True
     # False: /v1/decisions answers 404.
     decisions: bool = True
+    # False: /v1/images/generations and /v1/images/edits answer 404.
+    images: bool = True
     # How images come back unless the request says: base64 or a URL served here.
     image_response: Literal["b64_json", "url"] = "b64_json"
     # Where built-in answers put a short reasoning text, if anywhere.
@@ -645,6 +647,8 @@ class OpenAISimulator:
 
     async def _image_generations(self, request: web.Request) -> web.Response:
         """Draw images for a JSON request."""
+        if not self.settings.images:
+            return self._not_found(request)
         body = request["json"]
         if not isinstance(body, dict):
             raise APIError("We could not parse the JSON body of your request.")
@@ -652,6 +656,8 @@ class OpenAISimulator:
 
     async def _image_edits(self, request: web.Request) -> web.Response:
         """Draw images for a multipart request, after checking its images decode."""
+        if not self.settings.images:
+            return self._not_found(request)
         require_multipart(request.content_type)
         fields, files = parse_multipart(
             request.headers["Content-Type"], await request.read()

@@ -1153,6 +1153,23 @@ async def test_generate_image_server_error(
     assert err.value.translation_placeholders == {"message": "Your prompt was rejected"}
 
 
+async def test_generate_image_no_images_route(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """A server without an images route is asked once per image model."""
+    entry = await setup()
+    simulator.settings.images = False
+
+    for _ in range(2):
+        with pytest.raises(HomeAssistantError) as err:
+            await generate_image(hass, instructions="fox")
+        assert err.value.translation_key == "image_generation_unsupported"
+
+    assert len([r for r in simulator.requests if "/images/" in r.path]) == 1
+    lessons = entry.runtime_data.capabilities.as_dict()["models"]
+    assert lessons["gpt-image-1"]["refused"] == ["images_generations"]
+
+
 async def test_generate_image_auth_error_starts_reauth(
     hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
 ) -> None:

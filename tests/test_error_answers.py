@@ -139,6 +139,30 @@ DECISIONS = frozenset({Feature.DECISIONS})
             Feature.SERVICE_TIER,
             True,
         ),
+        (
+            404,
+            '{"detail": "Not Found"}',
+            frozenset({Feature.IMAGES_GENERATIONS}),
+            Feature.IMAGES_GENERATIONS,
+            True,
+        ),
+        (
+            501,
+            "Unexpected endpoint or method. (POST /v1/images/edits)",
+            frozenset({Feature.IMAGES_EDITS}),
+            Feature.IMAGES_EDITS,
+            True,
+        ),
+        (
+            404,
+            (
+                "litellm.NotFoundError: NotFoundError: OpenAIException - Error "
+                "code: 404 - {'detail': 'Not Found'}. Received Model Group=tiny"
+            ),
+            frozenset({Feature.IMAGES_GENERATIONS}),
+            Feature.IMAGES_GENERATIONS,
+            True,
+        ),
     ],
 )
 def test_classify_rejection(
@@ -189,6 +213,11 @@ def test_classify_rejection(
         # A server that has the route may answer 404 for something else.
         (404, "No such question type", DECISIONS),
         (500, "Not Found", DECISIONS),
+        (
+            404,
+            "model 'sd-turbo' not found",
+            frozenset({Feature.IMAGES_GENERATIONS}),
+        ),
     ],
 )
 def test_no_rejection(status: int, text: str, sent: frozenset[Feature]) -> None:

@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import base64
 import io
+from pathlib import Path
 import struct
 from typing import Any
 
+from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 from PIL import Image
 import pytest
 
+from custom_components.openai_compatible.capabilities import (
+    PROVIDERS,
+    Capabilities,
+    Feature,
+    ModelCapabilities,
+    ServerReport,
+)
 from custom_components.openai_compatible.image_fetch import IMAGE_MAX_BYTES
 from custom_components.openai_compatible.images import (
     IMAGE_ANSWER_MAX_BYTES,
@@ -33,16 +42,115 @@ def transport(hass: HomeAssistant, simulator: OpenAISimulator) -> Transport:
     return Transport(hass, simulator.base_url, "sk-test")
 
 
-async def generate(hass: HomeAssistant, transport: Transport) -> GeneratedImage:
-    """Ask for one image, without attachments."""
+@pytest.fixture
+def capabilities(hass: HomeAssistant) -> Capabilities:
+    """Return what an entry of a custom server knows: nothing yet."""
+    return Capabilities(
+        hass, "entry", PROVIDERS["custom"], ServerReport(), "fingerprint"
+    )
+
+
+async def generate(
+    hass: HomeAssistant,
+    transport: Transport,
+    model: ModelCapabilities | None = None,
+    attachments: list[conversation.Attachment] | None = None,
+) -> GeneratedImage:
+    """Ask for one image of the model (gpt-image-1 by default)."""
+    if model is None:
+        model = Capabilities(
+            hass, "entry", PROVIDERS["custom"], ServerReport(), "fingerprint"
+        ).model("gpt-image-1")
     return await async_generate_image(
         hass,
         transport,
-        model="gpt-image-1",
+        model,
         prompt="A fox",
-        attachments=None,
+        attachments=attachments,
         budget=Budget(30),
     )
+
+
+async def test_missing_route_learned(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    transport: Transport,
+    capabilities: Capabilities,
+) -> None:
+    """A server without the images route is asked once; then told without a request.
+
+    Until the lessons are forgotten (the server changed or was reconfigured).
+    """
+    simulator.settings.images = False
+    model = capabilities.model("sd-turbo")
+
+    for _ in range(2):
+        with pytest.raises(HomeAssistantError) as err:
+            await generate(hass, transport, model)
+        assert err.value.translation_key == "image_generation_unsupported"
+
+    assert len(simulator.requests) == 1
+    assert model.refuses(Feature.IMAGES_GENERATIONS)
+    assert not capabilities.model("other").refuses(Feature.IMAGES_GENERATIONS)
+    capabilities.forget()
+    with pytest.raises(HomeAssistantError):
+        await generate(hass, transport, capabilities.model("sd-turbo"))
+    assert len(simulator.requests) == 2
+
+
+async def test_edits_route_learned_apart(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    transport: Transport,
+    capabilities: Capabilities,
+    tmp_path: Path,
+) -> None:
+    """A server that draws but edits nothing keeps drawing."""
+    picture = tmp_path / "cat.png"
+    picture.write_bytes(PNG_START + bytes(16))
+    attachment = conversation.Attachment(
+        media_content_id="media-source://media_source/local/cat.png",
+        mime_type="image/png",
+        path=picture,
+    )
+    simulator.enqueue("/images/edits", status=404, raw="404 page not found")
+    model = capabilities.model("gpt-image-1")
+
+    with pytest.raises(HomeAssistantError) as err:
+        await generate(hass, transport, model, [attachment])
+
+    assert err.value.translation_key == "image_generation_unsupported"
+    assert model.refuses(Feature.IMAGES_EDITS)
+    assert (await generate(hass, transport, model)).mime_type == "image/png"
+    assert not model.refuses(Feature.IMAGES_GENERATIONS)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "key"),
+    [
+        (404, {"error": {"message": "model 'sd-turbo' not found"}}, "model_not_found"),
+        (500, {"error": {"message": "CUDA out of memory"}}, "api_error"),
+        (400, {"error": {"message": "Your prompt was rejected"}}, "api_error"),
+    ],
+)
+async def test_other_errors_not_learned(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    transport: Transport,
+    capabilities: Capabilities,
+    status: int,
+    body: dict[str, Any],
+    key: str,
+) -> None:
+    """An error that does not say the route is missing is told, and not learned."""
+    simulator.enqueue(GENERATIONS, status=status, json=body)
+    model = capabilities.model("sd-turbo")
+
+    with pytest.raises(HomeAssistantError) as err:
+        await generate(hass, transport, model)
+
+    assert err.value.translation_key == key
+    assert not model.lessons.refused
 
 
 def test_base64_limit() -> None:

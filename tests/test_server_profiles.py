@@ -170,7 +170,7 @@ async def test_generate_image_without_images_route(
         await _call(hass, "generate_image", instructions="A lamp.")
 
     assert not RAW_DUMP.search(str(err.value))
-    assert err.value.translation_key != "api_error"
+    assert err.value.translation_key == "image_generation_unsupported"
 
 
 async def test_tool_round_is_accepted_by_llama_cpp_python(

@@ -208,7 +208,7 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
             image = await async_generate_image(
                 self.hass,
                 self.runtime.transport,
-                model=model,
+                self.runtime.capabilities.model(model),
                 prompt=task.instructions,
                 attachments=task.attachments,
                 budget=self.budget(),

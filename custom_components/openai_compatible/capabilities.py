@@ -65,6 +65,9 @@ class Feature(StrEnum):
     # The speech route's optional fields.
     SPEECH_SPEED = "speech_speed"
     SPEECH_INSTRUCTIONS = "speech_instructions"
+    # The Images API's routes: drawing, and editing attached images.
+    IMAGES_GENERATIONS = "images_generations"
+    IMAGES_EDITS = "images_edits"
 
 
 # The ways of asking for JSON, strongest first (see structured.py).

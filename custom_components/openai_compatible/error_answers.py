@@ -96,12 +96,21 @@ _TIER_BUSY: Final = "resource unavailable"
 _NO_ROUTE: Final = frozenset({404, 405, 501})
 # Routes that are themselves what we ask for: a server without one refuses
 # everything sent there.
-_ROUTES: Final = {Feature.RESPONSES_API: "/responses", Feature.DECISIONS: "/decisions"}
+_ROUTES: Final = {
+    Feature.RESPONSES_API: "/responses",
+    Feature.DECISIONS: "/decisions",
+    Feature.IMAGES_GENERATIONS: "/images/generations",
+    Feature.IMAGES_EDITS: "/images/edits",
+}
 # An answer that says nothing but that the route or method is not there.
 _ROUTE_NOT_FOUND: Final = re.compile(
     r"^(?:\d{3}\W*)?(?:page |file |resource )?"
     r"(?:not found|method not allowed|not implemented)\b"
     r"|^(?:unexpected|unknown) endpoint|^cannot post\b"
+)
+# FastAPI's answer for a route it lacks, as a gateway quotes the server behind.
+_QUOTED_ROUTE_NOT_FOUND: Final = re.compile(
+    r"""['"]detail['"]\s*:\s*['"]not found['"]"""
 )
 # Where a feature may appear in an answer, per feature; checked in this order.
 _NAMES: Final[tuple[tuple[Feature, tuple[str, ...]], ...]] = (
@@ -203,12 +212,15 @@ def _missing_route(status: int, lowered: str, route: str) -> bool:
     """Tell whether an answer says the route itself is not there.
 
     A server that has the route may answer 404 too (an item or a model not
-    found); only an answer that names the route or says nothing else counts.
+    found); only an answer that names the route, says nothing else, or
+    quotes FastAPI's answer for a missing route counts.
     """
     if status not in _NO_ROUTE:
         return False
-    return route in lowered or bool(
-        _ROUTE_NOT_FOUND.match(error_text(lowered.encode()))
+    return (
+        route in lowered
+        or bool(_ROUTE_NOT_FOUND.match(error_text(lowered.encode())))
+        or bool(_QUOTED_ROUTE_NOT_FOUND.search(lowered))
     )
 
 

@@ -26,6 +26,7 @@ from .attachments import (
     async_load_attachments,
     sniff_mime_type,
 )
+from .capabilities import Feature, ModelCapabilities
 from .errors import RequestRejectedError, ServerError
 from .image_fetch import IMAGE_MAX_BYTES, async_fetch_image
 from .sse import async_read_body
@@ -44,9 +45,6 @@ _JPEG_FRAMES = frozenset(
 )
 # JPEG markers without a length: TEM, RST0-7, SOI, EOI.
 _JPEG_STANDALONE = frozenset({0x01, *range(0xD0, 0xDA)})
-
-# Answers that say the server has no images route.
-_NO_ROUTE: Final = frozenset({404, 405, 501})
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,13 +70,16 @@ class _Drawn:
 async def async_generate_image(
     hass: HomeAssistant,
     transport: Transport,
+    capabilities: ModelCapabilities,
     *,
-    model: str,
     prompt: str,
     attachments: list[conversation.Attachment] | None,
     budget: Budget,
 ) -> GeneratedImage:
     """Generate an image, or edit the attached images, and read what came back.
+
+    A route the server answered it does not have is learned for the model:
+    later calls get `image_generation_unsupported` without a request.
 
     Raises ServerError: the transport's translated errors, `unsupported_attachment`
     for an attachment that is not an image, `image_generation_failed` when no
@@ -89,12 +90,16 @@ async def async_generate_image(
         if attachments
         else []
     )
+    route = _route(files)
+    if capabilities.refuses(route):
+        raise ServerError("image_generation_unsupported")
     try:
-        raw = await _async_draw(transport, budget, model, prompt, files)
+        raw = await _async_draw(transport, budget, capabilities.model, prompt, files)
     except RequestRejectedError as err:
-        if err.status in _NO_ROUTE:
-            raise ServerError("image_generation_unsupported") from err
-        raise
+        if err.feature is not route:
+            raise
+        capabilities.learn_refused(route)
+        raise ServerError("image_generation_unsupported") from err
     return await _async_read_image(hass, transport, raw)
 
 
@@ -118,8 +123,14 @@ async def _async_draw(
         budget=budget,
         body={"model": model, "prompt": prompt},
         files=uploads,
+        sent=frozenset({_route(files)}),
     ) as opened:
         return await async_read_body(opened.aiter_bytes(), IMAGE_ANSWER_MAX_BYTES)
+
+
+def _route(files: list[LoadedFile]) -> Feature:
+    """Return the route a request takes: editing the attached images, or drawing."""
+    return Feature.IMAGES_EDITS if files else Feature.IMAGES_GENERATIONS
 
 
 def _uploads(field: str, files: list[LoadedFile]) -> FormFiles:
