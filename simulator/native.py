@@ -36,8 +36,11 @@ def llama_cpp_props(window: int | None, models: list[str]) -> dict[str, Any]:
     }
 
 
-def ollama_show(model: str, window: int | None) -> dict[str, Any]:
-    """Return Ollama's /api/show for a model; `window` as its num_ctx."""
+def ollama_show(model: str, window: int | None, *, tools: bool) -> dict[str, Any]:
+    """Return Ollama's /api/show for a model; `window` as its num_ctx.
+
+    Without `tools` its capabilities say only completion, as for gemma.
+    """
     parameters = 'stop "<|eot_id|>"'
     if window:
         parameters = f"num_ctx {window}\n{parameters}"
@@ -49,7 +52,7 @@ def ollama_show(model: str, window: int | None) -> dict[str, Any]:
             "general.architecture": "llama",
             "llama.context_length": TRAINED_CONTEXT,
         },
-        "capabilities": ["completion", "tools"],
+        "capabilities": ["completion", "tools"] if tools else ["completion"],
     }
 
 

@@ -770,7 +770,11 @@ class OpenAISimulator:
                 return web.json_response(
                     {"error": f"model '{model}' not found"}, status=404
                 )
-            return web.json_response(native.ollama_show(model, window_size))
+            return web.json_response(
+                native.ollama_show(
+                    model, window_size, tools=self.settings.supports_tools
+                )
+            )
         if route == ("lm_studio", "GET", "/api/v0/models"):
             return web.json_response(native.lm_studio_models(self.models, window_size))
         return self._not_found(request)

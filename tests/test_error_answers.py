@@ -24,7 +24,6 @@ from custom_components.openai_compatible.errors import (
     RateLimitedError,
     RequestRejectedError,
     ServerError,
-    ToolsUnsupportedError,
 )
 
 FORMAT = frozenset({Feature.STRICT_SCHEMA, Feature.JSON_SCHEMA})
@@ -118,6 +117,14 @@ DECISIONS = frozenset({Feature.DECISIONS})
             True,
         ),
         (405, "Method Not Allowed", DECISIONS, Feature.DECISIONS, True),
+        # llama-cpp-python's text-only template given parts, in its JSON body.
+        (
+            500,
+            '{"error": {"message": "can only concatenate str (not \\"list\\") to str"}}',
+            frozenset({Feature.IMAGE_INPUT}),
+            Feature.IMAGE_INPUT,
+            True,
+        ),
         (
             429,
             "Resource unavailable: flex processing is full",
@@ -352,7 +359,9 @@ def test_tools_refused_is_its_own_error() -> None:
         b'{"error": {"message": "llama3 does not support tools"}}',
         sent=frozenset({Feature.TOOLS}),
     )
-    assert isinstance(error, ToolsUnsupportedError)
+    assert isinstance(error, RequestRejectedError)
+    assert (error.feature, error.general) == (Feature.TOOLS, True)
+    assert error.translation_key == "tools_unsupported"
     assert error.translation_placeholders == {
         "message": "llama3 does not support tools"
     }

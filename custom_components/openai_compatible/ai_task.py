@@ -33,6 +33,7 @@ from .errors import ModelError
 from .evaluate import Evaluation
 from .images import async_generate_image
 from .json_answer import StructureMismatch, parse_json_answer, validate_result
+from .model_fit import check_model_takes, learning_refusals
 from .selector_schema import structure_to_json_schema
 from .strict_schema import StrictUnsupported, drop_optional_nulls, strict_json_schema
 from .structured import StructuredRequest, async_climb
@@ -186,12 +187,14 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         self, task: ai_task.EvaluationTask
     ) -> ai_task.EvaluationTaskResult:
         """Answer the questions with probabilities; see evaluate.py."""
-        with self._server_errors():
+        capabilities = self.capabilities
+        check_model_takes(capabilities, tools=False, attachments=task.attachments or ())
+        with self._server_errors(), learning_refusals(capabilities):
             evaluation = Evaluation(
                 task,
                 transport=self.runtime.transport,
                 adapter=self.adapter(build_tool_set(None)),
-                capabilities=self.capabilities,
+                capabilities=capabilities,
                 settings=self.request_settings(),
                 budget=self.budget(),
                 slots=self.runtime.evaluate_slots,

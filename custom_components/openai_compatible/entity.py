@@ -36,6 +36,7 @@ from .const import (
     MAX_TOOL_ROUNDS_CONVERSATION,
 )
 from .errors import AuthError, ModelError, ServerError
+from .model_fit import chat_log_attachments, check_model_takes, learning_refusals
 from .provider_tools import responses_options
 from .responses import ResponsesAdapter
 from .transport import Budget
@@ -240,9 +241,18 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
         response_format: dict[str, Any] | None = None,
         instructions: tuple[conversation.UserContent, str] | None = None,
     ) -> None:
-        """Run the model on the chat log until no tool result is unanswered."""
+        """Run the model on the chat log until no tool result is unanswered.
+
+        A model known to refuse the tools or attachments gets no request.
+        """
         adapter = self.adapter(self._tool_set(chat_log.llm_api), chat_log)
-        with self._server_errors():
+        capabilities = self.capabilities
+        check_model_takes(
+            capabilities,
+            tools=bool(adapter.tool_set.tools),
+            attachments=chat_log_attachments(chat_log),
+        )
+        with self._server_errors(), learning_refusals(capabilities):
             for _ in range(max_rounds):
                 body = await adapter.async_build_body(
                     chat_log, response_format=response_format, instructions=instructions

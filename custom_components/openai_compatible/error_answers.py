@@ -29,7 +29,6 @@ from .errors import (
     RateLimitedError,
     RequestRejectedError,
     ServerError,
-    ToolsUnsupportedError,
 )
 
 # Shown to users at most this long; the whole text goes to the debug log.
@@ -46,6 +45,9 @@ _BLOCK_CLOSE: Final = {
 _TAG: Final = re.compile(r"<[^<>]*>")
 _SPACES: Final = re.compile(r"\s+")
 
+# A chat template that takes text only, given content parts: as said, and as
+# a JSON error body escapes it.
+_LIST_REFUSED: Final = ('(not "list")', '(not \\"list\\")')
 # Words of an answer that refuses what it was sent, whatever it was.
 _GENERAL: Final = (
     "not supported",
@@ -76,6 +78,7 @@ _GENERAL: Final = (
     "requires",
     # An organization that is not verified gets no reasoning summaries.
     "must be verified",
+    *_LIST_REFUSED,
 )
 # Words of an answer about one schema, not about strict mode or JSON output.
 _ONE_SCHEMA: Final = (
@@ -151,12 +154,11 @@ _NAMES: Final[tuple[tuple[Feature, tuple[str, ...]], ...]] = (
             "json mode",
         ),
     ),
-    # A chat template that takes text only fails on a list of content parts.
     (
         Feature.IMAGE_INPUT,
-        ("image_url", "image", "vision", "multimodal", '(not "list")'),
+        ("image_url", "image", "vision", "multimodal", *_LIST_REFUSED),
     ),
-    (Feature.FILE_INPUT, ("file_data", "file", "pdf", "document", '(not "list")')),
+    (Feature.FILE_INPUT, ("file_data", "file", "pdf", "document", *_LIST_REFUSED)),
     (Feature.TOOL_CHOICE, ("tool_choice", "tool choice")),
     (Feature.STREAM_WITH_TOOLS, ("stream",)),
     (Feature.TRANSCRIPT_STREAM, ("stream",)),
@@ -359,8 +361,6 @@ def error_for_status(
     if (overflow := parse_overflow(text, _json_or_none(raw))) is not None:
         return ContextOverflowError(overflow.window, overflow.prompt_tokens)
     if (rejection := classify_rejection(status, raw, sent)) is not None:
-        if rejection.feature is Feature.TOOLS:
-            return ToolsUnsupportedError("tools_unsupported", message=message)
         return RequestRejectedError(
             message, rejection.feature, general=rejection.general, status=status
         )

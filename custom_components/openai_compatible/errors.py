@@ -54,10 +54,6 @@ class RateLimitedError(ServerError):
     """The server asked us to slow down (429)."""
 
 
-class ToolsUnsupportedError(ServerError):
-    """The model cannot call tools."""
-
-
 class NotCompatibleError(ServerError):
     """Nothing at the URL answers like an OpenAI-compatible API."""
 
@@ -88,6 +84,7 @@ class RequestRejectedError(ServerError):
 
 # Refusals a user can act on, told in their own words; the rest are api_error.
 _REFUSAL_KEYS: dict[Feature | None, str] = {
+    Feature.TOOLS: "tools_unsupported",
     Feature.IMAGE_INPUT: "image_input_refused",
     Feature.FILE_INPUT: "file_input_refused",
 }
