@@ -14,8 +14,9 @@ from homeassistant.helpers import chat_session, llm
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from custom_components.openai_compatible.capabilities import Feature
+from custom_components.openai_compatible.capabilities import Feature, WireApi
 from custom_components.openai_compatible.chat_completions import build_tool_set
+from custom_components.openai_compatible.const import CONF_API
 from simulator import OpenAISimulator, sse_text
 
 from .conftest import AGENT, SetupEntry, converse, speech
@@ -348,3 +349,36 @@ async def test_a_stream_that_ends_before_it_begins_next_to_tools(
     ]
     model = entry.runtime_data.capabilities.model("gpt-4o-mini")
     assert model.refuses(Feature.STREAM_WITH_TOOLS)
+
+
+@pytest.mark.parametrize("api", [WireApi.CHAT_COMPLETIONS, WireApi.RESPONSES])
+async def test_a_refused_cache_key_is_dropped_and_learned(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    api: WireApi,
+) -> None:
+    """A server behind the OpenAI preset that refuses prompt_cache_key.
+
+    The turn is sent again at once without it and answered; the next turn
+    never sends it.
+    """
+    simulator.settings.prompt_cache_key = False
+    entry = await setup_entry(
+        provider="openai",
+        conversation={CONF_LLM_HASS_API: []},
+        options={CONF_API: api},
+    )
+
+    first = await converse(hass, "Hello")
+    second = await converse(hass, "Hello again")
+
+    assert speech(first) and speech(second)
+    bodies = (
+        simulator.chat_requests()
+        if api is WireApi.CHAT_COMPLETIONS
+        else simulator.responses_requests()
+    )
+    assert ["prompt_cache_key" in body for body in bodies] == [True, False, False]
+    model = entry.runtime_data.capabilities.model("gpt-4o-mini")
+    assert model.lessons.refused == {Feature.PROMPT_CACHE_KEY}

@@ -252,33 +252,57 @@ async def test_reported_no_vision(
     assert len(chat_paths(simulator)) == 1
 
 
-async def test_image_refused_at_500_is_learned(
+@pytest.mark.parametrize(
+    ("name", "content", "mime_type", "refused", "keys"),
+    [
+        (
+            "photo.png",
+            PNG,
+            "image/png",
+            Feature.IMAGE_INPUT,
+            ("image_input_refused", "model_takes_no_images"),
+        ),
+        (
+            "note.pdf",
+            PDF,
+            "application/pdf",
+            Feature.FILE_INPUT,
+            ("file_input_refused", "model_takes_no_files"),
+        ),
+    ],
+)
+async def test_attachment_refused_at_500_is_learned(
     hass: HomeAssistant,
     simulator: OpenAISimulator,
     setup: SetupEntry,
     media_dir: Path,
+    name: str,
+    content: bytes,
+    mime_type: str,
+    refused: Feature,
+    keys: tuple[str, str],
 ) -> None:
     """llama-cpp-python's 500 for a text-only template is told, then learned.
 
-    Its words reach the user in our message; the next image is not sent.
+    Its words reach the user in our message; the next such attachment is not
+    sent, while a task without one still is.
     """
-    (media_dir / "photo.png").write_bytes(PNG)
+    (media_dir / name).write_bytes(content)
     entry = await setup()
     simulator.enqueue("/chat/completions", status=500, json=LIST_CONTENT_REFUSED)
-    photo = [media("photo.png", "image/png")]
+    attached = [media(name, mime_type)]
 
     with pytest.raises(HomeAssistantError) as first:
-        await generate_data(hass, instructions="Describe", attachments=photo)
+        await generate_data(hass, instructions="Describe", attachments=attached)
     with pytest.raises(HomeAssistantError) as second:
-        await generate_data(hass, instructions="Describe", attachments=photo)
+        await generate_data(hass, instructions="Describe", attachments=attached)
 
-    assert first.value.translation_key == "image_input_refused"
+    assert (first.value.translation_key, second.value.translation_key) == keys
     assert first.value.translation_placeholders == {
         "message": 'can only concatenate str (not "list") to str'
     }
-    assert second.value.translation_key == "model_takes_no_images"
     assert len(chat_paths(simulator)) == 1
-    assert learned_refusals(entry) == {Feature.IMAGE_INPUT}
+    assert learned_refusals(entry) == {refused}
     await generate_data(hass, instructions="Say hi")
     assert len(chat_paths(simulator)) == 2
 
