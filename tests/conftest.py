@@ -10,7 +10,8 @@ Keep this file sectioned: add fixtures under a heading for their area.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,19 +116,29 @@ def tts_cache_dir(tmp_path: Path) -> Iterator[Path]:
 # ---------------------------------------------------------------------------
 
 
-@pytest.fixture
-async def simulator(socket_enabled: None) -> AsyncGenerator[OpenAISimulator]:
-    """Serve a fresh simulator on a free localhost port; see `simulator.base_url`.
+@asynccontextmanager
+async def served(sim: OpenAISimulator) -> AsyncIterator[OpenAISimulator]:
+    """Serve a simulator on a free localhost port for the block, then stop it.
 
-    A test fails when answers it queued with `enqueue` were never used.
+    The block fails when answers queued with `enqueue` were never used: a test
+    must not pass on answers it scripted but never reached. Every simulator a
+    test starts is served this way.
     """
-    sim = OpenAISimulator()
     await sim.start()
-    yield sim
-    await sim.stop()
+    try:
+        yield sim
+    finally:
+        await sim.stop()
     assert not sim.unused_responses(), (
         f"Queued answers were never used: {sim.unused_responses()}"
     )
+
+
+@pytest.fixture
+async def simulator(socket_enabled: None) -> AsyncGenerator[OpenAISimulator]:
+    """Serve a fresh simulator; see `simulator.base_url` and `served`."""
+    async with served(OpenAISimulator()) as sim:
+        yield sim
 
 
 # ---------------------------------------------------------------------------
@@ -237,10 +248,8 @@ async def setup_integration(
 @pytest.fixture
 async def keyed_simulator(socket_enabled: None) -> AsyncGenerator[OpenAISimulator]:
     """Yield a started simulator that accepts only KEYED_SIMULATOR_KEY."""
-    sim = OpenAISimulator(api_key=KEYED_SIMULATOR_KEY)
-    await sim.start()
-    yield sim
-    await sim.stop()
+    async with served(OpenAISimulator(api_key=KEYED_SIMULATOR_KEY)) as sim:
+        yield sim
 
 
 # ---------------------------------------------------------------------------

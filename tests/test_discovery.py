@@ -14,6 +14,8 @@ from custom_components.openai_compatible import discovery
 from custom_components.openai_compatible.const import CONF_PROVIDER, DOMAIN
 from simulator import OpenAISimulator
 
+from .conftest import served
+
 
 def _closed_port_url() -> str:
     """Return a URL on which nothing listens."""
@@ -37,27 +39,23 @@ async def test_only_servers_listing_models_in_time_are_found(
     hass: HomeAssistant, simulator: OpenAISimulator
 ) -> None:
     """Listing models in time counts; a closed port, a web page or delay does not."""
-    page = OpenAISimulator()
-    slow = OpenAISimulator()
-    await page.start()
-    await slow.start()
-    page.enqueue("/models", raw="<html>router</html>")
-    slow.settings.latency = 2.0
-    addresses = {
-        simulator.base_url: ["llama_cpp", "localai"],
-        _closed_port_url(): ["ollama"],
-        page.base_url: ["lm_studio"],
-        slow.base_url: ["vllm"],
-    }
-    try:
+    async with (
+        served(OpenAISimulator()) as page,
+        served(OpenAISimulator()) as slow,
+    ):
+        page.enqueue("/models", raw="<html>router</html>")
+        slow.settings.latency = 2.0
+        addresses = {
+            simulator.base_url: ["llama_cpp", "localai"],
+            _closed_port_url(): ["ollama"],
+            page.base_url: ["lm_studio"],
+            slow.base_url: ["vllm"],
+        }
         with (
             patch.object(discovery, "PRESETS_BY_ADDRESS", addresses),
             patch.object(discovery, "DISCOVERY_SECONDS", 0.5),
         ):
             found = await discovery.async_answering_presets(hass)
-    finally:
-        await page.stop()
-        await slow.stop()
     assert found == ["llama_cpp", "localai"]
     assert [request.path for request in simulator.requests] == ["/v1/models"]
 

@@ -31,7 +31,7 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from simulator import OpenAISimulator
-from tests.conftest import SetupEntry
+from tests.conftest import SetupEntry, served
 
 # A blocked event loop shows as a stall of seconds; scheduling noise on a busy
 # machine stays far below this.
@@ -176,10 +176,8 @@ type FaultHarnessFactory = Callable[..., Awaitable[FaultHarness]]
 @pytest.fixture
 async def healthy_simulator(socket_enabled: None) -> AsyncGenerator[OpenAISimulator]:
     """Serve a second simulator, left with its built-in (healthy) answers."""
-    sim = OpenAISimulator()
-    await sim.start()
-    yield sim
-    await sim.stop()
+    async with served(OpenAISimulator()) as sim:
+        yield sim
 
 
 @pytest.fixture

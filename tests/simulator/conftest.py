@@ -9,6 +9,8 @@ import pytest
 
 from simulator import OpenAISimulator
 
+from ..conftest import served
+
 
 @pytest.fixture
 async def sim(socket_enabled: None) -> AsyncGenerator[OpenAISimulator]:
@@ -16,13 +18,8 @@ async def sim(socket_enabled: None) -> AsyncGenerator[OpenAISimulator]:
 
     A test fails when answers it queued with `enqueue` were never used.
     """
-    server = OpenAISimulator()
-    await server.start()
-    yield server
-    await server.stop()
-    assert not server.unused_responses(), (
-        f"Queued answers were never used: {server.unused_responses()}"
-    )
+    async with served(OpenAISimulator()) as server:
+        yield server
 
 
 @pytest.fixture

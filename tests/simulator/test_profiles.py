@@ -12,6 +12,8 @@ import pytest
 from simulator import OpenAISimulator, SimulatorSettings
 from simulator.profiles import load_profile, profile_names
 
+from ..conftest import served
+
 FUNCTION_CALLING = "llama_cpp_python_chatml_function_calling"
 GATEWAY = "litellm_over_llama_cpp_python_chatml_function_calling"
 NO_TOOLS = "llama_cpp_python_chatml"
@@ -58,10 +60,8 @@ def test_profile_settings_come_from_the_recording() -> None:
 @pytest.fixture
 async def imitation(socket_enabled: None) -> AsyncGenerator[OpenAISimulator]:
     """Serve the simulator as llama-cpp-python with chatml-function-calling."""
-    sim = OpenAISimulator(profile=FUNCTION_CALLING)
-    await sim.start()
-    yield sim
-    await sim.stop()
+    async with served(OpenAISimulator(profile=FUNCTION_CALLING)) as sim:
+        yield sim
 
 
 async def test_json_schema_gets_the_recorded_500(imitation: OpenAISimulator) -> None:
@@ -125,20 +125,18 @@ async def test_tools_are_ignored_without_tool_choice(
 
 async def test_gateway_wraps_the_backend_refusal(socket_enabled: None) -> None:
     """Through LiteLLM the same refusal comes in the gateway's own words."""
-    sim = OpenAISimulator(profile=GATEWAY)
-    await sim.start()
-    try:
-        async with openai.AsyncOpenAI(
+    async with (
+        served(OpenAISimulator(profile=GATEWAY)) as sim,
+        openai.AsyncOpenAI(
             base_url=sim.base_url, api_key="x", max_retries=0
-        ) as client:
-            with pytest.raises(openai.APIStatusError) as refused:
-                await client.chat.completions.create(
-                    model="gpt-4o-mini",
-                    messages=[{"role": "user", "content": "hi"}],
-                    response_format=SCHEMA,
-                )
-    finally:
-        await sim.stop()
+        ) as client,
+    ):
+        with pytest.raises(openai.APIStatusError) as refused:
+            await client.chat.completions.create(
+                model="gpt-4o-mini",
+                messages=[{"role": "user", "content": "hi"}],
+                response_format=SCHEMA,
+            )
     message = refused.value.response.json()["error"]["message"]
     assert message.startswith("litellm.")
     assert "literal_error" in message
