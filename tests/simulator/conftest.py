@@ -8,8 +8,7 @@ import openai
 import pytest
 
 from simulator import OpenAISimulator
-
-from ..conftest import served
+from tests.conftest import served
 
 
 @pytest.fixture

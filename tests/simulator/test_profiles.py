@@ -11,8 +11,7 @@ import pytest
 
 from simulator import OpenAISimulator, SimulatorSettings
 from simulator.profiles import load_profile, profile_names
-
-from ..conftest import served
+from tests.conftest import served
 
 FUNCTION_CALLING = "llama_cpp_python_chatml_function_calling"
 GATEWAY = "litellm_over_llama_cpp_python_chatml_function_calling"
@@ -127,9 +126,7 @@ async def test_gateway_wraps_the_backend_refusal(socket_enabled: None) -> None:
     """Through LiteLLM the same refusal comes in the gateway's own words."""
     async with (
         served(OpenAISimulator(profile=GATEWAY)) as sim,
-        openai.AsyncOpenAI(
-            base_url=sim.base_url, api_key="x", max_retries=0
-        ) as client,
+        openai.AsyncOpenAI(base_url=sim.base_url, api_key="x", max_retries=0) as client,
     ):
         with pytest.raises(openai.APIStatusError) as refused:
             await client.chat.completions.create(

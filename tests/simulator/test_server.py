@@ -11,8 +11,7 @@ import openai
 import pytest
 
 from simulator import DEFAULT_MODELS, OpenAISimulator, chunk, sse_text
-
-from ..conftest import served
+from tests.conftest import served
 
 USER_HI = [{"role": "user", "content": "hi"}]
 
@@ -313,14 +312,19 @@ async def test_peak_in_flight(sim: OpenAISimulator, client: openai.AsyncOpenAI) 
     assert sim.in_flight == 0
 
 
+async def _queue_two_use_one() -> None:
+    """Serve a simulator, queue two answers and take only the chat one."""
+    async with served(OpenAISimulator()) as sim:
+        sim.enqueue("/models", json={"data": []})
+        sim.enqueue("/chat/completions", json={"choices": []})
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(f"{sim.base_url}/chat/completions", json={}) as answer,
+        ):
+            assert answer.status == 200
+
+
 async def test_unused_answers_fail_the_test(socket_enabled: None) -> None:
     """A simulator served for a test fails it when queued answers went unused."""
     with pytest.raises(AssertionError, match=r"never used: \['/models'\]"):
-        async with served(OpenAISimulator()) as sim:
-            sim.enqueue("/models", json={"data": []})
-            sim.enqueue("/chat/completions", json={"choices": []})
-            async with (
-                aiohttp.ClientSession() as session,
-                session.post(f"{sim.base_url}/chat/completions", json={}) as answer,
-            ):
-                assert answer.status == 200
+        await _queue_two_use_one()
