@@ -64,6 +64,7 @@ from .conftest import (
     TEST_API_KEY,
     MakeConfigEntry,
     converse,
+    served,
 )
 
 pytestmark = pytest.mark.usefixtures("ha_core")
@@ -541,9 +542,8 @@ async def test_only_non_chat_models_asks_for_model(
 ) -> None:
     """A server listing no chat model offers its models and a typed name."""
     # (A server with audio models only gets voice subentries: test_voice_flow.)
-    sim = OpenAISimulator(models=["text-embedding-3-small", "omni-moderation-latest"])
-    await sim.start()
-    try:
+    models = ["text-embedding-3-small", "omni-moderation-latest"]
+    async with served(OpenAISimulator(models=models)) as sim:
         result = await _connect_form(hass, PROVIDER_CUSTOM)
         result = await hass.config_entries.flow.async_configure(
             result["flow_id"], {CONF_BASE_URL: sim.base_url}
@@ -556,8 +556,6 @@ async def test_only_non_chat_models_asks_for_model(
         result = await hass.config_entries.flow.async_configure(
             result["flow_id"], {CONF_CHAT_MODEL: "qwen3"}
         )
-    finally:
-        await sim.stop()
     assert result["type"] is FlowResultType.CREATE_ENTRY
 
 

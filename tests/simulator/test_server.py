@@ -53,26 +53,24 @@ async def test_custom_models_and_switched_off_endpoint(socket_enabled: None) -> 
 
 async def test_api_key(socket_enabled: None) -> None:
     """With a key set, a wrong bearer gets OpenAI's 401 body."""
-    sim = OpenAISimulator(api_key="sk-right")
-    await sim.start()
-    try:
-        async with openai.AsyncOpenAI(
+    async with (
+        served(OpenAISimulator(api_key="sk-right")) as sim,
+        openai.AsyncOpenAI(
             base_url=sim.base_url, api_key="sk-wrong", max_retries=0
-        ) as client:
-            with pytest.raises(openai.AuthenticationError) as err:
-                await client.models.list()
-            assert err.value.body == {
-                "message": "Incorrect API key provided",
-                "type": "invalid_request_error",
-                "param": None,
-                "code": "invalid_api_key",
-            }
-            answer = await client.with_options(
-                api_key="sk-right"
-            ).chat.completions.create(model="gpt-4o-mini", messages=USER_HI)
-        assert answer.choices[0].message.content == "You said: hi"
-    finally:
-        await sim.stop()
+        ) as client,
+    ):
+        with pytest.raises(openai.AuthenticationError) as err:
+            await client.models.list()
+        assert err.value.body == {
+            "message": "Incorrect API key provided",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "invalid_api_key",
+        }
+        answer = await client.with_options(api_key="sk-right").chat.completions.create(
+            model="gpt-4o-mini", messages=USER_HI
+        )
+    assert answer.choices[0].message.content == "You said: hi"
 
 
 async def test_requests_are_recorded(
