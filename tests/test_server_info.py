@@ -164,3 +164,33 @@ async def test_native_route_that_fails_is_unknown(
 
     assert entry.runtime_data.capabilities.report.version is None
     assert model_of(entry).context_window is None
+
+
+@pytest.mark.parametrize(
+    ("entry", "vision", "tools"),
+    [
+        ({"type": "vlm", "capabilities": ["tool_use"]}, True, True),
+        ({"type": "llm", "capabilities": []}, False, False),
+        # What an entry does not say stays unknown, and changes nothing.
+        ({}, None, None),
+    ],
+)
+async def test_lm_studio_vision_and_tools(
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    entry: dict[str, Any],
+    vision: bool | None,
+    tools: bool | None,
+) -> None:
+    """LM Studio's model type and capabilities tell vision and tool use."""
+    simulator.settings.native = "lm_studio"
+    simulator.enqueue(
+        "/api/v0/models", json={"data": [{"id": MODEL, "object": "model", **entry}]}
+    )
+
+    loaded = await setup_entry(provider="lm_studio")
+
+    assert (model_of(loaded).report.vision, model_of(loaded).report.tools) == (
+        vision,
+        tools,
+    )

@@ -201,7 +201,8 @@ async def _async_lm_studio(
         capabilities = item.get("capabilities")
         models[item["id"]] = ModelReport(
             context_window=_context(item),
-            vision=item.get("type") == "vlm",
+            # An entry without a type says nothing about vision.
+            vision=None if "type" not in item else item["type"] == "vlm",
             tools=None
             if not isinstance(capabilities, list)
             else "tool_use" in capabilities,
