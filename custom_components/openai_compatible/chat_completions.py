@@ -22,11 +22,12 @@ import probatio
 
 from .attachments import LoadedFile, async_load_attachments
 from .capabilities import Feature, ModelCapabilities
-from .chat_stream import ChatStreamParser, async_read_answer, usage_stats
+from .chat_stream import ChatStreamParser, async_read_answer
 from .const import LOGGER
 from .errors import ContextOverflowError, MalformedAnswerError, RequestRejectedError
 from .sse import async_read_body
 from .transport import Budget, Transport, parse_json
+from .window import observe_usage
 
 if TYPE_CHECKING:
     from .window import RequestFit
@@ -442,18 +443,7 @@ class ChatCompletionsAdapter:
             else:
                 return
             finally:
-                self._observe_usage(chat_log, parser.usage)
-
-    def _observe_usage(
-        self, chat_log: conversation.ChatLog, usage: dict[str, Any] | None
-    ) -> None:
-        """Trace the tokens an answer reports, and calibrate the fitting by them."""
-        if not usage:
-            return
-        chat_log.async_trace({"stats": usage_stats(usage), "usage": usage})
-        self._on_usage(usage)
-        if self._fit is not None:
-            self._fit.observe(usage)
+                observe_usage(chat_log, parser.usage, self._on_usage, self._fit)
 
     async def async_complete(self, body: dict[str, Any]) -> dict[str, Any]:
         """Send the request unstreamed and return the chat completion as JSON."""

@@ -22,7 +22,6 @@ from homeassistant.core import HomeAssistant
 
 from .capabilities import PROVIDER_TOOLS, Feature, ModelCapabilities
 from .chat_completions import RequestSettings, ToolSet
-from .chat_stream import usage_stats
 from .const import LOGGER
 from .errors import (
     ContextOverflowError,
@@ -34,6 +33,7 @@ from .responses_render import InputRenderer, function_tools
 from .responses_stream import ResponsesStreamParser, async_read_events, chat_usage
 from .sse import async_read_body
 from .transport import Budget, Opened, Transport, parse_json
+from .window import observe_usage
 
 if TYPE_CHECKING:
     from .window import RequestFit
@@ -455,18 +455,7 @@ class ResponsesAdapter:
             else:
                 return
             finally:
-                self._observe_usage(chat_log, parser.usage)
-
-    def _observe_usage(
-        self, chat_log: conversation.ChatLog, usage: dict[str, Any] | None
-    ) -> None:
-        """Trace the tokens an answer reports, and calibrate the fitting by them."""
-        if not usage:
-            return
-        chat_log.async_trace({"stats": usage_stats(usage), "usage": usage})
-        self._on_usage(usage)
-        if self._fit is not None:
-            self._fit.observe(usage)
+                observe_usage(chat_log, parser.usage, self._on_usage, self._fit)
 
     async def async_complete(self, body: dict[str, Any]) -> dict[str, Any]:
         """Send a request of the Chat Completions form; return a chat completion."""

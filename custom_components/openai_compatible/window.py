@@ -13,6 +13,7 @@ the error taught, once.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from homeassistant.components import conversation
@@ -20,6 +21,7 @@ from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
 
+from .chat_stream import usage_stats
 from .const import CONF_CONTEXT_WINDOW, CONF_HISTORY_TURNS, DOMAIN, LOGGER
 from .context import (
     DEFAULT_ANSWER_TOKENS,
@@ -214,3 +216,18 @@ class RequestFit:
         )
         self._owner.report(self._chat_log, error)
         return error
+
+
+def observe_usage(
+    chat_log: conversation.ChatLog,
+    usage: dict[str, Any] | None,
+    on_usage: Callable[[dict[str, Any]], None],
+    fit: RequestFit | None,
+) -> None:
+    """Trace the tokens an answer reports, and calibrate the fitting by them."""
+    if not usage:
+        return
+    chat_log.async_trace({"stats": usage_stats(usage), "usage": usage})
+    on_usage(usage)
+    if fit is not None:
+        fit.observe(usage)
