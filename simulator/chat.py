@@ -454,7 +454,9 @@ def answer(body: dict[str, Any], settings: SimulatorSettings) -> Answer:
     ignored = tool_choice_kind(body.get("tool_choice")) in settings.ignore_tools_when
     result = None if ignored else _tool_answer(body, messages)
     if result is None:
-        result = _structured_answer(body.get("response_format"), messages)
+        result = _structured_answer(
+            body.get("response_format"), messages, settings.unbounded_number
+        )
     if result is None and messages[-1]["role"] == "tool":
         result = Answer(_summarise_tool_results(messages))
     if result is None and settings.logprobs and body.get("logprobs"):
@@ -548,9 +550,9 @@ def _tool_answer(body: dict[str, Any], messages: list[dict[str, Any]]) -> Answer
 
 
 def _structured_answer(
-    response_format: Any, messages: list[dict[str, Any]]
+    response_format: Any, messages: list[dict[str, Any]], number: str | None
 ) -> Answer | None:
-    """Answer with JSON when response_format asks for it."""
+    """Answer with JSON when response_format asks for it; numbers as `number`."""
     if not isinstance(response_format, dict):
         return None
     if response_format["type"] == "json_schema":
@@ -570,7 +572,25 @@ def _structured_answer(
         value = fill_schema(schema) if schema else {"result": "ok"}
     else:
         return None
-    return Answer(json.dumps(value))
+    if number is None:
+        return Answer(json.dumps(value))
+    text = json.dumps(_numbers_marked(value), ensure_ascii=False)
+    return Answer(text.replace(f'"{_NUMBER_MARK}"', number))
+
+
+# Stands for each number in an answer whose numbers are written as given.
+_NUMBER_MARK = "\u2063number\u2063"
+
+
+def _numbers_marked(value: Any) -> Any:
+    """Return the value with each number replaced by the mark's string."""
+    if isinstance(value, dict):
+        return {key: _numbers_marked(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_numbers_marked(item) for item in value]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return _NUMBER_MARK
+    return value
 
 
 def _summarise_tool_results(messages: list[dict[str, Any]]) -> str:
