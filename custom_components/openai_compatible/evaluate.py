@@ -37,14 +37,24 @@ from .attachments import LoadedFile, async_load_attachments
 from .capabilities import Feature, ModelCapabilities
 from .chat_completions import RequestSettings, attachment_part
 from .const import LOGGER
-from .errors import InputError, RequestRejectedError, ServerError, TranslatedError
+from .errors import (
+    InputError,
+    ModelError,
+    RequestRejectedError,
+    ServerError,
+    TranslatedError,
+)
 from .evaluate_chat import (
+    REPAIRABLE,
+    STATED_REPAIR,
     STATED_TOLERANCE,
     first_choice,
     label_masses,
     logprobs_body,
     stated_answer,
     stated_schema,
+    stated_text,
+    stated_weights,
     top_logprobs,
 )
 from .evaluate_decisions import (
@@ -305,24 +315,49 @@ class Evaluation:
             attempt,
             on_rejected,
         )
-        stated = stated_answer(first_choice(data), question)
-        probabilities = normalised(
-            question, [stated[n] for n in question.names], STATED_TOLERANCE
-        )
-        return Outcome(
-            probabilities, "stated", stated, {"format": RUNG_NAMES[request.rung]}
-        )
+        extra = {"format": RUNG_NAMES[request.rung]}
+        answer = first_choice(data)
+        try:
+            return _stated_outcome(question, answer, extra)
+        except ModelError as err:
+            if err.translation_key not in REPAIRABLE:
+                raise
+            LOGGER.debug("Asking again for the probabilities: %s", err)
+        body = self._stated_body(question, request, stated_text(answer, question))
+        choice = first_choice(await self._async_complete(body))
+        extra["repaired"] = "asked again"
+        try:
+            return _stated_outcome(question, choice, extra)
+        except ModelError as err:
+            if (
+                err.translation_key not in REPAIRABLE
+                or (weights := stated_weights(choice, question)) is None
+            ):
+                raise
+        # Still out of range: the numbers are weights, a negative one none.
+        extra["repaired"] = "read as weights"
+        raw = dict(zip(question.names, weights, strict=True))
+        return Outcome(weights, "stated", raw, extra)
 
     def _stated_body(
-        self, question: Question, request: StructuredRequest
+        self, question: Question, request: StructuredRequest, answer: str = ""
     ) -> dict[str, Any]:
-        """Return the request for stated probabilities on one rung of the ladder."""
+        """Return the request for stated probabilities on one rung of the ladder.
+
+        With the model's answer that did not fit, it asks once more.
+        """
         prompt = stated_prompt(question)
         if request.instructions:
             prompt = f"{prompt}\n\n{request.instructions}"
+        messages = self._messages(prompt)
+        if answer:
+            messages += [
+                {"role": "assistant", "content": answer},
+                {"role": "user", "content": STATED_REPAIR},
+            ]
         body: dict[str, Any] = {
             "model": self._settings.model,
-            "messages": self._messages(prompt),
+            "messages": messages,
             **self._settings.body(),
         }
         if request.response_format:
@@ -354,6 +389,17 @@ class Evaluation:
             conversation.ConversationTraceEventType.AGENT_DETAIL,
             {"evaluation": detail},
         )
+
+
+def _stated_outcome(
+    question: Question, choice: dict[str, Any], extra: dict[str, Any]
+) -> Outcome:
+    """Return the outcome of a stated answer; raise ModelError where it does not fit."""
+    stated = stated_answer(choice, question)
+    probabilities = normalised(
+        question, [stated[n] for n in question.names], STATED_TOLERANCE
+    )
+    return Outcome(probabilities, "stated", stated, dict(extra))
 
 
 def _evidence_text(task: ai_task.EvaluationTask) -> str:

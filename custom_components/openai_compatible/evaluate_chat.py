@@ -8,7 +8,10 @@ token's distribution, case, space and punctuation variants folded together
 from the top tokens gets 0.
 
 Stated: the model states a probability per option in a JSON object, asked
-through the structured-output ladder (see structured.py).
+through the structured-output ladder (see structured.py). An answer that does
+not fit is asked for once more; one still out of range is read as weights
+(negatives as 0) and scaled, as servers such as llama.cpp do not hold a
+number to its bounds.
 """
 
 from __future__ import annotations
@@ -22,6 +25,20 @@ from .json_answer import StructureMismatch, parse_json_answer
 
 TOP_LOGPROBS: Final = 20
 STATED_TOLERANCE: Final = 0.05
+STATED_REPAIR: Final = (
+    "Your answer does not fit: give each option a probability, a number from 0 "
+    "to 1, the numbers adding up to 1, in a JSON object with only the keys asked "
+    "for. Answer again with only the JSON."
+)
+# Errors of a stated answer that asking once more may mend.
+REPAIRABLE: Final = frozenset(
+    {
+        "evaluate_failed",
+        "evaluate_wrong_options",
+        "evaluate_probability_out_of_range",
+        "evaluate_not_normalized",
+    }
+)
 _PUNCTUATION: Final = ".,:;!?()[]\"'`*"
 
 
@@ -109,6 +126,33 @@ def label_masses(top: dict[str, float], labels: list[str]) -> dict[str, float]:
 
 def stated_answer(choice: dict[str, Any], question: Question) -> dict[str, float]:
     """Return the stated probability per option name, checked one by one."""
+    value = _stated_values(choice, question)
+    return {name: probability(value[name], question) for name in question.names}
+
+
+def stated_weights(choice: dict[str, Any], question: Question) -> list[float] | None:
+    """Return stated numbers read as weights, scaled to add up to 1.
+
+    For an answer that stays out of range when asked again: a number below 0
+    (a huge negative exponent reads as minus infinity) counts as 0. None when
+    a value is no number, is infinite, or all are 0.
+    """
+    try:
+        value = _stated_values(choice, question)
+    except ModelError:
+        return None
+    numbers = [value[name] for name in question.names]
+    if not all(_is_number(number) for number in numbers):
+        return None
+    weights = [max(float(number), 0.0) for number in numbers]
+    total = sum(weights)
+    if not math.isfinite(total) or total <= 0:
+        return None
+    return [weight / total for weight in weights]
+
+
+def stated_text(choice: dict[str, Any], question: Question) -> str:
+    """Return the text of a stated answer; refuse a refusal or no answer."""
     message = choice.get("message")
     message = message if isinstance(message, dict) else {}
     text = message.get("content")
@@ -116,8 +160,13 @@ def stated_answer(choice: dict[str, Any], question: Question) -> dict[str, float
         if message.get("refusal"):
             raise ModelError("evaluate_refused", question=question.key)
         raise ModelError("no_answer")
+    return text
+
+
+def _stated_values(choice: dict[str, Any], question: Question) -> dict[str, Any]:
+    """Return the JSON object of a stated answer, holding exactly the options."""
     try:
-        value = parse_json_answer(text)
+        value = parse_json_answer(stated_text(choice, question))
     except StructureMismatch as err:
         raise ModelError("evaluate_failed", problem=err.problem) from err
     if not isinstance(value, dict):
@@ -126,4 +175,13 @@ def stated_answer(choice: dict[str, Any], question: Question) -> dict[str, float
         )
     if set(value) != set(question.names):
         raise ModelError("evaluate_wrong_options", question=question.key)
-    return {name: probability(value[name], question) for name in question.names}
+    return value
+
+
+def _is_number(value: Any) -> bool:
+    """Tell whether a JSON value is a number, minus infinity included."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and value < math.inf
+    )
