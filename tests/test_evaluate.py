@@ -597,6 +597,30 @@ async def test_decisions_route_missing_falls_back(
     assert first["door"]["noul"] > 0.95
 
 
+async def test_decisions_route_missing_is_learned_with_the_server(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """Once the server lacks the route, no model of the entry asks it again."""
+    entry = await setup()
+    simulator.settings.decisions = False
+    await evaluate(hass, {"door": DOOR})
+    (task,) = (
+        s for s in entry.subentries.values() if s.subentry_type == "ai_task_data"
+    )
+    other = next(m for m in simulator.models if m != task.data[CONF_CHAT_MODEL])
+    hass.config_entries.async_update_subentry(
+        entry, task, data={**task.data, CONF_CHAT_MODEL: other}
+    )
+    await hass.async_block_till_done()
+    simulator.requests.clear()
+
+    await evaluate(hass, {"door": DOOR})
+
+    assert DECISIONS not in paths(simulator)
+    assert CHAT in paths(simulator)
+    assert entry.runtime_data.capabilities.model(other).refuses(Feature.DECISIONS)
+
+
 @pytest.mark.parametrize("status", [400, 422])
 async def test_decisions_request_refused_falls_back_this_time(
     hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry, status: int
