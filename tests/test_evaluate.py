@@ -899,19 +899,54 @@ async def test_logprobs_label_missing(
 async def test_logprobs_no_label_falls_back_to_stated(
     hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
 ) -> None:
-    """When no label is among the top tokens, that question is asked again."""
+    """When no label is among the top tokens, even held to them, it is stated."""
     entry = await setup(provider="ollama")
     simulator.enqueue(CHAT, json=label_answer(("The", 0.9), ("I", 0.1)))
+    simulator.enqueue(CHAT, json=label_answer(('"', 0.9), ("I", 0.1)))
     simulator.enqueue(CHAT, json=stated(yes=0.3, no=0.7))
     simulator.requests.clear()
 
     answers = await evaluate(hass, {"door": DOOR})
 
     assert answers["door"]["noul"] == pytest.approx(0.3)
-    first, second = simulator.chat_requests()
+    first, held, second = simulator.chat_requests()
     assert first["logprobs"] is True
+    assert held["response_format"]["json_schema"]["schema"]["enum"] == ["Yes", "No"]
     assert second["response_format"]["type"] == "json_schema"
+    assert "properties" in second["response_format"]["json_schema"]["schema"]
     # The server does give log-probabilities; only this answer had no label.
+    assert quirks(entry).logprobs is True
+
+
+@pytest.mark.parametrize(
+    "question", [DOOR, VEHICLE, FILL], ids=["noul", "choice", "score"]
+)
+async def test_logprobs_held_to_the_labels(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup: SetupEntry,
+    question: dict[str, Any],
+) -> None:
+    """Labels missing from the model's favourites are read with the answer held to them."""
+    entry = await setup(provider="llama_cpp")
+    simulator.settings.labels_in_top = False
+    simulator.requests.clear()
+
+    answers = await evaluate(hass, {"q": question})
+
+    first, held = simulator.chat_requests()
+    assert "response_format" not in first
+    schema = held["response_format"]["json_schema"]["schema"]
+    assert schema["type"] == "string"
+    assert held["max_tokens"] == 4
+    assert held["logprobs"] is True
+    if question is DOOR:
+        # Held to the labels, "Yes" leads and "No" is the fifth alternative.
+        yes, no = builtin_label_probability(0), builtin_label_probability(4)
+        assert schema["enum"] == ["Yes", "No"]
+        assert answers["q"]["noul"] == pytest.approx(yes / (yes + no))
+    else:
+        assert answers["q"]["type"] == question["type"]
     assert quirks(entry).logprobs is True
 
 
@@ -1581,12 +1616,14 @@ async def test_settings_and_cache_key(
         Feature.DECISIONS
     )
     simulator.enqueue(CHAT, json=label_answer(("The", 1.0)))
+    simulator.enqueue(CHAT, json=label_answer(("The", 1.0)))
     simulator.enqueue(CHAT, json=stated(yes=0.5, no=0.5))
     simulator.requests.clear()
 
     await evaluate(hass, {"door": DOOR})
 
-    logprobs, stated_body = simulator.chat_requests()
+    logprobs, held, stated_body = simulator.chat_requests()
+    assert held["prompt_cache_key"] == logprobs["prompt_cache_key"]
     subentry_key = logprobs["prompt_cache_key"]
     assert subentry_key
     assert {key: logprobs[key] for key in ("max_tokens", "temperature")} == {

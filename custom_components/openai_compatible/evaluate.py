@@ -49,6 +49,8 @@ from .evaluate_chat import (
     STATED_REPAIR,
     STATED_TOLERANCE,
     first_choice,
+    held_label_masses,
+    held_to_labels,
     label_masses,
     logprobs_body,
     stated_answer,
@@ -276,19 +278,40 @@ class Evaluation:
             return None
         self._capabilities.learn_proven(Feature.LOGPROBS)
         raw = label_masses(top, labels)
-        coverage = sum(raw.values())
-        if coverage <= 0:
+        extra: dict[str, Any] = {}
+        if not any(raw.values()):
             self.skipped[question.key].append(
                 "logprobs: no label among the top tokens "
                 f"({', '.join(repr(token) for token in list(top)[:5])})"
             )
-            return None
+            if (held := await self._async_held(question, body, labels)) is None:
+                return None
+            raw, extra["held to the labels"] = held, True
+        coverage = sum(raw.values())
         return Outcome(
             [raw[label] / coverage for label in labels],
             "logprobs",
             raw,
-            {"coverage": coverage},
+            {"coverage": coverage, **extra},
         )
+
+    async def _async_held(
+        self, question: Question, body: dict[str, Any], labels: list[str]
+    ) -> dict[str, float] | None:
+        """Ask again with the answer held to the labels; None when it tells nothing."""
+        if self._capabilities.refuses(Feature.JSON_SCHEMA):
+            return None
+        try:
+            data = await self._async_complete(held_to_labels(body, labels))
+        except RequestRejectedError as err:
+            self.skipped[question.key].append(
+                f"logprobs held to the labels: refused: {err.server_message}"
+            )
+            return None
+        masses = held_label_masses(first_choice(data), labels)
+        if masses is None:
+            self.skipped[question.key].append("logprobs held to the labels: none")
+        return masses
 
     def _no_logprobs(self, question: Question, reason: str) -> None:
         """Remember that the model gives no log-probabilities."""

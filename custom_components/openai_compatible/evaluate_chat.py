@@ -24,6 +24,8 @@ from .evaluate_questions import Question, probability
 from .json_answer import StructureMismatch, parse_json_answer
 
 TOP_LOGPROBS: Final = 20
+# An answer held to the labels: its quotes and the label, with room to spare.
+HELD_LABEL_TOKENS: Final = 4
 STATED_TOLERANCE: Final = 0.05
 STATED_REPAIR: Final = (
     "Your answer does not fit: give each option a probability, a number from 0 "
@@ -86,11 +88,55 @@ def top_logprobs(choice: dict[str, Any]) -> dict[str, float] | None:
 
     None when the server gave no log-probabilities, or only the chosen token's.
     """
+    content = _logprob_content(choice)
+    return _alternatives(content[0]) if content else None
+
+
+def held_label_masses(
+    choice: dict[str, Any], labels: list[str]
+) -> dict[str, float] | None:
+    """Return the labels' masses at the first token of an answer held to them.
+
+    The answer is a JSON string, so the label comes after its opening quote;
+    None when no token's alternatives hold a label.
+    """
+    for entry in _logprob_content(choice) or ():
+        top = _alternatives(entry)
+        if top and sum((masses := label_masses(top, labels)).values()) > 0:
+            return masses
+    return None
+
+
+def held_to_labels(body: dict[str, Any], labels: list[str]) -> dict[str, Any]:
+    """Return the label request again, its answer held to the labels by a schema.
+
+    A server's grammar then leaves the model only the labels to choose from,
+    in their own relative odds, where they were not among its favourites.
+    """
+    return {
+        **body,
+        "max_tokens": HELD_LABEL_TOKENS,
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {
+                "name": "label",
+                "schema": {"type": "string", "enum": labels},
+            },
+        },
+    }
+
+
+def _logprob_content(choice: dict[str, Any]) -> list[Any] | None:
+    """Return the per-token log-probabilities of an answer, if any."""
     logprobs = choice.get("logprobs")
     content = logprobs.get("content") if isinstance(logprobs, dict) else None
-    if not isinstance(content, list) or not content or not isinstance(content[0], dict):
+    return content if isinstance(content, list) and content else None
+
+
+def _alternatives(first: Any) -> dict[str, float] | None:
+    """Return one token's alternatives and their log-probabilities, if it has any."""
+    if not isinstance(first, dict):
         return None
-    first: dict[str, Any] = content[0]
     alternatives = first.get("top_logprobs")
     if not isinstance(alternatives, list) or not alternatives:
         return None
