@@ -98,6 +98,12 @@ class SimulatorSettings:
     image_response: Literal["b64_json", "url"] = "b64_json"
     # Where built-in answers put a short reasoning text, if anywhere.
     reasoning: Literal["reasoning_content", "reasoning", "think_tags"] | None = None
+    # Set: every number of a built-in JSON answer is written as this literal,
+    # its bounds ignored, as llama-server's grammar lets "-7.9E3667" through.
+    unbounded_number: str | None = None
+    # False: a label answer's top tokens hold no label unless a json_schema
+    # enum of the labels holds the answer to them, as random weights do.
+    labels_in_top: bool = True
     # False: a request with prompt_cache_key answers 400.
     prompt_cache_key: bool = True
     # False: streams never end with a usage chunk, even when asked.

@@ -78,6 +78,12 @@ RESPONSE_FORMATS: Final = (
 )
 
 
+# Routes of the server, not of one model: a refusal holds for every model.
+SERVER_ROUTES: Final = frozenset({Feature.DECISIONS})
+# Where the lessons about the whole server are kept, beside those of models.
+SERVER_LESSONS: Final = "*"
+
+
 # Tools the provider runs itself, offered over the Responses API.
 PROVIDER_TOOLS: Final = (
     Feature.WEB_SEARCH,
@@ -417,13 +423,18 @@ class ModelCapabilities:
         report: ModelReport,
         lessons: Lessons,
         on_learn: Callable[[], None],
+        server: Lessons | None = None,
     ) -> None:
-        """Combine the preset, the server's report and the lessons."""
+        """Combine the preset, the server's report and the lessons.
+
+        `server` holds what the whole server taught (SERVER_ROUTES).
+        """
         self.model = model
         self.provider = provider
         self.report = report
         self.lessons = lessons
         self._on_learn = on_learn
+        self._server = server if server is not None else lessons
 
     @property
     def reasoning(self) -> bool:
@@ -447,6 +458,8 @@ class ModelCapabilities:
     def refuses(self, feature: Feature) -> bool:
         """Tell whether a request with this feature is known to be refused."""
         if feature in self.provider.refuses or feature in self.lessons.refused:
+            return True
+        if feature in SERVER_ROUTES and feature in self._server.refused:
             return True
         if feature is Feature.STRICT_SCHEMA:
             # No strict mode where there is no JSON schema at all.
@@ -505,6 +518,8 @@ class ModelCapabilities:
         LOGGER.debug("%s refuses %s; not asking for it again", self.model, feature)
         self.lessons.refused.add(feature)
         self.lessons.proven.discard(feature)
+        if feature in SERVER_ROUTES:
+            self._server.refused.add(feature)
         self._on_learn()
 
     def learn_proven(self, feature: Feature) -> None:
@@ -567,6 +582,7 @@ class Capabilities:
             self.report.models.get(name, ModelReport()),
             self._lessons.setdefault(name, Lessons()),
             self._schedule_save,
+            self._lessons.setdefault(SERVER_LESSONS, Lessons()),
         )
 
     def shutdown(self, name: str) -> date | None:
