@@ -11,18 +11,20 @@ from custom_components.openai_compatible.context import (
     ATTACHMENT_TOKENS,
     CHARS_PER_TOKEN,
     ESCAPE_TOKENS,
-    MAX_FIGURE_DIGITS,
     MESSAGE_TOKENS,
     ConversationCut,
     Limits,
-    Overflow,
     TokenEstimate,
     fit,
-    parse_overflow,
     raw_message,
     split_turns,
 )
 from custom_components.openai_compatible.errors import ContextWindowError
+from custom_components.openai_compatible.overflow import (
+    MAX_FIGURE_DIGITS,
+    Overflow,
+    parse_overflow,
+)
 
 SYSTEM = {"role": "system", "content": "You control a home. " * 50}
 TOOLS: list[dict[str, Any]] = [
