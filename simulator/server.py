@@ -119,6 +119,9 @@ class SimulatorSettings:
     # counts them) are refused, in the words of `overflow_style`'s server.
     context_window: int | None = None
     overflow_style: window.OverflowStyle = "openai"
+    # False: system messages are dropped from chat requests without a word, as
+    # llama-cpp-python's gemma chat format does (see window.rendered).
+    system_messages: bool = True
     # Seconds to wait between the chunks of a streamed chat answer.
     stream_chunk_delay: float = 0.0
     # What every transcription says; None: a sentence about the audio's length.
@@ -405,6 +408,7 @@ class OpenAISimulator:
                 if request.path.endswith("/chat/completions") and isinstance(
                     parsed, dict
                 ):
+                    parsed = request["json"] = window.rendered(parsed, self.settings)
                     # Like a real server's, even for a scripted answer.
                     window.check(parsed, self.settings)
                 if (scripted := self._next_scripted(request.path)) is not None:

@@ -50,6 +50,10 @@ class Feature(StrEnum):
     PROMPT_CACHE_KEY = "prompt_cache_key"
     IMAGE_INPUT = "image_input"
     FILE_INPUT = "file_input"
+    # Messages of the system role, which some chat templates drop without a
+    # word (llama-cpp-python's gemma format): the system prompt then goes at
+    # the start of the first user message, as Gemma's own template puts it.
+    SYSTEM_MESSAGES = "system_messages"
     DECISIONS = "decisions"
     # The Responses API's route, and what only it takes.
     RESPONSES_API = "responses_api"

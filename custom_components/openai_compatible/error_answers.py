@@ -22,7 +22,6 @@ from typing import Any, Final
 
 from .capabilities import Feature
 from .const import LOGGER
-from .context import parse_overflow
 from .errors import (
     AuthError,
     ContextOverflowError,
@@ -30,6 +29,7 @@ from .errors import (
     RequestRejectedError,
     ServerError,
 )
+from .overflow import parse_overflow
 
 # Shown to users at most this long; the whole text goes to the debug log.
 MAX_SHOWN_CHARACTERS: Final = 200
