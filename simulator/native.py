@@ -24,14 +24,20 @@ TRAINED_CONTEXT: Final = 131072
 OLLAMA_DEFAULT_CONTEXT: Final = 4096
 
 
-def llama_cpp_props(window: int | None, models: list[str]) -> dict[str, Any]:
-    """Return llama.cpp's /props: the slots' context, modalities, build."""
+def llama_cpp_props(
+    window: int | None, models: list[str], *, tools: bool = True
+) -> dict[str, Any]:
+    """Return llama.cpp's /props: the slots' context, modalities, template, build.
+
+    Without `tools` the chat template has no tool format (as ChatML's).
+    """
     return {
         "default_generation_settings": {"n_ctx": window or TRAINED_CONTEXT},
         "total_slots": 1,
         "model_path": f"/models/{models[0] if models else 'model'}.gguf",
         "modalities": {"vision": False, "audio": False},
         "chat_template": "{{ messages }}",
+        "chat_template_caps": {"supports_tools": tools, "supports_tool_calls": tools},
         "build_info": VERSIONS["llama_cpp"],
     }
 

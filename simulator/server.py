@@ -769,7 +769,11 @@ class OpenAISimulator:
             return self._not_found(request)
         route = (server, request.method, request.path)
         if route == ("llama_cpp", "GET", "/props"):
-            return web.json_response(native.llama_cpp_props(window_size, self.models))
+            return web.json_response(
+                native.llama_cpp_props(
+                    window_size, self.models, tools=self.settings.supports_tools
+                )
+            )
         if route in {("vllm", "GET", "/version"), ("ollama", "GET", "/api/version")}:
             return web.json_response({"version": native.VERSIONS[server]})
         if route == ("ollama", "GET", "/api/ps"):

@@ -144,6 +144,24 @@ async def test_hosted_listing(
     assert not mistral.refuses(Feature.TOOLS)
 
 
+@pytest.mark.parametrize("tools", [True, False])
+async def test_llama_cpp_template_without_tools(
+    simulator: OpenAISimulator, setup_entry: SetupEntry, tools: bool
+) -> None:
+    """llama.cpp's template capabilities tell whether its model takes tools.
+
+    A template without a tool format (ChatML's, Gemma's) drops the tools of a
+    request without a word: the agent says so before it sends anything.
+    """
+    simulator.settings.native = "llama_cpp"
+    simulator.settings.supports_tools = tools
+
+    entry = await setup_entry(provider="llama_cpp")
+
+    assert model_of(entry).report.tools is tools
+    assert model_of(entry).refuses(Feature.TOOLS) is not tools
+
+
 @pytest.mark.parametrize(
     "answer",
     [

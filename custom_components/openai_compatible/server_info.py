@@ -133,7 +133,11 @@ def _text(data: dict[str, Any] | None, key: str) -> str | None:
 async def _async_llama_cpp(
     transport: Transport, models: dict[str, ModelReport]
 ) -> str | None:
-    """Read llama.cpp's /props: the context of its slots, vision, its build."""
+    """Read llama.cpp's /props: the context of its slots, vision, tools, its build.
+
+    A chat template without a tool format takes `tools` and drops them
+    unread: its `chat_template_caps` say so (`supports_tools`).
+    """
     props = await _async_native(transport, "GET", "//props")
     if props is None:
         return None
@@ -142,8 +146,9 @@ async def _async_llama_cpp(
     if window is None:
         window = _context({"context_length": props.get("n_ctx")})
     vision = _flag(props.get("modalities"), "vision")
+    tools = _flag(props.get("chat_template_caps"), "supports_tools")
     for name, report in models.items():
-        models[name] = ModelReport(window or report.context_window, vision, None)
+        models[name] = ModelReport(window or report.context_window, vision, tools)
     build = props.get("build_info")
     return str(build) if isinstance(build, (str, int)) and build else None
 
