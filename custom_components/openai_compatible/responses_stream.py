@@ -97,9 +97,9 @@ class ResponsesStreamParser:
         self._call_count = 0
         # The spoken text of the message item being read.
         self._spoken: list[str] = []
-        # Output indexes whose deltas or whole item were read.
+        # Output indexes whose deltas were read; the items read, by their ids.
         self._streamed: set[int] = set()
-        self._done: set[int] = set()
+        self._seen: set[tuple[str, Any]] = set()
         # (output index, summary index) of the last thinking delta.
         self._summary_at: tuple[Any, Any] | None = None
         # The status the answer ended with, once it did.
@@ -192,10 +192,15 @@ class ResponsesStreamParser:
     # --- items ------------------------------------------------------------------------
 
     def _item_done(self, index: int, item: Item, deltas: list[Delta]) -> None:
-        """Take one finished output item."""
-        if index in self._done:
+        """Take one finished output item, once: the same item or call id is skipped."""
+        seen: set[tuple[str, Any]] = {
+            (key, value)
+            for key in ("id", "call_id")
+            if isinstance(value := item.get(key), str) and value
+        } or {("output_index", index)}
+        if seen & self._seen:
             return
-        self._done.add(index)
+        self._seen |= seen
         kind = item.get("type")
         streamed = index in self._streamed
         if kind == "message":
