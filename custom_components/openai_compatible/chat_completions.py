@@ -22,10 +22,11 @@ import probatio
 
 from .attachments import LoadedFile, async_load_attachments
 from .capabilities import Feature, ModelCapabilities
-from .chat_stream import ChatStreamParser, async_read_answer
+from .chat_stream import ChatStreamParser, Delta, async_read_answer
 from .const import LOGGER
 from .errors import ContextOverflowError, MalformedAnswerError, RequestRejectedError
 from .sse import async_read_body
+from .tool_answers import model_calls
 from .transport import Budget, Transport, parse_json
 from .window import observe_usage
 
@@ -177,11 +178,7 @@ class MessageRenderer:
                     continue  # external or orphaned: the server never saw a call
                 del open_calls[content.tool_call_id]
             elif isinstance(content, conversation.AssistantContent):
-                open_calls = {
-                    call.id: call.tool_name
-                    for call in content.tool_calls or ()
-                    if not call.external
-                }
+                open_calls = {call.id: call.tool_name for call in model_calls(content)}
             messages.extend(cached[1])
         return messages
 
@@ -211,7 +208,7 @@ class MessageRenderer:
             parts.extend(attachment_part(file) for file in files)
             return [{"role": "user", "content": parts}]
         if isinstance(content, conversation.AssistantContent):
-            calls = [call for call in content.tool_calls or () if not call.external]
+            calls = model_calls(content)
             if not calls and not content.content:
                 if content.tool_calls:
                     return []  # only provider-run calls: nothing to replay
@@ -392,7 +389,7 @@ class ChatCompletionsAdapter:
 
     async def async_stream(
         self, chat_log: conversation.ChatLog, body: dict[str, Any]
-    ) -> AsyncIterator[conversation.AssistantContentDeltaDict]:
+    ) -> AsyncIterator[Delta]:
         """Send the request and yield the answer as chat log deltas.
 
         An empty streamed answer next to tools (a gateway's rendering of a
@@ -417,7 +414,7 @@ class ChatCompletionsAdapter:
 
     async def _async_answer(
         self, chat_log: conversation.ChatLog, body: dict[str, Any]
-    ) -> AsyncIterator[conversation.AssistantContentDeltaDict]:
+    ) -> AsyncIterator[Delta]:
         """Send one request and yield its answer's deltas; trace its usage.
 
         An overflow a gateway tells as a stream event before the answer says
@@ -532,7 +529,7 @@ async def _prepended(
         yield chunk
 
 
-def _says_something(delta: conversation.AssistantContentDeltaDict) -> bool:
+def _says_something(delta: Delta) -> bool:
     """Tell whether a delta holds words, thinking or tool calls."""
     return bool(
         delta.get("content") or delta.get("thinking_content") or delta.get("tool_calls")

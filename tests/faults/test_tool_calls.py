@@ -16,10 +16,11 @@ from homeassistant.helpers import llm
 import probatio
 import pytest
 
-from simulator import function_call_item, message_item, response_stream
+from custom_components.openai_compatible.const import MAX_TOOL_ROUNDS_CONVERSATION
+from simulator import chunk, function_call_item, message_item, response_stream, sse_text
 
 from .conftest import FaultHarnessFactory
-from .test_stream import failed, speech
+from .test_stream import CHAT, call_chunk, event, failed, speech
 
 RESPONSES = "/responses"
 COUNTING = {CONF_LLM_HASS_API: ["counting"]}
@@ -112,3 +113,89 @@ async def test_responses_call_listed_elsewhere_at_completion_runs_once(
     assert [item["type"] for item in calls] == ["function_call", "function_call_output"]
     assert json.loads(calls[1]["output"]) == {"count": 1}
     assert {"type": "message", "role": "assistant", "content": "Counting."} in second
+
+
+def bad_call(call_id: str, name: str = "count", arguments: str = "{oops") -> list[str]:
+    """Return a streamed answer that makes one call."""
+    return [
+        call_chunk(0, call_id, name, arguments),
+        event(chunk({}, finish_reason="tool_calls")),
+    ]
+
+
+async def test_raw_control_character_in_arguments_is_taken(
+    fault_harness: FaultHarnessFactory, runs: list[dict[str, Any]]
+) -> None:
+    """llama-cpp-python's raw control character inside a string: the call runs."""
+    harness = await fault_harness(conversation=COUNTING)
+    harness.faulty.enqueue(CHAT, sse=bad_call("c1", arguments='{"label": "a\x01b"}'))
+
+    result = await harness.run(harness.converse("Count"))
+
+    assert not failed(result), speech(result)
+    assert runs == [{"label": "a\x01b"}]
+
+
+@pytest.mark.parametrize(
+    ("name", "error"),
+    [("count", "invalid_tool_arguments"), ("counter", "unknown_tool")],
+)
+async def test_malformed_call_is_answered_and_called_again(
+    fault_harness: FaultHarnessFactory,
+    runs: list[dict[str, Any]],
+    name: str,
+    error: str,
+) -> None:
+    """A call that cannot run is answered to the model, which then calls right."""
+    harness = await fault_harness(conversation=COUNTING)
+    harness.faulty.enqueue(CHAT, sse=bad_call("c1", name))
+    harness.faulty.enqueue(CHAT, sse=bad_call("c2", arguments='{"label": "b"}'))
+    harness.faulty.enqueue(CHAT, sse=sse_text("Counted."))
+
+    result = await harness.run(harness.converse("Count"))
+
+    assert speech(result) == "Counted."
+    assert runs == [{"label": "b"}]
+    second = harness.faulty.chat_requests()[1]["messages"]
+    call, answer = second[-2:]
+    assert call["tool_calls"][0]["id"] == "c1"
+    assert call["tool_calls"][0]["function"]["name"] == name
+    assert answer["tool_call_id"] == "c1"
+    told = json.loads(answer["content"])
+    assert told["error"] == error
+    assert told["hint"]
+
+
+async def test_malformed_call_until_the_round_cap_is_told_to_the_user(
+    fault_harness: FaultHarnessFactory, runs: list[dict[str, Any]]
+) -> None:
+    """A model that never gets its call right: the user hears what was wrong."""
+    harness = await fault_harness(conversation=COUNTING)
+    for round_number in range(MAX_TOOL_ROUNDS_CONVERSATION):
+        harness.faulty.enqueue(CHAT, sse=bad_call(f"c{round_number}"))
+
+    result = await harness.run(harness.converse("Count"))
+
+    assert failed(result)
+    assert "invalid arguments for the tool count" in speech(result)
+    assert runs == []
+
+
+async def test_responses_malformed_call_is_answered(
+    fault_harness: FaultHarnessFactory, runs: list[dict[str, Any]]
+) -> None:
+    """Over the Responses API too, the call goes back with an output that says why."""
+    harness = await fault_harness(provider="openai", conversation=COUNTING)
+    call = function_call_item("call_1", "count", "{oops")
+    harness.faulty.enqueue(RESPONSES, sse=response_stream([call]))
+    harness.faulty.enqueue(RESPONSES, sse=response_stream([message_item("Sorry.")]))
+
+    result = await harness.run(harness.converse("Count"))
+
+    assert speech(result) == "Sorry."
+    assert runs == []
+    second = harness.faulty.responses_requests()[1]["input"]
+    sent_call, output = second[-2:]
+    assert (sent_call["type"], sent_call["call_id"]) == ("function_call", "call_1")
+    assert output["call_id"] == "call_1"
+    assert json.loads(output["output"])["error"] == "invalid_tool_arguments"
