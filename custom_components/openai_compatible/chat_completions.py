@@ -394,14 +394,21 @@ class ChatCompletionsAdapter:
 
         An empty streamed answer next to tools (a gateway's rendering of a
         server that cannot stream when it may choose a tool) is asked again
-        unstreamed; when that answers, the model's refusal is learned.
+        unstreamed; when that answers, the model's refusal is learned. So is
+        a stream that ends in a tool call the server could not parse, unlearned.
         """
         yield {"role": "assistant"}
         body = shaped_body(body, self._capabilities, self._settings.stream)
-        said = False
-        async for delta in self._async_answer(chat_log, body):
-            said = said or _says_something(delta)
-            yield delta
+        said, learn = False, True
+        try:
+            async for delta in self._async_answer(chat_log, body):
+                said = said or _says_something(delta)
+                yield delta
+        except RequestRejectedError as err:
+            streamed = body.get("stream") and err.feature is Feature.STREAM_WITH_TOOLS
+            if said or not streamed:
+                raise
+            learn = False
         if said or not (body.get("stream") and body.get("tools")):
             return
         LOGGER.debug("Empty streamed answer next to tools; asking unstreamed")
@@ -409,7 +416,8 @@ class ChatCompletionsAdapter:
         async for delta in self._async_answer(chat_log, unstreamed):
             if _says_something(delta) and not said:
                 said = True
-                self._capabilities.learn_refused(Feature.STREAM_WITH_TOOLS)
+                if learn:
+                    self._capabilities.learn_refused(Feature.STREAM_WITH_TOOLS)
             yield delta
 
     async def _async_answer(

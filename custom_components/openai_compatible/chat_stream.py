@@ -16,6 +16,7 @@ from homeassistant.util.json import json_loads
 import httpx2
 
 from .context import parse_overflow
+from .error_answers import answer_error
 from .errors import (
     ContextOverflowError,
     MalformedAnswerError,
@@ -73,7 +74,7 @@ class ChatStreamParser:
             message = str(error.get("message") if isinstance(error, dict) else error)
             if (overflow := parse_overflow(message, chunk)) is not None:
                 raise ContextOverflowError(overflow.window, overflow.prompt_tokens)
-            raise ServerError("api_error", message=message)
+            raise answer_error(message, tools=bool(self._tool_names))
         if (usage := chunk.get("usage")) is not None:
             self.usage = _object(usage, "usage")
         choices = chunk.get("choices")

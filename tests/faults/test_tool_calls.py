@@ -19,7 +19,7 @@ import pytest
 from custom_components.openai_compatible.const import MAX_TOOL_ROUNDS_CONVERSATION
 from simulator import chunk, function_call_item, message_item, response_stream, sse_text
 
-from .conftest import FaultHarnessFactory
+from .conftest import FaultHarness, FaultHarnessFactory
 from .test_stream import CHAT, call_chunk, event, failed, speech
 
 RESPONSES = "/responses"
@@ -199,3 +199,75 @@ async def test_responses_malformed_call_is_answered(
     assert (sent_call["type"], sent_call["call_id"]) == ("function_call", "call_1")
     assert output["call_id"] == "call_1"
     assert json.loads(output["output"])["error"] == "invalid_tool_arguments"
+
+
+# --- a tool call the server could not parse (llama-server) --------------------
+
+UNPARSED = (
+    "Failed to parse input at pos 17: <tool_call> Response does not match the "
+    "expected peg-native format"
+)
+UNPARSED_BODY = {"error": {"code": 500, "message": UNPARSED, "type": "server_error"}}
+WHOLE_CALL = {
+    "choices": [
+        {
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "count", "arguments": '{"label": "a"}'},
+                    }
+                ],
+            },
+            "finish_reason": "tool_calls",
+        }
+    ]
+}
+
+
+def bodies_streamed(harness: FaultHarness) -> list[bool]:
+    """Return whether each chat request of the faulty agent asked for a stream."""
+    return [bool(body.get("stream")) for body in harness.faulty.chat_requests()]
+
+
+@pytest.mark.parametrize("where", ["status", "event"])
+async def test_unparsed_tool_call_is_asked_again_unstreamed(
+    fault_harness: FaultHarnessFactory, runs: list[dict[str, Any]], where: str
+) -> None:
+    """A 500 or a stream's error event that the server could not parse: once more."""
+    harness = await fault_harness(conversation=COUNTING)
+    if where == "status":
+        harness.faulty.enqueue(CHAT, status=500, json=UNPARSED_BODY)
+    else:
+        harness.faulty.enqueue(CHAT, sse=[event(UNPARSED_BODY)], done=False)
+    harness.faulty.enqueue(CHAT, json=WHOLE_CALL)
+    harness.faulty.enqueue(CHAT, sse=sse_text("Counted."))
+
+    result = await harness.run(harness.converse("Count"))
+
+    assert speech(result) == "Counted."
+    assert runs == [{"label": "a"}]
+    assert bodies_streamed(harness) == [True, False, True]
+
+
+async def test_unparsed_tool_call_twice_is_told(
+    fault_harness: FaultHarnessFactory, runs: list[dict[str, Any]]
+) -> None:
+    """Asked again and still not parsed: a translated error, nothing learned."""
+    harness = await fault_harness(conversation=COUNTING)
+    harness.faulty.enqueue(CHAT, sse=[event(UNPARSED_BODY)], done=False)
+    harness.faulty.enqueue(CHAT, status=500, json=UNPARSED_BODY)
+
+    result = await harness.run(harness.converse("Count"))
+
+    assert failed(result)
+    assert "could not read the model's answer as a tool call" in speech(result)
+    assert "peg-native" in speech(result)
+    assert bodies_streamed(harness) == [True, False]
+    harness.faulty.enqueue(CHAT, sse=sse_text("Hello."))
+    assert speech(await harness.converse("Hi")) == "Hello."
+    assert bodies_streamed(harness)[-1]
