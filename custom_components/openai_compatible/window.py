@@ -32,6 +32,7 @@ from .context import (
     fit,
 )
 from .errors import ContextOverflowError, ContextWindowError
+from .model_fit import check_tools_kept
 
 if TYPE_CHECKING:
     from .capabilities import ModelCapabilities
@@ -136,6 +137,7 @@ class RequestFit:
         # The raw estimate of the request last sent, and whether it was sent
         # again after an overflow.
         self._sent_raw = 0.0
+        self._sent_tools: list[dict[str, Any]] = []
         self._retried = False
 
     def messages(
@@ -173,8 +175,14 @@ class RequestFit:
         return {**body, key: self._fitted(body[key], body.get("tools") or [])}
 
     def observe(self, usage: dict[str, Any]) -> None:
-        """Calibrate the estimate with the tokens the server counted."""
-        self._owner.estimate.calibrate(self._sent_raw, usage.get("prompt_tokens"))
+        """Calibrate the estimate with the tokens the server counted.
+
+        A count too small for the tools sent tells of tools left out (raised).
+        """
+        estimate = self._owner.estimate
+        tool_tokens = estimate.tokens(estimate.raw_tools(self._sent_tools))
+        check_tools_kept(self._capabilities, tool_tokens, usage.get("prompt_tokens"))
+        estimate.calibrate(self._sent_raw, usage.get("prompt_tokens"))
 
     def _fitted(
         self, messages: list[Message], tools: list[dict[str, Any]]
@@ -189,6 +197,7 @@ class RequestFit:
             raise
         self._owner.resolve(self._chat_log.hass)
         self._sent_raw = estimate.raw_request(fitted.messages, tools)
+        self._sent_tools = tools
         self._chat_log.async_trace(
             {
                 "context": {

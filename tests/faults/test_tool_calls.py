@@ -271,3 +271,37 @@ async def test_unparsed_tool_call_twice_is_told(
     harness.faulty.enqueue(CHAT, sse=sse_text("Hello."))
     assert speech(await harness.converse("Hi")) == "Hello."
     assert bodies_streamed(harness)[-1]
+
+
+# --- tools a chat template leaves out (llama-server with chatml) -------------
+
+
+async def test_tools_left_out_of_the_prompt_are_told(
+    fault_harness: FaultHarnessFactory,
+) -> None:
+    """A server that counts a prompt smaller than its tools dropped them: told."""
+    harness = await fault_harness()
+    harness.faulty.settings.drops_tools = True
+
+    result = await harness.run(harness.converse("Turn on the kitchen light"))
+
+    assert failed(result)
+    assert "leaves the tools out of the prompt" in speech(result)
+    (body,) = harness.faulty.chat_requests()
+    assert body["tools"]
+    # From then on the agent says so at once, as for a refusal of tools.
+    result = await harness.converse("Turn on the kitchen light")
+    assert "cannot call tools, so nothing was sent" in speech(result)
+    assert len(harness.faulty.chat_requests()) == 1
+
+
+async def test_tools_kept_in_a_small_prompt_are_no_alarm(
+    fault_harness: FaultHarnessFactory, runs: list[dict[str, Any]]
+) -> None:
+    """Tools too small to tell by the count are never taken as left out."""
+    harness = await fault_harness(conversation=COUNTING)
+    harness.faulty.settings.drops_tools = True
+
+    result = await harness.run(harness.converse("Hi"))
+
+    assert speech(result) == "You said: Hi"
