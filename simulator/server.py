@@ -85,6 +85,10 @@ class SimulatorSettings:
     models_endpoint: bool = True
     # False: a request with tools answers 400, as Ollama does for such models.
     supports_tools: bool = True
+    # True: tools are taken and left out of the prompt, as llama-server does
+    # with a chat template that has no tool format: the answer is text, and
+    # the prompt's token count holds no tools.
+    drops_tools: bool = False
     # "strict", "non_strict" (rejects strict: true), "json_object" (rejects
     # json_schema) or "none" (rejects any response_format).
     json_schema: Literal["strict", "non_strict", "json_object", "none"] = "strict"
@@ -626,6 +630,10 @@ class OpenAISimulator:
         """Validate the request and answer it, streamed or not."""
         body = request["json"]
         chat.validate(body, self.settings)
+        if self.settings.drops_tools:
+            body = {
+                key: body[key] for key in body if key not in ("tools", "tool_choice")
+            }
         result = chat.answer(body, self.settings)
         usage = chat.usage(body, result)
         mode = self.settings.reasoning

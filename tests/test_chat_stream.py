@@ -17,6 +17,7 @@ from custom_components.openai_compatible.chat_stream import (
     whole_answer_chunk,
 )
 from custom_components.openai_compatible.errors import ModelError, ServerError
+from custom_components.openai_compatible.tool_answers import AnsweredCalls
 from simulator import chunk
 
 LIGHT_TOOLS = {"intent__HassTurnOn": "HassTurnOn"}
@@ -134,17 +135,24 @@ def test_calls_are_handed_over_once_at_the_finish() -> None:
     assert parser.feed(chunk({}, finish_reason="tool_calls")) == []
     assert parser.close(ended=True) == []
     parser.raise_if_cut()
-    (delta,) = parse([call_fragment(function={"name": "a"})])
+    (delta,) = parse([call_fragment(function={"name": "a"})], {"a": "A"})
     assert delta["tool_calls"][0].id.startswith("call_")
 
 
-def test_invalid_arguments_raise_translated_error() -> None:
-    """Arguments that are not JSON end the turn with a clear error."""
-    with pytest.raises(ModelError) as err:
-        parse(
-            [call_fragment(id="x", function={"name": "a", "arguments": "{oops"})],
-        )
-    assert err.value.translation_key == "invalid_tool_arguments"
+def test_invalid_arguments_are_answered_to_the_model() -> None:
+    """A call whose arguments are no JSON is not run: a result tells the model."""
+    calls, answer = parse(
+        [call_fragment(id="x", function={"name": "a", "arguments": "{oops"})],
+        {"a": "A"},
+    )
+    assert calls == {
+        "tool_calls": [llm.ToolInput("A", {}, id="x", external=True)],
+        "native": AnsweredCalls(frozenset({"x"})),
+    }
+    assert answer["role"] == "tool_result"
+    assert answer["tool_call_id"] == "x"
+    assert answer["result"].error
+    assert answer["result"].data["error"] == "invalid_tool_arguments"
 
 
 @pytest.mark.parametrize(

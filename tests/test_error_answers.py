@@ -12,6 +12,7 @@ from custom_components.openai_compatible.capabilities import Feature
 from custom_components.openai_compatible.error_answers import (
     MAX_ERROR_BYTES,
     MAX_SHOWN_CHARACTERS,
+    Rejection,
     classify_rejection,
     error_for_status,
     error_text,
@@ -414,3 +415,18 @@ def test_refused_attachments_are_told(
     error = error_for_status(500, {}, text.encode(), sent=sent)
     assert isinstance(error, RequestRejectedError)
     assert error.translation_key == key
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Failed to parse input at pos 40: <tool_call>{",
+        "Response does not match the expected peg-native format",
+    ],
+)
+def test_unparsed_answer_next_to_tools_is_asked_again_unstreamed(text: str) -> None:
+    """A tool call the server could not parse refuses this stream, never the tools."""
+    sent = frozenset({Feature.TOOLS, Feature.STREAM_WITH_TOOLS})
+    rejection = classify_rejection(500, f"{text} (not supported)", sent)
+    assert rejection == Rejection(Feature.STREAM_WITH_TOOLS, general=False)
+    assert classify_rejection(500, text, frozenset()) is None

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from custom_components.openai_compatible.errors import ModelError, ServerError
+from custom_components.openai_compatible.tool_answers import tool_inputs
 from custom_components.openai_compatible.tool_calls import (
     MAX_TOOL_CALLS,
     PendingCall,
@@ -17,7 +18,11 @@ from custom_components.openai_compatible.tool_calls import (
 )
 
 KITCHEN_CALL = '{"name": "HassTurnOn", "arguments": {"name": "Kitchen"}}'
-NAMES = {"intent__HassTurnOn": "HassTurnOn", "intent__HassTurnOff": "HassTurnOff"}
+NAMES = {
+    "intent__HassTurnOn": "HassTurnOn",
+    "intent__HassTurnOff": "HassTurnOff",
+    **{name: name for name in ("a", "b", "c", "d", "e", "f", "other")},
+}
 
 
 def assemble(*fragments: Any) -> list[tuple[str, str, dict[str, Any]]]:
@@ -26,10 +31,10 @@ def assemble(*fragments: Any) -> list[tuple[str, str, dict[str, Any]]]:
     for fragment in fragments:
         assembler.add(fragment)
     numbers = count()
-    return [
-        (call.id, call.tool_name, call.tool_args)
-        for call in assembler.tool_inputs(NAMES, lambda: f"new{next(numbers)}")
-    ]
+    inputs, _ = tool_inputs(
+        assembler.named_calls(), NAMES, lambda: f"new{next(numbers)}"
+    )
+    return [(call.id, call.tool_name, call.tool_args) for call in inputs]
 
 
 def fragment(
@@ -137,11 +142,33 @@ def test_fragments_of_the_wrong_shape(bad: Any, part: str) -> None:
 @pytest.mark.parametrize(
     "arguments", ["{oops", "[" * 100_000, '{"a":' * 300 + "1" + "}" * 300]
 )
-def test_unusable_arguments_raise_translated_error(arguments: str) -> None:
-    """Arguments that are not JSON, too deep to parse or to write back: an error."""
+def test_unusable_arguments_are_answered(arguments: str) -> None:
+    """Arguments that are not JSON, too deep to parse or to write back: answered."""
+    assembler = ToolCallAssembler()
+    assembler.add(fragment(0, "x", "intent__HassTurnOn", arguments))
+    (call,), (answer,) = tool_inputs(assembler.named_calls(), NAMES, str)
+    assert (call.tool_name, call.external) == ("HassTurnOn", True)
+    assert answer["result"].data["error"] == "invalid_tool_arguments"
     with pytest.raises(ModelError) as err:
-        assemble(fragment(0, "x", "a", arguments))
+        PendingCall("x", "a", [arguments]).arguments()
     assert err.value.translation_key == "invalid_tool_arguments"
+
+
+def test_raw_control_characters_in_arguments_are_taken() -> None:
+    """A control character written raw inside a JSON string is read as it is."""
+    assert PendingCall("x", "a", ['{"name": "Kitchen\x01 light\n"}']).arguments() == {
+        "name": "Kitchen\x01 light\n"
+    }
+
+
+def test_calls_of_tools_not_offered_are_answered() -> None:
+    """A call of a tool that was not offered is answered with the offered names."""
+    assembler = ToolCallAssembler()
+    assembler.add(fragment(0, "x", "intent__HassTurnOnn", "{}"))
+    (call,), (answer,) = tool_inputs(assembler.named_calls(), NAMES, str)
+    assert call.external
+    assert answer["result"].data["error"] == "unknown_tool"
+    assert "intent__HassTurnOn, intent__HassTurnOff" in str(answer["result"].data)
 
 
 def test_completeness_checks_back_off() -> None:

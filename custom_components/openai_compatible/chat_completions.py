@@ -22,11 +22,12 @@ import probatio
 
 from .attachments import LoadedFile, async_load_attachments
 from .capabilities import Feature, ModelCapabilities
-from .chat_stream import ChatStreamParser, async_read_answer
+from .chat_stream import ChatStreamParser, Delta, async_read_answer
 from .const import LOGGER
 from .context import fold_system
 from .errors import ContextOverflowError, MalformedAnswerError, RequestRejectedError
 from .sse import async_read_body
+from .tool_answers import model_calls
 from .transport import Budget, Transport, parse_json
 from .window import observe_usage
 
@@ -182,11 +183,7 @@ class MessageRenderer:
                     continue  # external or orphaned: the server never saw a call
                 del open_calls[content.tool_call_id]
             elif isinstance(content, conversation.AssistantContent):
-                open_calls = {
-                    call.id: call.tool_name
-                    for call in content.tool_calls or ()
-                    if not call.external
-                }
+                open_calls = {call.id: call.tool_name for call in model_calls(content)}
             messages.extend(cached[1])
         return messages
 
@@ -216,7 +213,7 @@ class MessageRenderer:
             parts.extend(attachment_part(file) for file in files)
             return [{"role": "user", "content": parts}]
         if isinstance(content, conversation.AssistantContent):
-            calls = [call for call in content.tool_calls or () if not call.external]
+            calls = model_calls(content)
             if not calls and not content.content:
                 if content.tool_calls:
                     return []  # only provider-run calls: nothing to replay
@@ -412,19 +409,26 @@ class ChatCompletionsAdapter:
 
     async def async_stream(
         self, chat_log: conversation.ChatLog, body: dict[str, Any]
-    ) -> AsyncIterator[conversation.AssistantContentDeltaDict]:
+    ) -> AsyncIterator[Delta]:
         """Send the request and yield the answer as chat log deltas.
 
         An empty streamed answer next to tools (a gateway's rendering of a
         server that cannot stream when it may choose a tool) is asked again
-        unstreamed; when that answers, the model's refusal is learned.
+        unstreamed; when that answers, the model's refusal is learned. So is
+        a stream that ends in a tool call the server could not parse, unlearned.
         """
         yield {"role": "assistant"}
         body = shaped_body(body, self._capabilities, self._settings.stream)
-        said = False
-        async for delta in self._async_answer(chat_log, body):
-            said = said or _says_something(delta)
-            yield delta
+        said, learn = False, True
+        try:
+            async for delta in self._async_answer(chat_log, body):
+                said = said or _says_something(delta)
+                yield delta
+        except RequestRejectedError as err:
+            streamed = body.get("stream") and err.feature is Feature.STREAM_WITH_TOOLS
+            if said or not streamed:
+                raise
+            learn = False
         if said or not (body.get("stream") and body.get("tools")):
             return
         LOGGER.debug("Empty streamed answer next to tools; asking unstreamed")
@@ -432,12 +436,13 @@ class ChatCompletionsAdapter:
         async for delta in self._async_answer(chat_log, unstreamed):
             if _says_something(delta) and not said:
                 said = True
-                self._capabilities.learn_refused(Feature.STREAM_WITH_TOOLS)
+                if learn:
+                    self._capabilities.learn_refused(Feature.STREAM_WITH_TOOLS)
             yield delta
 
     async def _async_answer(
         self, chat_log: conversation.ChatLog, body: dict[str, Any]
-    ) -> AsyncIterator[conversation.AssistantContentDeltaDict]:
+    ) -> AsyncIterator[Delta]:
         """Send one request and yield its answer's deltas; trace its usage.
 
         An overflow a gateway tells as a stream event before the answer says
@@ -552,7 +557,7 @@ async def _prepended(
         yield chunk
 
 
-def _says_something(delta: conversation.AssistantContentDeltaDict) -> bool:
+def _says_something(delta: Delta) -> bool:
     """Tell whether a delta holds words, thinking or tool calls."""
     return bool(
         delta.get("content") or delta.get("thinking_content") or delta.get("tool_calls")

@@ -15,6 +15,7 @@ from homeassistant.components import conversation
 from homeassistant.util.json import json_loads
 import httpx2
 
+from .error_answers import answer_error
 from .errors import (
     ContextOverflowError,
     MalformedAnswerError,
@@ -25,9 +26,12 @@ from .errors import (
 from .overflow import parse_overflow
 from .sse import EventStream, async_read_body
 from .think_tags import ThinkTagSplitter
+from .tool_answers import answered_calls, tool_inputs
 from .tool_calls import LONGEST_MARKER, ToolCallAssembler, calls_in_text, may_be_call
 
-type Delta = conversation.AssistantContentDeltaDict
+type Delta = (
+    conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
+)
 
 # Finish reasons of an answer that stopped before the model was done.
 _CUT_ERRORS = {
@@ -70,7 +74,7 @@ class ChatStreamParser:
             message = str(error.get("message") if isinstance(error, dict) else error)
             if (overflow := parse_overflow(message, chunk)) is not None:
                 raise ContextOverflowError(overflow.window, overflow.prompt_tokens)
-            raise ServerError("api_error", message=message)
+            raise answer_error(message, tools=bool(self._tool_names))
         if (usage := chunk.get("usage")) is not None:
             self.usage = _object(usage, "usage")
         choices = chunk.get("choices")
@@ -173,9 +177,14 @@ class ChatStreamParser:
                 self._held = None
                 # With native calls too, the text only repeats them: say nothing.
                 self._calls.adopt(calls)
-        tool_inputs = self._calls.tool_inputs(self._tool_names, self._new_call_id)
-        if tool_inputs:
-            deltas.append({"tool_calls": tool_inputs})
+        inputs, answers = tool_inputs(
+            self._calls.named_calls(), self._tool_names, self._new_call_id
+        )
+        if inputs:
+            handed: conversation.AssistantContentDeltaDict = {"tool_calls": inputs}
+            if answers:
+                handed["native"] = answered_calls(answers)
+            deltas += [handed, *answers]
         return deltas
 
     def _new_call_id(self) -> str:

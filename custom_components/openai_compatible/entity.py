@@ -39,6 +39,7 @@ from .errors import AuthError, ModelError, ServerError
 from .model_fit import chat_log_attachments, check_model_takes, learning_refusals
 from .provider_tools import responses_options
 from .responses import ResponsesAdapter
+from .tool_answers import unanswerable_error
 from .transport import Budget
 from .window import ContextWindow, default_answer_limit
 from .wire_api import Adapter, FallbackAdapter
@@ -247,7 +248,8 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
     ) -> None:
         """Run the model on the chat log until no tool result is unanswered.
 
-        A model known to refuse the tools or attachments gets no request.
+        A model known to refuse the tools or attachments gets no request. A
+        call that cannot run is answered to the model, which may call again.
         """
         adapter = self.adapter(self._tool_set(chat_log.llm_api), chat_log)
         capabilities = self.capabilities
@@ -267,4 +269,7 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
                     pass
                 if not chat_log.unresponded_tool_results:
                     return
-        raise ModelError("max_tool_rounds", rounds=str(max_rounds))
+        # A call the model kept getting wrong says more than the round count.
+        raise unanswerable_error(chat_log) or ModelError(
+            "max_tool_rounds", rounds=str(max_rounds)
+        )

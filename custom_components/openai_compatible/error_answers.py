@@ -92,6 +92,11 @@ _ONE_SCHEMA: Final = (
     "additionalproperties",
     "is required to be supplied",
 )
+# A server that could not parse the model's answer by the chat template's tool
+# format (llama-server): this answer failed, not the request.
+_UNPARSED_ANSWER: Final = re.compile(
+    r"failed to parse|does not match the expected|peg-native"
+)
 # A 429 that says the chosen service tier has no room now, not that we asked
 # too often.
 _TIER_BUSY: Final = "resource unavailable"
@@ -201,6 +206,9 @@ def classify_rejection(
         return Rejection(Feature.SERVICE_TIER, general=False) if busy else None
     if status in (401, 403, 408) or status < 400:
         return None
+    if Feature.TOOLS in sent and _UNPARSED_ANSWER.search(lowered):
+        # Asked again unstreamed; the next answer may parse. Never learned.
+        return Rejection(Feature.STREAM_WITH_TOOLS, general=False)
     for feature, route in _ROUTES.items():
         if feature in sent and _missing_route(status, lowered, route):
             return Rejection(feature, general=True)
@@ -234,6 +242,19 @@ def _is_general(feature: Feature, lowered: str, status: int) -> bool:
         return False
     # A route or method the server lacks refuses everything sent there.
     return status in _NO_ROUTE or any(words in lowered for words in _GENERAL)
+
+
+def answer_error(message: str, *, tools: bool) -> ServerError:
+    """Return the error an answer tells in its body, such as a stream's error event.
+
+    With tools offered, one that a request without streaming may avoid (a tool
+    call the server could not parse) is a refusal of streaming with tools.
+    """
+    sent = frozenset({Feature.TOOLS, Feature.STREAM_WITH_TOOLS} if tools else ())
+    rejection = classify_rejection(500, message, sent)
+    if rejection is not None and rejection.feature is Feature.STREAM_WITH_TOOLS:
+        return RequestRejectedError(shown(message), rejection.feature, status=500)
+    return ServerError("api_error", message=message)
 
 
 def error_text(body: bytes) -> str:

@@ -85,6 +85,8 @@ class RequestRejectedError(ServerError):
 # Refusals a user can act on, told in their own words; the rest are api_error.
 _REFUSAL_KEYS: dict[Feature | None, str] = {
     Feature.TOOLS: "tools_unsupported",
+    # Only an answer the server could not parse is refused so, once unstreamed.
+    Feature.STREAM_WITH_TOOLS: "tool_call_unparsed",
     Feature.IMAGE_INPUT: "image_input_refused",
     Feature.FILE_INPUT: "file_input_refused",
 }

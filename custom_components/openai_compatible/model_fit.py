@@ -11,13 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Final
+from typing import Any, Final
 
 from homeassistant.components import conversation
 
 from .attachments import normalise_mime_type
 from .capabilities import Feature, ModelCapabilities
-from .errors import InputError, RequestRejectedError
+from .errors import InputError, ModelError, RequestRejectedError
+
+# Tools estimated at fewer tokens than this say nothing about a prompt's size.
+MIN_TOOL_TOKENS: Final = 500
+# A prompt counted below this share of its tools' estimate cannot hold them.
+_DROPPED_TOOLS_SHARE: Final = 0.8
 
 # What the request itself may hold, and the error for a model that refuses it.
 _ERROR_KEYS: Final = {
@@ -67,3 +72,22 @@ def learning_refusals(capabilities: ModelCapabilities) -> Iterator[None]:
         if err.general and err.feature in _ERROR_KEYS:
             capabilities.learn_refused(err.feature)
         raise
+
+
+def check_tools_kept(
+    capabilities: ModelCapabilities, tool_tokens: int, prompt_tokens: Any
+) -> None:
+    """Raise when the server's prompt was too small to hold the tools sent.
+
+    llama-server with a chat template that has no tool format takes `tools`
+    and leaves them out of the prompt; its model then claims actions it never
+    did. Such a model is learned to refuse tools.
+    """
+    if (
+        tool_tokens < MIN_TOOL_TOKENS
+        or not isinstance(prompt_tokens, int)
+        or not 0 < prompt_tokens < tool_tokens * _DROPPED_TOOLS_SHARE
+    ):
+        return
+    capabilities.learn_refused(Feature.TOOLS)
+    raise ModelError("template_drops_tools", model=capabilities.model)

@@ -19,6 +19,7 @@ from homeassistant.helpers.json import json_dumps
 from .attachments import LoadedFile, async_load_attachments
 from .chat_completions import ToolSet
 from .responses_stream import ResponsesReplay
+from .tool_answers import model_calls
 
 type Item = dict[str, Any]
 
@@ -118,7 +119,7 @@ class InputRenderer:
         """Convert an answer: as the server gave it, or as text and calls."""
         if isinstance(content.native, ResponsesReplay):
             return list(content.native.items)
-        calls = [call for call in content.tool_calls or () if not call.external]
+        calls = model_calls(content)
         if not calls and not content.content:
             if content.tool_calls:
                 return []  # only provider-run calls of another agent

@@ -31,6 +31,7 @@ from .errors import (
 from .overflow import parse_overflow
 from .sse import EventStream, async_read_body
 from .think_tags import ThinkTagSplitter
+from .tool_answers import call_input
 from .tool_calls import MAX_TOOL_CALLS, PendingCall, too_many_calls
 from .transport import parse_json
 
@@ -94,12 +95,14 @@ class ResponsesStreamParser:
         self._replay: list[Item] = []
         # Function calls, handed over when the answer is complete.
         self._calls: list[llm.ToolInput] = []
+        # The answers to calls that cannot run, handed over after them.
+        self._answers: list[Delta] = []
         self._call_count = 0
         # The spoken text of the message item being read.
         self._spoken: list[str] = []
-        # Output indexes whose deltas or whole item were read.
+        # Output indexes whose deltas were read; the items read, by their ids.
         self._streamed: set[int] = set()
-        self._done: set[int] = set()
+        self._seen: set[tuple[str, Any]] = set()
         # (output index, summary index) of the last thinking delta.
         self._summary_at: tuple[Any, Any] | None = None
         # The status the answer ended with, once it did.
@@ -192,10 +195,15 @@ class ResponsesStreamParser:
     # --- items ------------------------------------------------------------------------
 
     def _item_done(self, index: int, item: Item, deltas: list[Delta]) -> None:
-        """Take one finished output item."""
-        if index in self._done:
+        """Take one finished output item, once: the same item or call id is skipped."""
+        seen: set[tuple[str, Any]] = {
+            (key, value)
+            for key in ("id", "call_id")
+            if isinstance(value := item.get(key), str) and value
+        } or {("output_index", index)}
+        if seen & self._seen:
             return
-        self._done.add(index)
+        self._seen |= seen
         kind = item.get("type")
         streamed = index in self._streamed
         if kind == "message":
@@ -261,13 +269,9 @@ class ResponsesStreamParser:
             pending.add_arguments(arguments)
         elif arguments is not None:
             raise MalformedAnswerError(part="function_call.arguments")
-        self._calls.append(
-            llm.ToolInput(
-                tool_name=self._tool_names.get(name, name),
-                tool_args=pending.arguments(),
-                id=call_id,
-            )
-        )
+        tool_input, answer = call_input(pending, call_id, self._tool_names)
+        self._calls.append(tool_input)
+        self._answers.extend([answer] if answer else [])
         self._replay.append(
             {
                 "type": "function_call",
@@ -275,7 +279,7 @@ class ResponsesStreamParser:
                 "name": name,
                 "arguments": arguments
                 if isinstance(arguments, str)
-                else json_dumps(pending.arguments()),
+                else json_dumps(tool_input.tool_args),
             }
         )
 
@@ -318,6 +322,8 @@ class ResponsesStreamParser:
         if self._replay:
             deltas.append({"native": ResponsesReplay(tuple(self._replay))})
             self._replay = []
+        deltas.extend(self._answers)
+        self._answers = []
 
     # --- the end ------------------------------------------------------------------------
 

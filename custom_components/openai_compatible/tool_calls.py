@@ -6,12 +6,12 @@ make assembly or detection block the event loop.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+import json
 import re
 from typing import Any
 
-from homeassistant.helpers import llm
 from homeassistant.helpers.json import json_dumps
 from homeassistant.util.json import json_loads
 
@@ -86,13 +86,20 @@ class PendingCall:
         return value
 
     def _decode(self, text: str) -> Any:
-        """Return the JSON value of the text; raise ModelError if it is none."""
+        """Return the JSON value of the text; raise ModelError if it is none.
+
+        Control characters inside strings, which small models write raw, are
+        taken as they are.
+        """
         try:
             return json_loads(text)
         except ValueError as err:
-            raise ModelError(
-                "invalid_tool_arguments", name=str(self.name), message=str(err)
-            ) from err
+            try:
+                return json.loads(text, strict=False)
+            except ValueError, RecursionError:
+                raise ModelError(
+                    "invalid_tool_arguments", name=str(self.name), message=str(err)
+                ) from err
 
 
 class ToolCallAssembler:
@@ -136,11 +143,8 @@ class ToolCallAssembler:
         if not self.calls:
             self.calls.extend(calls)
 
-    def tool_inputs(
-        self, tool_names: Mapping[str, str], new_id: Callable[[], str]
-    ) -> list[llm.ToolInput]:
-        """Return the calls that name a tool, each call id once."""
-        inputs: list[llm.ToolInput] = []
+    def named_calls(self) -> Iterator[PendingCall]:
+        """Yield the calls that name a tool, each call id once."""
         seen: set[str] = set()
         for call in self.calls:
             if not call.name:
@@ -150,14 +154,7 @@ class ToolCallAssembler:
                     LOGGER.debug("Dropping a repeated tool call id: %s", call.call_id)
                     continue
                 seen.add(call.call_id)
-            inputs.append(
-                llm.ToolInput(
-                    tool_name=tool_names.get(call.name, call.name),
-                    tool_args=call.arguments(),
-                    id=call.call_id or new_id(),
-                )
-            )
-        return inputs
+            yield call
 
     def _start(self, index: int, call: PendingCall) -> PendingCall:
         """Add a new call under the index, within the limit."""
@@ -266,7 +263,7 @@ def _written_call(item: Any, tool_names: Mapping[str, str]) -> PendingCall | Non
     """Return the call one written object stands for, if it is one."""
     if not isinstance(item, dict):
         return None
-    name = _offered_name(item.get("name"), tool_names)
+    name = offered_name(item.get("name"), tool_names)
     arguments = item.get("arguments", item.get("parameters"))
     if isinstance(arguments, str):
         try:
@@ -278,8 +275,8 @@ def _written_call(item: Any, tool_names: Mapping[str, str]) -> PendingCall | Non
     return PendingCall(None, name, decoded=arguments)
 
 
-def _offered_name(name: Any, tool_names: Mapping[str, str]) -> str | None:
-    """Return the offered tool a written name means, also without its prefix."""
+def offered_name(name: Any, tool_names: Mapping[str, str]) -> str | None:
+    """Return the offered tool a name the model gave means, also without its prefix."""
     if not isinstance(name, str):
         return None
     if name in tool_names:

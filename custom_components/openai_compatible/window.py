@@ -43,6 +43,7 @@ from .context import (
     split_turns,
 )
 from .errors import ContextOverflowError, ContextWindowError
+from .model_fit import check_tools_kept
 
 if TYPE_CHECKING:
     from .capabilities import Capabilities, ModelCapabilities
@@ -180,6 +181,7 @@ class RequestFit:
         self._asked: tuple[list[Message], list[dict[str, Any]]] = ([], [])
         self._sent_raw = 0.0
         self._sent_system_raw = 0.0
+        self._sent_tools: list[dict[str, Any]] = []
         self._retried = False
         self._answer_limit: int | None = None
 
@@ -233,9 +235,12 @@ class RequestFit:
         """Calibrate the estimate with the tokens the server counted.
 
         A count too small to hold the system messages teaches that the
-        server's chat template drops them.
+        server's chat template drops them; one too small for the tools sent
+        tells of tools left out (raised).
         """
+        estimate = self._owner.estimate
         counted = usage.get("prompt_tokens")
+        tool_tokens = estimate.tokens(estimate.raw_tools(self._sent_tools))
         if self._dropped_system(counted):
             LOGGER.info(
                 "%s counted %s prompt tokens for a system prompt of about %d: its "
@@ -243,11 +248,12 @@ class RequestFit:
                 "goes at the start of the first user message",
                 self._capabilities.model,
                 counted,
-                self._owner.estimate.tokens(self._sent_system_raw),
+                estimate.tokens(self._sent_system_raw),
             )
             self._capabilities.learn_refused(Feature.SYSTEM_MESSAGES)
-            return
-        self._owner.estimate.calibrate(self._sent_raw, counted)
+        else:
+            estimate.calibrate(self._sent_raw, counted)
+        check_tools_kept(self._capabilities, tool_tokens, counted)
 
     def _dropped_system(self, counted: Any) -> bool:
         """Tell whether the server's count is too small to hold the system messages.
@@ -275,6 +281,7 @@ class RequestFit:
             raise
         self._owner.resolve(self._chat_log.hass)
         self._sent_raw = estimate.raw_request(fitted.messages, tools)
+        self._sent_tools = tools
         head, _turns = split_turns(fitted.messages)
         self._sent_system_raw = sum(map(raw_message, head))
         self._answer_limit = (

@@ -202,10 +202,10 @@ async def test_leading_brackets_are_spoken(
 
 
 @pytest.mark.parametrize("arguments", ["[" * 100_000, '{"a":' * 300 + "1" + "}" * 300])
-async def test_deep_arguments_fail_translated(
+async def test_deep_arguments_are_answered_to_the_model(
     fault_harness: FaultHarnessFactory, arguments: str
 ) -> None:
-    """Arguments nested too deeply to parse or to write back: a clear error."""
+    """Arguments nested too deeply to parse or to write back: the model is told."""
     harness = await fault_harness()
     harness.faulty.enqueue(
         CHAT,
@@ -214,11 +214,15 @@ async def test_deep_arguments_fail_translated(
             event(chunk({}, finish_reason="tool_calls")),
         ],
     )
+    harness.faulty.enqueue(CHAT, sse=sse_text("Done."))
 
     result = await harness.run(harness.converse("What time is it?"))
 
-    assert failed(result)
-    assert "invalid arguments for the tool GetDateTime" in speech(result)
+    assert speech(result) == "Done."
+    call, answer = harness.faulty.chat_requests()[1]["messages"][-2:]
+    assert call["tool_calls"][0]["function"]["arguments"] == "{}"
+    assert answer["tool_call_id"] == "c1"
+    assert json.loads(answer["content"])["error"] == "invalid_tool_arguments"
 
 
 async def test_many_tool_call_fragments(fault_harness: FaultHarnessFactory) -> None:

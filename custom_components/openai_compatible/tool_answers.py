@@ -1,0 +1,116 @@
+"""Tool calls that cannot run, answered to the model instead of ending the turn.
+
+A call whose arguments are no JSON, or that names a tool that was not offered,
+goes into the chat log as a call Home Assistant does not run (`external`),
+followed by a result that says what was wrong: the model reads it in the next
+round and can call again. The user hears of it only when the rounds run out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from homeassistant.components import conversation
+from homeassistant.helpers import llm
+
+from .errors import ModelError
+from .tool_calls import PendingCall, offered_name
+
+type Answer = conversation.ToolResultContentDeltaDict
+
+# The errors our own tool results name, and what the model is asked to do.
+_HINTS: Final = {
+    "invalid_tool_arguments": "Call the tool again with arguments that are one "
+    "JSON object matching its parameters.",
+    "unknown_tool": "Call one of the offered tools, by its exact name.",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AnsweredCalls:
+    """The native value of a message whose calls were answered here, by id."""
+
+    ids: frozenset[str]
+
+
+def tool_inputs(
+    calls: Iterable[PendingCall],
+    tool_names: Mapping[str, str],
+    new_id: Callable[[], str],
+) -> tuple[list[llm.ToolInput], list[Answer]]:
+    """Return the inputs of the calls, and the answers to those that cannot run."""
+    inputs: list[llm.ToolInput] = []
+    answers: list[Answer] = []
+    for call in calls:
+        tool_input, answer = call_input(call, call.call_id or new_id(), tool_names)
+        inputs.append(tool_input)
+        if answer is not None:
+            answers.append(answer)
+    return inputs, answers
+
+
+def call_input(
+    call: PendingCall, call_id: str, tool_names: Mapping[str, str]
+) -> tuple[llm.ToolInput, Answer | None]:
+    """Return the input of a call, and the answer to the model if it cannot run."""
+    wire_name = offered_name(call.name, tool_names)
+    if wire_name is None:
+        offered = ", ".join(tool_names) or "none"
+        problem = f"No tool is named {call.name}; the tools are: {offered}"
+        return _answered(call_id, str(call.name), "unknown_tool", problem)
+    name = tool_names[wire_name]
+    try:
+        arguments = call.arguments()
+    except ModelError as err:
+        problem = (err.translation_placeholders or {}).get("message", "")
+        return _answered(call_id, name, "invalid_tool_arguments", problem)
+    return llm.ToolInput(name, arguments, id=call_id), None
+
+
+def _answered(
+    call_id: str, name: str, error: str, problem: str
+) -> tuple[llm.ToolInput, Answer]:
+    """Return a call Home Assistant does not run, and the result that answers it."""
+    result = llm.ToolResult(
+        {"error": error, "error_text": problem, "hint": _HINTS[error]}, error=True
+    )
+    answer: Answer = {
+        "role": "tool_result",
+        "tool_call_id": call_id,
+        "tool_name": name,
+        "result": result,
+    }
+    return llm.ToolInput(name, {}, id=call_id, external=True), answer
+
+
+def answered_calls(answers: list[Answer]) -> AnsweredCalls:
+    """Return the `native` of a message whose calls include these answered ones."""
+    return AnsweredCalls(frozenset(answer["tool_call_id"] for answer in answers))
+
+
+def model_calls(content: conversation.AssistantContent) -> list[llm.ToolInput]:
+    """Return the calls of a message that the model made and the server saw."""
+    native = content.native
+    answered = native.ids if isinstance(native, AnsweredCalls) else frozenset()
+    return [
+        call
+        for call in content.tool_calls or ()
+        if not call.external or call.id in answered
+    ]
+
+
+def unanswerable_error(chat_log: conversation.ChatLog) -> ModelError | None:
+    """Return the error of the last round's call that could not run, if any."""
+    for content in reversed(chat_log.content):
+        if not isinstance(content, conversation.ToolResultContent):
+            return None
+        data = content.result.data
+        if content.result.error and data.get("error") in _HINTS:
+            return ModelError(
+                str(data["error"]),
+                name=content.tool_name,
+                message=str(data.get("error_text", "")),
+            )
+    return None
