@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Final
+from urllib.parse import unquote, urlsplit
 
 from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
@@ -48,6 +49,8 @@ VALIDATION_BUDGET: Final = Budget(VALIDATION_TIMEOUT_SECONDS)
 MAX_LISTING_BYTES: Final = 8 * 1024 * 1024
 # Model name for the probe when the preset recommends none.
 PROBE_MODEL = "probe"
+# No server's base URL is longer; the HTTP client refuses far longer ones later.
+MAX_URL_CHARACTERS: Final = 2048
 
 
 def normalize_base_url(url: str) -> str:
@@ -55,10 +58,16 @@ def normalize_base_url(url: str) -> str:
 
     Lower-cases scheme and host, drops a trailing slash and a pasted
     ``/chat/completions`` suffix, so one server always gets one spelling.
-    A user name or password in the URL is refused: the key belongs in its field.
+    A user name or password in the URL is refused: the key belongs in its field;
+    so are port 0, `.` and `..` segments (plain or percent-encoded: they climb
+    out of the path given) and URLs longer than MAX_URL_CHARACTERS.
     """
     text = url.strip()
-    if not text or any(char.isspace() for char in text):
+    if (
+        not text
+        or len(text) > MAX_URL_CHARACTERS
+        or any(char.isspace() for char in text)
+    ):
         raise InvalidURLError(url)
     try:
         parsed = URL(text)
@@ -72,12 +81,20 @@ def normalize_base_url(url: str) -> str:
         or parsed.password is not None
         or parsed.query_string
         or parsed.fragment
+        or parsed.explicit_port == 0
+        or _has_dot_segment(text)
         or URL_PLACEHOLDER in parsed.host.lower()
     ):
         raise InvalidURLError(url)
     path = parsed.path.rstrip("/")
     path = path.removesuffix("/chat/completions").rstrip("/")
     return str(parsed.with_path(path or "/")).rstrip("/")
+
+
+def _has_dot_segment(text: str) -> bool:
+    """Tell whether a URL's path has a `.` or `..` segment, however it is spelled."""
+    segments = urlsplit(text).path.split("/")
+    return any(unquote(segment) in (".", "..") for segment in segments)
 
 
 @dataclass(frozen=True, slots=True)
