@@ -23,7 +23,7 @@ from .errors import (
     ServerError,
 )
 from .health import ServerHealth
-from .transport import Answer, Budget, Transport
+from .transport import Answer, Budget, Transport, parse_json
 from .usage import UsageTracker
 
 
@@ -39,6 +39,8 @@ class RuntimeData:
     evaluate_slots: asyncio.Semaphore
     # Tokens, requests and errors of each subentry, for the usage sensors.
     usage: UsageTracker = field(default_factory=UsageTracker)
+    # Why the server's model list was not read (it is too large), if it was not.
+    models_unread: str | None = None
 
 
 # Answers to the probe that mean "no such route here", not "the server failed".
@@ -105,8 +107,20 @@ class ModelListing:
     entries: dict[str, dict[str, Any]]
 
 
+def read_listing(raw: bytes) -> ModelListing | None:
+    """Return the models of a models page; None when it is no models page.
+
+    Runs in the executor: a page of MAX_LISTING_BYTES may list hundreds of
+    thousands of models, too many to read on the event loop.
+    """
+    try:
+        return _listing(parse_json(raw))
+    except ServerError:
+        return None
+
+
 def _listing(page: Any) -> ModelListing | None:
-    """Return the models of a models page; None when it is no models page."""
+    """Return the models of a parsed models page, if it is one."""
     data = page.get("data") if isinstance(page, dict) else None
     if not isinstance(data, list):
         return None
@@ -124,20 +138,21 @@ async def async_fetch_models(transport: Transport) -> ModelListing | None:
     """Return the listed models, or None when the server has no models route.
 
     A key that may not list models counts as no models route. Auth,
-    connection, rate-limit and server failures raise ServerError.
+    connection, rate-limit and server failures raise ServerError, and so
+    does a list over MAX_LISTING_BYTES (answer_too_large).
     """
     try:
-        page = await transport.async_json(
+        raw = await transport.async_read(
             "GET", "/models", budget=VALIDATION_BUDGET, limit=MAX_LISTING_BYTES
         )
     except RequestRejectedError:
         return None
     except ServerError as err:
-        if err.translation_key in ("permission_denied", "answer_not_json"):
+        if err.translation_key == "permission_denied":
             return None
         raise
     # A 200 that is no models page (HTML, a JSON list): the probe decides.
-    return _listing(page)
+    return await transport.hass.async_add_executor_job(read_listing, raw)
 
 
 def _proves_protocol(answer: Answer) -> bool:
