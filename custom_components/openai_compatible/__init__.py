@@ -53,7 +53,7 @@ async def async_setup_entry(
         models=survey.models,
         capabilities=capabilities,
         health=health,
-        evaluate_slots=asyncio.Semaphore(provider.concurrency),
+        task_slots=asyncio.Semaphore(provider.concurrency),
         models_unread=unread,
     )
     entry.async_on_unload(health.async_stop)

@@ -35,8 +35,9 @@ class RuntimeData:
     models: list[str]
     capabilities: Capabilities
     health: ServerHealth
-    # Evaluation requests under way at once, for all the entry's entities.
-    evaluate_slots: asyncio.Semaphore
+    # AI-task requests (evaluations, generated data) under way at once, for
+    # all the entry's entities; conversation turns are not held back.
+    task_slots: asyncio.Semaphore
     # Tokens, requests and errors of each subentry, for the usage sensors.
     usage: UsageTracker = field(default_factory=UsageTracker)
     # Why the server's model list was not read (it is too large), if it was not.
