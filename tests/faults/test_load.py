@@ -188,3 +188,75 @@ async def test_a_lesson_learned_after_unload_is_not_saved(
     await harness.hass.async_block_till_done()
     assert not _raised(caplog)
     assert hass_storage.get(store_key) == stored[0]
+
+
+# --- structures at the edge of what Home Assistant takes ------------------------
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    """Return a structure of objects within objects, a number at the bottom."""
+    field: dict[str, Any] = {"selector": {"number": {}}, "required": True}
+    for _ in range(depth):
+        field = {"selector": {"object": {"fields": {"inner": field}}}, "required": True}
+    return {"outer": field}
+
+
+def _many(count: int) -> dict[str, Any]:
+    """Return a structure of many text and boolean fields."""
+    return {
+        f"field_{index}": {
+            "required": True,
+            "selector": {"boolean": {}} if index % 2 else {"text": {}},
+        }
+        for index in range(count)
+    }
+
+
+def _depth(data: Any) -> int:
+    """Return how deep objects are nested in the data."""
+    depth = 0
+    while isinstance(data, dict):
+        (data,) = data.values()
+        depth += 1
+    return depth
+
+
+# The simulator, like a small model, fills objects only so deep: past that it
+# answers null, which the task tells as its translated error. (Far deeper
+# structures, some 300 objects, fail Home Assistant's own validation of the
+# action before they reach the integration.)
+@pytest.mark.parametrize(
+    ("structure", "check"),
+    [
+        (_nested(8), lambda data: _depth(data) == 9),
+        (_nested(40), None),
+        (_many(500), lambda data: len(data) == 500),
+    ],
+    ids=["nested_8", "nested_40", "fields_500"],
+)
+async def test_odd_structures(
+    fault_harness: FaultHarnessFactory, structure: dict[str, Any], check: Any
+) -> None:
+    """Deep and wide structures are answered, or told as not filled, the loop free."""
+    harness = await fault_harness()
+    call = harness.hass.services.async_call(
+        "ai_task",
+        "generate_data",
+        {
+            "entity_id": harness.faulty_ai_task,
+            "task_name": "Odd",
+            "instructions": "Fill it in",
+            "structure": structure,
+        },
+        blocking=True,
+        return_response=True,
+    )
+
+    if check is None:
+        with pytest.raises(HomeAssistantError) as err:
+            await harness.run(call)
+        assert err.value.translation_key == "structured_output_invalid"
+        return
+    response = await harness.run(call)
+    assert isinstance(response, dict)
+    assert check(response["data"])
