@@ -14,6 +14,7 @@ import pytest
 
 from custom_components.openai_compatible.attachments import (
     ATTACHMENT_MAX_BYTES,
+    ATTACHMENTS_MAX_TOTAL_BYTES,
     IMAGE_TYPES,
     PDF_TYPE,
     SNIFF_BYTES,
@@ -42,6 +43,26 @@ async def load(
     )
     (loaded,) = await async_load_attachments(hass, [attachment], allowed)
     return loaded
+
+
+async def load_all(hass: HomeAssistant, paths: list[Path]) -> list[LoadedFile]:
+    """Load PNG attachments together, as one message's."""
+    attachments = [
+        conversation.Attachment(
+            media_content_id=f"media-source://media_source/local/{path.name}",
+            mime_type="image/png",
+            path=path,
+        )
+        for path in paths
+    ]
+    return await async_load_attachments(hass, attachments)
+
+
+def sparse(path: Path, size: int) -> Path:
+    """Make `path` a file of `size` zero bytes, without writing them."""
+    with path.open("wb") as file:
+        file.truncate(size)
+    return path
 
 
 @contextmanager
@@ -130,6 +151,37 @@ async def test_grown_past_the_limit(hass: HomeAssistant, tmp_path: Path) -> None
         await load(hass, path, "image/png")
 
     assert err.value.translation_key == "attachment_too_large"
+
+
+async def test_the_total_is_exact(hass: HomeAssistant, tmp_path: Path) -> None:
+    """Attachments of exactly the total go; one byte more is refused, by name."""
+    rest = ATTACHMENTS_MAX_TOTAL_BYTES - 2 * ATTACHMENT_MAX_BYTES
+    paths = [sparse(tmp_path / f"{n}.png", ATTACHMENT_MAX_BYTES) for n in "ab"]
+    paths.append(sparse(tmp_path / "c.png", rest))
+    assert sum(len(f.data) for f in await load_all(hass, paths)) == (
+        ATTACHMENTS_MAX_TOTAL_BYTES
+    )
+
+    with pytest.raises(InputError) as err:
+        await load_all(hass, [*paths, sparse(tmp_path / "d.png", 1)])
+
+    assert err.value.translation_key == "attachments_too_large"
+    assert err.value.translation_placeholders == {"name": "d.png", "limit": "50 MiB"}
+
+
+async def test_grown_past_the_total(hass: HomeAssistant, tmp_path: Path) -> None:
+    """A file larger than stat() said is read one byte past the room left, no more."""
+    room = 2**20
+    rest = ATTACHMENTS_MAX_TOTAL_BYTES - room - 2 * ATTACHMENT_MAX_BYTES
+    paths = [sparse(tmp_path / f"{n}.png", ATTACHMENT_MAX_BYTES) for n in "ab"]
+    paths.append(sparse(tmp_path / "c.png", rest))
+    path = tmp_path / "growing.png"
+    data = PNG_START + bytes(room + 1000)
+
+    with pipe_feeding(path, data, close=False), pytest.raises(InputError) as err:
+        await load_all(hass, [*paths, path])
+
+    assert err.value.translation_key == "attachments_too_large"
 
 
 async def test_refused_type_is_not_read(hass: HomeAssistant, tmp_path: Path) -> None:

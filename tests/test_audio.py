@@ -9,10 +9,9 @@ from typing import Any
 from homeassistant.core import HomeAssistant
 import pytest
 
-from custom_components.openai_compatible.audio import (
-    async_fetch_voices,
+from custom_components.openai_compatible.audio import async_fetch_voices, parse_voices
+from custom_components.openai_compatible.audio_files import (
     async_join,
-    parse_voices,
     parse_wav_header,
     pcm_wav,
     streaming_wav_header,

@@ -394,7 +394,14 @@ async def test_invalid_auth_then_recover(
         "https://:secret@proxy.example.com/v1",
         "http://[::1/v1",
         "",
+        "http://127.0.0.1:0/v1",
+        "http://127.0.0.1:1/v1/%2e%2e/",
+        "http://127.0.0.1:1/v1/%2E%2e",
+        "http://127.0.0.1:1/v1/../",
+        "http://127.0.0.1:1/%2e/v1",
+        "http://127.0.0.1:1/" + "v" * 100_000,
     ],
+    ids=lambda url: url[:40],
 )
 async def test_invalid_url(hass: HomeAssistant, url: str) -> None:
     """Malformed, non-http(s) or odd URLs are refused before any request."""

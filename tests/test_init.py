@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
+import threading
 from typing import Any
+from unittest.mock import patch
 
 from homeassistant.config_entries import (
     SOURCE_REAUTH,
@@ -14,6 +18,8 @@ from homeassistant.core import HomeAssistant
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
+from custom_components.openai_compatible import api, server_info
+from custom_components.openai_compatible.api import MAX_LISTING_BYTES
 from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM
 from custom_components.openai_compatible.const import (
     CONF_BASE_URL,
@@ -24,6 +30,9 @@ from custom_components.openai_compatible.const import (
     DOMAIN,
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
+)
+from custom_components.openai_compatible.diagnostics import (
+    async_get_config_entry_diagnostics,
 )
 from simulator import DEFAULT_MODELS, OpenAISimulator, Pause, chunk
 
@@ -259,3 +268,60 @@ async def test_a_key_that_may_not_list_models_still_loads(
     await hass.async_block_till_done()
     assert mock_config_entry.state is ConfigEntryState.LOADED
     assert mock_config_entry.runtime_data.models == []
+
+
+# --- long model lists ---------------------------------------------------------
+
+
+async def test_a_long_model_list_is_read_off_the_event_loop(
+    hass: HomeAssistant, simulator: OpenAISimulator, mock_config_entry: MockConfigEntry
+) -> None:
+    """The models page is parsed and summarised in the executor, once per entry."""
+    simulator.models = [*DEFAULT_MODELS, *(f"model-{n}" for n in range(5000))]
+    threads: list[int] = []
+
+    def recorded(function: Any) -> Any:
+        def run(*args: Any) -> Any:
+            threads.append(threading.get_ident())
+            return function(*args)
+
+        return run
+
+    with (
+        patch.object(api, "_listing", recorded(api._listing)),
+        patch.object(server_info, "listed_report", recorded(server_info.listed_report)),
+    ):
+        assert await hass.config_entries.async_setup(mock_config_entry.entry_id)
+        await hass.async_block_till_done()
+
+    assert len(mock_config_entry.runtime_data.models) == len(simulator.models)
+    # One page read, one report per entry: nothing is read twice.
+    assert len(threads) == 1 + len(simulator.models)
+    assert threading.get_ident() not in threads
+
+
+async def test_a_model_list_over_the_cap_sets_up_without_it(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    mock_config_entry: MockConfigEntry,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A list past MAX_LISTING_BYTES is not read: the entry loads and says so."""
+    page = {"object": "list", "data": [{"id": "gpt-4o-mini"}]}
+    page["padding"] = "x" * MAX_LISTING_BYTES
+    simulator.enqueue(
+        "/models",
+        raw=json.dumps(page),
+        headers={"Content-Type": "application/json"},
+    )
+    assert await hass.config_entries.async_setup(mock_config_entry.entry_id)
+    await hass.async_block_till_done()
+
+    assert mock_config_entry.state is ConfigEntryState.LOADED
+    assert mock_config_entry.runtime_data.models == []
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(
+        "set up without its model list" in record.getMessage() for record in warnings
+    )
+    diagnostics = await async_get_config_entry_diagnostics(hass, mock_config_entry)
+    assert diagnostics["models_unread"] == "larger than 8 MiB"

@@ -9,13 +9,14 @@ from homeassistant.const import CONF_API_KEY, Platform
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryNotReady
 
-from .api import RuntimeData, async_fetch_models
+from .api import MAX_LISTING_BYTES, ModelListing, RuntimeData, async_fetch_models
 from .capabilities import Capabilities, async_forget, provider_for
 from .const import CONF_BASE_URL, CONF_PROVIDER, DOMAIN, LOGGER
 from .errors import AuthError, ServerError
 from .health import ServerHealth
 from .model_watch import ModelWatch, async_survey
 from .naming import LEGACY_TITLES, subentry_title
+from .sse import mebibytes
 from .transport import Transport
 
 PLATFORMS = (
@@ -41,22 +42,7 @@ async def async_setup_entry(
         entry.data.get(CONF_API_KEY),
         on_reachable=health.report,
     )
-    try:
-        listing = await async_fetch_models(transport)
-    except AuthError as err:
-        raise ConfigEntryAuthFailed(
-            translation_domain=DOMAIN, translation_key="invalid_auth"
-        ) from err
-    except ServerError as err:
-        # Down, timing out, rate limited or failing: all worth a retry later.
-        raise ConfigEntryNotReady(
-            translation_domain=DOMAIN,
-            translation_key=err.translation_key,
-            translation_placeholders=err.translation_placeholders,
-        ) from err
-    if listing is None:
-        # Some servers have no models endpoint; they still serve chat.
-        LOGGER.debug("%s lists no models; chat still works", entry.title)
+    listing, unread = await _async_listing(entry, transport)
     survey = await async_survey(entry, transport, listing)
     capabilities = Capabilities(
         hass, entry.entry_id, provider, survey.report, survey.fingerprint
@@ -67,7 +53,8 @@ async def async_setup_entry(
         models=survey.models,
         capabilities=capabilities,
         health=health,
-        evaluate_slots=asyncio.Semaphore(provider.concurrency),
+        task_slots=asyncio.Semaphore(provider.concurrency),
+        models_unread=unread,
     )
     entry.async_on_unload(health.async_stop)
     entry.async_on_unload(capabilities.async_save)
@@ -77,6 +64,39 @@ async def async_setup_entry(
     entry.async_on_unload(watch.async_stop)
     entry.async_on_unload(entry.add_update_listener(_async_reload))
     return True
+
+
+async def _async_listing(
+    entry: OpenAICompatibleConfigEntry, transport: Transport
+) -> tuple[ModelListing | None, str | None]:
+    """Return the server's models, and why they were not read if they were not.
+
+    A list too large to read is set up without; other failures retry later.
+    """
+    try:
+        listing = await async_fetch_models(transport)
+    except AuthError as err:
+        raise ConfigEntryAuthFailed(
+            translation_domain=DOMAIN, translation_key="invalid_auth"
+        ) from err
+    except ServerError as err:
+        if err.translation_key == "answer_too_large":
+            LOGGER.warning(
+                "%s lists more models than %s; it is set up without its model list",
+                entry.title,
+                mebibytes(MAX_LISTING_BYTES),
+            )
+            return None, f"larger than {mebibytes(MAX_LISTING_BYTES)}"
+        # Down, timing out, rate limited or failing: all worth a retry later.
+        raise ConfigEntryNotReady(
+            translation_domain=DOMAIN,
+            translation_key=err.translation_key,
+            translation_placeholders=err.translation_placeholders,
+        ) from err
+    if listing is None:
+        # Some servers have no models endpoint; they still serve chat.
+        LOGGER.debug("%s lists no models; chat still works", entry.title)
+    return listing, None
 
 
 async def async_migrate_entry(

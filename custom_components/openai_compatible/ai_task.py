@@ -117,7 +117,9 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         """Answer a generate-data task with text, or with data of its structure."""
         if task.structure is None:
             await self._async_handle_chat_log(
-                chat_log, max_rounds=MAX_TOOL_ROUNDS_AI_TASK
+                chat_log,
+                max_rounds=MAX_TOOL_ROUNDS_AI_TASK,
+                slots=self.runtime.task_slots,
             )
             text = _answer(chat_log)
             if not text:
@@ -153,6 +155,7 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
             await self._async_handle_chat_log(
                 chat_log,
                 max_rounds=MAX_TOOL_ROUNDS_AI_TASK,
+                slots=self.runtime.task_slots,
                 response_format=request.response_format,
                 instructions=(
                     (task_content, request.instructions)
@@ -198,7 +201,7 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
                 capabilities=capabilities,
                 settings=self.request_settings(),
                 budget=self.budget(),
-                slots=self.runtime.evaluate_slots,
+                slots=self.runtime.task_slots,
             )
             return await evaluation.async_run(self.hass)
 

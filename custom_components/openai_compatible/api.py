@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Final
+from urllib.parse import unquote, urlsplit
 
 from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
@@ -22,7 +23,7 @@ from .errors import (
     ServerError,
 )
 from .health import ServerHealth
-from .transport import Answer, Budget, Transport
+from .transport import Answer, Budget, Transport, parse_json
 from .usage import UsageTracker
 
 
@@ -34,10 +35,13 @@ class RuntimeData:
     models: list[str]
     capabilities: Capabilities
     health: ServerHealth
-    # Evaluation requests under way at once, for all the entry's entities.
-    evaluate_slots: asyncio.Semaphore
+    # AI-task requests (evaluations, generated data) under way at once, for
+    # all the entry's entities; conversation turns are not held back.
+    task_slots: asyncio.Semaphore
     # Tokens, requests and errors of each subentry, for the usage sensors.
     usage: UsageTracker = field(default_factory=UsageTracker)
+    # Why the server's model list was not read (it is too large), if it was not.
+    models_unread: str | None = None
 
 
 # Answers to the probe that mean "no such route here", not "the server failed".
@@ -48,6 +52,8 @@ VALIDATION_BUDGET: Final = Budget(VALIDATION_TIMEOUT_SECONDS)
 MAX_LISTING_BYTES: Final = 8 * 1024 * 1024
 # Model name for the probe when the preset recommends none.
 PROBE_MODEL = "probe"
+# No server's base URL is longer; the HTTP client refuses far longer ones later.
+MAX_URL_CHARACTERS: Final = 2048
 
 
 def normalize_base_url(url: str) -> str:
@@ -55,10 +61,16 @@ def normalize_base_url(url: str) -> str:
 
     Lower-cases scheme and host, drops a trailing slash and a pasted
     ``/chat/completions`` suffix, so one server always gets one spelling.
-    A user name or password in the URL is refused: the key belongs in its field.
+    A user name or password in the URL is refused: the key belongs in its field;
+    so are port 0, `.` and `..` segments (plain or percent-encoded: they climb
+    out of the path given) and URLs longer than MAX_URL_CHARACTERS.
     """
     text = url.strip()
-    if not text or any(char.isspace() for char in text):
+    if (
+        not text
+        or len(text) > MAX_URL_CHARACTERS
+        or any(char.isspace() for char in text)
+    ):
         raise InvalidURLError(url)
     try:
         parsed = URL(text)
@@ -72,12 +84,20 @@ def normalize_base_url(url: str) -> str:
         or parsed.password is not None
         or parsed.query_string
         or parsed.fragment
+        or parsed.explicit_port == 0
+        or _has_dot_segment(text)
         or URL_PLACEHOLDER in parsed.host.lower()
     ):
         raise InvalidURLError(url)
     path = parsed.path.rstrip("/")
     path = path.removesuffix("/chat/completions").rstrip("/")
     return str(parsed.with_path(path or "/")).rstrip("/")
+
+
+def _has_dot_segment(text: str) -> bool:
+    """Tell whether a URL's path has a `.` or `..` segment, however it is spelled."""
+    segments = urlsplit(text).path.split("/")
+    return any(unquote(segment) in (".", "..") for segment in segments)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +108,20 @@ class ModelListing:
     entries: dict[str, dict[str, Any]]
 
 
+def read_listing(raw: bytes) -> ModelListing | None:
+    """Return the models of a models page; None when it is no models page.
+
+    Runs in the executor: a page of MAX_LISTING_BYTES may list hundreds of
+    thousands of models, too many to read on the event loop.
+    """
+    try:
+        return _listing(parse_json(raw))
+    except ServerError:
+        return None
+
+
 def _listing(page: Any) -> ModelListing | None:
-    """Return the models of a models page; None when it is no models page."""
+    """Return the models of a parsed models page, if it is one."""
     data = page.get("data") if isinstance(page, dict) else None
     if not isinstance(data, list):
         return None
@@ -107,20 +139,21 @@ async def async_fetch_models(transport: Transport) -> ModelListing | None:
     """Return the listed models, or None when the server has no models route.
 
     A key that may not list models counts as no models route. Auth,
-    connection, rate-limit and server failures raise ServerError.
+    connection, rate-limit and server failures raise ServerError, and so
+    does a list over MAX_LISTING_BYTES (answer_too_large).
     """
     try:
-        page = await transport.async_json(
+        raw = await transport.async_read(
             "GET", "/models", budget=VALIDATION_BUDGET, limit=MAX_LISTING_BYTES
         )
     except RequestRejectedError:
         return None
     except ServerError as err:
-        if err.translation_key in ("permission_denied", "answer_not_json"):
+        if err.translation_key == "permission_denied":
             return None
         raise
     # A 200 that is no models page (HTML, a JSON list): the probe decides.
-    return _listing(page)
+    return await transport.hass.async_add_executor_job(read_listing, raw)
 
 
 def _proves_protocol(answer: Answer) -> bool:

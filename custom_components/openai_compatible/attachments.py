@@ -11,9 +11,13 @@ from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 
 from .errors import InputError
+from .sse import mebibytes
 
 # The largest attachment sent; a bigger file is refused before it is read.
 ATTACHMENT_MAX_BYTES: Final = 20 * 1024 * 1024
+# The most the attachments of one message or task may hold together, as
+# OpenAI takes in one request; the file that goes past it is refused unread.
+ATTACHMENTS_MAX_TOTAL_BYTES: Final = 50 * 1024 * 1024
 # The first bytes read to tell a file's type when the declared one will not do.
 SNIFF_BYTES: Final = 16
 
@@ -56,11 +60,13 @@ def normalise_mime_type(mime_type: str | None) -> str:
     return _ALIASES.get(cleaned, cleaned)
 
 
-def _read(path: Path, declared: str, allowed: frozenset[str]) -> LoadedFile:
-    """Read one file, its size and type checked before its content is read."""
+def _read(path: Path, declared: str, allowed: frozenset[str], room: int) -> LoadedFile:
+    """Read one file, its size and type checked before its content is read.
+
+    `room` is what the attachments read before it leave of the total.
+    """
     try:
-        if path.stat().st_size > ATTACHMENT_MAX_BYTES:
-            raise _too_large(path)
+        _check_size(path, path.stat().st_size, room)
         with path.open("rb") as file:
             mime_type = normalise_mime_type(declared)
             head = b""
@@ -74,22 +80,29 @@ def _read(path: Path, declared: str, allowed: frozenset[str]) -> LoadedFile:
                     name=path.name,
                 )
             # One byte past the limit at most: the file may have grown since.
-            data = head + file.read(ATTACHMENT_MAX_BYTES + 1 - len(head))
+            rest = min(ATTACHMENT_MAX_BYTES, room) + 1 - len(head)
+            data = head + file.read(max(rest, 0))
     except OSError as err:
         raise InputError("attachment_unreadable", name=path.name) from err
-    if len(data) > ATTACHMENT_MAX_BYTES:
-        raise _too_large(path)
+    _check_size(path, len(data), room)
     encoded = base64.b64encode(data).decode("ascii")
     return LoadedFile(path.name, mime_type, data, f"data:{mime_type};base64,{encoded}")
 
 
-def _too_large(path: Path) -> InputError:
-    """Return the error for a file over the size limit."""
-    return InputError(
-        "attachment_too_large",
-        name=path.name,
-        limit=f"{ATTACHMENT_MAX_BYTES // 2**20} MiB",
-    )
+def _check_size(path: Path, size: int, room: int) -> None:
+    """Refuse a file over the size limit, or one with no room left in the total."""
+    if size > ATTACHMENT_MAX_BYTES:
+        raise InputError(
+            "attachment_too_large",
+            name=path.name,
+            limit=mebibytes(ATTACHMENT_MAX_BYTES),
+        )
+    if size > room:
+        raise InputError(
+            "attachments_too_large",
+            name=path.name,
+            limit=mebibytes(ATTACHMENTS_MAX_TOTAL_BYTES),
+        )
 
 
 async def async_load_attachments(
@@ -100,6 +113,11 @@ async def async_load_attachments(
     """Read attachments in the executor; refuse types the server cannot take."""
 
     def read_all() -> list[LoadedFile]:
-        return [_read(a.path, a.mime_type, allowed) for a in attachments]
+        loaded: list[LoadedFile] = []
+        room = ATTACHMENTS_MAX_TOTAL_BYTES
+        for attachment in attachments:
+            loaded.append(_read(attachment.path, attachment.mime_type, allowed, room))
+            room -= len(loaded[-1].data)
+        return loaded
 
     return await hass.async_add_executor_job(read_all)

@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 import json
-import struct
 from typing import Any, Final
 
 import httpx2
@@ -35,14 +34,6 @@ MAX_SPEECH_BYTES: Final = 32 * 1024 * 1024
 # A transcript or a voice list.
 MAX_TEXT_BYTES: Final = 1024 * 1024
 MAX_VOICES: Final = 1000
-
-# Formats that several answers can be joined in, piece after piece.
-JOINABLE_FORMATS: Final = ("mp3", "wav", "pcm")
-_WAV_HEADER_LIMIT: Final = 64 * 1024
-# Data sizes that mean "until the end" in a streamed WAV header.
-_WAV_OPEN_SIZES: Final = frozenset({0, 0xFFFFFFFF})
-_WAV_PCM: Final = 1
-_WAV_EXTENSIBLE: Final = 0xFFFE
 
 
 # --- errors -------------------------------------------------------------------
@@ -182,7 +173,7 @@ async def async_transcribe(
 def _transcript_text(raw: bytes, media_type: str) -> str:
     """Return the text of a whole transcription answer (JSON or plain text)."""
     if media_type.startswith("text/plain"):
-        return raw.decode(errors="replace").strip()
+        return _plain_text(raw)
     try:
         answer = json.loads(raw)
     except (ValueError, RecursionError) as err:
@@ -192,6 +183,17 @@ def _transcript_text(raw: bytes, media_type: str) -> str:
     if not isinstance(answer, dict) or not isinstance(answer.get("text"), str):
         raise ServerError("transcript_unreadable", problem="the answer has no text")
     return str(answer["text"]).strip()
+
+
+def _plain_text(raw: bytes) -> str:
+    """Return a plain-text transcript; refuse bytes that are no text (audio)."""
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError:
+        text = "\x00"
+    if any(ord(char) < 32 and char not in "\t\n\r" for char in text):
+        raise ServerError("transcript_unreadable", problem="the answer is no text")
+    return text.strip()
 
 
 def _event_text(event: dict[str, Any]) -> str:
@@ -274,8 +276,28 @@ async def async_speak(
                     "speech_unreadable",
                     problem=f"the server sent {media_type} instead of audio",
                 )
-            async for piece in async_capped(opened.aiter_bytes(), MAX_SPEECH_BYTES):
+            pieces = async_capped(opened.aiter_bytes(), MAX_SPEECH_BYTES)
+            async for piece in _audio_only(pieces, request.audio_format):
                 yield piece
+
+
+async def _audio_only(
+    pieces: AsyncIterator[bytes], audio_format: str
+) -> AsyncIterator[bytes]:
+    """Yield speech; refuse an answer that starts as JSON or HTML does.
+
+    Servers send their error pages labelled as audio; raw PCM can start with
+    any byte, so it is not checked.
+    """
+    checked = audio_format == "pcm"
+    async for piece in pieces:
+        if not checked and (start := piece.lstrip()[:1]):
+            checked = True
+            if start in (b"{", b"[", b"<"):
+                raise ServerError(
+                    "speech_unreadable", problem="the server sent text instead of audio"
+                )
+        yield piece
 
 
 # --- the voice list -----------------------------------------------------------
@@ -319,184 +341,3 @@ def parse_voices(answer: Any) -> list[str] | None:
         if isinstance(name, str) and name.strip() and name not in names:
             names.append(name.strip())
     return names or None
-
-
-# --- joining the answers of several requests --------------------------------
-
-
-async def async_join(
-    audio_format: str, answers: AsyncIterator[AsyncIterator[bytes]]
-) -> AsyncIterator[bytes]:
-    """Yield one stream of audio from the answers of several speech requests.
-
-    MP3 frames and raw PCM follow each other as they are (the ID3 tags of
-    later answers dropped); WAV gets one header, then every answer's samples.
-    """
-    wav_format: bytes | None = None
-    first = True
-    async for answer in answers:
-        if audio_format == "wav":
-            header, rest = await _read_wav_header(answer)
-            if wav_format is None:
-                wav_format = header.format
-                yield streaming_wav_header(header.format)
-            elif header.format != wav_format:
-                raise ServerError(
-                    "speech_unreadable", problem="the audio format changed"
-                )
-            pieces = _wav_samples(header, rest, answer)
-        elif audio_format == "mp3" and not first:
-            pieces = _without_id3(answer)
-        else:
-            pieces = answer
-        first = False
-        async for piece in pieces:
-            yield piece
-
-
-@dataclass(frozen=True, slots=True)
-class _WavHeader:
-    """The part of a WAV header that matters for joining."""
-
-    # The fmt chunk's first 16 bytes, as a PCM header writes them.
-    format: bytes
-    # Bytes of samples, None when the header leaves it open.
-    data_size: int | None
-
-
-async def _read_wav_header(answer: AsyncIterator[bytes]) -> tuple[_WavHeader, bytes]:
-    """Read an answer up to its samples; return the header and what follows."""
-    buffer = b""
-    async for piece in answer:
-        buffer += piece
-        parsed = parse_wav_header(buffer)
-        if parsed is not None:
-            return parsed
-        if len(buffer) > _WAV_HEADER_LIMIT:
-            break
-    raise ServerError("speech_unreadable", problem="the answer is no WAV audio")
-
-
-def parse_wav_header(data: bytes) -> tuple[_WavHeader, bytes] | None:
-    """Return the header of a WAV file and the bytes after it, once complete.
-
-    Raise speech_unreadable when the data is no PCM WAV at all.
-    """
-    if len(data) < 12:
-        return None
-    if data[:4] != b"RIFF" or data[8:12] != b"WAVE":
-        raise ServerError("speech_unreadable", problem="the answer is no WAV audio")
-    position, wav_format = 12, None
-    while position + 8 <= len(data):
-        kind = data[position : position + 4]
-        (size,) = struct.unpack_from("<I", data, position + 4)
-        start = position + 8
-        if kind == b"data":
-            if wav_format is None:
-                raise ServerError(
-                    "speech_unreadable", problem="the WAV audio has no format"
-                )
-            open_size = size in _WAV_OPEN_SIZES
-            return _WavHeader(wav_format, None if open_size else size), data[start:]
-        if start + size > len(data):
-            return None
-        if kind == b"fmt ":
-            wav_format = _pcm_format(data[start : start + size])
-        position = start + size + size % 2
-    return None
-
-
-def _pcm_format(chunk: bytes) -> bytes:
-    """Return a fmt chunk as plain PCM; raise unless it holds integer samples."""
-    if len(chunk) < 16:
-        raise ServerError("speech_unreadable", problem="the WAV format is cut short")
-    (tag,) = struct.unpack_from("<H", chunk)
-    # WAVE_FORMAT_EXTENSIBLE names the sample type in its first GUID bytes.
-    if tag == _WAV_EXTENSIBLE and len(chunk) >= 26:
-        (tag,) = struct.unpack_from("<H", chunk, 24)
-    if tag != _WAV_PCM:
-        raise ServerError("speech_unreadable", problem="the WAV audio is not PCM")
-    return struct.pack("<H", _WAV_PCM) + chunk[2:16]
-
-
-def pcm_wav(pcm: bytes, sample_rate: int, sample_width: int, channels: int) -> bytes:
-    """Return raw little-endian PCM samples as a WAV file."""
-    block = sample_width * channels
-    wav_format = struct.pack(
-        "<HHIIHH", _WAV_PCM, channels, sample_rate, sample_rate * block, block,
-        8 * sample_width,
-    )  # fmt: skip
-    return (
-        b"RIFF"
-        + struct.pack("<I", 20 + len(wav_format) + len(pcm))
-        + b"WAVEfmt "
-        + struct.pack("<I", len(wav_format))
-        + wav_format
-        + b"data"
-        + struct.pack("<I", len(pcm))
-        + pcm
-    )
-
-
-def streaming_wav_header(wav_format: bytes) -> bytes:
-    """Return a WAV header whose sizes are left open, for audio still coming."""
-    return (
-        b"RIFF"
-        + struct.pack("<I", 0xFFFFFFFF)
-        + b"WAVEfmt "
-        + struct.pack("<I", len(wav_format))
-        + wav_format
-        + b"data"
-        + struct.pack("<I", 0xFFFFFFFF)
-    )
-
-
-async def _wav_samples(
-    header: _WavHeader, rest: bytes, answer: AsyncIterator[bytes]
-) -> AsyncIterator[bytes]:
-    """Yield the samples of a WAV answer, stopping where its data chunk ends."""
-    remaining = header.data_size
-
-    def cut(piece: bytes) -> bytes:
-        nonlocal remaining
-        if remaining is None:
-            return piece
-        piece, remaining = piece[:remaining], max(0, remaining - len(piece))
-        return piece
-
-    if rest and (piece := cut(rest)):
-        yield piece
-    async for piece in answer:
-        if piece := cut(piece):
-            yield piece
-
-
-async def _without_id3(answer: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """Yield an MP3 answer without the ID3v2 tag it may start with."""
-    buffer = b""
-    skip: int | None = None
-    async for piece in answer:
-        if skip is None:
-            buffer += piece
-            if len(buffer) < 10:
-                continue
-            skip = _id3_size(buffer)
-            piece, buffer = buffer, b""
-        if skip:
-            dropped = min(skip, len(piece))
-            piece, skip = piece[dropped:], skip - dropped
-        if piece:
-            yield piece
-    if buffer:
-        yield buffer
-
-
-def _id3_size(head: bytes) -> int:
-    """Return the length of the ID3v2 tag at the start of an MP3, or 0."""
-    if not head.startswith(b"ID3"):
-        return 0
-    size = 0
-    for byte in head[6:10]:
-        size = (size << 7) | (byte & 0x7F)
-    footer = 10 if head[5] & 0x10 else 0
-    return 10 + size + footer

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from contextlib import aclosing, contextmanager, nullcontext
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, override
 
@@ -243,6 +244,7 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
         chat_log: conversation.ChatLog,
         *,
         max_rounds: int = MAX_TOOL_ROUNDS_CONVERSATION,
+        slots: asyncio.Semaphore | None = None,
         response_format: dict[str, Any] | None = None,
         instructions: tuple[conversation.UserContent, str] | None = None,
     ) -> None:
@@ -250,6 +252,8 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
 
         A model known to refuse the tools or attachments gets no request. A
         call that cannot run is answered to the model, which may call again.
+        With `slots`, each request streams only while it holds one (tools run
+        after).
         """
         adapter = self.adapter(self._tool_set(chat_log.llm_api), chat_log)
         capabilities = self.capabilities
@@ -263,13 +267,24 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
                 body = await adapter.async_build_body(
                     chat_log, response_format=response_format, instructions=instructions
                 )
-                async for _content in chat_log.async_add_delta_content_stream(
-                    self.entity_id, adapter.async_stream(chat_log, body)
-                ):
-                    pass
+                deltas = _holding(slots, adapter.async_stream(chat_log, body))
+                async with aclosing(deltas):
+                    async for _content in chat_log.async_add_delta_content_stream(
+                        self.entity_id, deltas
+                    ):
+                        pass
                 if not chat_log.unresponded_tool_results:
                     return
         # A call the model kept getting wrong says more than the round count.
         raise unanswerable_error(chat_log) or ModelError(
             "max_tool_rounds", rounds=str(max_rounds)
         )
+
+
+async def _holding[T](
+    slots: asyncio.Semaphore | None, stream: AsyncIterator[T]
+) -> AsyncGenerator[T]:
+    """Yield a stream's items while holding one of the slots, if there are any."""
+    async with slots or nullcontext():
+        async for item in stream:
+            yield item

@@ -182,6 +182,7 @@ class ModelWatch:
             return
         survey = await async_survey(self._entry, runtime.transport, listing)
         runtime.models = survey.models
+        runtime.models_unread = None
         runtime.capabilities.update_report(survey.report, survey.fingerprint)
         self._sync_issues()
 

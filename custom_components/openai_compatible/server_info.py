@@ -47,6 +47,21 @@ def guess_kind(listing: ModelListing | None) -> ServerKind | None:
     return None
 
 
+def listed_reports(
+    listing: ModelListing | None,
+) -> tuple[ServerKind | None, dict[str, ModelReport]]:
+    """Return the server software a models list gives away, and each model's report.
+
+    Runs in the executor, in one pass per entry: a list may be long.
+    """
+    if listing is None:
+        return None, {}
+    reports = {
+        model_id: listed_report(entry) for model_id, entry in listing.entries.items()
+    }
+    return guess_kind(listing), reports
+
+
 def listed_report(entry: Mapping[str, Any]) -> ModelReport:
     """Return what a `/models` entry says about its model."""
     architecture = entry.get("architecture")
@@ -92,11 +107,10 @@ async def async_server_report(
     models_in_use: Iterable[str],
 ) -> ServerReport:
     """Return what the server reports, asking its native routes where it has them."""
-    kind = kind or guess_kind(listing)
-    models = {
-        model_id: listed_report(entry)
-        for model_id, entry in (listing.entries if listing else {}).items()
-    }
+    guessed, models = await transport.hass.async_add_executor_job(
+        listed_reports, listing
+    )
+    kind = kind or guessed
     version: str | None = None
     if kind is ServerKind.LLAMA_CPP:
         version = await _async_llama_cpp(transport, models)

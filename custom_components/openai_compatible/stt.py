@@ -26,8 +26,8 @@ from .audio import (
     TranscriptionRequest,
     TranscriptPart,
     async_transcribe,
-    pcm_wav,
 )
+from .audio_files import pcm_wav
 from .audio_models import transcription_languages
 from .capabilities import Feature
 from .const import CONF_AUDIO_MODEL, CONF_HINT_NAMES, LOGGER, SUBENTRY_STT

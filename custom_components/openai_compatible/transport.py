@@ -113,6 +113,7 @@ class Transport:
         on_reachable: Callable[[bool], None] | None = None,
     ) -> None:
         """Talk to `base_url` on Home Assistant's shared HTTP client."""
+        self.hass = hass
         self._client = get_async_client(hass)
         self.base_url = base_url.rstrip("/")
         self._headers = {
@@ -139,11 +140,26 @@ class Transport:
         limit: int = MAX_ANSWER_BYTES,
     ) -> Any:
         """Send a request and return its JSON answer (any JSON value)."""
+        raw = await self.async_read(
+            method, path, budget=budget, body=body, sent=sent, limit=limit
+        )
+        return parse_json(raw)
+
+    async def async_read(
+        self,
+        method: str,
+        path: str,
+        *,
+        budget: Budget,
+        body: Mapping[str, Any] | None = None,
+        sent: frozenset[Feature] = frozenset(),
+        limit: int = MAX_ANSWER_BYTES,
+    ) -> bytes:
+        """Send a request and return its whole answer; raise past `limit` bytes."""
         async with self.async_open(
             method, path, budget=budget, body=body, sent=sent
         ) as opened:
-            raw = await async_read_body(opened.aiter_bytes(), limit)
-        return parse_json(raw)
+            return await async_read_body(opened.aiter_bytes(), limit)
 
     async def async_exchange(
         self,

@@ -27,14 +27,8 @@ from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from . import OpenAICompatibleConfigEntry
-from .audio import (
-    JOINABLE_FORMATS,
-    MAX_SPEECH_BYTES,
-    SpeechRequest,
-    async_fetch_voices,
-    async_join,
-    async_speak,
-)
+from .audio import MAX_SPEECH_BYTES, SpeechRequest, async_fetch_voices, async_speak
+from .audio_files import JOINABLE_FORMATS, async_join
 from .audio_models import (
     known_voices,
     speech_languages,

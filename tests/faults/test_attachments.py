@@ -10,7 +10,10 @@ from homeassistant.exceptions import HomeAssistantError
 from homeassistant.setup import async_setup_component
 import pytest
 
-from custom_components.openai_compatible.attachments import ATTACHMENT_MAX_BYTES
+from custom_components.openai_compatible.attachments import (
+    ATTACHMENT_MAX_BYTES,
+    ATTACHMENTS_MAX_TOTAL_BYTES,
+)
 from simulator import sse_text
 
 from .conftest import FaultHarness, FaultHarnessFactory
@@ -27,8 +30,8 @@ async def harness(
     return await fault_harness()
 
 
-async def describe(harness: FaultHarness, name: str) -> dict[str, Any]:
-    """Ask the faulty entry's task to describe one PNG of the media folder."""
+async def describe(harness: FaultHarness, *names: str) -> dict[str, Any]:
+    """Ask the faulty entry's task to describe PNGs of the media folder."""
     response = await harness.hass.services.async_call(
         "ai_task",
         "generate_data",
@@ -41,6 +44,7 @@ async def describe(harness: FaultHarness, name: str) -> dict[str, Any]:
                     "media_content_id": f"media-source://media_source/local/{name}",
                     "media_content_type": "image/png",
                 }
+                for name in names
             ],
         },
         blocking=True,
@@ -85,5 +89,29 @@ async def test_attachment_over_the_limit_is_refused(
     assert err.value.translation_placeholders == {
         "name": "huge.png",
         "limit": "20 MiB",
+    }
+    assert harness.faulty.chat_requests() == []
+
+
+async def test_attachments_over_the_total_are_refused(
+    harness: FaultHarness, media_dir: Path
+) -> None:
+    """Files each within the limit but together past the total send nothing.
+
+    The file that goes past the total is refused by its size, unread.
+    """
+    names = [f"part{n}.png" for n in range(3)]
+    for name in names:
+        with (media_dir / name).open("wb") as file:
+            file.truncate(ATTACHMENT_MAX_BYTES)
+    assert 3 * ATTACHMENT_MAX_BYTES > ATTACHMENTS_MAX_TOTAL_BYTES
+
+    with pytest.raises(HomeAssistantError) as err:
+        await describe(harness, *names)
+
+    assert err.value.translation_key == "attachments_too_large"
+    assert err.value.translation_placeholders == {
+        "name": "part2.png",
+        "limit": "50 MiB",
     }
     assert harness.faulty.chat_requests() == []
