@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from homeassistant.components import conversation
@@ -18,6 +19,7 @@ from custom_components.openai_compatible.error_answers import (
     MAX_SHOWN_CHARACTERS,
 )
 from custom_components.openai_compatible.health import CHECK_INTERVAL
+from custom_components.openai_compatible.transport import RETRY_MIN_WAITS
 from simulator import OpenAISimulator, Pause, sse_text
 
 from .conftest import FaultHarnessFactory
@@ -61,6 +63,27 @@ async def test_a_rate_limit_that_says_when_is_waited_out(
 
     assert speech(result) == "Hello there."
     assert len(harness.faulty.chat_requests()) == 2
+
+
+@pytest.mark.parametrize(
+    "retry_after", ["0", "-5", "Wed, 21 Oct 2015 07:28:00 GMT"], ids=str
+)
+async def test_a_rate_limit_that_says_now_is_retried_twice_at_most(
+    fault_harness: FaultHarnessFactory, retry_after: str
+) -> None:
+    """'Come back now' (or in the past) gets two retries, 0.5 s then 1 s apart."""
+    assert RETRY_MIN_WAITS == (0.5, 1.0)
+    harness = await fault_harness(conversation=NO_TOOLS)
+    for _ in range(3):
+        harness.faulty.enqueue(CHAT, status=429, headers={"Retry-After": retry_after})
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    result = await harness.run(harness.converse("Hi"))
+
+    assert failed(result)
+    assert len(harness.faulty.chat_requests()) == 3
+    assert loop.time() - started >= sum(RETRY_MIN_WAITS)
 
 
 async def test_a_voice_turn_does_not_wait_long(
