@@ -30,6 +30,7 @@ from .errors import (
     RequestRejectedError,
     ServerError,
 )
+from .redact import redact
 
 # Shown to users at most this long; the whole text goes to the debug log.
 MAX_SHOWN_CHARACTERS: Final = 200
@@ -342,8 +343,8 @@ def error_for_status(
     Only the first MAX_ERROR_BYTES count, also where a client read more.
     """
     body = body[:MAX_ERROR_BYTES]
-    raw = body.decode("utf-8", errors="replace")
-    text = error_text(body)
+    raw = redact(body.decode("utf-8", errors="replace"))
+    text = redact(error_text(body))
     LOGGER.debug("%s answered %s: %s", path or "The server", status, text)
     message = shown(text) or f"HTTP {status}"
     lowered = raw.casefold()

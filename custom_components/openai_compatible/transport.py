@@ -28,6 +28,7 @@ from .capabilities import Feature
 from .const import LOGGER
 from .error_answers import MAX_ERROR_BYTES, error_for_status, retry_after
 from .errors import ConnectError, ServerError
+from .redact import remember_key
 from .sse import MAX_ANSWER_BYTES, async_read_body
 
 # Local servers ignore the key, but some gateways insist on the header.
@@ -123,6 +124,7 @@ class Transport:
             "Accept": "application/json",
         }
         self._on_reachable = on_reachable
+        remember_key(api_key)
 
     def url(self, path: str) -> str:
         """Return the URL of a path under the base URL (or the server root: '//')."""

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+from typing import Any
 
 from homeassistant.components import conversation
+from homeassistant.components.conversation import trace
 from homeassistant.const import CONF_LLM_HASS_API, STATE_UNAVAILABLE
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import intent
@@ -210,3 +213,41 @@ async def test_simulator_restarts_on_its_port(simulator: OpenAISimulator) -> Non
     await simulator.stop()
     await simulator.start(port=port)
     assert simulator.base_url == url
+
+
+SECRET_KEY = "hunter2-correct-horse-battery"
+OTHER_TOKEN = "sk-proj-abcdefghijklmnop0123"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"status": 400, "raw": f"Bad header 'Authorization: Bearer {SECRET_KEY}'"},
+        {
+            "status": 401,
+            "json": {"error": {"message": f"key {SECRET_KEY} is not {OTHER_TOKEN}"}},
+        },
+        {
+            "sse": [{"error": {"message": f"Bearer {SECRET_KEY} or {OTHER_TOKEN}"}}],
+        },
+    ],
+    ids=["400 quoting the header", "401 quoting the key", "stream error event"],
+)
+async def test_a_key_quoted_back_is_never_shown(
+    fault_harness: FaultHarnessFactory,
+    caplog: pytest.LogCaptureFixture,
+    answer: dict[str, Any],
+) -> None:
+    """The entry's key and bearer tokens are neither spoken, traced nor logged."""
+    harness = await fault_harness(conversation=NO_TOOLS, api_key=SECRET_KEY)
+    harness.faulty.enqueue(CHAT, **answer)
+
+    with caplog.at_level(logging.DEBUG):
+        result = await harness.run(harness.converse("Hi"))
+
+    assert failed(result)
+    traced = json.dumps(trace.async_get_traces()[-1].as_dict(), default=str)
+    for text in (speech(result), caplog.text, traced):
+        assert SECRET_KEY not in text
+        assert OTHER_TOKEN not in text
+    assert harness.faulty.requests[-1].headers["authorization"].endswith(SECRET_KEY)
