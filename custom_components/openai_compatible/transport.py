@@ -2,7 +2,8 @@
 
 Requests go over Home Assistant's shared HTTP client as plain JSON, or as a
 form with files for uploads. Every round trip has a deadline for sending and
-reading the whole answer; a 429 or 503 that says when to come back is retried
+reading the whole answer; a redirect is never followed (it would take the
+key elsewhere) but told, with where it leads; a 429 or 503 that says when to come back is retried
 once that time has come, at most twice and never sooner than 0.5 s, then 1 s
 (whatever the server says), if the round trip's retry budget allows; nothing
 else is retried. Error bodies are read up to a cap, and every error becomes our
@@ -27,6 +28,7 @@ import httpx2
 from .capabilities import Feature
 from .const import LOGGER
 from .error_answers import MAX_ERROR_BYTES, error_for_status, retry_after
+from .error_text import shown
 from .errors import ConnectError, ServerError
 from .redact import remember_key
 from .sse import MAX_ANSWER_BYTES, async_read_body
@@ -242,6 +244,9 @@ class Transport:
             self._reachable(False)
             raise ConnectError("cannot_connect") from err
         self._reachable(True)
+        if 300 <= response.status_code < 400:
+            await response.aclose()
+            raise redirected(response)
         return response
 
     async def _async_error(
@@ -270,6 +275,25 @@ class Transport:
         """Tell the entry whether the server answers at all."""
         if self._on_reachable is not None:
             self._on_reachable(reachable)
+
+
+def redirected(response: httpx2.Response) -> ServerError:
+    """Return the error of a redirect, naming where it leads (not followed).
+
+    Following it would send the key to another address; the address is told
+    without its credentials, query or fragment.
+    """
+    location = response.headers.get("location")
+    if location is None:
+        return ServerError("redirected_nowhere", status=str(response.status_code))
+    try:
+        target = response.url.join(location)
+    except httpx2.InvalidURL:
+        return ServerError("redirected_nowhere", status=str(response.status_code))
+    bare = target.copy_with(username=None, password=None, query=None, fragment=None)
+    return ServerError(
+        "redirected", status=str(response.status_code), location=shown(str(bare))
+    )
 
 
 def _payload(body: Mapping[str, Any] | None, files: FormFiles | None) -> dict[str, Any]:
