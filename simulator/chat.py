@@ -452,13 +452,21 @@ def answer(body: dict[str, Any], settings: SimulatorSettings) -> Answer:
         (_text(m.get("content")) for m in reversed(messages) if m["role"] == "user"), ""
     )
     ignored = tool_choice_kind(body.get("tool_choice")) in settings.ignore_tools_when
+    top = body.get("top_logprobs") or 0
+    enum = _label_enum(body.get("response_format"))
+    if enum and settings.logprobs and body.get("logprobs"):
+        return _enum_answer(enum, top)
     result = None if ignored else _tool_answer(body, messages)
     if result is None:
-        result = _structured_answer(body.get("response_format"), messages)
+        result = _structured_answer(
+            body.get("response_format"), messages, settings.unbounded_number
+        )
     if result is None and messages[-1]["role"] == "tool":
         result = Answer(_summarise_tool_results(messages))
     if result is None and settings.logprobs and body.get("logprobs"):
-        return _logprob_answer(messages, user_text, body.get("top_logprobs") or 0)
+        if not settings.labels_in_top:
+            return Answer("The", tokens=[_token_entry("The", [], top)])
+        return _logprob_answer(messages, user_text, top)
     if result is None:
         result = Answer(_echo(user_text) if user_text else _describe(messages[-1]))
     if settings.reasoning:
@@ -548,9 +556,9 @@ def _tool_answer(body: dict[str, Any], messages: list[dict[str, Any]]) -> Answer
 
 
 def _structured_answer(
-    response_format: Any, messages: list[dict[str, Any]]
+    response_format: Any, messages: list[dict[str, Any]], number: str | None
 ) -> Answer | None:
-    """Answer with JSON when response_format asks for it."""
+    """Answer with JSON when response_format asks for it; numbers as `number`."""
     if not isinstance(response_format, dict):
         return None
     if response_format["type"] == "json_schema":
@@ -570,7 +578,25 @@ def _structured_answer(
         value = fill_schema(schema) if schema else {"result": "ok"}
     else:
         return None
-    return Answer(json.dumps(value))
+    if number is None:
+        return Answer(json.dumps(value))
+    text = json.dumps(_numbers_marked(value), ensure_ascii=False)
+    return Answer(text.replace(f'"{_NUMBER_MARK}"', number))
+
+
+# Stands for each number in an answer whose numbers are written as given.
+_NUMBER_MARK = "\u2063number\u2063"
+
+
+def _numbers_marked(value: Any) -> Any:
+    """Return the value with each number replaced by the mark's string."""
+    if isinstance(value, dict):
+        return {key: _numbers_marked(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_numbers_marked(item) for item in value]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return _NUMBER_MARK
+    return value
 
 
 def _summarise_tool_results(messages: list[dict[str, Any]]) -> str:
@@ -675,6 +701,28 @@ def _token_entry(token: str, others: list[str], top: int) -> dict[str, Any]:
         "bytes": list(token.encode()),
         "top_logprobs": top_list,
     }
+
+
+def _label_enum(response_format: Any) -> list[str] | None:
+    """Return the labels a json_schema of one string among them allows, if so."""
+    if not isinstance(response_format, dict):
+        return None
+    schema = (response_format.get("json_schema") or {}).get("schema") or {}
+    enum = schema.get("enum") if schema.get("type") == "string" else None
+    return [str(label) for label in enum] if enum else None
+
+
+def _enum_answer(labels: list[str], top: int) -> Answer:
+    """Answer a label held to an enum as a grammar holds it.
+
+    Its opening quote, then the labels alone, then the closing quote.
+    """
+    quote = _token_entry('"', [], 1)
+    tokens = [quote, _token_entry(labels[0], labels[1:], top), quote]
+    for entry in tokens[1]["top_logprobs"]:
+        if entry["token"] not in labels:
+            entry["logprob"] = -30.0
+    return Answer("".join(t["token"] for t in tokens), tokens=tokens)
 
 
 def _logprob_answer(messages: list[dict[str, Any]], user_text: str, top: int) -> Answer:

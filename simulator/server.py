@@ -98,6 +98,12 @@ class SimulatorSettings:
     image_response: Literal["b64_json", "url"] = "b64_json"
     # Where built-in answers put a short reasoning text, if anywhere.
     reasoning: Literal["reasoning_content", "reasoning", "think_tags"] | None = None
+    # Set: every number of a built-in JSON answer is written as this literal,
+    # its bounds ignored, as llama-server's grammar lets "-7.9E3667" through.
+    unbounded_number: str | None = None
+    # False: a label answer's top tokens hold no label unless a json_schema
+    # enum of the labels holds the answer to them, as random weights do.
+    labels_in_top: bool = True
     # False: a request with prompt_cache_key answers 400.
     prompt_cache_key: bool = True
     # False: streams never end with a usage chunk, even when asked.
@@ -113,6 +119,9 @@ class SimulatorSettings:
     # counts them) are refused, in the words of `overflow_style`'s server.
     context_window: int | None = None
     overflow_style: window.OverflowStyle = "openai"
+    # False: system messages are dropped from chat requests without a word, as
+    # llama-cpp-python's gemma chat format does (see window.rendered).
+    system_messages: bool = True
     # Seconds to wait between the chunks of a streamed chat answer.
     stream_chunk_delay: float = 0.0
     # What every transcription says; None: a sentence about the audio's length.
@@ -399,6 +408,7 @@ class OpenAISimulator:
                 if request.path.endswith("/chat/completions") and isinstance(
                     parsed, dict
                 ):
+                    parsed = request["json"] = window.rendered(parsed, self.settings)
                     # Like a real server's, even for a scripted answer.
                     window.check(parsed, self.settings)
                 if (scripted := self._next_scripted(request.path)) is not None:

@@ -57,6 +57,23 @@ def _message_text(message: Any) -> str:
     return text
 
 
+def rendered(body: dict[str, Any], settings: SimulatorSettings) -> dict[str, Any]:
+    """Return a chat request as the server's chat template renders it.
+
+    A template that drops system messages (llama-cpp-python's gemma format)
+    leaves them out without a word: the model never reads them, and neither
+    the window nor the usage counts them.
+    """
+    if settings.system_messages:
+        return body
+    messages = [
+        message
+        for message in body.get("messages") or ()
+        if not (isinstance(message, dict) and message.get("role") == "system")
+    ]
+    return {**body, "messages": messages}
+
+
 def check(body: dict[str, Any], settings: SimulatorSettings) -> None:
     """Raise the server's overflow error when the request exceeds the window."""
     window = settings.context_window

@@ -722,6 +722,96 @@ async def test_invalid_twice_raises(
     assert len(simulator.chat_requests()) == 2
 
 
+ANIMAL = {
+    "name": {"required": True, "selector": {"text": {}}},
+    "legs": {"required": True, "selector": {"number": {"min": 0, "mode": "box"}}},
+    "tame": {"selector": {"boolean": {}}},
+    "diet": {"selector": {"select": {"options": ["plants", "meat"]}}},
+}
+ANIMAL_ANSWER = {"name": "Rex", "legs": 4}
+
+
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        pytest.param(
+            '{"name": "falseo\\u0001", "legs": 4}',
+            "the text holds control characters at 'name'",
+            id="control character",
+        ),
+        pytest.param(
+            '{"name": "Rex", "legs": 7.9E3667}',
+            "the value must be a finite number at 'legs'",
+            id="huge exponent",
+        ),
+        pytest.param(
+            '{"name": "Rex", "legs": 1' + "0" * 5000 + "}",
+            "the value must be a finite number at 'legs'",
+            id="huge integer",
+        ),
+        pytest.param(
+            '{"name": "Rex", "legs": Infinity}',
+            "the value must be a finite number at 'legs'",
+            id="infinity",
+        ),
+        pytest.param(
+            '{"name": "Rex", "legs": "4"}',
+            "the value must be a finite number at 'legs'",
+            id="number as text",
+        ),
+        pytest.param(
+            '{"name": "Rex", "legs": 4, "tame": "false"}',
+            "the value must be true or false at 'tame'",
+            id="boolean as text",
+        ),
+        pytest.param(
+            '{"name": "Rex", "legs": true}',
+            "the value must be a finite number at 'legs'",
+            id="boolean for a number",
+        ),
+        pytest.param(
+            '{"name": "Rex", "legs": null}',
+            "expected float at 'legs'",
+            id="required null",
+        ),
+    ],
+)
+async def test_answer_breaking_the_structure_is_repaired(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup: SetupEntry,
+    answer: str,
+    problem: str,
+) -> None:
+    """What the selectors would coerce or let through is asked for again."""
+    await setup()
+    simulator.enqueue(CHAT, sse=sse_text(answer))
+    simulator.enqueue(CHAT, sse=sse_text(json.dumps(ANIMAL_ANSWER)))
+
+    response = await generate_data(hass, instructions="An animal", structure=ANIMAL)
+
+    assert response["data"] == ANIMAL_ANSWER
+    repair = simulator.chat_requests()[1]["messages"][-1]["content"]
+    assert f"does not match the requested structure: {problem}." in repair
+
+
+async def test_answer_breaking_the_structure_twice_raises(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """A server that ignores bounds and writes huge exponents gets our error."""
+    await setup()
+    simulator.settings.unbounded_number = "7.9E3667"
+
+    with pytest.raises(HomeAssistantError) as err:
+        await generate_data(hass, instructions="An animal", structure=ANIMAL)
+
+    assert err.value.translation_key == "structured_output_invalid"
+    assert err.value.translation_placeholders == {
+        "problem": "the value must be a finite number at 'legs'"
+    }
+    assert len(simulator.chat_requests()) == 2
+
+
 # ---------------------------------------------------------------------------
 # Attachments
 # ---------------------------------------------------------------------------

@@ -1219,6 +1219,35 @@ async def test_add_ai_task(
     }
 
 
+async def test_local_server_offers_its_answer_limit(
+    hass: HomeAssistant, make_config_entry: MakeConfigEntry
+) -> None:
+    """A local server's maximum tokens default to its answer limit, sized to the window."""
+    entry = make_config_entry(
+        provider="llama_cpp",
+        ai_task={CONF_CONTEXT_WINDOW: 2048},
+    )
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+
+    result = await _subentry_form(hass, entry, SUBENTRY_CONVERSATION)
+    assert _field(result, CONF_MAX_TOKENS).default() == 1024
+    task = next(
+        sub
+        for sub in entry.subentries.values()
+        if sub.subentry_type == SUBENTRY_AI_TASK
+    )
+    result = await entry.start_subentry_reconfigure_flow(hass, task.subentry_id)
+    # A quarter of the task's window, which is less.
+    assert _field(result, CONF_MAX_TOKENS).default() == 512
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"],
+        {CONF_CHAT_MODEL: "gpt-4o-mini", CONF_RECOMMENDED: False},
+    )
+    assert result["reason"] == "reconfigure_successful"
+    assert entry.subentries[task.subentry_id].data[CONF_MAX_TOKENS] == 512
+
+
 async def test_reconfigure_conversation(
     hass: HomeAssistant, make_config_entry: MakeConfigEntry
 ) -> None:

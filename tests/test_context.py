@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
@@ -11,18 +12,23 @@ from custom_components.openai_compatible.context import (
     ATTACHMENT_TOKENS,
     CHARS_PER_TOKEN,
     ESCAPE_TOKENS,
-    MAX_FIGURE_DIGITS,
     MESSAGE_TOKENS,
+    MIN_ANSWER_TOKENS,
+    SAFETY_SHARE,
     ConversationCut,
     Limits,
-    Overflow,
     TokenEstimate,
     fit,
-    parse_overflow,
+    fold_system,
     raw_message,
     split_turns,
 )
 from custom_components.openai_compatible.errors import ContextWindowError
+from custom_components.openai_compatible.overflow import (
+    MAX_FIGURE_DIGITS,
+    Overflow,
+    parse_overflow,
+)
 
 SYSTEM = {"role": "system", "content": "You control a home. " * 50}
 TOOLS: list[dict[str, Any]] = [
@@ -235,9 +241,10 @@ def test_prompt_too_large() -> None:
             ConversationCut(),
         )
 
+    # Refused only because not even the answer's least room is left.
     assert caught.value.translation_key == "prompt_too_large"
     assert caught.value.translation_placeholders == {
-        "needed": f"{fixed + 1024:,}",
+        "needed": f"{fixed + MIN_ANSWER_TOKENS:,}",
         "window": f"{fixed:,}",
     }
 
@@ -270,7 +277,8 @@ def test_long_conversation_fits_with_a_stable_start() -> None:
         if index % 5 == 0:
             current += tool_round(f"call{index}", "Ping", '{"ok": true}')
         fitted = fit([SYSTEM, *history, *current], TOOLS, Limits(window), estimate, cut)
-        assert fitted.tokens <= window * 0.95 - 1024
+        assert fitted.tokens + fitted.answer_tokens <= window * 0.95
+        assert fitted.answer_tokens >= (window * 0.95 - tokens_of([SYSTEM], TOOLS)) // 2
         assert fitted.messages[0] == SYSTEM
         assert fitted.messages[-len(current) :] == current
         assert _pairs_complete(fitted.messages[1:])
@@ -410,7 +418,9 @@ def test_results_of_the_current_turn_share_the_room() -> None:
         [SYSTEM, user("all"), *rounds], TOOLS, Limits(6000), TokenEstimate(), cut
     )
 
+    # Results are cut further rather than the answer's room.
     assert fitted.tokens <= 6000 * 0.95 - 1024
+    assert fitted.answer_tokens == 1024
     assert len(cut.result_chars) == 4
     assert len(set(cut.result_chars.values())) == 1
 
@@ -429,6 +439,123 @@ def test_message_too_large() -> None:
     assert caught.value.translation_key == "message_too_large"
     assert caught.value.translation_placeholders is not None
     assert caught.value.translation_placeholders["window"] == "4,096"
+
+
+# A window learned from an overflow error, and an Assist prompt, as measured
+# with a real model: the prompt leaves the turns and the answer 1,069 tokens.
+SMALL_WINDOW = 2611
+ASSIST_PROMPT = {"role": "system", "content": "x" * int(1411 * CHARS_PER_TOKEN - 14)}
+
+
+def free_room(window: int) -> int:
+    """Return what the Assist prompt leaves free of a window, for turns and answer."""
+    return window - math.ceil(window * SAFETY_SHARE) - tokens_of([ASSIST_PROMPT], [])
+
+
+def test_answer_room_is_what_the_window_leaves() -> None:
+    """A message that leaves less than the usual room is sent, the answer smaller."""
+    assert tokens_of([ASSIST_PROMPT], []) == 1411
+    message = user("x" * int(700 * CHARS_PER_TOKEN))
+
+    fitted = fit(
+        [ASSIST_PROMPT, message],
+        [],
+        Limits(SMALL_WINDOW),
+        TokenEstimate(),
+        ConversationCut(),
+    )
+
+    assert fitted.messages == [ASSIST_PROMPT, message]
+    assert MIN_ANSWER_TOKENS <= fitted.answer_tokens < 1024
+    assert fitted.tokens + fitted.answer_tokens == SMALL_WINDOW - math.ceil(
+        SMALL_WINDOW * SAFETY_SHARE
+    )
+
+
+def test_message_is_refused_only_without_the_least_answer_room() -> None:
+    """Refused where even the least room for the answer is not left; with that figure."""
+    least = free_room(SMALL_WINDOW) - MIN_ANSWER_TOKENS
+    fits = user("x" * int((least - MESSAGE_TOKENS) * CHARS_PER_TOKEN))
+    too_long = user("x" * int((least - MESSAGE_TOKENS + 2) * CHARS_PER_TOKEN))
+    limits = Limits(SMALL_WINDOW)
+
+    fitted = fit([ASSIST_PROMPT, fits], [], limits, TokenEstimate(), ConversationCut())
+    assert fitted.answer_tokens == MIN_ANSWER_TOKENS
+    with pytest.raises(ContextWindowError) as caught:
+        fit([ASSIST_PROMPT, too_long], [], limits, TokenEstimate(), ConversationCut())
+
+    assert caught.value.translation_key == "message_too_large"
+    needed = tokens_of([ASSIST_PROMPT, too_long], []) + MIN_ANSWER_TOKENS
+    assert caught.value.translation_placeholders == {
+        "needed": f"{needed + math.ceil(SMALL_WINDOW * SAFETY_SHARE):,}",
+        "window": f"{SMALL_WINDOW:,}",
+    }
+
+
+def test_small_window_keeps_history_and_half_for_the_answer() -> None:
+    """Where the usual answer room would take all, old turns keep half of what is left."""
+    estimate, cut = TokenEstimate(), ConversationCut()
+    history: list[dict[str, Any]] = []
+    for index in range(12):
+        current = user(f"Question {index}: " + "word " * 20)
+        fitted = fit(
+            [ASSIST_PROMPT, *history, current], [], Limits(SMALL_WINDOW), estimate, cut
+        )
+        history += [current, assistant("An answer. " * 10)]
+
+        assert fitted.tokens + fitted.answer_tokens <= SMALL_WINDOW * 0.95
+        assert fitted.answer_tokens >= free_room(SMALL_WINDOW) // 2
+    assert fitted.kept_turns >= 3
+    assert fitted.dropped_turns > 0
+
+
+def test_answer_room_with_a_small_limit() -> None:
+    """A limit under the least room is kept whole: the least is never more."""
+    fitted = fit(
+        [ASSIST_PROMPT, user("hi")],
+        [],
+        Limits(SMALL_WINDOW, answer_tokens=100),
+        TokenEstimate(),
+        ConversationCut(),
+    )
+
+    assert fitted.answer_tokens == 100
+    assert Limits(SMALL_WINDOW, answer_tokens=100).least_answer_tokens == 100
+
+
+# --- folding the system prompt ---------------------------------------------------
+
+
+def test_fold_system_into_the_first_user_message() -> None:
+    """The system prompt goes first in the first user message, the rest as it was."""
+    second = [user("b"), assistant("B")]
+    messages = [SYSTEM, user("a"), assistant("A"), *second]
+
+    folded = fold_system(messages)
+
+    assert folded == [
+        user(f"{SYSTEM['content']}\n\na"),
+        assistant("A"),
+        *second,
+    ]
+    # The next request of the conversation starts with this one, folded alike.
+    later = fold_system([*messages, user("c")])
+    assert later[: len(folded)] == folded
+    assert messages[0] == SYSTEM  # the input is left as it was
+
+
+def test_fold_system_without_a_user_message_first() -> None:
+    """Attachments keep their parts; with no user message first, one is made."""
+    parts = {"role": "user", "content": [{"type": "text", "text": "look"}]}
+    assert fold_system([SYSTEM, parts])[0]["content"] == [
+        {"type": "text", "text": f"{SYSTEM['content']}\n\n"},
+        {"type": "text", "text": "look"},
+    ]
+    assert fold_system([SYSTEM, assistant("Hi")]) == [
+        user(SYSTEM["content"]),
+        assistant("Hi"),
+    ]
+    assert fold_system([user("a")]) == [user("a")]
 
 
 # --- overflow errors ---------------------------------------------------------------

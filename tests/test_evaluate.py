@@ -597,6 +597,30 @@ async def test_decisions_route_missing_falls_back(
     assert first["door"]["noul"] > 0.95
 
 
+async def test_decisions_route_missing_is_learned_with_the_server(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """Once the server lacks the route, no model of the entry asks it again."""
+    entry = await setup()
+    simulator.settings.decisions = False
+    await evaluate(hass, {"door": DOOR})
+    (task,) = (
+        s for s in entry.subentries.values() if s.subentry_type == "ai_task_data"
+    )
+    other = next(m for m in simulator.models if m != task.data[CONF_CHAT_MODEL])
+    hass.config_entries.async_update_subentry(
+        entry, task, data={**task.data, CONF_CHAT_MODEL: other}
+    )
+    await hass.async_block_till_done()
+    simulator.requests.clear()
+
+    await evaluate(hass, {"door": DOOR})
+
+    assert DECISIONS not in paths(simulator)
+    assert CHAT in paths(simulator)
+    assert entry.runtime_data.capabilities.model(other).refuses(Feature.DECISIONS)
+
+
 @pytest.mark.parametrize("status", [400, 422])
 async def test_decisions_request_refused_falls_back_this_time(
     hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry, status: int
@@ -875,19 +899,54 @@ async def test_logprobs_label_missing(
 async def test_logprobs_no_label_falls_back_to_stated(
     hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
 ) -> None:
-    """When no label is among the top tokens, that question is asked again."""
+    """When no label is among the top tokens, even held to them, it is stated."""
     entry = await setup(provider="ollama")
     simulator.enqueue(CHAT, json=label_answer(("The", 0.9), ("I", 0.1)))
+    simulator.enqueue(CHAT, json=label_answer(('"', 0.9), ("I", 0.1)))
     simulator.enqueue(CHAT, json=stated(yes=0.3, no=0.7))
     simulator.requests.clear()
 
     answers = await evaluate(hass, {"door": DOOR})
 
     assert answers["door"]["noul"] == pytest.approx(0.3)
-    first, second = simulator.chat_requests()
+    first, held, second = simulator.chat_requests()
     assert first["logprobs"] is True
+    assert held["response_format"]["json_schema"]["schema"]["enum"] == ["Yes", "No"]
     assert second["response_format"]["type"] == "json_schema"
+    assert "properties" in second["response_format"]["json_schema"]["schema"]
     # The server does give log-probabilities; only this answer had no label.
+    assert quirks(entry).logprobs is True
+
+
+@pytest.mark.parametrize(
+    "question", [DOOR, VEHICLE, FILL], ids=["noul", "choice", "score"]
+)
+async def test_logprobs_held_to_the_labels(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup: SetupEntry,
+    question: dict[str, Any],
+) -> None:
+    """Labels missing from the model's favourites are read with the answer held to them."""
+    entry = await setup(provider="llama_cpp")
+    simulator.settings.labels_in_top = False
+    simulator.requests.clear()
+
+    answers = await evaluate(hass, {"q": question})
+
+    first, held = simulator.chat_requests()
+    assert "response_format" not in first
+    schema = held["response_format"]["json_schema"]["schema"]
+    assert schema["type"] == "string"
+    assert held["max_tokens"] == 4
+    assert held["logprobs"] is True
+    if question is DOOR:
+        # Held to the labels, "Yes" leads and "No" is the fifth alternative.
+        yes, no = builtin_label_probability(0), builtin_label_probability(4)
+        assert schema["enum"] == ["Yes", "No"]
+        assert answers["q"]["noul"] == pytest.approx(yes / (yes + no))
+    else:
+        assert answers["q"]["type"] == question["type"]
     assert quirks(entry).logprobs is True
 
 
@@ -1223,7 +1282,7 @@ async def test_failed_question_cancels_the_others(
 ) -> None:
     """One bad answer fails the task at once; slow requests of others are cancelled."""
     await setup(provider="ollama", ai_task={CONF_CHAT_MODEL: "gpt-5-mini"})
-    simulator.enqueue(CHAT, json=stated(yes=0.9, no=0.9))
+    simulator.enqueue(CHAT, json=completion(None, refusal="No."))
     simulator.requests.clear()
     send = Evaluation._async_complete
     cancelled = asyncio.Event()
@@ -1244,8 +1303,8 @@ async def test_failed_question_cancels_the_others(
     async with asyncio.timeout(5):
         err = await evaluate_error(hass, {"door": DOOR, "vehicle": VEHICLE})
 
-    assert err.translation_key == "evaluate_not_normalized"
-    assert err.translation_placeholders == {"question": "door", "total": "1.8"}
+    assert err.translation_key == "evaluate_refused"
+    assert err.translation_placeholders == {"question": "door"}
     assert cancelled.is_set()
     assert len(simulator.chat_requests()) == 1
 
@@ -1295,22 +1354,16 @@ async def test_stated_rejected_on_every_rung(
             id="extra key",
         ),
         pytest.param(
-            stated(yes=80, no=20),
-            "evaluate_probability_out_of_range",
-            {"question": "door", "value": "80"},
-            id="percent",
-        ),
-        pytest.param(
             stated(yes="0.5", no=0.5),
             "evaluate_probability_out_of_range",
             {"question": "door", "value": "0.5"},
             id="string",
         ),
         pytest.param(
-            stated(yes=0.9, no=0.2),
-            "evaluate_not_normalized",
-            {"question": "door", "total": "1.1"},
-            id="sum 1.1",
+            completion('{"yes": Infinity, "no": 0.5}'),
+            "evaluate_probability_out_of_range",
+            {"question": "door", "value": "inf"},
+            id="infinity",
         ),
         pytest.param(
             stated(yes=0, no=0),
@@ -1318,6 +1371,92 @@ async def test_stated_rejected_on_every_rung(
             {"question": "door", "total": "0"},
             id="sum 0",
         ),
+    ],
+)
+async def test_stated_invalid_twice(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup: SetupEntry,
+    response: dict[str, Any],
+    key: str,
+    placeholders: dict[str, str] | None,
+) -> None:
+    """An answer that does not fit is asked for again; twice, it is told."""
+    await setup(provider="ollama", ai_task={CONF_CHAT_MODEL: "gpt-5-mini"})
+    simulator.enqueue(CHAT, json=response)
+    simulator.enqueue(CHAT, json=response)
+    simulator.requests.clear()
+
+    err = await evaluate_error(hass, {"door": DOOR})
+
+    assert err.translation_key == key
+    assert err.translation_placeholders == placeholders
+    first, second = simulator.chat_requests()
+    assert second["messages"][:-2] == first["messages"]
+    assert second["response_format"] == first["response_format"]
+    assistant, repair = second["messages"][-2:]
+    assert assistant == response["choices"][0]["message"] | {"role": "assistant"}
+    assert "a number from 0 to 1, the numbers adding up to 1" in repair["content"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "noul"),
+    [
+        pytest.param('{"yes": 80, "no": 20}', 0.8, id="percent"),
+        pytest.param('{"yes": 0.9, "no": 0.2}', 0.9 / 1.1, id="sum 1.1"),
+        pytest.param('{"yes": 595378, "no": 0}', 1.0, id="huge"),
+        pytest.param('{"yes": -7.9E3667, "no": 9}', 0.0, id="huge negative exponent"),
+    ],
+)
+async def test_stated_out_of_range_twice_is_scaled(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup: SetupEntry,
+    answer: str,
+    noul: float,
+) -> None:
+    """Numbers still out of range when asked again are weights, never the end."""
+    await setup(provider="ollama", ai_task={CONF_CHAT_MODEL: "gpt-5-mini"})
+    simulator.enqueue(CHAT, json=completion(answer))
+    simulator.enqueue(CHAT, json=completion(answer))
+
+    answers = await evaluate(hass, {"door": DOOR})
+
+    assert answers["door"]["noul"] == pytest.approx(noul)
+
+
+async def test_stated_out_of_range_repaired(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """An answer out of range asked for again is read as the model then states it."""
+    await setup(provider="ollama", ai_task={CONF_CHAT_MODEL: "gpt-5-mini"})
+    simulator.enqueue(CHAT, json=stated(yes=80, no=20))
+    simulator.enqueue(CHAT, json=stated(yes=0.3, no=0.7))
+
+    answers = await evaluate(hass, {"door": DOOR})
+
+    assert answers["door"]["noul"] == pytest.approx(0.3)
+
+
+async def test_stated_unbounded_server(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """A server that writes every number as a huge exponent still gets an answer."""
+    await setup(provider="llama_cpp")
+    simulator.settings.logprobs = False
+    simulator.settings.decisions = False
+    simulator.settings.unbounded_number = "7.9E3667"
+
+    err = await evaluate_error(hass, {"door": DOOR})
+
+    assert err.translation_key == "evaluate_probability_out_of_range"
+    assert err.translation_placeholders == {"question": "door", "value": "inf"}
+    assert len(simulator.chat_requests()) == 3
+
+
+@pytest.mark.parametrize(
+    ("response", "key", "placeholders"),
+    [
         pytest.param(
             completion(None, refusal="I cannot help with that."),
             "evaluate_refused",
@@ -1336,7 +1475,7 @@ async def test_stated_invalid(
     key: str,
     placeholders: dict[str, str] | None,
 ) -> None:
-    """Stated probabilities are checked one by one and as a distribution."""
+    """A refusal or no answer at all is told at once."""
     await setup(provider="ollama", ai_task={CONF_CHAT_MODEL: "gpt-5-mini"})
     simulator.enqueue(CHAT, json=response)
 
@@ -1477,12 +1616,14 @@ async def test_settings_and_cache_key(
         Feature.DECISIONS
     )
     simulator.enqueue(CHAT, json=label_answer(("The", 1.0)))
+    simulator.enqueue(CHAT, json=label_answer(("The", 1.0)))
     simulator.enqueue(CHAT, json=stated(yes=0.5, no=0.5))
     simulator.requests.clear()
 
     await evaluate(hass, {"door": DOOR})
 
-    logprobs, stated_body = simulator.chat_requests()
+    logprobs, held, stated_body = simulator.chat_requests()
+    assert held["prompt_cache_key"] == logprobs["prompt_cache_key"]
     subentry_key = logprobs["prompt_cache_key"]
     assert subentry_key
     assert {key: logprobs[key] for key in ("max_tokens", "temperature")} == {

@@ -33,11 +33,15 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
 )
+from custom_components.openai_compatible.context import MIN_ANSWER_TOKENS
+from custom_components.openai_compatible.diagnostics import (
+    async_get_config_entry_diagnostics,
+)
 from custom_components.openai_compatible.model_watch import REFRESH_INTERVAL
 from custom_components.openai_compatible.window import MAX_CONVERSATIONS, ContextWindow
 from simulator import OpenAISimulator, sse_text, sse_tool_calls
 from simulator.responses import chat_body
-from simulator.window import prompt_tokens
+from simulator.window import counted_tokens, prompt_tokens
 
 from .conftest import MakeConfigEntry, SetupEntry, converse, speech
 
@@ -279,7 +283,8 @@ async def test_overflow_again_after_trimming(
 
     assert result.response.response_type == intent.IntentResponseType.ERROR
     assert "context window is 8,000 tokens" in speech(result)
-    assert "about 10,024 tokens" in speech(result)
+    # The prompt the server counted, and the least room for an answer.
+    assert f"about {9000 + MIN_ANSWER_TOKENS:,} tokens" in speech(result)
     assert len(simulator.chat_requests()) == 2
 
 
@@ -383,6 +388,140 @@ async def test_message_too_large(
     assert simulator.chat_requests() == []
     issue_id = f"prompt_too_large_{agent_subentry_id(entry)}"
     assert ir.async_get(hass).async_get_issue(DOMAIN, issue_id) is None
+
+
+# About 1,400 tokens as the simulator counts them: an Assist prompt that a
+# window of 2,611 tokens leaves about 1,080 tokens for the turns and answer.
+ASSIST_PROMPT = "You are a test assistant. " + "filler " * 1400
+
+
+@pytest.mark.parametrize("style", ["llama_cpp", "vllm"])
+async def test_small_learned_window_answers_every_turn(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    style: Any,
+) -> None:
+    """A window learned from an overflow that leaves less than the usual answer room.
+
+    Every turn is answered, its answer limited to what the window leaves; no
+    request is over the window but the one that taught it.
+    """
+    entry = await setup_entry(
+        conversation={CONF_PROMPT: ASSIST_PROMPT, CONF_LLM_HASS_API: []}
+    )
+    simulator.settings.context_window = 2611  # not reported: set after setup
+    simulator.settings.overflow_style = style
+
+    first = await converse(hass, words(150))
+    results = [first]
+    results += [
+        await converse(hass, words(150), first.conversation_id) for _ in range(11)
+    ]
+
+    assert learned_window(entry) == 2611
+    assert [speech(result).startswith("You said") for result in results] == [True] * 12
+    bodies = simulator.chat_requests()
+    over = [counted_tokens(body, style) > 2611 for body in bodies]
+    assert over.count(True) == 1
+    limited = bodies[over.index(True) + 1 :]
+    assert all(
+        MIN_ANSWER_TOKENS <= body["max_tokens"] < 1024
+        and prompt_tokens(body) + body["max_tokens"] <= 2611
+        for body in limited
+    )
+    assert context_details()[-1]["answer_tokens"] == limited[-1]["max_tokens"]
+    # Half of what the prompt leaves keeps the last turn.
+    assert context_details()[-1]["kept_turns"] >= 1
+
+
+async def test_local_server_limits_the_answer(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A local server gets an answer limit unasked: a quarter of a small window."""
+    await setup_entry(
+        provider="ollama",
+        conversation={CONF_LLM_HASS_API: [], CONF_CONTEXT_WINDOW: 2048},
+    )
+
+    await converse(hass, "hello")
+
+    assert simulator.chat_requests()[-1]["max_tokens"] == 512
+
+
+async def test_local_server_without_a_window_limits_the_answer(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """With no window known, a local server's answers stop at the usual room."""
+    await setup_entry(provider="llama_cpp", conversation={CONF_LLM_HASS_API: []})
+
+    await converse(hass, "hello")
+
+    assert simulator.chat_requests()[-1]["max_tokens"] == 1024
+
+
+async def test_hosted_server_gets_no_answer_limit(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A hosted service answers as long as the model does, as before."""
+    await setup_entry(conversation={CONF_LLM_HASS_API: [], CONF_CONTEXT_WINDOW: 2048})
+
+    await converse(hass, "hello")
+
+    assert "max_tokens" not in simulator.chat_requests()[-1]
+
+
+async def test_dropped_system_prompt_is_folded(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A server that counts no system prompt gets it in the first user message.
+
+    Learned from the first answer's prompt count, told in diagnostics; each
+    request after it starts with the one before, so the cache is reused.
+    """
+    simulator.settings.system_messages = False
+    entry = await setup_entry(
+        conversation={CONF_PROMPT: LONG_PROMPT, CONF_LLM_HASS_API: []}
+    )
+
+    first = await converse(hass, "hello")
+    assert context_details()[-1]["system_folded"] is False
+    for text in ("and now?", "thanks"):
+        await converse(hass, text, first.conversation_id)
+
+    plain, *folded = simulator.chat_requests()
+    assert plain["messages"][0]["role"] == "system"
+    for body in folded:
+        assert [message["role"] for message in body["messages"]][:1] == ["user"]
+        assert body["messages"][0]["content"].startswith("You are a test assistant.")
+        assert body["messages"][0]["content"].endswith("\n\nhello")
+    assert folded[1]["messages"][: len(folded[0]["messages"])] == folded[0]["messages"]
+    assert context_details()[-1]["system_folded"] is True
+    diagnostics = await async_get_config_entry_diagnostics(hass, entry)
+    model = diagnostics["capabilities"]["models"]["gpt-4o-mini"]
+    assert "system_messages" in model["learned"]["refused"]
+    # Folded, the prompt is counted again and calibrates the estimate.
+    counted = prompt_tokens(folded[-1])
+    assert abs(context_details()[-1]["estimated_tokens"] - counted) < 0.05 * counted
+
+
+async def test_small_count_on_ollama_is_no_dropped_system_prompt(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """Ollama's count may leave out what its cache held: nothing is folded there."""
+    simulator.settings.system_messages = False
+    await setup_entry(
+        provider="ollama",
+        conversation={CONF_PROMPT: LONG_PROMPT, CONF_LLM_HASS_API: []},
+    )
+
+    first = await converse(hass, "hello")
+    await converse(hass, "and now?", first.conversation_id)
+
+    assert [body["messages"][0]["role"] for body in simulator.chat_requests()] == [
+        "system",
+        "system",
+    ]
 
 
 # --- tools from an MCP server ----------------------------------------------------

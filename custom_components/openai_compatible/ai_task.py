@@ -34,6 +34,7 @@ from .evaluate import Evaluation
 from .images import async_generate_image
 from .json_answer import StructureMismatch, parse_json_answer, validate_result
 from .model_fit import check_model_takes, learning_refusals
+from .schema_check import check_answer
 from .selector_schema import structure_to_json_schema
 from .strict_schema import StrictUnsupported, drop_optional_nulls, strict_json_schema
 from .structured import StructuredRequest, async_climb
@@ -252,4 +253,7 @@ def _structured_answer(
 ) -> Any:
     """Return the last answer as data of the structure; raise StructureMismatch."""
     data = drop_optional_nulls(parse_json_answer(_answer(chat_log)), schema)
-    return validate_result(structure, data)
+    result = validate_result(structure, data)
+    # The selectors coerce what they take: the answer as sent must fit too.
+    check_answer(data, schema)
+    return result

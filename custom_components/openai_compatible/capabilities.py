@@ -50,6 +50,10 @@ class Feature(StrEnum):
     PROMPT_CACHE_KEY = "prompt_cache_key"
     IMAGE_INPUT = "image_input"
     FILE_INPUT = "file_input"
+    # Messages of the system role, which some chat templates drop without a
+    # word (llama-cpp-python's gemma format): the system prompt then goes at
+    # the start of the first user message, as Gemma's own template puts it.
+    SYSTEM_MESSAGES = "system_messages"
     DECISIONS = "decisions"
     # The Responses API's route, and what only it takes.
     RESPONSES_API = "responses_api"
@@ -76,6 +80,12 @@ RESPONSE_FORMATS: Final = (
     Feature.JSON_SCHEMA,
     Feature.JSON_OBJECT,
 )
+
+
+# Routes of the server, not of one model: a refusal holds for every model.
+SERVER_ROUTES: Final = frozenset({Feature.DECISIONS})
+# Where the lessons about the whole server are kept, beside those of models.
+SERVER_LESSONS: Final = "*"
 
 
 # Tools the provider runs itself, offered over the Responses API.
@@ -417,13 +427,18 @@ class ModelCapabilities:
         report: ModelReport,
         lessons: Lessons,
         on_learn: Callable[[], None],
+        server: Lessons | None = None,
     ) -> None:
-        """Combine the preset, the server's report and the lessons."""
+        """Combine the preset, the server's report and the lessons.
+
+        `server` holds what the whole server taught (SERVER_ROUTES).
+        """
         self.model = model
         self.provider = provider
         self.report = report
         self.lessons = lessons
         self._on_learn = on_learn
+        self._server = server if server is not None else lessons
 
     @property
     def reasoning(self) -> bool:
@@ -447,6 +462,8 @@ class ModelCapabilities:
     def refuses(self, feature: Feature) -> bool:
         """Tell whether a request with this feature is known to be refused."""
         if feature in self.provider.refuses or feature in self.lessons.refused:
+            return True
+        if feature in SERVER_ROUTES and feature in self._server.refused:
             return True
         if feature is Feature.STRICT_SCHEMA:
             # No strict mode where there is no JSON schema at all.
@@ -505,6 +522,8 @@ class ModelCapabilities:
         LOGGER.debug("%s refuses %s; not asking for it again", self.model, feature)
         self.lessons.refused.add(feature)
         self.lessons.proven.discard(feature)
+        if feature in SERVER_ROUTES:
+            self._server.refused.add(feature)
         self._on_learn()
 
     def learn_proven(self, feature: Feature) -> None:
@@ -567,6 +586,7 @@ class Capabilities:
             self.report.models.get(name, ModelReport()),
             self._lessons.setdefault(name, Lessons()),
             self._schedule_save,
+            self._lessons.setdefault(SERVER_LESSONS, Lessons()),
         )
 
     def shutdown(self, name: str) -> date | None:

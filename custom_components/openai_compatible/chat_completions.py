@@ -24,6 +24,7 @@ from .attachments import LoadedFile, async_load_attachments
 from .capabilities import Feature, ModelCapabilities
 from .chat_stream import ChatStreamParser, async_read_answer
 from .const import LOGGER
+from .context import fold_system
 from .errors import ContextOverflowError, MalformedAnswerError, RequestRejectedError
 from .sse import async_read_body
 from .transport import Budget, Transport, parse_json
@@ -54,12 +55,16 @@ class RequestSettings:
     # Off for servers whose streaming breaks tool calls or structured output.
     stream: bool = True
 
+    @property
+    def limit_key(self) -> str:
+        """Return the name of the answer's limit for this model."""
+        return "max_completion_tokens" if self.reasoning_model else "max_tokens"
+
     def body(self) -> dict[str, Any]:
         """Return the sampling parameters the user set; nothing otherwise."""
         params: dict[str, Any] = {}
         if self.max_tokens is not None:
-            key = "max_completion_tokens" if self.reasoning_model else "max_tokens"
-            params[key] = self.max_tokens
+            params[self.limit_key] = self.max_tokens
         if not self.reasoning_model:
             if self.temperature is not None:
                 params["temperature"] = self.temperature
@@ -263,6 +268,8 @@ def body_features(body: dict[str, Any]) -> frozenset[Feature]:
         if key in body:
             features.add(feature)
     for message in body.get("messages") or ():
+        if message.get("role") in _SYSTEM_ROLES:
+            features.add(Feature.SYSTEM_MESSAGES)
         if isinstance(content := message.get("content"), list):
             kinds = {part.get("type") for part in content}
             if "image_url" in kinds:
@@ -272,6 +279,7 @@ def body_features(body: dict[str, Any]) -> frozenset[Feature]:
     return frozenset(features)
 
 
+_SYSTEM_ROLES: Final = ("system", "developer")
 _FIELD_FEATURES: Final = {
     "logprobs": Feature.LOGPROBS,
     "stream_options": Feature.STREAM_OPTIONS,
@@ -289,6 +297,7 @@ def without_feature(body: dict[str, Any], feature: Feature) -> dict[str, Any] | 
 
     Only what changes how the answer is sent or tuned can go: a response
     format, log-probabilities, tools or attachments are the request itself.
+    The system prompt is not left out but moved into the first user message.
     """
     changed = dict(body)
     if feature is Feature.STREAM_OPTIONS:
@@ -311,6 +320,8 @@ def without_feature(body: dict[str, Any], feature: Feature) -> dict[str, Any] | 
         changed["max_tokens"] = changed.pop("max_completion_tokens", None)
     elif feature is Feature.MAX_TOKENS and "max_completion_tokens" not in body:
         changed["max_completion_tokens"] = changed.pop("max_tokens", None)
+    elif feature is Feature.SYSTEM_MESSAGES:
+        changed["messages"] = fold_system(body["messages"])
     else:
         return None
     return changed
@@ -388,7 +399,16 @@ class ChatCompletionsAdapter:
         body.update(self._settings.body())
         if response_format:
             body["response_format"] = response_format
-        return body
+        if self._fit is None:
+            return body
+        return self._fit.limited(body, self._settings.limit_key)
+
+    def _refitted(
+        self, body: dict[str, Any], err: ContextOverflowError, fit: RequestFit
+    ) -> dict[str, Any]:
+        """Return the body fitted again after an overflow, as the model takes it."""
+        refitted = fit.limited(fit.after_overflow(body, err), self._settings.limit_key)
+        return shaped_body(refitted, self._capabilities, stream=False)
 
     async def async_stream(
         self, chat_log: conversation.ChatLog, body: dict[str, Any]
@@ -439,7 +459,7 @@ class ChatCompletionsAdapter:
             except ContextOverflowError as err:
                 if said or self._fit is None:
                     raise
-                body = self._fit.after_overflow(body, err)
+                body = self._refitted(body, err, self._fit)
             else:
                 return
             finally:
@@ -477,7 +497,7 @@ class ChatCompletionsAdapter:
                 except ContextOverflowError as err:
                     if self._fit is None:
                         raise
-                    body = self._fit.after_overflow(body, err)
+                    body = self._refitted(body, err, self._fit)
             yield chunks, bool(body.get("stream"))
 
     async def _async_attempt(

@@ -15,7 +15,6 @@ from homeassistant.components import conversation
 from homeassistant.util.json import json_loads
 import httpx2
 
-from .context import parse_overflow
 from .errors import (
     ContextOverflowError,
     MalformedAnswerError,
@@ -23,6 +22,7 @@ from .errors import (
     ServerError,
     TranslatedError,
 )
+from .overflow import parse_overflow
 from .sse import EventStream, async_read_body
 from .think_tags import ThinkTagSplitter
 from .tool_calls import LONGEST_MARKER, ToolCallAssembler, calls_in_text, may_be_call

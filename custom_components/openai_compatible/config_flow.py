@@ -87,6 +87,7 @@ from .voice_flow import (
     TextToSpeechSubentryFlowHandler,
     voice_defaults,
 )
+from .window import default_answer_limit
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -730,7 +731,7 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
         schema.update(
             {
                 data_entry_flow.Optional(
-                    CONF_MAX_TOKENS, default=RECOMMENDED_MAX_TOKENS, visible=advanced
+                    CONF_MAX_TOKENS, default=self._max_tokens(), visible=advanced
                 ): _whole_number(1, 1_000_000),
                 data_entry_flow.Optional(
                     CONF_TEMPERATURE, default=RECOMMENDED_TEMPERATURE, visible=advanced
@@ -741,6 +742,11 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
             }
         )
         return probatio.Schema(schema)
+
+    def _max_tokens(self) -> int:
+        """Return the maximum tokens the form offers: a local server's own limit."""
+        server = self._get_entry().runtime_data.capabilities
+        return default_answer_limit(server, self.options) or RECOMMENDED_MAX_TOKENS
 
     def _form_data(self, user_input: dict[str, Any]) -> dict[str, Any]:
         """Return the subentry's data with the form's values; tuning only when on."""
@@ -765,7 +771,8 @@ class ModelSubentryFlowHandler(ConfigSubentryFlow):
             data[CONF_STREAMING] = False
         if not data[CONF_RECOMMENDED]:
             # Store what the form shows, defaults included: all of it is sent.
-            for key, default in ADVANCED_DEFAULTS.items():
+            defaults = {**ADVANCED_DEFAULTS, CONF_MAX_TOKENS: self._max_tokens()}
+            for key, default in defaults.items():
                 value = user_input.get(key, default)
                 if value is not None:
                     data[key] = value

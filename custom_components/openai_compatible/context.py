@@ -10,8 +10,12 @@ Chat Completions messages, or Responses API input items:
   a time, so that the start of the prompt changes once and then stays the
   same for the following turns (what lets servers reuse their prompt cache);
   a tool result over its budget is cut, with a note on how to ask narrower;
-- reading a server's context-overflow error: the window it names, and the
-  size of the prompt it counted.
+  the answer's room is what the window leaves, down to a floor, and a request
+  is refused only when not even the floor is left;
+- folding the system prompt into the first user message, for servers whose
+  chat template drops system messages.
+
+Reading a server's context-overflow error is overflow.py's.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 import math
-import re
 from typing import Any
 
 from homeassistant.helpers.json import json_dumps
@@ -41,6 +44,9 @@ ATTACHMENT_TOKENS = 768
 ESCAPE_TOKENS = 0.5
 # Room kept for the answer when the max tokens setting is not set.
 DEFAULT_ANSWER_TOKENS = 1024
+# The least room an answer is left where the window leaves less than the
+# setting asks; a request that cannot leave it is refused.
+MIN_ANSWER_TOKENS = 256
 # Share of the window kept free for the error of the estimate.
 SAFETY_SHARE = 0.05
 # Most of the free room (window less prompt, tools and answer) that one tool
@@ -168,10 +174,15 @@ class Limits:
 
     # The context window in tokens; None: unknown, nothing is trimmed.
     window: int | None
-    # Room kept for the answer.
+    # Room kept for the answer, as far as the window leaves it.
     answer_tokens: int = DEFAULT_ANSWER_TOKENS
     # Earlier turns to keep at most; None: as many as fit.
     history_turns: int | None = None
+
+    @property
+    def least_answer_tokens(self) -> int:
+        """Return the least room the answer may be left."""
+        return min(self.answer_tokens, MIN_ANSWER_TOKENS)
 
 
 @dataclass(slots=True)
@@ -192,6 +203,8 @@ class Fitted:
     tokens: int
     kept_turns: int
     dropped_turns: int
+    # Room the window leaves the answer, at most what the limits ask.
+    answer_tokens: int
 
 
 def split_turns(messages: list[Message]) -> tuple[list[Message], list[Turn]]:
@@ -209,6 +222,29 @@ def split_turns(messages: list[Message]) -> tuple[list[Message], list[Turn]]:
             turns.append([])
         turns[-1].append(message)
     return messages[:start], turns
+
+
+def fold_system(messages: list[Message]) -> list[Message]:
+    """Return the messages with the leading system messages in the first user one.
+
+    As Gemma's own chat template does it: their text, a blank line, then the
+    user's. The same messages always fold the same, so the start of one
+    request still repeats the previous one's.
+    """
+    head, _turns = split_turns(messages)
+    if not head:
+        return messages
+    text = "\n\n".join(str(message.get("content") or "") for message in head)
+    rest = messages[len(head) :]
+    if not rest or rest[0].get("role") != "user":
+        return [{"role": "user", "content": text}, *rest]
+    first = rest[0]
+    content = first.get("content")
+    if isinstance(content, list):
+        folded: Any = [{"type": "text", "text": f"{text}\n\n"}, *content]
+    else:
+        folded = f"{text}\n\n{content or ''}"
+    return [{**first, "content": folded}, *rest[1:]]
 
 
 def fit(
@@ -237,17 +273,19 @@ def fit(
             estimate.tokens(estimate.raw_request(kept, tools)),
             len(history) - cut.dropped_turns,
             cut.dropped_turns,
+            limits.answer_tokens,
         )
     window = limits.window
     fixed = estimate.tokens(sum(map(raw_message, head)) + estimate.raw_tools(tools))
-    room = window - math.ceil(window * SAFETY_SHARE) - limits.answer_tokens - fixed
-    if room <= 0:
+    # Room for the turns and the answer together.
+    free = window - math.ceil(window * SAFETY_SHARE) - fixed
+    least = limits.least_answer_tokens
+    if free <= least:
         raise ContextWindowError(
-            "prompt_too_large",
-            needed=f"{fixed + limits.answer_tokens:,}",
-            window=f"{window:,}",
+            "prompt_too_large", needed=f"{fixed + least:,}", window=f"{window:,}"
         )
-    cutter = _ResultCutter(messages, tools, estimate, cut, room)
+    room = free - _answer_room(free, limits)
+    cutter = _ResultCutter(messages, tools, estimate, cut, (room, free - least))
     history = [cutter.apply(turn) for turn in history]
     current_turn = cutter.fit_current(current[0] if current else [], window)
     used = estimate.tokens(sum(map(raw_message, current_turn)))
@@ -256,12 +294,23 @@ def fit(
         sizes, room - used, math.floor(room * HEADROOM_SHARE), cut.dropped_turns
     )
     kept = [*head, *_join(history[cut.dropped_turns :]), *current_turn]
+    sent_turns = used + sum(sizes[cut.dropped_turns :])
     return Fitted(
         kept,
-        fixed + used + sum(sizes[cut.dropped_turns :]),
+        fixed + sent_turns,
         len(history) - cut.dropped_turns,
         cut.dropped_turns,
+        min(limits.answer_tokens, free - sent_turns),
     )
+
+
+def _answer_room(free: int, limits: Limits) -> int:
+    """Return the room old turns leave the answer, of what the prompt leaves free.
+
+    What the limits ask, but never more than half of it: a small window keeps
+    some history too. The current turn may take more of it, down to the least.
+    """
+    return min(limits.answer_tokens, max(limits.least_answer_tokens, free // 2))
 
 
 def _join(turns: Iterable[Turn]) -> list[Message]:
@@ -307,13 +356,17 @@ class _ResultCutter:
         tools: list[dict[str, Any]],
         estimate: TokenEstimate,
         cut: ConversationCut,
-        room: int,
+        rooms: tuple[int, int],
     ) -> None:
-        """Learn which tool each call id belongs to, and the budget."""
+        """Learn which tool each call id belongs to, and the budget.
+
+        `rooms`: the room for the turns with the answer's usual room kept, and
+        with only its least room kept.
+        """
         self._estimate = estimate
         self._cut = cut
-        self._room = room
-        self._budget = max(MIN_RESULT_TOKENS, int(room * RESULT_SHARE))
+        self._rooms = rooms
+        self._budget = max(MIN_RESULT_TOKENS, int(rooms[0] * RESULT_SHARE))
         self._names = {
             call_id: name
             for message in messages
@@ -338,25 +391,29 @@ class _ResultCutter:
         """Return the current turn cut to fit the room on its own.
 
         Its results share the room equally when, cut to their usual budget,
-        they still do not fit.
+        they still do not fit. Only what results cannot give is taken from the
+        answer's room, down to its least.
         """
         fitted = self.apply(turn)
         used = self._estimate.tokens(sum(map(raw_message, fitted)))
-        if used <= self._room:
-            return fitted
         results = [message for message in turn if _result_field(message)]
         others = [message for message in turn if not _result_field(message)]
-        left = self._room - self._estimate.tokens(sum(map(raw_message, others)))
-        share = left // len(results) if results else 0
-        if share < MIN_RESULT_TOKENS:
-            raise ContextWindowError(
-                "message_too_large",
-                needed=f"{used + window - self._room:,}",
-                window=f"{window:,}",
-            )
-        for message in results:
-            self._cut.result_chars.pop(_result_call_id(message), None)
-        return [self._result(message, share - MESSAGE_TOKENS) for message in turn]
+        rest = self._estimate.tokens(sum(map(raw_message, others)))
+        for room in self._rooms:
+            if used <= room:
+                return fitted
+            share = (room - rest) // len(results) if results else 0
+            if share >= MIN_RESULT_TOKENS:
+                for message in results:
+                    self._cut.result_chars.pop(_result_call_id(message), None)
+                return [
+                    self._result(message, share - MESSAGE_TOKENS) for message in turn
+                ]
+        raise ContextWindowError(
+            "message_too_large",
+            needed=f"{used + window - self._rooms[1]:,}",
+            window=f"{window:,}",
+        )
 
     def _result(self, message: Message, budget: int) -> Message:
         """Return a tool result message cut to the budget, or as it is."""
@@ -395,92 +452,3 @@ class _ResultCutter:
         if line_end > len(text) * 3 // 4:
             text = text[:line_end]
         return f"{text}\n{note}"
-
-
-# --- overflow errors ---------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Overflow:
-    """What a server's context-overflow error says, as far as it says it."""
-
-    window: int | None = None
-    prompt_tokens: int | None = None
-
-
-# The most digits a token count in an error text is read with.
-MAX_FIGURE_DIGITS = 9
-_WINDOW = (
-    # OpenAI, vLLM, DeepSeek, Groq, and gateways that pass their text on.
-    re.compile(r"maximum context length is (\d+)", re.IGNORECASE),
-    # llama.cpp server.
-    re.compile(r"available context size \((\d+) tokens?\)", re.IGNORECASE),
-    # LM Studio.
-    re.compile(r"context length of only (\d+)", re.IGNORECASE),
-    # Mistral.
-    re.compile(r"with (\d+) maximum context length", re.IGNORECASE),
-    # Gemini.
-    re.compile(r"maximum number of tokens allowed \((\d+)\)", re.IGNORECASE),
-    # Anthropic's wording, behind a gateway.
-    re.compile(r"tokens > (\d+) maximum", re.IGNORECASE),
-    # Text Generation Inference.
-    re.compile(r"max_new_tokens` must be <= (\d+)", re.IGNORECASE),
-)
-_PROMPT = (
-    re.compile(r"your messages resulted in (\d+) tokens", re.IGNORECASE),
-    re.compile(r"\((\d+) in the messages", re.IGNORECASE),
-    re.compile(r"your request has (\d+) input tokens", re.IGNORECASE),
-    re.compile(r"request \((\d+) tokens\) exceeds", re.IGNORECASE),
-    re.compile(r"keep the first (\d+) tokens", re.IGNORECASE),
-    re.compile(r"prompt contains (\d+) tokens", re.IGNORECASE),
-    re.compile(r"input token count \((\d+)\)", re.IGNORECASE),
-    re.compile(r"prompt is too long: (\d+) tokens", re.IGNORECASE),
-    re.compile(r"given: (\d+) `inputs` tokens", re.IGNORECASE),
-)
-# Words of an overflow error that names no number.
-_OVERFLOW_WORDS = (
-    "context_length_exceeded",
-    "exceed_context_size",
-    "context length",
-    "context window",
-    "context size",
-    "prompt is too long",
-    "input is too long",
-    "too many tokens",
-    "reduce the length of the messages",
-)
-
-
-def parse_overflow(message: str, body: Any = None) -> Overflow | None:
-    """Return what a context-overflow error says; None for any other error."""
-    details = body.get("error", body) if isinstance(body, dict) else None
-    if not isinstance(details, dict):
-        details = {}
-    window = _first_number(_WINDOW, message) or _positive(details.get("n_ctx"))
-    prompt = _first_number(_PROMPT, message) or _positive(
-        details.get("n_prompt_tokens")
-    )
-    if window is None and prompt is None:
-        words = f"{message} {details.get('code')} {details.get('type')}".lower()
-        if not any(word in words for word in _OVERFLOW_WORDS):
-            return None
-    return Overflow(window, prompt)
-
-
-def _first_number(patterns: tuple[re.Pattern[str], ...], text: str) -> int | None:
-    """Return the number the first matching pattern captures.
-
-    A figure longer than any token count is no figure (and Python would
-    refuse to read one of thousands of digits).
-    """
-    for pattern in patterns:
-        if (match := pattern.search(text)) and len(match[1]) <= MAX_FIGURE_DIGITS:
-            return int(match[1])
-    return None
-
-
-def _positive(value: Any) -> int | None:
-    """Return a positive integer field, or None."""
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    return None

@@ -40,7 +40,7 @@ from .model_fit import chat_log_attachments, check_model_takes, learning_refusal
 from .provider_tools import responses_options
 from .responses import ResponsesAdapter
 from .transport import Budget
-from .window import ContextWindow
+from .window import ContextWindow, default_answer_limit
 from .wire_api import Adapter, FallbackAdapter
 
 if TYPE_CHECKING:
@@ -141,13 +141,17 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
         return self.runtime.capabilities.model(self.model)
 
     def request_settings(self) -> RequestSettings:
-        """Return the request parameters the subentry asks for."""
+        """Return the request parameters the subentry asks for.
+
+        A local server gets an answer limit even where the settings set none.
+        """
         options = self.subentry.data
         tuned = not options.get(CONF_RECOMMENDED, True)
         capabilities = self.capabilities
         return RequestSettings(
             model=self.model,
-            max_tokens=options.get(CONF_MAX_TOKENS) if tuned else None,
+            max_tokens=(options.get(CONF_MAX_TOKENS) if tuned else None)
+            or default_answer_limit(self.runtime.capabilities, options),
             temperature=options.get(CONF_TEMPERATURE) if tuned else None,
             top_p=options.get(CONF_TOP_P) if tuned else None,
             reasoning_model=capabilities.reasoning,

@@ -21,7 +21,6 @@ from typing import Any, Final
 
 from .capabilities import Feature
 from .const import LOGGER
-from .context import parse_overflow
 from .error_text import error_text, is_page, shown, status_line
 from .errors import (
     AuthError,
@@ -30,6 +29,7 @@ from .errors import (
     RequestRejectedError,
     ServerError,
 )
+from .overflow import parse_overflow
 from .redact import redact
 
 # Error bodies are read up to this many bytes: enough for any message.

@@ -37,14 +37,26 @@ from .attachments import LoadedFile, async_load_attachments
 from .capabilities import Feature, ModelCapabilities
 from .chat_completions import RequestSettings, attachment_part
 from .const import LOGGER
-from .errors import InputError, RequestRejectedError, ServerError, TranslatedError
+from .errors import (
+    InputError,
+    ModelError,
+    RequestRejectedError,
+    ServerError,
+    TranslatedError,
+)
 from .evaluate_chat import (
+    REPAIRABLE,
+    STATED_REPAIR,
     STATED_TOLERANCE,
     first_choice,
+    held_label_masses,
+    held_to_labels,
     label_masses,
     logprobs_body,
     stated_answer,
     stated_schema,
+    stated_text,
+    stated_weights,
     top_logprobs,
 )
 from .evaluate_decisions import (
@@ -266,19 +278,40 @@ class Evaluation:
             return None
         self._capabilities.learn_proven(Feature.LOGPROBS)
         raw = label_masses(top, labels)
-        coverage = sum(raw.values())
-        if coverage <= 0:
+        extra: dict[str, Any] = {}
+        if not any(raw.values()):
             self.skipped[question.key].append(
                 "logprobs: no label among the top tokens "
                 f"({', '.join(repr(token) for token in list(top)[:5])})"
             )
-            return None
+            if (held := await self._async_held(question, body, labels)) is None:
+                return None
+            raw, extra["held to the labels"] = held, True
+        coverage = sum(raw.values())
         return Outcome(
             [raw[label] / coverage for label in labels],
             "logprobs",
             raw,
-            {"coverage": coverage},
+            {"coverage": coverage, **extra},
         )
+
+    async def _async_held(
+        self, question: Question, body: dict[str, Any], labels: list[str]
+    ) -> dict[str, float] | None:
+        """Ask again with the answer held to the labels; None when it tells nothing."""
+        if self._capabilities.refuses(Feature.JSON_SCHEMA):
+            return None
+        try:
+            data = await self._async_complete(held_to_labels(body, labels))
+        except RequestRejectedError as err:
+            self.skipped[question.key].append(
+                f"logprobs held to the labels: refused: {err.server_message}"
+            )
+            return None
+        masses = held_label_masses(first_choice(data), labels)
+        if masses is None:
+            self.skipped[question.key].append("logprobs held to the labels: none")
+        return masses
 
     def _no_logprobs(self, question: Question, reason: str) -> None:
         """Remember that the model gives no log-probabilities."""
@@ -305,24 +338,49 @@ class Evaluation:
             attempt,
             on_rejected,
         )
-        stated = stated_answer(first_choice(data), question)
-        probabilities = normalised(
-            question, [stated[n] for n in question.names], STATED_TOLERANCE
-        )
-        return Outcome(
-            probabilities, "stated", stated, {"format": RUNG_NAMES[request.rung]}
-        )
+        extra = {"format": RUNG_NAMES[request.rung]}
+        answer = first_choice(data)
+        try:
+            return _stated_outcome(question, answer, extra)
+        except ModelError as err:
+            if err.translation_key not in REPAIRABLE:
+                raise
+            LOGGER.debug("Asking again for the probabilities: %s", err)
+        body = self._stated_body(question, request, stated_text(answer, question))
+        choice = first_choice(await self._async_complete(body))
+        extra["repaired"] = "asked again"
+        try:
+            return _stated_outcome(question, choice, extra)
+        except ModelError as err:
+            if (
+                err.translation_key not in REPAIRABLE
+                or (weights := stated_weights(choice, question)) is None
+            ):
+                raise
+        # Still out of range: the numbers are weights, a negative one none.
+        extra["repaired"] = "read as weights"
+        raw = dict(zip(question.names, weights, strict=True))
+        return Outcome(weights, "stated", raw, extra)
 
     def _stated_body(
-        self, question: Question, request: StructuredRequest
+        self, question: Question, request: StructuredRequest, answer: str = ""
     ) -> dict[str, Any]:
-        """Return the request for stated probabilities on one rung of the ladder."""
+        """Return the request for stated probabilities on one rung of the ladder.
+
+        With the model's answer that did not fit, it asks once more.
+        """
         prompt = stated_prompt(question)
         if request.instructions:
             prompt = f"{prompt}\n\n{request.instructions}"
+        messages = self._messages(prompt)
+        if answer:
+            messages += [
+                {"role": "assistant", "content": answer},
+                {"role": "user", "content": STATED_REPAIR},
+            ]
         body: dict[str, Any] = {
             "model": self._settings.model,
-            "messages": self._messages(prompt),
+            "messages": messages,
             **self._settings.body(),
         }
         if request.response_format:
@@ -354,6 +412,17 @@ class Evaluation:
             conversation.ConversationTraceEventType.AGENT_DETAIL,
             {"evaluation": detail},
         )
+
+
+def _stated_outcome(
+    question: Question, choice: dict[str, Any], extra: dict[str, Any]
+) -> Outcome:
+    """Return the outcome of a stated answer; raise ModelError where it does not fit."""
+    stated = stated_answer(choice, question)
+    probabilities = normalised(
+        question, [stated[n] for n in question.names], STATED_TOLERANCE
+    )
+    return Outcome(probabilities, "stated", stated, dict(extra))
 
 
 def _evidence_text(task: ai_task.EvaluationTask) -> str:

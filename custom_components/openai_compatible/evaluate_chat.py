@@ -8,7 +8,10 @@ token's distribution, case, space and punctuation variants folded together
 from the top tokens gets 0.
 
 Stated: the model states a probability per option in a JSON object, asked
-through the structured-output ladder (see structured.py).
+through the structured-output ladder (see structured.py). An answer that does
+not fit is asked for once more; one still out of range is read as weights
+(negatives as 0) and scaled, as servers such as llama.cpp do not hold a
+number to its bounds.
 """
 
 from __future__ import annotations
@@ -21,7 +24,23 @@ from .evaluate_questions import Question, probability
 from .json_answer import StructureMismatch, parse_json_answer
 
 TOP_LOGPROBS: Final = 20
+# An answer held to the labels: its quotes and the label, with room to spare.
+HELD_LABEL_TOKENS: Final = 4
 STATED_TOLERANCE: Final = 0.05
+STATED_REPAIR: Final = (
+    "Your answer does not fit: give each option a probability, a number from 0 "
+    "to 1, the numbers adding up to 1, in a JSON object with only the keys asked "
+    "for. Answer again with only the JSON."
+)
+# Errors of a stated answer that asking once more may mend.
+REPAIRABLE: Final = frozenset(
+    {
+        "evaluate_failed",
+        "evaluate_wrong_options",
+        "evaluate_probability_out_of_range",
+        "evaluate_not_normalized",
+    }
+)
 _PUNCTUATION: Final = ".,:;!?()[]\"'`*"
 
 
@@ -69,11 +88,55 @@ def top_logprobs(choice: dict[str, Any]) -> dict[str, float] | None:
 
     None when the server gave no log-probabilities, or only the chosen token's.
     """
+    content = _logprob_content(choice)
+    return _alternatives(content[0]) if content else None
+
+
+def held_label_masses(
+    choice: dict[str, Any], labels: list[str]
+) -> dict[str, float] | None:
+    """Return the labels' masses at the first token of an answer held to them.
+
+    The answer is a JSON string, so the label comes after its opening quote;
+    None when no token's alternatives hold a label.
+    """
+    for entry in _logprob_content(choice) or ():
+        top = _alternatives(entry)
+        if top and sum((masses := label_masses(top, labels)).values()) > 0:
+            return masses
+    return None
+
+
+def held_to_labels(body: dict[str, Any], labels: list[str]) -> dict[str, Any]:
+    """Return the label request again, its answer held to the labels by a schema.
+
+    A server's grammar then leaves the model only the labels to choose from,
+    in their own relative odds, where they were not among its favourites.
+    """
+    return {
+        **body,
+        "max_tokens": HELD_LABEL_TOKENS,
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {
+                "name": "label",
+                "schema": {"type": "string", "enum": labels},
+            },
+        },
+    }
+
+
+def _logprob_content(choice: dict[str, Any]) -> list[Any] | None:
+    """Return the per-token log-probabilities of an answer, if any."""
     logprobs = choice.get("logprobs")
     content = logprobs.get("content") if isinstance(logprobs, dict) else None
-    if not isinstance(content, list) or not content or not isinstance(content[0], dict):
+    return content if isinstance(content, list) and content else None
+
+
+def _alternatives(first: Any) -> dict[str, float] | None:
+    """Return one token's alternatives and their log-probabilities, if it has any."""
+    if not isinstance(first, dict):
         return None
-    first: dict[str, Any] = content[0]
     alternatives = first.get("top_logprobs")
     if not isinstance(alternatives, list) or not alternatives:
         return None
@@ -109,6 +172,33 @@ def label_masses(top: dict[str, float], labels: list[str]) -> dict[str, float]:
 
 def stated_answer(choice: dict[str, Any], question: Question) -> dict[str, float]:
     """Return the stated probability per option name, checked one by one."""
+    value = _stated_values(choice, question)
+    return {name: probability(value[name], question) for name in question.names}
+
+
+def stated_weights(choice: dict[str, Any], question: Question) -> list[float] | None:
+    """Return stated numbers read as weights, scaled to add up to 1.
+
+    For an answer that stays out of range when asked again: a number below 0
+    (a huge negative exponent reads as minus infinity) counts as 0. None when
+    a value is no number, is infinite, or all are 0.
+    """
+    try:
+        value = _stated_values(choice, question)
+    except ModelError:
+        return None
+    numbers = [value[name] for name in question.names]
+    if not all(_is_number(number) for number in numbers):
+        return None
+    weights = [max(float(number), 0.0) for number in numbers]
+    total = sum(weights)
+    if not math.isfinite(total) or total <= 0:
+        return None
+    return [weight / total for weight in weights]
+
+
+def stated_text(choice: dict[str, Any], question: Question) -> str:
+    """Return the text of a stated answer; refuse a refusal or no answer."""
     message = choice.get("message")
     message = message if isinstance(message, dict) else {}
     text = message.get("content")
@@ -116,8 +206,13 @@ def stated_answer(choice: dict[str, Any], question: Question) -> dict[str, float
         if message.get("refusal"):
             raise ModelError("evaluate_refused", question=question.key)
         raise ModelError("no_answer")
+    return text
+
+
+def _stated_values(choice: dict[str, Any], question: Question) -> dict[str, Any]:
+    """Return the JSON object of a stated answer, holding exactly the options."""
     try:
-        value = parse_json_answer(text)
+        value = parse_json_answer(stated_text(choice, question))
     except StructureMismatch as err:
         raise ModelError("evaluate_failed", problem=err.problem) from err
     if not isinstance(value, dict):
@@ -126,4 +221,13 @@ def stated_answer(choice: dict[str, Any], question: Question) -> dict[str, float
         )
     if set(value) != set(question.names):
         raise ModelError("evaluate_wrong_options", question=question.key)
-    return {name: probability(value[name], question) for name in question.names}
+    return value
+
+
+def _is_number(value: Any) -> bool:
+    """Tell whether a JSON value is a number, minus infinity included."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and value < math.inf
+    )

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from itertools import islice
 import json
+import math
 import re
+import sys
 from typing import Any, Final
 
 import probatio
@@ -47,8 +49,24 @@ def validate_result(structure: probatio.Schema, data: Any) -> Any:
         raise StructureMismatch(f"the answer does not fit: {err}") from err
 
 
+# Past this many digits an integer is no float (and past 4,300 Python refuses it).
+_MAX_INT_DIGITS: Final = 309
+
+
+def _integer(text: str) -> int | float:
+    """Return a JSON integer; one too large for a float reads as infinity.
+
+    Like a number with a huge exponent (which reads as infinity too), it is
+    then no finite number, and the answer's check says so.
+    """
+    if len(text.lstrip("-")) > _MAX_INT_DIGITS:
+        return -math.inf if text.startswith("-") else math.inf
+    value = int(text)
+    return value if abs(value) <= sys.float_info.max else math.copysign(math.inf, value)
+
+
 # Models write raw line breaks and tabs inside strings: read them as text.
-_DECODER: Final = json.JSONDecoder(strict=False)
+_DECODER: Final = json.JSONDecoder(strict=False, parse_int=_integer)
 
 
 def schema_instructions(schema: dict[str, Any]) -> str:

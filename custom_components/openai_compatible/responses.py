@@ -260,6 +260,15 @@ def shaped_body(
     return body
 
 
+def _refitted(
+    body: dict[str, Any], err: ContextOverflowError, fit: RequestFit
+) -> dict[str, Any]:
+    """Return the body fitted again after an overflow, its answer limit with it."""
+    return fit.limited(
+        fit.after_overflow(body, err), "max_output_tokens", MIN_OUTPUT_TOKENS
+    )
+
+
 # --- requests and answers in the Chat Completions form ---------------------------
 
 
@@ -419,7 +428,9 @@ class ResponsesAdapter:
         if text_format := responses_format(response_format):
             body["text"] = {**body.get("text", {}), "format": text_format}
         body.update(handling_body(self._options))
-        return body
+        if self._fit is None:
+            return body
+        return self._fit.limited(body, "max_output_tokens", MIN_OUTPUT_TOKENS)
 
     async def async_stream(
         self, chat_log: conversation.ChatLog, body: dict[str, Any]
@@ -451,7 +462,7 @@ class ResponsesAdapter:
             except ContextOverflowError as err:
                 if said or self._fit is None:
                     raise
-                body = self._fit.after_overflow(body, err)
+                body = _refitted(body, err, self._fit)
             else:
                 return
             finally:
@@ -501,7 +512,7 @@ class ResponsesAdapter:
                 except ContextOverflowError as err:
                     if self._fit is None:
                         raise
-                    body = self._fit.after_overflow(body, err)
+                    body = _refitted(body, err, self._fit)
             self._capabilities.learn_proven(Feature.RESPONSES_API)
             yield opened, bool(body.get("stream"))
 

@@ -21,7 +21,6 @@ from homeassistant.helpers.json import json_dumps
 import httpx2
 
 from .citations import CitationFilter
-from .context import parse_overflow
 from .errors import (
     ContextOverflowError,
     MalformedAnswerError,
@@ -29,6 +28,7 @@ from .errors import (
     ServerError,
     TranslatedError,
 )
+from .overflow import parse_overflow
 from .sse import EventStream, async_read_body
 from .think_tags import ThinkTagSplitter
 from .tool_calls import MAX_TOOL_CALLS, PendingCall, too_many_calls

@@ -15,6 +15,7 @@ from conformance.recorder import (
     RecordingProxy,
     compact,
     features_of,
+    last_timings,
     stream_events,
 )
 from simulator import OpenAISimulator
@@ -45,6 +46,20 @@ def test_stream_events_of_text_that_is_not_json() -> None:
     assert events == [{"raw": "hello"}]
     assert count == 1
     assert not done
+
+
+def test_last_timings_of_a_stream_and_of_a_body() -> None:
+    """llama-server's timings come from the last event or the body that has them."""
+    events = [
+        {"choices": [{"delta": {"content": "Hi"}}]},
+        {"choices": [], "timings": {"prompt_n": 3, "cache_n": 90}},
+        {"choices": [], "timings": {"prompt_n": 5, "cache_n": 100}},
+    ]
+    stream = "".join(f"data: {json.dumps(event)}\n\n" for event in events)
+    assert last_timings(stream + "data: [DONE]\n\n") == {"prompt_n": 5, "cache_n": 100}
+    assert last_timings(json.dumps({"timings": {"prompt_n": 1}})) == {"prompt_n": 1}
+    assert last_timings('data: {"timings": broken}\n\n') is None
+    assert last_timings('{"choices": []}') is None
 
 
 def test_features_of_names_routes() -> None:
@@ -105,4 +120,9 @@ async def test_proxy_passes_answers_and_records_them(
     assert second.event_count >= 2
     assert second.as_json()["events"]
     assert "body" not in second.as_json()
+    # The time to the stream's first token, which the recording leaves out.
+    assert second.first_token_seconds is not None
+    assert 0 <= second.first_token_seconds <= second.seconds
+    assert first.first_token_seconds is None
+    assert "first_token_seconds" not in second.as_json()
     assert "events" not in first.as_json()

@@ -1,0 +1,97 @@
+"""Reading a server's context-overflow error: the window it names, the prompt it counted.
+
+Each server says it in its own words (and llama.cpp in fields of its own); an
+error that names no number is still told by its words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import re
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Overflow:
+    """What a server's context-overflow error says, as far as it says it."""
+
+    window: int | None = None
+    prompt_tokens: int | None = None
+
+
+# The most digits a token count in an error text is read with.
+MAX_FIGURE_DIGITS = 9
+_WINDOW = (
+    # OpenAI, vLLM, DeepSeek, Groq, and gateways that pass their text on.
+    re.compile(r"maximum context length is (\d+)", re.IGNORECASE),
+    # llama.cpp server.
+    re.compile(r"available context size \((\d+) tokens?\)", re.IGNORECASE),
+    # LM Studio.
+    re.compile(r"context length of only (\d+)", re.IGNORECASE),
+    # Mistral.
+    re.compile(r"with (\d+) maximum context length", re.IGNORECASE),
+    # Gemini.
+    re.compile(r"maximum number of tokens allowed \((\d+)\)", re.IGNORECASE),
+    # Anthropic's wording, behind a gateway.
+    re.compile(r"tokens > (\d+) maximum", re.IGNORECASE),
+    # Text Generation Inference.
+    re.compile(r"max_new_tokens` must be <= (\d+)", re.IGNORECASE),
+)
+_PROMPT = (
+    re.compile(r"your messages resulted in (\d+) tokens", re.IGNORECASE),
+    re.compile(r"\((\d+) in the messages", re.IGNORECASE),
+    re.compile(r"your request has (\d+) input tokens", re.IGNORECASE),
+    re.compile(r"request \((\d+) tokens\) exceeds", re.IGNORECASE),
+    re.compile(r"keep the first (\d+) tokens", re.IGNORECASE),
+    re.compile(r"prompt contains (\d+) tokens", re.IGNORECASE),
+    re.compile(r"input token count \((\d+)\)", re.IGNORECASE),
+    re.compile(r"prompt is too long: (\d+) tokens", re.IGNORECASE),
+    re.compile(r"given: (\d+) `inputs` tokens", re.IGNORECASE),
+)
+# Words of an overflow error that names no number.
+_OVERFLOW_WORDS = (
+    "context_length_exceeded",
+    "exceed_context_size",
+    "context length",
+    "context window",
+    "context size",
+    "prompt is too long",
+    "input is too long",
+    "too many tokens",
+    "reduce the length of the messages",
+)
+
+
+def parse_overflow(message: str, body: Any = None) -> Overflow | None:
+    """Return what a context-overflow error says; None for any other error."""
+    details = body.get("error", body) if isinstance(body, dict) else None
+    if not isinstance(details, dict):
+        details = {}
+    window = _first_number(_WINDOW, message) or _positive(details.get("n_ctx"))
+    prompt = _first_number(_PROMPT, message) or _positive(
+        details.get("n_prompt_tokens")
+    )
+    if window is None and prompt is None:
+        words = f"{message} {details.get('code')} {details.get('type')}".lower()
+        if not any(word in words for word in _OVERFLOW_WORDS):
+            return None
+    return Overflow(window, prompt)
+
+
+def _first_number(patterns: tuple[re.Pattern[str], ...], text: str) -> int | None:
+    """Return the number the first matching pattern captures.
+
+    A figure longer than any token count is no figure (and Python would
+    refuse to read one of thousands of digits).
+    """
+    for pattern in patterns:
+        if (match := pattern.search(text)) and len(match[1]) <= MAX_FIGURE_DIGITS:
+            return int(match[1])
+    return None
+
+
+def _positive(value: Any) -> int | None:
+    """Return a positive integer field, or None."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
