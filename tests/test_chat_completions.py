@@ -297,7 +297,7 @@ async def test_a_proxy_outage_is_not_taken_for_a_refusal(
 
     result = await converse(hass, "Hello")
 
-    assert "Upstream server is not available" in speech(result)
+    assert "A proxy in front of the model server answered 502" in speech(result)
     assert len(simulator.chat_requests()) == 1
     model = entry.runtime_data.capabilities.model("gpt-4o-mini")
     assert not model.lessons.refused

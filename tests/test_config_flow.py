@@ -498,6 +498,49 @@ async def test_failing_server(
     ]
 
 
+async def test_redirecting_server_is_told_and_not_followed(
+    hass: HomeAssistant, simulator: OpenAISimulator
+) -> None:
+    """A redirect names where it leads (no credentials, no query); no key goes there."""
+    async with served(OpenAISimulator()) as elsewhere:
+        where = elsewhere.base_url
+        target = where.replace("://", "://user:secret@", 1)
+        for route in ("/models", "/chat/completions"):
+            simulator.enqueue(
+                route, status=307, headers={"Location": f"{target}{route}?key=abc#x"}
+            )
+        result = await _connect_form(hass, PROVIDER_CUSTOM)
+        result = await hass.config_entries.flow.async_configure(
+            result["flow_id"],
+            {CONF_BASE_URL: simulator.base_url, CONF_API_KEY: TEST_API_KEY},
+        )
+        assert not elsewhere.requests
+    assert result["errors"] == {"base": "redirected"}
+    told = result["description_placeholders"]
+    assert (told["status"], told["location"]) == ("307", f"{where}/chat/completions")
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [(502, "gateway_failed"), (503, "server_unavailable"), (500, "server_failed")],
+)
+async def test_error_page_is_told_by_its_status(
+    hass: HomeAssistant, simulator: OpenAISimulator, status: int, error: str
+) -> None:
+    """A proxy's HTML page says what its status means, not the page's text."""
+    page = f"<html><body><h1>{status} Bad Gateway</h1>nginx</body></html>"
+    for route in ("/models", "/chat/completions"):
+        simulator.enqueue(
+            route, status=status, raw=page, headers={"Content-Type": "text/html"}
+        )
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: simulator.base_url}
+    )
+    assert result["errors"] == {"base": error}
+    assert result["description_placeholders"]["status"] == str(status)
+
+
 # --- servers without a models endpoint --------------------------------------
 
 

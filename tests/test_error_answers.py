@@ -11,12 +11,14 @@ import pytest
 from custom_components.openai_compatible.capabilities import Feature
 from custom_components.openai_compatible.error_answers import (
     MAX_ERROR_BYTES,
-    MAX_SHOWN_CHARACTERS,
     Rejection,
     classify_rejection,
     error_for_status,
-    error_text,
     retry_after,
+)
+from custom_components.openai_compatible.error_text import (
+    MAX_SHOWN_CHARACTERS,
+    error_text,
     shown,
 )
 from custom_components.openai_compatible.errors import (
@@ -336,7 +338,10 @@ def test_retry_after() -> None:
         (404, {}, b"model " * 10_000, RequestRejectedError, "api_error"),
         (404, {}, b"Not Found", RequestRejectedError, "api_error"),
         (501, {}, b"Not Implemented", RequestRejectedError, "api_error"),
-        (503, {}, b"", ServerError, "api_error"),
+        (503, {}, b"", ServerError, "server_unavailable"),
+        (502, {}, b"<html>Bad Gateway</html>", ServerError, "gateway_failed"),
+        (500, {"content-type": "text/html"}, b"Oops", ServerError, "server_failed"),
+        (500, {}, b"CUDA out of memory", ServerError, "api_error"),
     ],
 )
 def test_error_for_status(
@@ -381,10 +386,22 @@ def test_an_overflow_is_not_a_refused_feature() -> None:
     assert isinstance(error, ContextOverflowError)
 
 
-def test_empty_body_names_the_status() -> None:
-    """With no words from the server, the user still reads what happened."""
-    error = error_for_status(502, {}, b"")
-    assert error.translation_placeholders == {"message": "HTTP 502"}
+@pytest.mark.parametrize(
+    ("status", "body", "key", "placeholders"),
+    [
+        (502, b"", "gateway_failed", {"status": "502"}),
+        (400, b"", "api_error", {"message": "HTTP 400 Bad Request"}),
+        (404, b"<h1>Gone, gone</h1>", "api_error", {"message": "HTTP 404 Not Found"}),
+        (499, b"<p>Client closed</p>", "api_error", {"message": "HTTP 499"}),
+    ],
+)
+def test_no_words_or_a_page_name_the_status(
+    status: int, body: bytes, key: str, placeholders: dict[str, str]
+) -> None:
+    """With no words from the server, or only a page, the status tells."""
+    error = error_for_status(status, {}, body)
+    assert error.translation_key == key
+    assert error.translation_placeholders == placeholders
 
 
 @pytest.mark.parametrize(

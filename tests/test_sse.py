@@ -126,7 +126,17 @@ async def test_event_stream_is_lenient_where_nothing_is_lost(
     assert done
     events, _ = await read_events(b'data: {"c": "\xff"}\n\ndata: not json\n\n')
     assert events == [{"c": "\ufffd"}]
-    assert "not JSON: b'not json'" in caplog.text
+    assert "not JSON: 'not json'" in caplog.text
+
+
+async def test_skipped_stream_data_is_logged_without_keys(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Data that is not JSON is logged, but never the bearer token it quotes."""
+    caplog.set_level(logging.DEBUG)
+    events, _ = await read_events(b"data: Bearer abcdefghijklmnop rejected\n\n")
+    assert events == []
+    assert "not JSON: 'Bearer *** rejected'" in caplog.text
 
 
 async def test_event_stream_refuses_what_is_not_an_object() -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from homeassistant.core import HomeAssistant
+import httpx2
 import pytest
 
+from custom_components.openai_compatible import transport as transport_module
 from custom_components.openai_compatible.errors import RequestRejectedError, ServerError
 from custom_components.openai_compatible.transport import Budget, Transport
 from simulator import OpenAISimulator
@@ -91,3 +93,31 @@ async def test_error_bodies_of_any_shape(
         assert err.value.translation_placeholders == {"message": message}
     if status in (400, 404, 422):
         assert isinstance(err.value, RequestRejectedError)
+
+
+@pytest.mark.parametrize(
+    ("location", "key", "placeholders"),
+    [
+        (
+            "https://u:p@other.example/v1/x?k=1#f",
+            "redirected",
+            {"status": "301", "location": "https://other.example/v1/x"},
+        ),
+        ("::::", "redirected_nowhere", {"status": "301"}),
+        (None, "redirected_nowhere", {"status": "301"}),
+    ],
+)
+def test_a_redirect_names_where_it_leads_if_it_can(
+    location: str | None, key: str, placeholders: dict[str, str]
+) -> None:
+    """Where a redirect leads is told bare, and only when it is an address."""
+    response = httpx2.Response(
+        301,
+        headers={} if location is None else {"Location": location},
+        request=httpx2.Request("POST", "http://server.example/v1/chat/completions"),
+    )
+    error = transport_module.redirected(response)
+    assert (error.translation_key, error.translation_placeholders) == (
+        key,
+        placeholders,
+    )

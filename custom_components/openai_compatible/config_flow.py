@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 import ipaddress
 import logging
-from typing import Any, override
+from typing import Any, Final, override
 
 from homeassistant import data_entry_flow
 from homeassistant.config_entries import (
@@ -147,6 +147,28 @@ def _is_loopback(base_url: str) -> bool:
         return host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+# Server errors the connect step tells in its own words, with their placeholders.
+_TOLD_ERRORS: Final = frozenset(
+    {
+        "redirected",
+        "redirected_nowhere",
+        "gateway_failed",
+        "server_unavailable",
+        "server_failed",
+    }
+)
+
+
+def _flow_error(err: ServerError, placeholders: dict[str, str]) -> str:
+    """Return the form's error for a server error; fill in its placeholders."""
+    given = err.translation_placeholders or {}
+    if (key := err.translation_key) is not None and key in _TOLD_ERRORS:
+        placeholders.update(given)
+        return key
+    placeholders["message"] = given.get("message", "")
+    return "api_error"
 
 
 def _api_key_field(required: bool) -> probatio.Marker:
@@ -459,10 +481,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         except RateLimitedError:
             errors["base"] = "rate_limited"
         except ServerError as err:
-            errors["base"] = "api_error"
-            placeholders["message"] = (err.translation_placeholders or {}).get(
-                "message", ""
-            )
+            errors["base"] = _flow_error(err, placeholders)
         except Exception:
             _LOGGER.exception("Unexpected error while connecting to the server")
             errors["base"] = "unknown"

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-import html
 import json
 import math
 import re
@@ -22,6 +21,7 @@ from typing import Any, Final
 
 from .capabilities import Feature
 from .const import LOGGER
+from .error_text import error_text, is_page, shown, status_line
 from .errors import (
     AuthError,
     ContextOverflowError,
@@ -30,20 +30,10 @@ from .errors import (
     ServerError,
 )
 from .overflow import parse_overflow
+from .redact import redact
 
-# Shown to users at most this long; the whole text goes to the debug log.
-MAX_SHOWN_CHARACTERS: Final = 200
 # Error bodies are read up to this many bytes: enough for any message.
 MAX_ERROR_BYTES: Final = 64 * 1024
-
-# Markup is removed in time linear in the text: a hostile error page of many
-# unclosed tags must not block the event loop.
-_BLOCK_OPEN: Final = re.compile(r"<(script|style)\b", re.IGNORECASE)
-_BLOCK_CLOSE: Final = {
-    kind: re.compile(rf"</{kind}\s*>", re.IGNORECASE) for kind in ("script", "style")
-}
-_TAG: Final = re.compile(r"<[^<>]*>")
-_SPACES: Final = re.compile(r"\s+")
 
 # A chat template that takes text only, given content parts: as said, and as
 # a JSON error body escapes it.
@@ -257,82 +247,6 @@ def answer_error(message: str, *, tools: bool) -> ServerError:
     return ServerError("api_error", message=message)
 
 
-def error_text(body: bytes) -> str:
-    """Return the human part of an error body, whatever its shape.
-
-    OpenAI's ``error.message``, FastAPI's ``detail`` (each problem with where
-    it is), a ``message`` field, or the text itself with any HTML removed.
-    """
-    text = body.decode("utf-8", errors="replace")
-    try:
-        data = json.loads(text)
-    except ValueError, RecursionError:
-        return _plain(text)
-    return _plain(_message_in(data) or text)
-
-
-def _message_in(data: Any) -> str | None:
-    """Return the message of a parsed error body, if it has one we know."""
-    if not isinstance(data, dict):
-        return data if isinstance(data, str) else None
-    inner = data.get("error", data)
-    if isinstance(inner, str):
-        return inner
-    if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-        return str(inner["message"])
-    for key in ("message", "detail"):
-        value = data.get(key)
-        if isinstance(value, str):
-            return value
-        if key == "detail" and isinstance(value, list):
-            return "; ".join(_problem(item) for item in value)
-    return None
-
-
-def _problem(item: Any) -> str:
-    """Return one FastAPI validation problem as 'where: what'."""
-    if not isinstance(item, dict):
-        return str(item)
-    where = ".".join(str(part) for part in item.get("loc") or ())
-    message = str(item.get("msg", ""))
-    return f"{where}: {message}" if where else message
-
-
-def _plain(text: str) -> str:
-    """Return text without markup, on one line."""
-    return _SPACES.sub(" ", html.unescape(_TAG.sub(" ", _without_blocks(text)))).strip()
-
-
-def _without_blocks(text: str) -> str:
-    """Return text without its script and style blocks, in linear time.
-
-    A block that is never closed stays (its tags go later); once a kind has
-    no closing tag left, later blocks of that kind are not searched again.
-    """
-    kept: list[str] = []
-    position = 0
-    unclosed: set[str] = set()
-    for opening in _BLOCK_OPEN.finditer(text):
-        kind = opening[1].lower()
-        if opening.start() < position or kind in unclosed:
-            continue
-        closing = _BLOCK_CLOSE[kind].search(text, opening.end())
-        if closing is None:
-            unclosed.add(kind)
-            continue
-        kept.append(text[position : opening.start()])
-        position = closing.end()
-    kept.append(text[position:])
-    return " ".join(kept)
-
-
-def shown(text: str) -> str:
-    """Return an error text cut to a length users can read."""
-    if len(text) <= MAX_SHOWN_CHARACTERS:
-        return text
-    return text[: MAX_SHOWN_CHARACTERS - 1].rstrip() + "…"
-
-
 # Words of a 401/403 that is about one model or feature, not about the key.
 _PERMISSION: Final = (
     "missing scopes",
@@ -360,13 +274,16 @@ def error_for_status(
 ) -> ServerError:
     """Return our translated error for an error answer of the server.
 
-    Only the first MAX_ERROR_BYTES count, also where a client read more.
+    Only the first MAX_ERROR_BYTES count, also where a client read more. An
+    error page (HTML) is told by its status; its first words are only logged.
     """
     body = body[:MAX_ERROR_BYTES]
-    raw = body.decode("utf-8", errors="replace")
-    text = error_text(body)
-    LOGGER.debug("%s answered %s: %s", path or "The server", status, text)
-    message = shown(text) or f"HTTP {status}"
+    raw = redact(body.decode("utf-8", errors="replace"))
+    text = redact(error_text(body))
+    page = is_page(headers, raw)
+    logged = shown(text) if page else text
+    LOGGER.debug("%s answered %s: %s", path or "The server", status, logged)
+    message = shown(text) if text and not page else status_line(status)
     lowered = raw.casefold()
     if status in (401, 403):
         if any(words in lowered for words in _PERMISSION):
@@ -390,7 +307,19 @@ def error_for_status(
     if 400 <= status < 500 or status == 501:
         # 501: the server does not implement what was asked, it is not down.
         return RequestRejectedError(message, status=status)
+    if page or not text:
+        return _failed(status)
     return ServerError("api_error", message=message)
+
+
+def _failed(status: int) -> ServerError:
+    """Return the error of a failure that says nothing but its status."""
+    if status in (502, 504):
+        # A proxy or gateway answered for the server behind it.
+        return ServerError("gateway_failed", status=str(status))
+    if status == 503:
+        return ServerError("server_unavailable", status=str(status))
+    return ServerError("server_failed", status=str(status))
 
 
 def _names_missing_model(text: str) -> bool:

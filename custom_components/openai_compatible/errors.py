@@ -16,17 +16,24 @@ from homeassistant.exceptions import HomeAssistantError
 
 from .capabilities import Feature
 from .const import DOMAIN
+from .redact import redact
 
 
 class TranslatedError(HomeAssistantError):
-    """An error whose message comes from our translations."""
+    """An error whose message comes from our translations.
+
+    Its placeholders may quote a server: keys are removed from them.
+    """
 
     def __init__(self, key: str, **placeholders: str) -> None:
         """Create the error from a translation key of ours."""
         super().__init__(
             translation_domain=DOMAIN,
             translation_key=key,
-            translation_placeholders=placeholders or None,
+            translation_placeholders={
+                name: redact(value) for name, value in placeholders.items()
+            }
+            or None,
         )
 
 
@@ -76,7 +83,7 @@ class RequestRejectedError(ServerError):
     ) -> None:
         """Keep the server's message, its status and what it refused."""
         super().__init__(_REFUSAL_KEYS.get(feature, "api_error"), message=message)
-        self.server_message = message
+        self.server_message = redact(message)
         self.feature = feature
         self.general = general
         self.status = status

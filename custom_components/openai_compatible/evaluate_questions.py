@@ -13,7 +13,7 @@ from typing import Any, Final, Literal
 
 from homeassistant.components import ai_task
 
-from .error_answers import shown
+from .error_text import shown
 from .errors import ModelError
 
 type Path = Literal["decisions", "logprobs", "stated"]

@@ -16,6 +16,7 @@ from homeassistant.util.json import json_loads
 
 from .const import LOGGER
 from .errors import MalformedAnswerError, ServerError
+from .redact import redact
 
 # The longest line of an event stream we read.
 MAX_LINE_BYTES = 1024 * 1024
@@ -179,7 +180,8 @@ class EventStream:
             return [_object(json_loads(data.decode("utf-8", "replace")))]
         except ValueError:
             LOGGER.debug(
-                "Skipping stream data that is not JSON: %r", data[:_LOGGED_BYTES]
+                "Skipping stream data that is not JSON: %r",
+                redact(data[:_LOGGED_BYTES].decode("utf-8", "replace")),
             )
             return []
 

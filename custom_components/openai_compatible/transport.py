@@ -2,9 +2,11 @@
 
 Requests go over Home Assistant's shared HTTP client as plain JSON, or as a
 form with files for uploads. Every round trip has a deadline for sending and
-reading the whole answer; a 429 or 503 that says when to come back is retried
-once that time has come, if the round trip's retry budget allows; nothing else
-is retried. Error bodies are read up to a cap, and every error becomes our
+reading the whole answer; a redirect is never followed (it would take the
+key elsewhere) but told, with where it leads; a 429 or 503 that says when to come back is retried
+once that time has come, at most twice and never sooner than 0.5 s, then 1 s
+(whatever the server says), if the round trip's retry budget allows; nothing
+else is retried. Error bodies are read up to a cap, and every error becomes our
 translated error (see api.error_for_status).
 """
 
@@ -26,12 +28,16 @@ import httpx2
 from .capabilities import Feature
 from .const import LOGGER
 from .error_answers import MAX_ERROR_BYTES, error_for_status, retry_after
+from .error_text import shown
 from .errors import ConnectError, ServerError
+from .redact import remember_key
 from .sse import MAX_ANSWER_BYTES, async_read_body
 
 # Local servers ignore the key, but some gateways insist on the header.
 PLACEHOLDER_API_KEY: Final = "no-key"
 _RETRY_STATUSES: Final = frozenset({429, 503})
+# The least wait before each retry of a round trip, and so how many it gets.
+RETRY_MIN_WAITS: Final = (0.5, 1.0)
 
 # Files of a form: (field, (file name, content[, media type])); without a
 # media type, the file name's extension tells it.
@@ -121,6 +127,7 @@ class Transport:
             "Accept": "application/json",
         }
         self._on_reachable = on_reachable
+        remember_key(api_key)
 
     def url(self, path: str) -> str:
         """Return the URL of a path under the base URL (or the server root: '//')."""
@@ -201,18 +208,22 @@ class Transport:
 
         With `files`, the body's fields go as a multipart form next to them.
         Error answers become our translated errors; a 429 or 503 is retried
-        when it says when and the budget allows. The answer is closed on exit.
+        when it says when and the budget allows (see RETRY_MIN_WAITS). The
+        answer is closed on exit.
         """
         loop = asyncio.get_running_loop()
         deadline_at = loop.time() + budget.deadline
         retry_left = budget.retry_wait
         payload = _payload(body, files)
-        while True:
+        for least in (*RETRY_MIN_WAITS, None):
             response = await self._async_send(method, path, payload, deadline_at)
             if response.status_code < 400:
                 break
-            error, wait = await self._async_error(response, path, sent, deadline_at)
-            if wait is None or wait > retry_left or loop.time() + wait > deadline_at:
+            error, asked = await self._async_error(response, path, sent, deadline_at)
+            if asked is None or least is None:
+                raise error
+            wait = max(asked, least)
+            if wait > retry_left or loop.time() + wait > deadline_at:
                 raise error
             LOGGER.debug("%s answered %s; retrying in %s s", path, error, wait)
             retry_left -= wait
@@ -249,6 +260,9 @@ class Transport:
             self._reachable(False)
             raise ConnectError("cannot_connect") from err
         self._reachable(True)
+        if 300 <= response.status_code < 400:
+            await response.aclose()
+            raise redirected(response)
         return response
 
     async def _async_error(
@@ -277,6 +291,25 @@ class Transport:
         """Tell the entry whether the server answers at all."""
         if self._on_reachable is not None:
             self._on_reachable(reachable)
+
+
+def redirected(response: httpx2.Response) -> ServerError:
+    """Return the error of a redirect, naming where it leads (not followed).
+
+    Following it would send the key to another address; the address is told
+    without its credentials, query or fragment.
+    """
+    location = response.headers.get("location")
+    if location is None:
+        return ServerError("redirected_nowhere", status=str(response.status_code))
+    try:
+        target = response.url.join(location)
+    except httpx2.InvalidURL:
+        return ServerError("redirected_nowhere", status=str(response.status_code))
+    bare = target.copy_with(username=None, password=None, query=None, fragment=None)
+    return ServerError(
+        "redirected", status=str(response.status_code), location=shown(str(bare))
+    )
 
 
 def _payload(body: Mapping[str, Any] | None, files: FormFiles | None) -> dict[str, Any]:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
+from typing import Any
 
 from homeassistant.components import conversation
+from homeassistant.components.conversation import trace
 from homeassistant.const import CONF_LLM_HASS_API, STATE_UNAVAILABLE
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import intent
@@ -13,17 +17,18 @@ import pytest
 from pytest_homeassistant_custom_component.common import async_fire_time_changed
 
 from custom_components.openai_compatible.const import CONF_TIMEOUT
-from custom_components.openai_compatible.error_answers import (
-    MAX_ERROR_BYTES,
-    MAX_SHOWN_CHARACTERS,
-)
+from custom_components.openai_compatible.error_answers import MAX_ERROR_BYTES
+from custom_components.openai_compatible.error_text import MAX_SHOWN_CHARACTERS
 from custom_components.openai_compatible.health import CHECK_INTERVAL
+from custom_components.openai_compatible.transport import RETRY_MIN_WAITS
 from simulator import OpenAISimulator, Pause, sse_text
 
 from .conftest import FaultHarnessFactory
 
 CHAT = "/chat/completions"
 NO_TOOLS = {CONF_LLM_HASS_API: []}
+SECRET_KEY = "hunter2-correct-horse-battery"
+OTHER_TOKEN = "sk-proj-abcdefghijklmnop0123"
 
 
 def speech(result: conversation.ConversationResult) -> str:
@@ -63,6 +68,27 @@ async def test_a_rate_limit_that_says_when_is_waited_out(
     assert len(harness.faulty.chat_requests()) == 2
 
 
+@pytest.mark.parametrize(
+    "retry_after", ["0", "-5", "Wed, 21 Oct 2015 07:28:00 GMT"], ids=str
+)
+async def test_a_rate_limit_that_says_now_is_retried_twice_at_most(
+    fault_harness: FaultHarnessFactory, retry_after: str
+) -> None:
+    """'Come back now' (or in the past) gets two retries, 0.5 s then 1 s apart."""
+    assert RETRY_MIN_WAITS == (0.5, 1.0)
+    harness = await fault_harness(conversation=NO_TOOLS)
+    for _ in range(3):
+        harness.faulty.enqueue(CHAT, status=429, headers={"Retry-After": retry_after})
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    result = await harness.run(harness.converse("Hi"))
+
+    assert failed(result)
+    assert len(harness.faulty.chat_requests()) == 3
+    assert loop.time() - started >= sum(RETRY_MIN_WAITS)
+
+
 async def test_a_voice_turn_does_not_wait_long(
     fault_harness: FaultHarnessFactory,
 ) -> None:
@@ -87,17 +113,49 @@ async def test_nothing_else_is_retried(fault_harness: FaultHarnessFactory) -> No
     assert len(harness.faulty.chat_requests()) == 1
 
 
-async def test_an_error_page_is_shown_short_and_plain(
+async def test_an_error_message_is_shown_short_and_plain(
     fault_harness: FaultHarnessFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """HTML is stripped and the text cut; the whole text goes to the debug log."""
+    """A server's long message is cut; the whole text goes to the debug log."""
     assert MAX_SHOWN_CHARACTERS == 200
+    words = " ".join(f"word{index}" for index in range(400))
+    harness = await fault_harness(conversation=NO_TOOLS)
+    harness.faulty.enqueue(CHAT, status=500, json={"error": {"message": words}})
+
+    with caplog.at_level(logging.DEBUG):
+        result = await harness.run(harness.converse("Hi"))
+
+    said = speech(result)
+    assert "word0 word1" in said
+    shown = said.split(": ", 1)[1]
+    assert len(shown) <= MAX_SHOWN_CHARACTERS
+    assert shown.endswith("…")
+    assert "word399" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("status", "told"),
+    [
+        (502, "A proxy in front of the model server answered 502"),
+        (504, "A proxy in front of the model server answered 504"),
+        (503, "The model server answered 503: it cannot take requests now"),
+        (500, "The model server answered 500: it failed while handling"),
+    ],
+)
+async def test_an_error_page_is_told_by_its_status(
+    fault_harness: FaultHarnessFactory,
+    caplog: pytest.LogCaptureFixture,
+    status: int,
+    told: str,
+) -> None:
+    """An HTML page is told by its status; its first words go to the debug log."""
     words = " ".join(f"word{index}" for index in range(400))
     harness = await fault_harness(conversation=NO_TOOLS)
     harness.faulty.enqueue(
         CHAT,
-        status=502,
-        raw=f"<html><head><style>p {{}}</style></head><body><p>{words}</p></body>",
+        status=status,
+        raw=f"<html><head><style>p {{}}</style></head><body><h1>{status} Bad"
+        f" Gateway</h1><p>{words} Bearer {SECRET_KEY}</p></body>",
         headers={"Content-Type": "text/html"},
     )
 
@@ -105,13 +163,28 @@ async def test_an_error_page_is_shown_short_and_plain(
         result = await harness.run(harness.converse("Hi"))
 
     said = speech(result)
-    assert "<" not in said
-    assert "{}" not in said
-    assert "word0 word1" in said
-    shown = said.split(": ", 1)[1]
-    assert len(shown) <= MAX_SHOWN_CHARACTERS
-    assert shown.endswith("…")
-    assert "word399" in caplog.text
+    assert failed(result)
+    assert said.startswith(told), said
+    assert "word" not in said
+    assert "Bad Gateway" not in said
+    assert f"{status} Bad Gateway word0 word1" in caplog.text
+    assert "word399" not in caplog.text
+    assert "{}" not in caplog.text
+
+
+async def test_a_page_refusing_a_request_is_told_by_its_status(
+    fault_harness: FaultHarnessFactory,
+) -> None:
+    """A 4xx page is a refusal told as `HTTP 404 Not Found`, not the page."""
+    harness = await fault_harness(conversation=NO_TOOLS)
+    harness.faulty.enqueue(
+        CHAT, status=404, raw="<html><body>Oops, page xyz went missing</body></html>"
+    )
+
+    result = await harness.run(harness.converse("Hi"))
+
+    assert failed(result)
+    assert speech(result).endswith(": HTTP 404 Not Found")
 
 
 async def test_an_endless_error_body_is_read_only_in_part(
@@ -187,3 +260,84 @@ async def test_simulator_restarts_on_its_port(simulator: OpenAISimulator) -> Non
     await simulator.stop()
     await simulator.start(port=port)
     assert simulator.base_url == url
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"status": 400, "raw": f"Bad header 'Authorization: Bearer {SECRET_KEY}'"},
+        {
+            "status": 401,
+            "json": {"error": {"message": f"key {SECRET_KEY} is not {OTHER_TOKEN}"}},
+        },
+        {
+            "sse": [{"error": {"message": f"Bearer {SECRET_KEY} or {OTHER_TOKEN}"}}],
+        },
+    ],
+    ids=["400 quoting the header", "401 quoting the key", "stream error event"],
+)
+async def test_a_key_quoted_back_is_never_shown(
+    fault_harness: FaultHarnessFactory,
+    caplog: pytest.LogCaptureFixture,
+    answer: dict[str, Any],
+) -> None:
+    """The entry's key and bearer tokens are neither spoken, traced nor logged."""
+    harness = await fault_harness(conversation=NO_TOOLS, api_key=SECRET_KEY)
+    harness.faulty.enqueue(CHAT, **answer)
+
+    with caplog.at_level(logging.DEBUG):
+        result = await harness.run(harness.converse("Hi"))
+
+    assert failed(result)
+    traced = json.dumps(trace.async_get_traces()[-1].as_dict(), default=str)
+    for text in (speech(result), caplog.text, traced):
+        assert SECRET_KEY not in text
+        assert OTHER_TOKEN not in text
+    assert harness.faulty.requests[-1].headers["authorization"].endswith(SECRET_KEY)
+
+
+async def test_a_redirect_is_told_and_never_followed(
+    fault_harness: FaultHarnessFactory,
+) -> None:
+    """A 307 names where it leads, without credentials or query; no key goes there."""
+    harness = await fault_harness(conversation=NO_TOOLS, api_key=SECRET_KEY)
+    target = harness.healthy.base_url.replace("://", "://user:pw@", 1)
+    harness.faulty.enqueue(
+        CHAT, status=307, headers={"Location": f"{target}{CHAT}?key=abc#part"}
+    )
+
+    result = await harness.run(harness.converse("Hi"))
+
+    assert failed(result)
+    assert speech(result) == (
+        "The model server redirects the request (307) to "
+        f"{harness.healthy.base_url}{CHAT}. The request is not sent on, as the API "
+        "key would go with it: if that is the right server, enter its address as "
+        "the server URL"
+    )
+    sent = [
+        request.headers.get("authorization") for request in harness.healthy.requests
+    ]
+    assert f"Bearer {SECRET_KEY}" not in sent
+
+
+@pytest.mark.parametrize(
+    ("headers", "told"),
+    [
+        ({"Location": "/elsewhere/v1"}, "to http://127.0.0.1:{port}/elsewhere/v1."),
+        ({}, "with a redirect (308) without saying where to"),
+    ],
+    ids=["relative", "no location"],
+)
+async def test_a_redirect_says_where_it_leads_if_it_can(
+    fault_harness: FaultHarnessFactory, headers: dict[str, str], told: str
+) -> None:
+    """A relative Location is told as an address; none at all, as no address."""
+    harness = await fault_harness(conversation=NO_TOOLS)
+    port = harness.faulty.base_url.rsplit(":", 1)[1].split("/")[0]
+    harness.faulty.enqueue(CHAT, status=308, headers=headers)
+
+    result = await harness.run(harness.converse("Hi"))
+
+    assert failed(result)
+    assert told.format(port=port) in speech(result)

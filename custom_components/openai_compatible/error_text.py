@@ -1,0 +1,118 @@
+"""The human part of an error answer: its message, without markup, cut to show.
+
+Servers wrap their words in OpenAI's error object, FastAPI's ``{"detail":
+[...]}``, a gateway's rewrapped text, HTML or plain text; markup is removed
+in time linear in the text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+import html
+from http import HTTPStatus
+import json
+import re
+from typing import Any, Final
+
+# Shown to users at most this long; the whole text (of a page, these first
+# characters) goes to the debug log.
+MAX_SHOWN_CHARACTERS: Final = 200
+
+# Markup is removed in time linear in the text: a hostile error page of many
+# unclosed tags must not block the event loop.
+_BLOCK_OPEN: Final = re.compile(r"<(script|style)\b", re.IGNORECASE)
+_BLOCK_CLOSE: Final = {
+    kind: re.compile(rf"</{kind}\s*>", re.IGNORECASE) for kind in ("script", "style")
+}
+_TAG: Final = re.compile(r"<[^<>]*>")
+_SPACES: Final = re.compile(r"\s+")
+
+
+def error_text(body: bytes) -> str:
+    """Return the human part of an error body, whatever its shape.
+
+    OpenAI's ``error.message``, FastAPI's ``detail`` (each problem with where
+    it is), a ``message`` field, or the text itself with any HTML removed.
+    """
+    text = body.decode("utf-8", errors="replace")
+    try:
+        data = json.loads(text)
+    except ValueError, RecursionError:
+        return _plain(text)
+    return _plain(_message_in(data) or text)
+
+
+def _message_in(data: Any) -> str | None:
+    """Return the message of a parsed error body, if it has one we know."""
+    if not isinstance(data, dict):
+        return data if isinstance(data, str) else None
+    inner = data.get("error", data)
+    if isinstance(inner, str):
+        return inner
+    if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+        return str(inner["message"])
+    for key in ("message", "detail"):
+        value = data.get(key)
+        if isinstance(value, str):
+            return value
+        if key == "detail" and isinstance(value, list):
+            return "; ".join(_problem(item) for item in value)
+    return None
+
+
+def _problem(item: Any) -> str:
+    """Return one FastAPI validation problem as 'where: what'."""
+    if not isinstance(item, dict):
+        return str(item)
+    where = ".".join(str(part) for part in item.get("loc") or ())
+    message = str(item.get("msg", ""))
+    return f"{where}: {message}" if where else message
+
+
+def _plain(text: str) -> str:
+    """Return text without markup, on one line."""
+    return _SPACES.sub(" ", html.unescape(_TAG.sub(" ", _without_blocks(text)))).strip()
+
+
+def _without_blocks(text: str) -> str:
+    """Return text without its script and style blocks, in linear time.
+
+    A block that is never closed stays (its tags go later); once a kind has
+    no closing tag left, later blocks of that kind are not searched again.
+    """
+    kept: list[str] = []
+    position = 0
+    unclosed: set[str] = set()
+    for opening in _BLOCK_OPEN.finditer(text):
+        kind = opening[1].lower()
+        if opening.start() < position or kind in unclosed:
+            continue
+        closing = _BLOCK_CLOSE[kind].search(text, opening.end())
+        if closing is None:
+            unclosed.add(kind)
+            continue
+        kept.append(text[position : opening.start()])
+        position = closing.end()
+    kept.append(text[position:])
+    return " ".join(kept)
+
+
+def shown(text: str) -> str:
+    """Return an error text cut to a length users can read."""
+    if len(text) <= MAX_SHOWN_CHARACTERS:
+        return text
+    return text[: MAX_SHOWN_CHARACTERS - 1].rstrip() + "…"
+
+
+def is_page(headers: Mapping[str, str], raw: str) -> bool:
+    """Tell whether an error answer is a web page rather than an API error."""
+    kind = headers.get("content-type", "").casefold()
+    return "html" in kind or raw.lstrip()[:1] == "<"
+
+
+def status_line(status: int) -> str:
+    """Return a status with its standard phrase, as `HTTP 404 Not Found`."""
+    try:
+        return f"HTTP {status} {HTTPStatus(status).phrase}"
+    except ValueError:
+        return f"HTTP {status}"
