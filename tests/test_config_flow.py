@@ -679,7 +679,7 @@ async def test_duplicate_aborts(
     hass: HomeAssistant, simulator: OpenAISimulator, make_config_entry: MakeConfigEntry
 ) -> None:
     """The same server and key cannot be added twice, however spelled."""
-    make_config_entry(api_key="sk-same")
+    make_config_entry(api_key="sk-same", title="Kitchen server")
     result = await _connect_form(hass, PROVIDER_CUSTOM)
     result = await hass.config_entries.flow.async_configure(
         result["flow_id"],
@@ -689,7 +689,8 @@ async def test_duplicate_aborts(
         },
     )
     assert result["type"] is FlowResultType.ABORT
-    assert result["reason"] == "already_configured"
+    assert result["reason"] == "already_configured_key"
+    assert result["description_placeholders"] == {"name": "Kitchen server"}
     assert simulator.requests == []
 
 
@@ -700,14 +701,21 @@ async def test_keyless_duplicate_aborts(
     make_config_entry: MakeConfigEntry,
     existing_key: str | None,
 ) -> None:
-    """Without a key, any entry for the same base URL is a duplicate."""
-    make_config_entry(api_key=existing_key)
+    """Without a key, any entry for the same base URL is a duplicate.
+
+    The message names the entry and says nothing of a key nobody entered.
+    """
+    make_config_entry(api_key=existing_key, title="Kitchen server")
     result = await _connect_form(hass, PROVIDER_CUSTOM)
     result = await hass.config_entries.flow.async_configure(
         result["flow_id"], {CONF_BASE_URL: simulator.base_url}
     )
     assert result["type"] is FlowResultType.ABORT
     assert result["reason"] == "already_configured"
+    assert result["description_placeholders"] == {"name": "Kitchen server"}
+    message = EN["config"]["abort"]["already_configured"]
+    assert "{name}" in message
+    assert "key" not in message.lower()
 
 
 async def test_other_path_on_the_same_host_is_another_entry(
@@ -799,7 +807,7 @@ async def test_reauth_to_key_of_another_entry_aborts(
         result["flow_id"], {CONF_API_KEY: "sk-taken"}
     )
     assert result["type"] is FlowResultType.ABORT
-    assert result["reason"] == "already_configured"
+    assert result["reason"] == "already_configured_key"
 
 
 # --- reconfigure ------------------------------------------------------------
@@ -1000,7 +1008,7 @@ async def test_reconfigure_to_another_entry_aborts(
         {CONF_BASE_URL: "http://127.0.0.1:9/v1/", CONF_API_KEY: "sk-x"},
     )
     assert result["type"] is FlowResultType.ABORT
-    assert result["reason"] == "already_configured"
+    assert result["reason"] == "already_configured_key"
 
 
 # --- subentries -------------------------------------------------------------

@@ -468,15 +468,22 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         return []
 
     def _abort_if_duplicate(self, data: Mapping[str, Any]) -> None:
-        """Abort when another entry has the same base URL and key.
+        """Abort, naming the entry, when another has the same base URL and key.
 
         Without a key, any other entry for the same base URL counts: a server
         that needs no key is already reachable through it.
         """
-        match = {CONF_BASE_URL: data[CONF_BASE_URL]}
-        if api_key := data.get(CONF_API_KEY):
-            match[CONF_API_KEY] = api_key
-        self._async_abort_entries_match(match)
+        api_key = data.get(CONF_API_KEY)
+        for entry in self._async_current_entries(include_ignore=False):
+            if (
+                entry.entry_id != self.context.get("entry_id")
+                and entry.data[CONF_BASE_URL] == data[CONF_BASE_URL]
+                and api_key in (None, entry.data.get(CONF_API_KEY))
+            ):
+                raise data_entry_flow.AbortFlow(
+                    "already_configured_key" if api_key else "already_configured",
+                    {"name": entry.title},
+                )
 
     def _retitle_subentries(
         self, entry: ConfigEntry, new_data: Mapping[str, Any]
