@@ -384,7 +384,8 @@ async def test_invalid_auth_then_recover(
     "url",
     [
         "not a url",
-        "localhost:11434/v1",
+        "localhost/v1",
+        "localhost:0/v1",
         "ftp://example.com/v1",
         "http://",
         "https://example.com/v1?api-version=1",
@@ -404,6 +405,32 @@ async def test_invalid_url(hass: HomeAssistant, url: str) -> None:
     )
     assert result["type"] is FlowResultType.FORM
     assert result["errors"] == {CONF_BASE_URL: "invalid_url"}
+
+
+@pytest.mark.parametrize("path", ["/v1", "/v1/"])
+async def test_url_without_scheme_is_completed(
+    hass: HomeAssistant, simulator: OpenAISimulator, path: str
+) -> None:
+    """A host and port typed without http:// get it, then the server is checked."""
+    typed = simulator.base_url.removeprefix("http://").removesuffix("/v1") + path
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: typed}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["data"][CONF_BASE_URL] == simulator.base_url
+    assert simulator.requests
+
+
+@pytest.mark.usefixtures("socket_enabled")
+async def test_completed_url_is_checked_as_usual(hass: HomeAssistant) -> None:
+    """A completed URL where nothing answers gets the connection error."""
+    typed = _closed_port_url().removeprefix("http://")
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: typed}
+    )
+    assert result["errors"] == {"base": "cannot_connect_local"}
 
 
 async def test_azure_template_must_be_edited(hass: HomeAssistant) -> None:

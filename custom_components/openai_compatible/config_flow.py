@@ -82,6 +82,7 @@ from .model_lifecycle import lasting_models
 from .naming import entry_title, followed_title, is_generated_title, subentry_title
 from .options_flow import ConnectionOptionsFlow
 from .responses_flow import responses_data, responses_schema, suggested_values
+from .url_completion import completed_url
 from .voice_flow import (
     SpeechToTextSubentryFlowHandler,
     TextToSpeechSubentryFlowHandler,
@@ -422,7 +423,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     ) -> dict[str, Any] | None:
         """Return the entry data for a form's input; None for a bad URL."""
         try:
-            base_url = normalize_base_url(user_input[CONF_BASE_URL])
+            base_url = normalize_base_url(completed_url(user_input[CONF_BASE_URL]))
         except InvalidURLError:
             return None
         data: dict[str, Any] = {
