@@ -135,16 +135,19 @@ async def _connect_form(hass: HomeAssistant, provider: str) -> ConfigFlowResult:
 # --- the user flow ----------------------------------------------------------
 
 
-async def test_provider_dropdown_lists_every_preset_custom_last(
+async def test_provider_dropdown_lists_every_preset_custom_first(
     hass: HomeAssistant,
 ) -> None:
-    """The first step offers all presets as a translated dropdown."""
+    """The first step offers all presets as a translated dropdown.
+
+    Any other server comes first, not off-screen below fifteen presets.
+    """
     result = await hass.config_entries.flow.async_init(
         DOMAIN, context={"source": SOURCE_USER}
     )
     options = _selector_options(result, CONF_PROVIDER)
     assert sorted(options) == sorted(PROVIDERS)
-    assert options[-1] == PROVIDER_CUSTOM
+    assert options[0] == PROVIDER_CUSTOM
     selector = result["data_schema"].schema[_field(result, CONF_PROVIDER)]
     assert selector.config["translation_key"] == CONF_PROVIDER
     assert selector.config["mode"] == "dropdown"
@@ -192,6 +195,22 @@ async def test_connect_hints_suit_the_preset(
     assert ("YOUR-RESOURCE" in step) is (provider == "azure")
     assert ("{listen}" in step) is bool(listen)
     assert ("{provider}" in step) is (provider != "custom")
+
+
+async def test_local_hint_and_error_give_one_full_example(
+    hass: HomeAssistant,
+) -> None:
+    """The Ollama step's hint and its error show the same address, port and /v1.
+
+    The hint is Markdown: in backticks, the example is no link to follow.
+    """
+    result = await _connect_form(hass, "ollama")
+    example = "http://192.168.1.20:{port}/v1"
+    hint = EN["config"]["step"]["connect_local"]["data_description"][CONF_BASE_URL]
+    assert f"`{example}`" in hint
+    assert example in EN["config"]["error"]["cannot_connect_local"]
+    shown = hint.format(**result["description_placeholders"])
+    assert "`http://192.168.1.20:11434/v1`" in shown
 
 
 async def test_custom_server_without_key(

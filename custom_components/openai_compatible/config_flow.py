@@ -182,16 +182,17 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             self._provider_key = user_input[CONF_PROVIDER]
             return await self._async_connect(None)
 
-        # A local server answering on this machine is offered first.
+        # Local servers answering on this machine come first, then any other
+        # server, then the remaining presets.
         found = await async_answering_presets(self.hass)
-        keys = [key for key in PROVIDERS if key != PROVIDER_CUSTOM]
+        rest = [key for key in PROVIDERS if key not in (*found, PROVIDER_CUSTOM)]
         schema = probatio.Schema(
             {
                 probatio.Required(
                     CONF_PROVIDER, default=found[0] if found else DEFAULT_PROVIDER
                 ): SelectSelector(
                     SelectSelectorConfig(
-                        options=[*keys, PROVIDER_CUSTOM],
+                        options=[*found, PROVIDER_CUSTOM, *rest],
                         mode=SelectSelectorMode.DROPDOWN,
                         translation_key=CONF_PROVIDER,
                     )
