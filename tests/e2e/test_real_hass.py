@@ -485,15 +485,14 @@ def test_ai_task_generate_data(
 def test_ai_task_generate_image(
     socket_enabled: None, stack: Stack, entry: dict[str, Any]
 ) -> None:
-    """generate_image stores a PNG that Home Assistant serves at a signed URL."""
+    """generate_image stores a PNG that Home Assistant serves at a signed URL.
+
+    Without an entity_id it goes to the preferred image entity: ours.
+    """
     response = _action(
         stack,
         "generate_image",
-        {
-            "task_name": "kitchen",
-            "entity_id": entry["entities"]["ai_task"],
-            "instructions": "A small drawing of a kitchen light.",
-        },
+        {"task_name": "kitchen", "instructions": "A small drawing of a kitchen light."},
     )
     assert response["mime_type"] == "image/png", response
     assert response["url"]
