@@ -94,7 +94,7 @@ async def test_new_entry_gets_voice_where_audio_models_are_listed(
         SUBENTRY_STT,
         SUBENTRY_TTS,
     }
-    host = "127.0.0.1"
+    host = "OpenAI-compatible server"
     assert subentries[SUBENTRY_STT].title == (
         f"{host} · gpt-4o-mini-transcribe · Speech-to-text"
     )
@@ -113,8 +113,12 @@ async def test_new_entry_gets_voice_where_audio_models_are_listed(
         CONF_AUDIO_FORMAT: "mp3",
         CONF_STREAMING: True,
     }
-    assert hass.states.get("stt.127_0_0_1_gpt_4o_mini_transcribe_speech_to_text")
-    assert hass.states.get("tts.127_0_0_1_gpt_4o_mini_tts_text_to_speech")
+    assert hass.states.get(
+        "stt.openai_compatible_server_gpt_4o_mini_transcribe_speech_to_text"
+    )
+    assert hass.states.get(
+        "tts.openai_compatible_server_gpt_4o_mini_tts_text_to_speech"
+    )
     # Audio models are not offered as chat models.
     chat = subentries[SUBENTRY_CONVERSATION].data
     assert chat["chat_model"] == "gpt-4o-mini"
@@ -252,14 +256,18 @@ async def test_a_generated_name_follows_the_model(
         result["flow_id"], {CONF_AUDIO_MODEL: "whisper-1", CONF_HINT_NAMES: False}
     )
     await hass.async_block_till_done()
-    assert titles(entry, SUBENTRY_STT) == ["127.0.0.1 · whisper-1 · Speech-to-text"]
+    assert titles(entry, SUBENTRY_STT) == [
+        "OpenAI-compatible server · whisper-1 · Speech-to-text"
+    ]
 
     result = await reconfigure(hass, entry, SUBENTRY_STT)
     await hass.config_entries.subentries.async_configure(
         result["flow_id"], {CONF_AUDIO_MODEL: "my-asr", CONF_HINT_NAMES: False}
     )
 
-    assert titles(entry, SUBENTRY_STT) == ["127.0.0.1 · my-asr · Speech-to-text"]
+    assert titles(entry, SUBENTRY_STT) == [
+        "OpenAI-compatible server · my-asr · Speech-to-text"
+    ]
 
 
 # --- text-to-speech -----------------------------------------------------------
@@ -433,8 +441,8 @@ async def test_voice_can_be_added_by_hand_where_none_is_evident(
         CONF_HINT_NAMES: False,
     }
     assert saved(entry, SUBENTRY_TTS)[CONF_VOICE] == "nova"
-    assert hass.states.get("stt.127_0_0_1_my_asr_speech_to_text")
-    assert hass.states.get("tts.127_0_0_1_my_speaker_text_to_speech")
+    assert hass.states.get("stt.openai_compatible_server_my_asr_speech_to_text")
+    assert hass.states.get("tts.openai_compatible_server_my_speaker_text_to_speech")
 
 
 # --- an entry that is not loaded ----------------------------------------------

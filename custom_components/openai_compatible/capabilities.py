@@ -272,7 +272,7 @@ PROVIDERS: Final[dict[str, Provider]] = {
     ),
     # A custom server may be a proxy to OpenAI.
     PROVIDER_CUSTOM: Provider(
-        "Custom",
+        "OpenAI-compatible server",
         "",
         api_key_required=False,
         decisions=True,
@@ -284,7 +284,7 @@ PROVIDERS: Final[dict[str, Provider]] = {
 
 
 def provider_for(key: str | None) -> Provider:
-    """Return the preset of an entry; Custom for a missing or unknown key."""
+    """Return the preset of an entry; custom for a missing or unknown key."""
     return PROVIDERS.get(key or PROVIDER_CUSTOM, PROVIDERS[PROVIDER_CUSTOM])
 
 

@@ -40,7 +40,7 @@ from homeassistant.helpers.typing import VolDictType
 import probatio
 from yarl import URL
 
-from .api import async_validate_server, normalize_base_url
+from .api import ModelListing, async_validate_server, normalize_base_url
 from .capabilities import PROVIDER_CUSTOM, PROVIDERS, async_forget, provider_for
 from .const import (
     CONF_BASE_URL,
@@ -51,6 +51,7 @@ from .const import (
     CONF_MAX_TOKENS,
     CONF_PROVIDER,
     CONF_RECOMMENDED,
+    CONF_SERVER_KIND,
     CONF_STREAMING,
     CONF_TEMPERATURE,
     CONF_TOP_P,
@@ -79,9 +80,16 @@ from .model_kinds import (
     pick_image_model,
 )
 from .model_lifecycle import lasting_models
-from .naming import entry_title, followed_title, is_generated_title, subentry_title
+from .naming import (
+    entry_title,
+    followed_title,
+    is_generated_entry_title,
+    is_generated_title,
+    subentry_title,
+)
 from .options_flow import ConnectionOptionsFlow
 from .responses_flow import responses_data, responses_schema, suggested_values
+from .server_info import guess_kind
 from .url_completion import completed_url
 from .voice_flow import (
     SpeechToTextSubentryFlowHandler,
@@ -306,7 +314,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         """Create the entry with one agent and one task."""
         preset = provider_for(self._provider_key)
         return self.async_create_entry(
-            title=entry_title(self._provider_key, self._data[CONF_BASE_URL]),
+            title=entry_title(self._data, self._other_titles()),
             data=self._data,
             subentries=_default_subentries(
                 self._data, self._models, chat_model or preset.recommended_model
@@ -377,9 +385,9 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
                 await self._async_validate(data, errors, placeholders)
                 if not errors:
                     title = entry.title
-                    if title == entry_title(provider_key, entry.data[CONF_BASE_URL]):
-                        # Still the generated title: follow the new address.
-                        title = entry_title(provider_key, data[CONF_BASE_URL])
+                    if is_generated_entry_title(title, entry.data):
+                        # Still the generated title: follow the new server.
+                        title = entry_title(data, self._other_titles())
                     self._retitle_subentries(entry, data)
                     await _async_forget_lessons(self.hass, entry)
                     return self._async_update_entry(entry, data, title)
@@ -444,7 +452,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         """Connect with the settings; fill in errors; return the models."""
         preset = provider_for(data.get(CONF_PROVIDER))
         try:
-            return await async_validate_server(
+            listing = await async_validate_server(
                 self.hass, data, preset.recommended_model
             )
         except AuthError:
@@ -467,7 +475,18 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         except Exception:
             _LOGGER.exception("Unexpected error while connecting to the server")
             errors["base"] = "unknown"
+        else:
+            _note_server_kind(data, listing)
+            return listing.ids
         return []
+
+    def _other_titles(self) -> set[str]:
+        """Return the titles of the other entries, which a new title must not repeat."""
+        return {
+            entry.title
+            for entry in self._async_current_entries(include_ignore=False)
+            if entry.entry_id != self.context.get("entry_id")
+        }
 
     def _abort_if_duplicate(self, data: Mapping[str, Any]) -> None:
         """Abort, naming the entry, when another has the same base URL and key.
@@ -506,6 +525,13 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             # A loaded entry reloads itself through its update listener.
             return self.async_update_and_abort(entry, data=data, title=title)
         return self.async_update_reload_and_abort(entry, data=data, title=title)
+
+
+def _note_server_kind(data: dict[str, Any], listing: ModelListing) -> None:
+    """Note the server software a custom server's models list gives away."""
+    data.pop(CONF_SERVER_KIND, None)
+    if data.get(CONF_PROVIDER) == PROVIDER_CUSTOM and (kind := guess_kind(listing)):
+        data[CONF_SERVER_KIND] = kind.value
 
 
 async def _async_forget_lessons(hass: HomeAssistant, entry: ConfigEntry) -> None:

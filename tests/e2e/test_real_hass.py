@@ -219,7 +219,7 @@ def test_config_flow_creates_the_entry(
     """The config flow (user → connect) creates a loaded entry and its entities."""
     result = entry["result"]
     assert result["type"] == "create_entry"
-    assert result["title"].startswith("Custom (127.0.0.1:")
+    assert result["title"] == "OpenAI-compatible server"
     entries = stack.api.get("/api/config/config_entries/entry?domain=openai_compatible")
     assert [e["state"] for e in entries] == ["loaded"]
     assert set(entry["entities"]) == {"conversation", "ai_task"}
