@@ -393,6 +393,51 @@ async def test_a_blank_speech_model_is_refused(
 # --- a server without evident audio models -----------------------------------
 
 
+@pytest.mark.parametrize(
+    ("kind", "unknown"), [(SUBENTRY_STT, "my-asr"), (SUBENTRY_TTS, "my-speaker")]
+)
+async def test_voice_models_lead_and_chat_models_come_last(
+    hass: HomeAssistant,
+    setup_entry: SetupEntry,
+    simulator: OpenAISimulator,
+    kind: str,
+    unknown: str,
+) -> None:
+    """A voice form never offers a chat model first: unknown kinds go before them.
+
+    A model whose name says nothing may be a voice model; gpt-4o-mini is not.
+    """
+    simulator.models += ["my-asr", "my-speaker"]
+    entry = await setup_entry()
+
+    offered = options(await start(hass, entry, kind), CONF_AUDIO_MODEL)
+
+    assert offered[-3:] == ["gpt-4o-mini", "gpt-5-mini", "llama3.2:3b"]
+    assert unknown in offered[:2]
+
+
+@pytest.mark.parametrize(
+    ("kind", "known"),
+    [(SUBENTRY_STT, "gpt-4o-mini-transcribe"), (SUBENTRY_TTS, "gpt-4o-mini-tts")],
+)
+async def test_preset_suggests_its_known_voice_model(
+    hass: HomeAssistant,
+    setup_entry: SetupEntry,
+    simulator: OpenAISimulator,
+    kind: str,
+    known: str,
+) -> None:
+    """Where the server lists no voice model, OpenAI's preset suggests its own."""
+    entry = await setup_entry(provider="openai")
+
+    result = await start(hass, entry, kind)
+
+    assert suggested(result, CONF_AUDIO_MODEL) == known
+    offered = options(result, CONF_AUDIO_MODEL)
+    assert offered[0] == known
+    assert offered[-3:] == ["gpt-4o-mini", "gpt-5-mini", "llama3.2:3b"]
+
+
 async def test_voice_can_be_added_by_hand_where_none_is_evident(
     hass: HomeAssistant, setup_entry: SetupEntry, simulator: OpenAISimulator
 ) -> None:

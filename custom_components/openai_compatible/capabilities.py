@@ -146,6 +146,10 @@ class Provider:
     shutdowns: Mapping[str, date] = field(default_factory=dict, compare=False)
     # Requests may name only models the server lists.
     lists_every_model: bool = True
+    # The speech-to-text and text-to-speech models a new voice subentry
+    # starts from where the server lists no evident one.
+    transcription_model: str | None = None
+    speech_model: str | None = None
 
 
 PROVIDER_CUSTOM: Final = "custom"
@@ -164,6 +168,8 @@ PROVIDERS: Final[dict[str, Provider]] = {
         provider_tools=frozenset(PROVIDER_TOOLS),
         service_tiers=True,
         shutdowns=OPENAI_SHUTDOWNS,
+        transcription_model="gpt-4o-mini-transcribe",
+        speech_model="gpt-4o-mini-tts",
     ),
     "azure": Provider(
         "Azure OpenAI",
