@@ -295,6 +295,51 @@ def test_assist_turns_on_the_kitchen_light_through_our_agent(
     assert stack.api.state(dev_hass.FRONT_DOOR)["state"] == "off"
 
 
+def _tools_called(events: list[dict[str, Any]]) -> list[str]:
+    """Return the tools the agent called in an Assist run."""
+    return [
+        call["tool_name"]
+        for event in events
+        if event["type"] == "intent-progress"
+        for call in (event["data"].get("chat_log_delta") or {}).get("tool_calls", [])
+    ]
+
+
+def _speech(events: list[dict[str, Any]]) -> str:
+    """Return what the agent answered in an Assist run."""
+    speech: str = _intent_output(events)["response"]["speech"]["plain"]["speech"]
+    return speech
+
+
+def test_assist_answers_about_every_demo_device_and_the_weather(
+    socket_enabled: None, stack: Stack, entry: dict[str, Any]
+) -> None:
+    """The simulator acts on each device develop exposes, through Home Assistant's tools.
+
+    Questions go through GetLiveContext, the thermostat through its intent; a
+    weather question is answered too, though develop exposes no weather.
+    """
+    events = stack.api.assist("is the front door open?")
+    assert _tools_called(events) == ["homeassistant__GetLiveContext"], events
+    assert _speech(events) == "Front door is closed."
+
+    events = stack.api.assist("set the thermostat to 22")
+    assert _tools_called(events) == ["climate__HassClimateSetTemperature"], events
+    assert _speech(events) == "Set thermostat to 22 degrees."
+    deadline = time.monotonic() + 10
+    while stack.api.state(dev_hass.THERMOSTAT)["attributes"].get("temperature") != 22:
+        assert time.monotonic() < deadline, stack.api.state(dev_hass.THERMOSTAT)
+        time.sleep(0.2)
+
+    events = stack.api.assist("what is the thermostat set to?")
+    assert "set to 22" in _speech(events), events
+
+    events = stack.api.assist("what's the weather like?")
+    assert _tools_called(events) == ["homeassistant__GetLiveContext"], events
+    assert "weather" in _speech(events)
+    assert "simulator has no answer" not in _speech(events)
+
+
 # What the simulator hears in every recording.
 SPOKEN_COMMAND = "turn on the kitchen light"
 
