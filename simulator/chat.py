@@ -11,6 +11,7 @@ import string
 import time
 from typing import TYPE_CHECKING, Any
 
+from . import home
 from .schema import fill_schema, schema_in_text, strict_schema_problem
 from .window import prompt_tokens
 from .wire import (
@@ -525,7 +526,7 @@ def _tool_names(tools: Any) -> list[str]:
 
 
 def _tool_answer(body: dict[str, Any], messages: list[dict[str, Any]]) -> Answer | None:
-    """Call a tool for a simple on/off command, or when tool_choice demands one."""
+    """Call a tool for a simple home command or question, or when tool_choice demands one."""
     tools = body.get("tools") or []
     choice = body.get("tool_choice", "auto")
     if not tools or choice == "none" or messages[-1]["role"] != "user":
@@ -542,6 +543,8 @@ def _tool_answer(body: dict[str, Any], messages: list[dict[str, Any]]) -> Answer
             return Answer(
                 tool_calls=[(new_id("call_"), tool, json.dumps({"name": target}))]
             )
+    if call := home.tool_for(_text(messages[-1].get("content")), names):
+        return Answer(tool_calls=[call])
     if choice == "auto":
         return None
     forced = choice["function"]["name"] if isinstance(choice, dict) else names[0]
@@ -603,7 +606,10 @@ def _summarise_tool_results(messages: list[dict[str, Any]]) -> str:
     """Summarise the tool results that end the conversation."""
     calls: dict[str, tuple[str, Any]] = {}
     sentences: list[str] = []
+    question = ""
     for message in messages:
+        if message["role"] == "user":
+            question = _text(message.get("content"))
         if message["role"] == "assistant":
             calls = {}
             sentences = []
@@ -619,7 +625,9 @@ def _summarise_tool_results(messages: list[dict[str, Any]]) -> str:
                 result = json.loads(_text(message.get("content")))
             except ValueError:
                 result = _text(message.get("content"))
-            sentence = _tool_sentence(name, arguments, result)
+            sentence = home.sentence(
+                name, arguments, result, question
+            ) or _tool_sentence(name, arguments, result)
             if sentence not in sentences:
                 sentences.append(sentence)
     return " ".join(sentences) or "Done."

@@ -22,11 +22,17 @@ from homeassistant.data_entry_flow import (
     InvalidData,
     add_visible_conditions_to_serialized_schema,
 )
-from homeassistant.helpers import config_validation as cv, device_registry as dr, llm
+from homeassistant.helpers import (
+    config_validation as cv,
+    device_registry as dr,
+    entity_registry as er,
+    llm,
+)
 import probatio
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
+from yarl import URL
 
 from custom_components.openai_compatible.api import ModelListing
 from custom_components.openai_compatible.capabilities import (
@@ -45,6 +51,7 @@ from custom_components.openai_compatible.const import (
     CONF_MAX_TOKENS,
     CONF_PROVIDER,
     CONF_RECOMMENDED,
+    CONF_SERVER_KIND,
     CONF_STREAMING,
     CONF_TEMPERATURE,
     CONF_TIMEOUT,
@@ -135,16 +142,19 @@ async def _connect_form(hass: HomeAssistant, provider: str) -> ConfigFlowResult:
 # --- the user flow ----------------------------------------------------------
 
 
-async def test_provider_dropdown_lists_every_preset_custom_last(
+async def test_provider_dropdown_lists_every_preset_custom_first(
     hass: HomeAssistant,
 ) -> None:
-    """The first step offers all presets as a translated dropdown."""
+    """The first step offers all presets as a translated dropdown.
+
+    Any other server comes first, not off-screen below fifteen presets.
+    """
     result = await hass.config_entries.flow.async_init(
         DOMAIN, context={"source": SOURCE_USER}
     )
     options = _selector_options(result, CONF_PROVIDER)
     assert sorted(options) == sorted(PROVIDERS)
-    assert options[-1] == PROVIDER_CUSTOM
+    assert options[0] == PROVIDER_CUSTOM
     selector = result["data_schema"].schema[_field(result, CONF_PROVIDER)]
     assert selector.config["translation_key"] == CONF_PROVIDER
     assert selector.config["mode"] == "dropdown"
@@ -194,6 +204,22 @@ async def test_connect_hints_suit_the_preset(
     assert ("{provider}" in step) is (provider != "custom")
 
 
+async def test_local_hint_and_error_give_one_full_example(
+    hass: HomeAssistant,
+) -> None:
+    """The Ollama step's hint and its error show the same address, port and /v1.
+
+    The hint is Markdown: in backticks, the example is no link to follow.
+    """
+    result = await _connect_form(hass, "ollama")
+    example = "http://192.168.1.20:{port}/v1"
+    hint = EN["config"]["step"]["connect_local"]["data_description"][CONF_BASE_URL]
+    assert f"`{example}`" in hint
+    assert example in EN["config"]["error"]["cannot_connect_local"]
+    shown = hint.format(**result["description_placeholders"])
+    assert "`http://192.168.1.20:11434/v1`" in shown
+
+
 async def test_custom_server_without_key(
     hass: HomeAssistant, simulator: OpenAISimulator
 ) -> None:
@@ -203,8 +229,8 @@ async def test_custom_server_without_key(
         result["flow_id"], {CONF_BASE_URL: f"  {simulator.base_url}/ "}
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
-    port = simulator.base_url.split(":")[2].split("/")[0]
-    assert result["title"] == f"Custom (127.0.0.1:{port})"
+    # Software unknown, host an IP address: the entry says what it is.
+    assert result["title"] == "OpenAI-compatible server"
     assert result["data"] == {
         CONF_PROVIDER: PROVIDER_CUSTOM,
         CONF_BASE_URL: simulator.base_url,
@@ -215,7 +241,7 @@ async def test_custom_server_without_key(
     subentries = {sub.subentry_type: sub for sub in entry.subentries.values()}
     assert len(entry.subentries) == 2
     conversation = subentries[SUBENTRY_CONVERSATION]
-    assert conversation.title == "127.0.0.1 · gpt-4o-mini"
+    assert conversation.title == "OpenAI-compatible server · gpt-4o-mini"
     assert conversation.data == {
         CONF_RECOMMENDED: True,
         CONF_PROMPT: llm.DEFAULT_INSTRUCTIONS_PROMPT,
@@ -223,7 +249,7 @@ async def test_custom_server_without_key(
         CONF_CHAT_MODEL: "gpt-4o-mini",
     }
     ai_task = subentries[SUBENTRY_AI_TASK]
-    assert ai_task.title == "127.0.0.1 · gpt-4o-mini · AI task"
+    assert ai_task.title == "OpenAI-compatible server · gpt-4o-mini · AI task"
     assert ai_task.data == {
         CONF_RECOMMENDED: True,
         CONF_CHAT_MODEL: "gpt-4o-mini",
@@ -279,7 +305,7 @@ async def test_hosted_preset_title_is_the_provider(hass: HomeAssistant) -> None:
     """A hosted service at its own address is named without a host."""
     with patch(
         "custom_components.openai_compatible.config_flow.async_validate_server",
-        return_value=["gpt-5-mini"],
+        return_value=ModelListing(["gpt-5-mini"], {}),
     ):
         result = await _connect_form(hass, "openai")
         result = await hass.config_entries.flow.async_configure(
@@ -298,6 +324,46 @@ async def test_hosted_preset_requires_a_key(hass: HomeAssistant) -> None:
         await hass.config_entries.flow.async_configure(
             result["flow_id"], {CONF_BASE_URL: "https://api.openai.com/v1"}
         )
+
+
+@pytest.mark.parametrize(
+    ("native", "name", "entity_id"),
+    [
+        ("llama_cpp", "llama.cpp server", "conversation.llama_cpp_server_gpt_4o_mini"),
+        ("vllm", "vLLM", "conversation.vllm_gpt_4o_mini"),
+        (None, "OpenAI-compatible server", "conversation.openai_compatible_server_gpt_4o_mini"),
+    ],
+)  # fmt: skip
+async def test_custom_server_named_after_its_software(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    native: Any,
+    name: str,
+    entity_id: str,
+) -> None:
+    """An "Other server" entry takes the name of the software it runs, not its IP.
+
+    Its agent's entity id follows; a second entry of the same name shows its
+    address to tell the two apart.
+    """
+    simulator.settings.native = native
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: simulator.base_url, CONF_API_KEY: "sk-a"}
+    )
+    assert result["title"] == name
+    await hass.async_block_till_done()
+    registry = er.async_get(hass)
+    assert registry.async_get(entity_id) is not None
+    assert not [e for e in registry.entities if e.startswith("conversation.127")]
+
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: simulator.base_url, CONF_API_KEY: "sk-b"}
+    )
+    assert (
+        result["title"] == f"{name} ({URL(simulator.base_url).host_port_subcomponent})"
+    )
 
 
 async def test_pasted_endpoint_is_trimmed(
@@ -377,14 +443,15 @@ async def test_invalid_auth_then_recover(
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     assert result["data"][CONF_PROVIDER] == "litellm"
-    assert result["title"].startswith("LiteLLM proxy (127.0.0.1:")
+    assert result["title"] == "LiteLLM proxy"
 
 
 @pytest.mark.parametrize(
     "url",
     [
         "not a url",
-        "localhost:11434/v1",
+        "localhost/v1",
+        "localhost:0/v1",
         "ftp://example.com/v1",
         "http://",
         "https://example.com/v1?api-version=1",
@@ -413,6 +480,32 @@ async def test_invalid_url(hass: HomeAssistant, url: str) -> None:
     assert result["errors"] == {CONF_BASE_URL: "invalid_url"}
 
 
+@pytest.mark.parametrize("path", ["/v1", "/v1/"])
+async def test_url_without_scheme_is_completed(
+    hass: HomeAssistant, simulator: OpenAISimulator, path: str
+) -> None:
+    """A host and port typed without http:// get it, then the server is checked."""
+    typed = simulator.base_url.removeprefix("http://").removesuffix("/v1") + path
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: typed}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["data"][CONF_BASE_URL] == simulator.base_url
+    assert simulator.requests
+
+
+@pytest.mark.usefixtures("socket_enabled")
+async def test_completed_url_is_checked_as_usual(hass: HomeAssistant) -> None:
+    """A completed URL where nothing answers gets the connection error."""
+    typed = _closed_port_url().removeprefix("http://")
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: typed}
+    )
+    assert result["errors"] == {"base": "cannot_connect_local"}
+
+
 async def test_azure_template_must_be_edited(hass: HomeAssistant) -> None:
     """The Azure preset's placeholder host is refused until replaced."""
     result = await _connect_form(hass, "azure")
@@ -424,7 +517,7 @@ async def test_azure_template_must_be_edited(hass: HomeAssistant) -> None:
     assert result["errors"] == {CONF_BASE_URL: "invalid_url"}
     with patch(
         "custom_components.openai_compatible.config_flow.async_validate_server",
-        return_value=["gpt-4.1"],
+        return_value=ModelListing(["gpt-4.1"], {}),
     ):
         result = await hass.config_entries.flow.async_configure(
             result["flow_id"],
@@ -729,7 +822,7 @@ async def test_duplicate_aborts(
     hass: HomeAssistant, simulator: OpenAISimulator, make_config_entry: MakeConfigEntry
 ) -> None:
     """The same server and key cannot be added twice, however spelled."""
-    make_config_entry(api_key="sk-same")
+    make_config_entry(api_key="sk-same", title="Kitchen server")
     result = await _connect_form(hass, PROVIDER_CUSTOM)
     result = await hass.config_entries.flow.async_configure(
         result["flow_id"],
@@ -739,7 +832,8 @@ async def test_duplicate_aborts(
         },
     )
     assert result["type"] is FlowResultType.ABORT
-    assert result["reason"] == "already_configured"
+    assert result["reason"] == "already_configured_key"
+    assert result["description_placeholders"] == {"name": "Kitchen server"}
     assert simulator.requests == []
 
 
@@ -750,14 +844,21 @@ async def test_keyless_duplicate_aborts(
     make_config_entry: MakeConfigEntry,
     existing_key: str | None,
 ) -> None:
-    """Without a key, any entry for the same base URL is a duplicate."""
-    make_config_entry(api_key=existing_key)
+    """Without a key, any entry for the same base URL is a duplicate.
+
+    The message names the entry and says nothing of a key nobody entered.
+    """
+    make_config_entry(api_key=existing_key, title="Kitchen server")
     result = await _connect_form(hass, PROVIDER_CUSTOM)
     result = await hass.config_entries.flow.async_configure(
         result["flow_id"], {CONF_BASE_URL: simulator.base_url}
     )
     assert result["type"] is FlowResultType.ABORT
     assert result["reason"] == "already_configured"
+    assert result["description_placeholders"] == {"name": "Kitchen server"}
+    message = EN["config"]["abort"]["already_configured"]
+    assert "{name}" in message
+    assert "key" not in message.lower()
 
 
 async def test_other_path_on_the_same_host_is_another_entry(
@@ -849,7 +950,7 @@ async def test_reauth_to_key_of_another_entry_aborts(
         result["flow_id"], {CONF_API_KEY: "sk-taken"}
     )
     assert result["type"] is FlowResultType.ABORT
-    assert result["reason"] == "already_configured"
+    assert result["reason"] == "already_configured_key"
 
 
 # --- reconfigure ------------------------------------------------------------
@@ -885,9 +986,8 @@ async def test_reconfigure_moves_to_another_server(
         CONF_BASE_URL: keyed_simulator.base_url,
         CONF_API_KEY: KEYED_SIMULATOR_KEY,
     }
-    # The generated title follows the new address.
-    port = keyed_simulator.base_url.split(":")[2].split("/")[0]
-    assert entry.title == f"Custom (127.0.0.1:{port})"
+    # The old generated title ("Custom (127.0.0.1:…)") follows the new server.
+    assert entry.title == "OpenAI-compatible server"
     assert entry.state is ConfigEntryState.LOADED
     assert keyed_simulator.requests[-1].headers["Authorization"] == (
         f"Bearer {KEYED_SIMULATOR_KEY}"
@@ -920,34 +1020,31 @@ async def test_reconfigure_forgets_what_was_learned(
 
 
 async def test_reconfigure_to_another_host_renames_generated_subentries(
-    hass: HomeAssistant, make_config_entry: MakeConfigEntry
+    hass: HomeAssistant, simulator: OpenAISimulator, make_config_entry: MakeConfigEntry
 ) -> None:
-    """Subentry titles made of a custom server's host follow it; given ones stay."""
-    entry = make_config_entry()
+    """Generated titles follow the server, here one recognised as vLLM.
+
+    Titles made of the host, as custom servers' entries and subentries once
+    got, count as generated; a given name stays.
+    """
+    simulator.settings.native = "vllm"
+    entry = make_config_entry(base_url="http://127.0.0.1:9/v1", api_key=None)
+    assert entry.title == "Custom (127.0.0.1:9)"
     task, agent = sorted(entry.subentries.values(), key=lambda sub: sub.subentry_type)
     hass.config_entries.async_update_subentry(
         entry, agent, title="127.0.0.1 · gpt-4o-mini"
     )
     hass.config_entries.async_update_subentry(entry, task, title="My task")
     result = await entry.start_reconfigure_flow(hass)
-    # Nothing can be reached here but 127.0.0.1: the new server is not asked.
-    with (
-        patch(
-            "custom_components.openai_compatible.config_flow.async_validate_server",
-            return_value=["gpt-4o-mini"],
-        ),
-        patch(
-            "custom_components.openai_compatible.async_fetch_models",
-            return_value=ModelListing(["gpt-4o-mini"], {"gpt-4o-mini": {}}),
-        ),
-    ):
-        result = await hass.config_entries.flow.async_configure(
-            result["flow_id"], {CONF_BASE_URL: "http://192.168.1.20:8000/v1"}
-        )
-        assert result["reason"] == "reconfigure_successful"
-        await hass.async_block_till_done()
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: simulator.base_url}
+    )
+    assert result["reason"] == "reconfigure_successful"
+    await hass.async_block_till_done()
     assert entry.state is ConfigEntryState.LOADED
-    assert entry.subentries[agent.subentry_id].title == "192.168.1.20 · gpt-4o-mini"
+    assert entry.data[CONF_SERVER_KIND] == "vllm"
+    assert entry.title == "vLLM"
+    assert entry.subentries[agent.subentry_id].title == "vLLM · gpt-4o-mini"
     assert entry.subentries[task.subentry_id].title == "My task"
 
 
@@ -1050,7 +1147,7 @@ async def test_reconfigure_to_another_entry_aborts(
         {CONF_BASE_URL: "http://127.0.0.1:9/v1/", CONF_API_KEY: "sk-x"},
     )
     assert result["type"] is FlowResultType.ABORT
-    assert result["reason"] == "already_configured"
+    assert result["reason"] == "already_configured_key"
 
 
 # --- subentries -------------------------------------------------------------
@@ -1197,7 +1294,7 @@ async def test_add_ai_task(
         },
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
-    assert result["title"] == "127.0.0.1 · llama3.2:3b · AI task"
+    assert result["title"] == "OpenAI-compatible server · llama3.2:3b · AI task"
     assert result["data"] == {CONF_RECOMMENDED: True, CONF_CHAT_MODEL: "llama3.2:3b"}
     # Adding a subentry reloads the entry.
     await hass.async_block_till_done()
@@ -1305,13 +1402,18 @@ async def test_reconfigure_conversation(
     }
     assert entry.state is ConfigEntryState.LOADED
     # The old fixed title was no name of the user's: it follows the model.
-    assert entry.subentries[subentry.subentry_id].title == "127.0.0.1 · gpt-5-mini"
+    assert entry.subentries[subentry.subentry_id].title == (
+        "OpenAI-compatible server · gpt-5-mini"
+    )
 
 
 @pytest.mark.parametrize(
     ("title", "new_title"),
     [
-        ("127.0.0.1 · gpt-4o-mini · AI task", "127.0.0.1 · llama3.2:3b · AI task"),
+        (
+            "OpenAI-compatible server · gpt-4o-mini · AI task",
+            "OpenAI-compatible server · llama3.2:3b · AI task",
+        ),
         ("Painter", "Painter"),
     ],
 )
@@ -1520,7 +1622,7 @@ def lan_server() -> Iterator[None]:
     with (
         patch(
             "custom_components.openai_compatible.config_flow.async_validate_server",
-            return_value=LAN_MODELS,
+            return_value=ModelListing(LAN_MODELS, {}),
         ),
         patch(
             "custom_components.openai_compatible.async_fetch_models",

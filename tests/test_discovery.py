@@ -11,6 +11,7 @@ from homeassistant.data_entry_flow import FlowResultType
 import pytest
 
 from custom_components.openai_compatible import discovery
+from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM, PROVIDERS
 from custom_components.openai_compatible.const import CONF_PROVIDER, DOMAIN
 from simulator import OpenAISimulator
 
@@ -93,6 +94,10 @@ async def test_first_step_offers_what_answers(
     assert result["description_placeholders"] == placeholders
     (marker,) = result["data_schema"].schema
     assert marker.default() == default
+    # What answers first, then any other server, then the other presets.
+    options = result["data_schema"].schema[marker].config["options"]
+    assert options[: len(found) + 1] == [*found, PROVIDER_CUSTOM]
+    assert sorted(options) == sorted(PROVIDERS)
     result = await hass.config_entries.flow.async_configure(
         result["flow_id"], {CONF_PROVIDER: default}
     )

@@ -53,6 +53,8 @@ def test_manifest_content(manifest: dict[str, Any]) -> None:
     assert manifest["name"] == "OpenAI Compatible"
     assert manifest["integration_type"] == "service"
     assert manifest["config_flow"] is True
+    # Most servers are the user's own: no "Requires Internet" on their page.
+    assert manifest["iot_class"] == "local_polling"
     assert {"conversation", "ai_task"} <= set(manifest["dependencies"])
     assert manifest["version"]
     assert manifest["documentation"].startswith("https://")

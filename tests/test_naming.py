@@ -10,6 +10,7 @@ from custom_components.openai_compatible.const import (
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
     CONF_PROVIDER,
+    CONF_SERVER_KIND,
     DEFAULT_AI_TASK_NAME,
     DEFAULT_CONVERSATION_NAME,
     SUBENTRY_AI_TASK,
@@ -18,12 +19,14 @@ from custom_components.openai_compatible.const import (
 from custom_components.openai_compatible.naming import (
     entry_title,
     followed_title,
+    is_generated_entry_title,
     is_generated_title,
     subentry_title,
 )
 
 OLLAMA = {CONF_PROVIDER: "ollama", CONF_BASE_URL: "http://192.168.1.20:11434/v1"}
 CUSTOM = {CONF_PROVIDER: "custom", CONF_BASE_URL: "https://llm.home.arpa:8443/v1"}
+CUSTOM_IP = {CONF_PROVIDER: "custom", CONF_BASE_URL: "http://127.0.0.1:8099/v1"}
 
 
 @pytest.mark.parametrize(
@@ -31,15 +34,59 @@ CUSTOM = {CONF_PROVIDER: "custom", CONF_BASE_URL: "https://llm.home.arpa:8443/v1
     [
         ("openai", "https://api.openai.com/v1", "OpenAI"),
         ("openai", "https://proxy.example.com/v1", "OpenAI (proxy.example.com)"),
-        ("ollama", "http://192.168.1.20:11434/v1", "Ollama (192.168.1.20:11434)"),
-        ("litellm", "http://localhost:4000/v1", "LiteLLM proxy (localhost:4000)"),
-        ("custom", "https://llm.home.arpa/v1", "Custom (llm.home.arpa)"),
-        ("gone", "https://llm.home.arpa/v1", "Custom (llm.home.arpa)"),
+        ("ollama", "http://192.168.1.20:11434/v1", "Ollama"),
+        ("litellm", "http://localhost:4000/v1", "LiteLLM proxy"),
+        ("custom", "https://llm.home.arpa/v1", "llm.home.arpa"),
+        ("custom", "http://127.0.0.1:8099/v1", "OpenAI-compatible server"),
+        ("gone", "http://[::1]:8099/v1", "OpenAI-compatible server"),
     ],
 )
 def test_entry_title(provider: str, base_url: str, title: str) -> None:
-    """Hosted services at home are named alone; the others show their host."""
-    assert entry_title(provider, base_url) == title
+    """Named after the server; a hosted service elsewhere shows where."""
+    data = {CONF_PROVIDER: provider, CONF_BASE_URL: base_url}
+    assert entry_title(data) == title
+
+
+@pytest.mark.parametrize(
+    ("kind", "title"),
+    [
+        ("llama_cpp", "llama.cpp server"),
+        ("vllm", "vLLM"),
+        ("ollama", "Ollama"),
+        ("lm_studio", "LM Studio"),
+        ("unheard_of", "OpenAI-compatible server"),
+    ],
+)
+def test_custom_entry_named_after_its_software(kind: str, title: str) -> None:
+    """A custom server recognised as some software is named after it, not its IP."""
+    data = {**CUSTOM_IP, CONF_SERVER_KIND: kind}
+    assert entry_title(data) == title
+    agent = subentry_title(SUBENTRY_CONVERSATION, data, {CONF_CHAT_MODEL: "qwen3"})
+    assert agent == f"{title} · qwen3"
+
+
+def test_address_only_to_tell_entries_apart() -> None:
+    """The host is added where another entry already has the name."""
+    assert entry_title(OLLAMA, taken={"OpenAI"}) == "Ollama"
+    assert entry_title(OLLAMA, taken={"Ollama"}) == "Ollama (192.168.1.20:11434)"
+    assert entry_title(CUSTOM_IP, taken={"OpenAI-compatible server"}) == (
+        "OpenAI-compatible server (127.0.0.1:8099)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("title", "generated"),
+    [
+        ("OpenAI-compatible server", True),
+        ("OpenAI-compatible server (127.0.0.1:8099)", True),
+        ("Custom (127.0.0.1:8099)", True),
+        ("Custom (127.0.0.1:9000)", False),
+        ("My server", False),
+    ],
+)
+def test_is_generated_entry_title(title: str, generated: bool) -> None:
+    """Titles given now, with the address, and the old "Custom (…)" ones are ours."""
+    assert is_generated_entry_title(title, CUSTOM_IP) is generated
 
 
 @pytest.mark.parametrize(
@@ -78,6 +125,16 @@ def test_is_generated_title(subentry_type: str, title: str, generated: bool) -> 
     """Only the title the subentry would get now, or the old fixed one, is ours."""
     model = {CONF_CHAT_MODEL: "llama3.1:8b"}
     assert is_generated_title(title, subentry_type, OLLAMA, model) is generated
+
+
+def test_host_named_subentry_of_a_custom_server_is_generated() -> None:
+    """A custom server's agent once named after its IP still follows its model."""
+    old, new = {CONF_CHAT_MODEL: "llama3.1:8b"}, {CONF_CHAT_MODEL: "qwen3"}
+    title = "127.0.0.1 · llama3.1:8b"
+    assert is_generated_title(title, SUBENTRY_CONVERSATION, CUSTOM_IP, old)
+    assert followed_title(title, SUBENTRY_CONVERSATION, CUSTOM_IP, old, new) == (
+        "OpenAI-compatible server · qwen3"
+    )
 
 
 @pytest.mark.parametrize(

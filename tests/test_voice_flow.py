@@ -94,7 +94,7 @@ async def test_new_entry_gets_voice_where_audio_models_are_listed(
         SUBENTRY_STT,
         SUBENTRY_TTS,
     }
-    host = "127.0.0.1"
+    host = "OpenAI-compatible server"
     assert subentries[SUBENTRY_STT].title == (
         f"{host} · gpt-4o-mini-transcribe · Speech-to-text"
     )
@@ -113,8 +113,12 @@ async def test_new_entry_gets_voice_where_audio_models_are_listed(
         CONF_AUDIO_FORMAT: "mp3",
         CONF_STREAMING: True,
     }
-    assert hass.states.get("stt.127_0_0_1_gpt_4o_mini_transcribe_speech_to_text")
-    assert hass.states.get("tts.127_0_0_1_gpt_4o_mini_tts_text_to_speech")
+    assert hass.states.get(
+        "stt.openai_compatible_server_gpt_4o_mini_transcribe_speech_to_text"
+    )
+    assert hass.states.get(
+        "tts.openai_compatible_server_gpt_4o_mini_tts_text_to_speech"
+    )
     # Audio models are not offered as chat models.
     chat = subentries[SUBENTRY_CONVERSATION].data
     assert chat["chat_model"] == "gpt-4o-mini"
@@ -252,14 +256,18 @@ async def test_a_generated_name_follows_the_model(
         result["flow_id"], {CONF_AUDIO_MODEL: "whisper-1", CONF_HINT_NAMES: False}
     )
     await hass.async_block_till_done()
-    assert titles(entry, SUBENTRY_STT) == ["127.0.0.1 · whisper-1 · Speech-to-text"]
+    assert titles(entry, SUBENTRY_STT) == [
+        "OpenAI-compatible server · whisper-1 · Speech-to-text"
+    ]
 
     result = await reconfigure(hass, entry, SUBENTRY_STT)
     await hass.config_entries.subentries.async_configure(
         result["flow_id"], {CONF_AUDIO_MODEL: "my-asr", CONF_HINT_NAMES: False}
     )
 
-    assert titles(entry, SUBENTRY_STT) == ["127.0.0.1 · my-asr · Speech-to-text"]
+    assert titles(entry, SUBENTRY_STT) == [
+        "OpenAI-compatible server · my-asr · Speech-to-text"
+    ]
 
 
 # --- text-to-speech -----------------------------------------------------------
@@ -385,6 +393,51 @@ async def test_a_blank_speech_model_is_refused(
 # --- a server without evident audio models -----------------------------------
 
 
+@pytest.mark.parametrize(
+    ("kind", "unknown"), [(SUBENTRY_STT, "my-asr"), (SUBENTRY_TTS, "my-speaker")]
+)
+async def test_voice_models_lead_and_chat_models_come_last(
+    hass: HomeAssistant,
+    setup_entry: SetupEntry,
+    simulator: OpenAISimulator,
+    kind: str,
+    unknown: str,
+) -> None:
+    """A voice form never offers a chat model first: unknown kinds go before them.
+
+    A model whose name says nothing may be a voice model; gpt-4o-mini is not.
+    """
+    simulator.models += ["my-asr", "my-speaker"]
+    entry = await setup_entry()
+
+    offered = options(await start(hass, entry, kind), CONF_AUDIO_MODEL)
+
+    assert offered[-3:] == ["gpt-4o-mini", "gpt-5-mini", "llama3.2:3b"]
+    assert unknown in offered[:2]
+
+
+@pytest.mark.parametrize(
+    ("kind", "known"),
+    [(SUBENTRY_STT, "gpt-4o-mini-transcribe"), (SUBENTRY_TTS, "gpt-4o-mini-tts")],
+)
+async def test_preset_suggests_its_known_voice_model(
+    hass: HomeAssistant,
+    setup_entry: SetupEntry,
+    simulator: OpenAISimulator,
+    kind: str,
+    known: str,
+) -> None:
+    """Where the server lists no voice model, OpenAI's preset suggests its own."""
+    entry = await setup_entry(provider="openai")
+
+    result = await start(hass, entry, kind)
+
+    assert suggested(result, CONF_AUDIO_MODEL) == known
+    offered = options(result, CONF_AUDIO_MODEL)
+    assert offered[0] == known
+    assert offered[-3:] == ["gpt-4o-mini", "gpt-5-mini", "llama3.2:3b"]
+
+
 async def test_voice_can_be_added_by_hand_where_none_is_evident(
     hass: HomeAssistant, setup_entry: SetupEntry, simulator: OpenAISimulator
 ) -> None:
@@ -433,8 +486,8 @@ async def test_voice_can_be_added_by_hand_where_none_is_evident(
         CONF_HINT_NAMES: False,
     }
     assert saved(entry, SUBENTRY_TTS)[CONF_VOICE] == "nova"
-    assert hass.states.get("stt.127_0_0_1_my_asr_speech_to_text")
-    assert hass.states.get("tts.127_0_0_1_my_speaker_text_to_speech")
+    assert hass.states.get("stt.openai_compatible_server_my_asr_speech_to_text")
+    assert hass.states.get("tts.openai_compatible_server_my_speaker_text_to_speech")
 
 
 # --- an entry that is not loaded ----------------------------------------------

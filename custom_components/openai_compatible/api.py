@@ -210,8 +210,8 @@ async def async_probe(transport: Transport, model: str) -> None:
 
 async def async_validate_server(
     hass: HomeAssistant, data: dict[str, Any], probe_model: str | None
-) -> list[str]:
-    """Connect with the given settings; return the listed models.
+) -> ModelListing:
+    """Connect with the given settings; return the models listing.
 
     A server without a usable models route is accepted when the probe passes
     (then no models are known). Raises ServerError.
@@ -225,5 +225,5 @@ async def async_validate_server(
         listing = None
     if listing is None:
         await async_probe(transport, probe_model or PROBE_MODEL)
-        return []
-    return listing.ids
+        return ModelListing([], {})
+    return listing

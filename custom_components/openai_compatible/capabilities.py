@@ -156,6 +156,10 @@ class Provider:
     shutdowns: Mapping[str, date] = field(default_factory=dict, compare=False)
     # Requests may name only models the server lists.
     lists_every_model: bool = True
+    # The speech-to-text and text-to-speech models a new voice subentry
+    # starts from where the server lists no evident one.
+    transcription_model: str | None = None
+    speech_model: str | None = None
 
 
 PROVIDER_CUSTOM: Final = "custom"
@@ -174,6 +178,8 @@ PROVIDERS: Final[dict[str, Provider]] = {
         provider_tools=frozenset(PROVIDER_TOOLS),
         service_tiers=True,
         shutdowns=OPENAI_SHUTDOWNS,
+        transcription_model="gpt-4o-mini-transcribe",
+        speech_model="gpt-4o-mini-tts",
     ),
     "azure": Provider(
         "Azure OpenAI",
@@ -282,7 +288,7 @@ PROVIDERS: Final[dict[str, Provider]] = {
     ),
     # A custom server may be a proxy to OpenAI.
     PROVIDER_CUSTOM: Provider(
-        "Custom",
+        "OpenAI-compatible server",
         "",
         api_key_required=False,
         decisions=True,
@@ -294,7 +300,7 @@ PROVIDERS: Final[dict[str, Provider]] = {
 
 
 def provider_for(key: str | None) -> Provider:
-    """Return the preset of an entry; Custom for a missing or unknown key."""
+    """Return the preset of an entry; custom for a missing or unknown key."""
     return PROVIDERS.get(key or PROVIDER_CUSTOM, PROVIDERS[PROVIDER_CUSTOM])
 
 

@@ -40,7 +40,7 @@ from homeassistant.helpers.typing import VolDictType
 import probatio
 from yarl import URL
 
-from .api import async_validate_server, normalize_base_url
+from .api import ModelListing, async_validate_server, normalize_base_url
 from .capabilities import PROVIDER_CUSTOM, PROVIDERS, async_forget, provider_for
 from .const import (
     CONF_BASE_URL,
@@ -51,6 +51,7 @@ from .const import (
     CONF_MAX_TOKENS,
     CONF_PROVIDER,
     CONF_RECOMMENDED,
+    CONF_SERVER_KIND,
     CONF_STREAMING,
     CONF_TEMPERATURE,
     CONF_TOP_P,
@@ -79,9 +80,17 @@ from .model_kinds import (
     pick_image_model,
 )
 from .model_lifecycle import lasting_models
-from .naming import entry_title, followed_title, is_generated_title, subentry_title
+from .naming import (
+    entry_title,
+    followed_title,
+    is_generated_entry_title,
+    is_generated_title,
+    subentry_title,
+)
 from .options_flow import ConnectionOptionsFlow
 from .responses_flow import responses_data, responses_schema, suggested_values
+from .server_info import guess_kind
+from .url_completion import completed_url
 from .voice_flow import (
     SpeechToTextSubentryFlowHandler,
     TextToSpeechSubentryFlowHandler,
@@ -204,16 +213,17 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             self._provider_key = user_input[CONF_PROVIDER]
             return await self._async_connect(None)
 
-        # A local server answering on this machine is offered first.
+        # Local servers answering on this machine come first, then any other
+        # server, then the remaining presets.
         found = await async_answering_presets(self.hass)
-        keys = [key for key in PROVIDERS if key != PROVIDER_CUSTOM]
+        rest = [key for key in PROVIDERS if key not in (*found, PROVIDER_CUSTOM)]
         schema = probatio.Schema(
             {
                 probatio.Required(
                     CONF_PROVIDER, default=found[0] if found else DEFAULT_PROVIDER
                 ): SelectSelector(
                     SelectSelectorConfig(
-                        options=[*keys, PROVIDER_CUSTOM],
+                        options=[*found, PROVIDER_CUSTOM, *rest],
                         mode=SelectSelectorMode.DROPDOWN,
                         translation_key=CONF_PROVIDER,
                     )
@@ -327,7 +337,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         """Create the entry with one agent and one task."""
         preset = provider_for(self._provider_key)
         return self.async_create_entry(
-            title=entry_title(self._provider_key, self._data[CONF_BASE_URL]),
+            title=entry_title(self._data, self._other_titles()),
             data=self._data,
             subentries=_default_subentries(
                 self._data, self._models, chat_model or preset.recommended_model
@@ -398,9 +408,9 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
                 await self._async_validate(data, errors, placeholders)
                 if not errors:
                     title = entry.title
-                    if title == entry_title(provider_key, entry.data[CONF_BASE_URL]):
-                        # Still the generated title: follow the new address.
-                        title = entry_title(provider_key, data[CONF_BASE_URL])
+                    if is_generated_entry_title(title, entry.data):
+                        # Still the generated title: follow the new server.
+                        title = entry_title(data, self._other_titles())
                     self._retitle_subentries(entry, data)
                     await _async_forget_lessons(self.hass, entry)
                     return self._async_update_entry(entry, data, title)
@@ -445,7 +455,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     ) -> dict[str, Any] | None:
         """Return the entry data for a form's input; None for a bad URL."""
         try:
-            base_url = normalize_base_url(user_input[CONF_BASE_URL])
+            base_url = normalize_base_url(completed_url(user_input[CONF_BASE_URL]))
         except InvalidURLError:
             return None
         data: dict[str, Any] = {
@@ -465,7 +475,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         """Connect with the settings; fill in errors; return the models."""
         preset = provider_for(data.get(CONF_PROVIDER))
         try:
-            return await async_validate_server(
+            listing = await async_validate_server(
                 self.hass, data, preset.recommended_model
             )
         except AuthError:
@@ -485,18 +495,36 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         except Exception:
             _LOGGER.exception("Unexpected error while connecting to the server")
             errors["base"] = "unknown"
+        else:
+            _note_server_kind(data, listing)
+            return listing.ids
         return []
 
+    def _other_titles(self) -> set[str]:
+        """Return the titles of the other entries, which a new title must not repeat."""
+        return {
+            entry.title
+            for entry in self._async_current_entries(include_ignore=False)
+            if entry.entry_id != self.context.get("entry_id")
+        }
+
     def _abort_if_duplicate(self, data: Mapping[str, Any]) -> None:
-        """Abort when another entry has the same base URL and key.
+        """Abort, naming the entry, when another has the same base URL and key.
 
         Without a key, any other entry for the same base URL counts: a server
         that needs no key is already reachable through it.
         """
-        match = {CONF_BASE_URL: data[CONF_BASE_URL]}
-        if api_key := data.get(CONF_API_KEY):
-            match[CONF_API_KEY] = api_key
-        self._async_abort_entries_match(match)
+        api_key = data.get(CONF_API_KEY)
+        for entry in self._async_current_entries(include_ignore=False):
+            if (
+                entry.entry_id != self.context.get("entry_id")
+                and entry.data[CONF_BASE_URL] == data[CONF_BASE_URL]
+                and api_key in (None, entry.data.get(CONF_API_KEY))
+            ):
+                raise data_entry_flow.AbortFlow(
+                    "already_configured_key" if api_key else "already_configured",
+                    {"name": entry.title},
+                )
 
     def _retitle_subentries(
         self, entry: ConfigEntry, new_data: Mapping[str, Any]
@@ -517,6 +545,13 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             # A loaded entry reloads itself through its update listener.
             return self.async_update_and_abort(entry, data=data, title=title)
         return self.async_update_reload_and_abort(entry, data=data, title=title)
+
+
+def _note_server_kind(data: dict[str, Any], listing: ModelListing) -> None:
+    """Note the server software a custom server's models list gives away."""
+    data.pop(CONF_SERVER_KIND, None)
+    if data.get(CONF_PROVIDER) == PROVIDER_CUSTOM and (kind := guess_kind(listing)):
+        data[CONF_SERVER_KIND] = kind.value
 
 
 async def _async_forget_lessons(hass: HomeAssistant, entry: ConfigEntry) -> None:

@@ -8,6 +8,8 @@ LOGGER = logging.getLogger(__package__)
 
 CONF_PROVIDER: Final = "provider"
 CONF_BASE_URL: Final = "base_url"
+# The server software a custom server was recognised as (capabilities.ServerKind).
+CONF_SERVER_KIND: Final = "server_kind"
 CONF_CHAT_MODEL: Final = "chat_model"
 CONF_IMAGE_MODEL: Final = "image_model"
 CONF_RECOMMENDED: Final = "recommended"

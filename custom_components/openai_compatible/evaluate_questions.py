@@ -22,6 +22,9 @@ type Kind = Literal["noul", "choice", "score"]
 # One-token labels exist for this many options.
 MAX_LETTERS: Final = 26
 MAX_DIGITS: Final = 10
+# Answers carry probabilities to this many decimals: enough, and readable
+# (0.3, not 0.30000000000000004).
+DECIMALS: Final = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,16 +80,18 @@ class Question:
     def answer(self, probabilities: list[float]) -> ai_task.EvaluationAnswer:
         """Return Home Assistant's answer for a distribution over the options."""
         if self.kind == "noul":
-            return ai_task.NoulAnswer(noul=probabilities[0])
+            return ai_task.NoulAnswer(noul=round(probabilities[0], DECIMALS))
+        # Each rounded alone: the sum stays 1 within rounding.
+        shown_probabilities = [round(p, DECIMALS) for p in probabilities]
         if self.kind == "choice":
             best = max(range(len(probabilities)), key=probabilities.__getitem__)
             return ai_task.ChoiceAnswer(
                 choice=self.names[best],
-                probabilities=dict(zip(self.names, probabilities, strict=True)),
+                probabilities=dict(zip(self.names, shown_probabilities, strict=True)),
             )
+        score = sum(index * p for index, p in enumerate(probabilities))
         return ai_task.ScoreAnswer(
-            score=sum(index * p for index, p in enumerate(probabilities)),
-            probabilities=probabilities,
+            score=round(score, DECIMALS), probabilities=shown_probabilities
         )
 
 

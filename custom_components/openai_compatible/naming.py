@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+import ipaddress
 from typing import Any, Final
 
 from yarl import URL
@@ -13,6 +14,7 @@ from .const import (
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
     CONF_PROVIDER,
+    CONF_SERVER_KIND,
     DEFAULT_AI_TASK_NAME,
     DEFAULT_CONVERSATION_NAME,
     SUBENTRY_AI_TASK,
@@ -34,33 +36,60 @@ LEGACY_TITLES: Final[dict[str, str]] = {
     SUBENTRY_CONVERSATION: DEFAULT_CONVERSATION_NAME,
     SUBENTRY_AI_TASK: DEFAULT_AI_TASK_NAME,
 }
+# What custom servers' entries were once called, before their address.
+LEGACY_CUSTOM_NAME: Final = "Custom"
 
 
-def entry_title(provider_key: str, base_url: str) -> str:
-    """Return the title of an entry: the provider, plus the host when useful.
+def server_name(entry_data: Mapping[str, Any]) -> str:
+    """Return what a server is called: its preset, or the software it runs.
 
-    Hosted services are named alone; self-hosted and custom servers, and
-    hosted ones at another address than the preset's, also show their host.
+    A custom server is named after the server software it was recognised as,
+    else after its host name; an IP address or localhost names nothing.
     """
-    preset = provider_for(provider_key)
-    url = URL(base_url)
-    preset_host = URL(preset.base_url).host if preset.base_url else None
-    if (
-        provider_key != PROVIDER_CUSTOM
-        and not preset.local
-        and preset_host not in (None, "localhost")
-        and url.host == preset_host
-    ):
-        return preset.name
-    return f"{preset.name} ({url.host_port_subcomponent or ''})"
-
-
-def server_label(entry_data: Mapping[str, Any]) -> str:
-    """Return a short name of the server: its preset, or a custom server's host."""
     key = entry_data.get(CONF_PROVIDER)
     if key != PROVIDER_CUSTOM and key in PROVIDERS:
         return PROVIDERS[key].name
-    return str(URL(entry_data[CONF_BASE_URL]).host)
+    if kind := entry_data.get(CONF_SERVER_KIND):
+        for preset in PROVIDERS.values():
+            if preset.kind == kind:
+                return preset.name
+    host = URL(entry_data[CONF_BASE_URL]).host or ""
+    if host == "localhost" or _is_ip_address(host):
+        return PROVIDERS[PROVIDER_CUSTOM].name
+    return host
+
+
+def _is_ip_address(host: str) -> bool:
+    """Tell whether a host is an IP address rather than a name."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def entry_title(entry_data: Mapping[str, Any], taken: Collection[str] = ()) -> str:
+    """Return the title of an entry: the server's name, plus its address if needed.
+
+    A hosted service at its own address is named alone, one elsewhere (a
+    proxy, an Azure resource) shows where; any other server shows its address
+    only where another entry (its title in `taken`) already has the name.
+    """
+    name = server_name(entry_data)
+    preset = provider_for(entry_data.get(CONF_PROVIDER))
+    url = URL(entry_data[CONF_BASE_URL])
+    preset_host = URL(preset.base_url).host if preset.base_url else None
+    hosted = not preset.local and preset_host not in (None, "localhost")
+    if (hosted and url.host != preset_host) or (not hosted and name in taken):
+        return f"{name} ({url.host_port_subcomponent or ''})"
+    return name
+
+
+def is_generated_entry_title(title: str, entry_data: Mapping[str, Any]) -> bool:
+    """Tell whether an entry still has a title the integration gave it."""
+    address = URL(entry_data[CONF_BASE_URL]).host_port_subcomponent or ""
+    name = server_name(entry_data)
+    return title in (name, f"{name} ({address})", f"{LEGACY_CUSTOM_NAME} ({address})")
 
 
 def subentry_title(
@@ -71,7 +100,12 @@ def subentry_title(
     "Ollama · llama3.1:8b" for an agent, "Ollama · llama3.1:8b · AI task" for
     a task, "OpenAI · whisper-1 · Speech-to-text" for speech-to-text.
     """
-    parts = [server_label(entry_data)]
+    return _title(server_name(entry_data), subentry_type, subentry_data)
+
+
+def _title(label: str, subentry_type: str, subentry_data: Mapping[str, Any]) -> str:
+    """Return a subentry title that starts with the server's label."""
+    parts = [label]
     if model := subentry_data.get(CONF_CHAT_MODEL) or subentry_data.get(
         CONF_AUDIO_MODEL
     ):
@@ -88,9 +122,12 @@ def is_generated_title(
     subentry_data: Mapping[str, Any],
 ) -> bool:
     """Tell whether a subentry still has a title the integration gave it."""
+    # Custom servers' subentries were once named after the host.
+    host = str(URL(entry_data[CONF_BASE_URL]).host)
     return title in (
         subentry_title(subentry_type, entry_data, subentry_data),
         LEGACY_TITLES.get(subentry_type),
+        _title(host, subentry_type, subentry_data),
     )
 
 

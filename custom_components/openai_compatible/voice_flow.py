@@ -35,11 +35,13 @@ from .audio_models import (
     pick_speech_model,
     pick_transcription_model,
 )
+from .capabilities import Provider, provider_for
 from .const import (
     CONF_AUDIO_FORMAT,
     CONF_AUDIO_MODEL,
     CONF_HINT_NAMES,
     CONF_INSTRUCTIONS,
+    CONF_PROVIDER,
     CONF_SPEED,
     CONF_STREAMING,
     CONF_VOICE,
@@ -49,10 +51,13 @@ from .const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
+from .model_kinds import ModelKind, model_kind
 from .naming import followed_title, subentry_title
 
 # The formats of OpenAI's speech route, which the others copy.
 AUDIO_FORMATS: Final = ("mp3", "wav", "flac", "opus", "aac", "pcm")
+# A voice model picker's order after the evident voice models.
+_LATER: Final = (ModelKind.UNKNOWN, ModelKind.OTHER, ModelKind.IMAGE, ModelKind.CHAT)
 
 
 def voice_defaults(models: list[str]) -> list[tuple[str, dict[str, Any]]]:
@@ -93,9 +98,14 @@ def _tts_defaults(model: str | None) -> dict[str, Any]:
 def _options(
     values: list[str], first: Callable[[str], bool], current: str | None
 ) -> list[SelectOptionDict]:
-    """Return dropdown options: the values matching `first` lead, the current one kept."""
-    ordered = [value for value in values if first(value)]
-    ordered += [value for value in values if not first(value)]
+    """Return dropdown options: the values matching `first` lead, the current one kept.
+
+    Models of unknown kind come next and evident chat models last.
+    """
+    ordered = sorted(
+        values,
+        key=lambda value: -1 if first(value) else _LATER.index(model_kind(value)),
+    )
     if current and current not in ordered:
         ordered.insert(0, current)
     return [SelectOptionDict(value=value, label=value) for value in ordered]
@@ -129,7 +139,7 @@ class _VoiceSubentryFlow(ConfigSubentryFlow):
         entry = self._get_entry()
         return entry if entry.state is ConfigEntryState.LOADED else None
 
-    def _defaults(self, models: list[str]) -> dict[str, Any]:
+    def _defaults(self, models: list[str], preset: Provider) -> dict[str, Any]:
         """Return the settings a new subentry starts from."""
         raise NotImplementedError
 
@@ -139,7 +149,8 @@ class _VoiceSubentryFlow(ConfigSubentryFlow):
         """Add a subentry, starting from the model the server evidently has."""
         if (entry := self._loaded_entry()) is None:
             return self.async_abort(reason="entry_not_loaded")
-        self.options = self._defaults(entry.runtime_data.models)
+        preset = provider_for(entry.data.get(CONF_PROVIDER))
+        self.options = self._defaults(entry.runtime_data.models, preset)
         return await self.async_step_init()
 
     async def async_step_reconfigure(
@@ -194,9 +205,11 @@ class _VoiceSubentryFlow(ConfigSubentryFlow):
 class SpeechToTextSubentryFlowHandler(_VoiceSubentryFlow):
     """Add or change a speech-to-text entity of a server."""
 
-    def _defaults(self, models: list[str]) -> dict[str, Any]:
-        """Start from the first evident transcription model."""
-        return _stt_defaults(pick_transcription_model(models))
+    def _defaults(self, models: list[str], preset: Provider) -> dict[str, Any]:
+        """Start from the first evident transcription model, else the preset's."""
+        return _stt_defaults(
+            pick_transcription_model(models) or preset.transcription_model
+        )
 
     async def async_step_init(
         self, user_input: dict[str, Any] | None = None
@@ -237,9 +250,9 @@ class SpeechToTextSubentryFlowHandler(_VoiceSubentryFlow):
 class TextToSpeechSubentryFlowHandler(_VoiceSubentryFlow):
     """Add or change a text-to-speech entity of a server."""
 
-    def _defaults(self, models: list[str]) -> dict[str, Any]:
-        """Start from the first evident speech model."""
-        return _tts_defaults(pick_speech_model(models))
+    def _defaults(self, models: list[str], preset: Provider) -> dict[str, Any]:
+        """Start from the first evident speech model, else the preset's."""
+        return _tts_defaults(pick_speech_model(models) or preset.speech_model)
 
     async def async_step_init(
         self, user_input: dict[str, Any] | None = None

@@ -219,7 +219,7 @@ def test_config_flow_creates_the_entry(
     """The config flow (user → connect) creates a loaded entry and its entities."""
     result = entry["result"]
     assert result["type"] == "create_entry"
-    assert result["title"].startswith("Custom (127.0.0.1:")
+    assert result["title"] == "OpenAI-compatible server"
     entries = stack.api.get("/api/config/config_entries/entry?domain=openai_compatible")
     assert [e["state"] for e in entries] == ["loaded"]
     assert set(entry["entities"]) == {"conversation", "ai_task"}
@@ -293,6 +293,51 @@ def test_assist_turns_on_the_kitchen_light_through_our_agent(
     # The other demo devices are there for Assist as well.
     assert stack.api.state(dev_hass.THERMOSTAT)["state"] == "heat"
     assert stack.api.state(dev_hass.FRONT_DOOR)["state"] == "off"
+
+
+def _tools_called(events: list[dict[str, Any]]) -> list[str]:
+    """Return the tools the agent called in an Assist run."""
+    return [
+        call["tool_name"]
+        for event in events
+        if event["type"] == "intent-progress"
+        for call in (event["data"].get("chat_log_delta") or {}).get("tool_calls", [])
+    ]
+
+
+def _speech(events: list[dict[str, Any]]) -> str:
+    """Return what the agent answered in an Assist run."""
+    speech: str = _intent_output(events)["response"]["speech"]["plain"]["speech"]
+    return speech
+
+
+def test_assist_answers_about_every_demo_device_and_the_weather(
+    socket_enabled: None, stack: Stack, entry: dict[str, Any]
+) -> None:
+    """The simulator acts on each device develop exposes, through Home Assistant's tools.
+
+    Questions go through GetLiveContext, the thermostat through its intent; a
+    weather question is answered too, though develop exposes no weather.
+    """
+    events = stack.api.assist("is the front door open?")
+    assert _tools_called(events) == ["homeassistant__GetLiveContext"], events
+    assert _speech(events) == "Front door is closed."
+
+    events = stack.api.assist("set the thermostat to 22")
+    assert _tools_called(events) == ["climate__HassClimateSetTemperature"], events
+    assert _speech(events) == "Set thermostat to 22 degrees."
+    deadline = time.monotonic() + 10
+    while stack.api.state(dev_hass.THERMOSTAT)["attributes"].get("temperature") != 22:
+        assert time.monotonic() < deadline, stack.api.state(dev_hass.THERMOSTAT)
+        time.sleep(0.2)
+
+    events = stack.api.assist("what is the thermostat set to?")
+    assert "set to 22" in _speech(events), events
+
+    events = stack.api.assist("what's the weather like?")
+    assert _tools_called(events) == ["homeassistant__GetLiveContext"], events
+    assert "weather" in _speech(events)
+    assert "simulator has no answer" not in _speech(events)
 
 
 # What the simulator hears in every recording.
@@ -485,15 +530,14 @@ def test_ai_task_generate_data(
 def test_ai_task_generate_image(
     socket_enabled: None, stack: Stack, entry: dict[str, Any]
 ) -> None:
-    """generate_image stores a PNG that Home Assistant serves at a signed URL."""
+    """generate_image stores a PNG that Home Assistant serves at a signed URL.
+
+    Without an entity_id it goes to the preferred image entity: ours.
+    """
     response = _action(
         stack,
         "generate_image",
-        {
-            "task_name": "kitchen",
-            "entity_id": entry["entities"]["ai_task"],
-            "instructions": "A small drawing of a kitchen light.",
-        },
+        {"task_name": "kitchen", "instructions": "A small drawing of a kitchen light."},
     )
     assert response["mime_type"] == "image/png", response
     assert response["url"]
