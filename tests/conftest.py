@@ -292,7 +292,7 @@ def learned(entry: MockConfigEntry, model: str) -> Learned:
     capabilities = entry.runtime_data.capabilities.model(model)
 
     def tri(feature: Feature) -> bool | None:
-        if feature in capabilities.lessons.refused:
+        if capabilities.lessons.refuses(feature):
             return False
         return True if capabilities.proven(feature) else None
 

@@ -630,8 +630,8 @@ async def test_ladder_is_remembered_per_model(
     """What one model needs does not move another model of the same server."""
     entry = await setup()
     other = entry.runtime_data.capabilities.model("llama3.2:3b")
-    other.learn_refused(Feature.JSON_SCHEMA)
-    other.learn_refused(Feature.JSON_OBJECT)
+    other.learn_refused(Feature.JSON_SCHEMA, "HTTP 400: refused")
+    other.learn_refused(Feature.JSON_OBJECT, "HTTP 400: refused")
 
     await generate_data(hass, instructions="Describe", structure=WEATHER)
 
@@ -675,7 +675,9 @@ async def test_repair_keeps_rung_instructions(
 ) -> None:
     """On the instruction rungs, the repair request repeats the schema prefix."""
     entry = await setup()
-    entry.runtime_data.capabilities.model(MODEL).learn_refused(Feature.JSON_SCHEMA)
+    entry.runtime_data.capabilities.model(MODEL).learn_refused(
+        Feature.JSON_SCHEMA, "HTTP 400: refused"
+    )
     simulator.enqueue(CHAT, sse=sse_text(json.dumps({"condition": "snowy"})))
 
     response = await generate_data(

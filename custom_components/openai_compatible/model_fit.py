@@ -65,5 +65,5 @@ def learning_refusals(capabilities: ModelCapabilities) -> Iterator[None]:
         yield
     except RequestRejectedError as err:
         if err.general and err.feature in _ERROR_KEYS:
-            capabilities.learn_refused(err.feature)
+            capabilities.learn_refused(err.feature, err.lesson_source)
         raise
