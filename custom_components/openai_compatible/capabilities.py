@@ -653,12 +653,13 @@ class Capabilities:
 
     def as_dict(self) -> dict[str, Any]:
         """Return the lessons that outlast a restart, in their stored form."""
+        stored = {name: lessons.as_dict() for name, lessons in self._lessons.items()}
         return {
             "fingerprint": self.fingerprint,
             "models": {
-                name: stored
-                for name, lessons in sorted(self._lessons.items())
-                if any((stored := lessons.as_dict())[kind] for kind in _STORED_KINDS)
+                name: stored[name]
+                for name in sorted(stored)
+                if any(stored[name][kind] for kind in _STORED_KINDS)
             },
         }
 
