@@ -8,11 +8,10 @@ from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
 from homeassistant.components import conversation
-from homeassistant.config_entries import ConfigEntryState
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
-from homeassistant.helpers import entity_registry as er, intent, llm
+from homeassistant.helpers import intent, llm
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
@@ -24,7 +23,6 @@ from custom_components.openai_compatible.capabilities import (
     ModelReport,
     ServerReport,
 )
-from custom_components.openai_compatible.const import DOMAIN
 from custom_components.openai_compatible.errors import InputError, RequestRejectedError
 from custom_components.openai_compatible.model_fit import (
     check_model_takes,
@@ -32,7 +30,7 @@ from custom_components.openai_compatible.model_fit import (
 )
 from simulator import OpenAISimulator
 
-from .conftest import SetupEntry, converse, speech
+from .conftest import SetupEntry, converse, press_forget, speech
 
 MODEL = "gpt-4o-mini"
 ENTITY = "ai_task.openai_compatible_ai_task"
@@ -192,17 +190,6 @@ NO_TOOLS = {
 }
 
 
-async def press_forget(hass: HomeAssistant, entry: MockConfigEntry) -> None:
-    """Press the entry's button that forgets what was learned about the server."""
-    entity_id = er.async_get(hass).async_get_entity_id(
-        "button", DOMAIN, f"{entry.entry_id}_forget_lessons"
-    )
-    assert entity_id is not None
-    await hass.services.async_call(
-        "button", "press", {"entity_id": entity_id}, blocking=True
-    )
-
-
 @pytest.mark.parametrize("heal", ["an hour passes", "reload", "button"])
 async def test_refused_tools_are_asked_again(
     hass: HomeAssistant,
@@ -235,32 +222,6 @@ async def test_refused_tools_are_asked_again(
     assert result.response.response_type is not intent.IntentResponseType.ERROR
     assert len(chat_paths(simulator)) > 1
     assert not learned_refusals(entry)
-
-
-async def test_button_forgets_fallbacks_too(
-    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
-) -> None:
-    """The button forgets the lessons that last, and reads the server again."""
-    entry = await setup_entry()
-    entry.runtime_data.capabilities.model(MODEL).learn_refused(
-        Feature.JSON_SCHEMA, "HTTP 400: no json_schema"
-    )
-    listed = sum(r.path == "/v1/models" for r in simulator.requests)
-    state = hass.states.get(
-        er.async_get(hass).async_get_entity_id(
-            "button", DOMAIN, f"{entry.entry_id}_forget_lessons"
-        )
-        or ""
-    )
-    assert state is not None
-    assert state.name.endswith("Forget what was learned about the server")
-
-    await press_forget(hass, entry)
-    await hass.async_block_till_done()
-
-    assert entry.state is ConfigEntryState.LOADED
-    assert sum(r.path == "/v1/models" for r in simulator.requests) == listed + 1
-    assert not entry.runtime_data.capabilities.model(MODEL).refuses(Feature.JSON_SCHEMA)
 
 
 @pytest.mark.parametrize(("apis", "requests"), [([llm.LLM_API_ASSIST], 0), ([], 1)])
