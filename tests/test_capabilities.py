@@ -199,6 +199,11 @@ async def test_lessons_that_only_refuse_hold_an_hour(
     """Refused tools block the request for an hour, then it is asked again."""
     model = _capabilities(hass).model("m")
     model.learn_refused(Feature.TOOLS, "HTTP 400: gemma does not support tools")
+    # Refused again while it holds: the first lesson and its date stay.
+    model.learn_refused(Feature.TOOLS, "HTTP 400: again")
+    assert model.lessons.refused[Feature.TOOLS].source == (
+        "HTTP 400: gemma does not support tools"
+    )
 
     freezer.tick(timedelta(minutes=59))
     assert model.refuses(Feature.TOOLS)
