@@ -24,7 +24,7 @@ from homeassistant.components.light import ColorMode, LightEntity
 from homeassistant.config_entries import ConfigSubentryData
 from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_PROMPT
 from homeassistant.core import Context, HomeAssistant
-from homeassistant.helpers import llm
+from homeassistant.helpers import entity_registry as er, llm
 from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import (
@@ -292,7 +292,7 @@ def learned(entry: MockConfigEntry, model: str) -> Learned:
     capabilities = entry.runtime_data.capabilities.model(model)
 
     def tri(feature: Feature) -> bool | None:
-        if feature in capabilities.lessons.refused:
+        if capabilities.lessons.refuses(feature):
             return False
         return True if capabilities.proven(feature) else None
 
@@ -301,6 +301,23 @@ def learned(entry: MockConfigEntry, model: str) -> Learned:
         logprobs=tri(Feature.LOGPROBS),
         structured_output_rung=start_rung(capabilities),
     )
+
+
+def forget_button(hass: HomeAssistant, entry: MockConfigEntry) -> str:
+    """Return the entity id of the entry's button that forgets its lessons."""
+    entity_id = er.async_get(hass).async_get_entity_id(
+        "button", DOMAIN, f"{entry.entry_id}_forget_lessons"
+    )
+    assert entity_id is not None
+    return entity_id
+
+
+async def press_forget(hass: HomeAssistant, entry: MockConfigEntry) -> None:
+    """Press the entry's button that forgets what was learned about the server."""
+    await hass.services.async_call(
+        "button", "press", {"entity_id": forget_button(hass, entry)}, blocking=True
+    )
+    await hass.async_block_till_done()
 
 
 # ---------------------------------------------------------------------------

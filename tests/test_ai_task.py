@@ -630,8 +630,8 @@ async def test_ladder_is_remembered_per_model(
     """What one model needs does not move another model of the same server."""
     entry = await setup()
     other = entry.runtime_data.capabilities.model("llama3.2:3b")
-    other.learn_refused(Feature.JSON_SCHEMA)
-    other.learn_refused(Feature.JSON_OBJECT)
+    other.learn_refused(Feature.JSON_SCHEMA, "HTTP 400: refused")
+    other.learn_refused(Feature.JSON_OBJECT, "HTTP 400: refused")
 
     await generate_data(hass, instructions="Describe", structure=WEATHER)
 
@@ -675,7 +675,9 @@ async def test_repair_keeps_rung_instructions(
 ) -> None:
     """On the instruction rungs, the repair request repeats the schema prefix."""
     entry = await setup()
-    entry.runtime_data.capabilities.model(MODEL).learn_refused(Feature.JSON_SCHEMA)
+    entry.runtime_data.capabilities.model(MODEL).learn_refused(
+        Feature.JSON_SCHEMA, "HTTP 400: refused"
+    )
     simulator.enqueue(CHAT, sse=sse_text(json.dumps({"condition": "snowy"})))
 
     response = await generate_data(
@@ -1246,7 +1248,11 @@ async def test_generate_image_server_error(
 async def test_generate_image_no_images_route(
     hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
 ) -> None:
-    """A server without an images route is asked once per image model."""
+    """A server without an images route is asked once per image model, for now.
+
+    The lesson blocks the request, so it is kept in memory only (a reload asks
+    again).
+    """
     entry = await setup()
     simulator.settings.images = False
 
@@ -1256,8 +1262,9 @@ async def test_generate_image_no_images_route(
         assert err.value.translation_key == "image_generation_unsupported"
 
     assert len([r for r in simulator.requests if "/images/" in r.path]) == 1
-    lessons = entry.runtime_data.capabilities.as_dict()["models"]
-    assert lessons["gpt-image-1"]["refused"] == ["images_generations"]
+    capabilities = entry.runtime_data.capabilities
+    assert capabilities.model("gpt-image-1").refuses(Feature.IMAGES_GENERATIONS)
+    assert "gpt-image-1" not in capabilities.as_dict()["models"]
 
 
 async def test_generate_image_auth_error_starts_reauth(

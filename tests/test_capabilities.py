@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
+from typing import Any
 
+from freezegun.api import FrozenDateTimeFactory
 from homeassistant.core import HomeAssistant
+from homeassistant.util import dt as dt_util
 import pytest
+from pytest_homeassistant_custom_component.common import async_fire_time_changed
 
 from custom_components.openai_compatible.capabilities import (
     PROVIDERS,
     Capabilities,
     Feature,
-    Lessons,
     ModelReport,
     ServerReport,
     is_reasoning_model,
     provider_for,
+    read_lessons,
     server_fingerprint,
     service_tiers,
 )
+from custom_components.openai_compatible.const import DOMAIN
+from custom_components.openai_compatible.lessons import EARLIER_VERSION, Lesson, Lessons
 
 
 @pytest.mark.parametrize(
@@ -124,7 +130,7 @@ async def test_shutdown_dates(hass: HomeAssistant) -> None:
 async def test_new_report_keeps_or_forgets_lessons(hass: HomeAssistant) -> None:
     """A newer report of the same server keeps the lessons; another server's not."""
     capabilities = _capabilities(hass)
-    capabilities.model("m").learn_refused(Feature.LOGPROBS)
+    capabilities.model("m").learn_refused(Feature.LOGPROBS, "HTTP 400: refused")
     newer = ServerReport(models={"m": ModelReport(context_window=2048)})
 
     capabilities.update_report(newer, "fingerprint")
@@ -144,17 +150,17 @@ async def test_lessons(hass: HomeAssistant) -> None:
     capabilities = _capabilities(hass)
     model = capabilities.model("m")
     assert model.structured_output_start() is Feature.STRICT_SCHEMA
-    model.learn_refused(Feature.JSON_SCHEMA)
+    model.learn_refused(Feature.JSON_SCHEMA, "HTTP 400: refused")
     assert model.refuses(Feature.STRICT_SCHEMA)
     assert model.structured_output_start() is Feature.JSON_OBJECT
-    model.learn_refused(Feature.JSON_OBJECT)
+    model.learn_refused(Feature.JSON_OBJECT, "HTTP 400: refused")
     assert capabilities.model("m").structured_output_start() is None
     assert capabilities.model("other").structured_output_start() is (
         Feature.STRICT_SCHEMA
     )
     model.learn_proven(Feature.LOGPROBS)
     assert model.proven(Feature.LOGPROBS)
-    model.learn_refused(Feature.LOGPROBS)
+    model.learn_refused(Feature.LOGPROBS, "HTTP 400: refused")
     assert not model.proven(Feature.LOGPROBS)
     model.learn_proven(Feature.LOGPROBS)
     assert not model.proven(Feature.LOGPROBS)
@@ -165,11 +171,11 @@ async def test_lessons(hass: HomeAssistant) -> None:
 async def test_lessons_survive_a_restart(hass: HomeAssistant) -> None:
     """What was learned is stored, and loaded again for the same server."""
     first = _capabilities(hass)
-    first.model("m").learn_refused(Feature.JSON_SCHEMA)
+    first.model("m").learn_refused(Feature.JSON_SCHEMA, "HTTP 400: refused")
     first.model("m").learn_context_window(2048)
     await hass.async_block_till_done()
     # Saving is delayed; unloading writes at once.
-    await first.async_save()
+    await first.async_close()
 
     again = _capabilities(hass)
     await again.async_load()
@@ -185,6 +191,143 @@ async def test_lessons_survive_a_restart(hass: HomeAssistant) -> None:
     again = _capabilities(hass)
     await again.async_load()
     assert not again.model("m").refuses(Feature.JSON_SCHEMA)
+
+
+async def test_lessons_that_only_refuse_hold_an_hour(
+    hass: HomeAssistant, freezer: FrozenDateTimeFactory
+) -> None:
+    """Refused tools block the request for an hour, then it is asked again."""
+    model = _capabilities(hass).model("m")
+    model.learn_refused(Feature.TOOLS, "HTTP 400: gemma does not support tools")
+    # Refused again while it holds: the first lesson and its date stay.
+    model.learn_refused(Feature.TOOLS, "HTTP 400: again")
+    assert model.lessons.refused[Feature.TOOLS].source == (
+        "HTTP 400: gemma does not support tools"
+    )
+
+    freezer.tick(timedelta(minutes=59))
+    assert model.refuses(Feature.TOOLS)
+    freezer.tick(timedelta(minutes=2))
+    assert not model.refuses(Feature.TOOLS)
+
+    # Refused again: learned again, from now.
+    model.learn_refused(Feature.TOOLS, "HTTP 400: still no tools")
+    assert model.refuses(Feature.TOOLS)
+    assert model.lessons.refused[Feature.TOOLS].source == "HTTP 400: still no tools"
+
+
+async def test_lessons_with_a_fallback_hold_a_day(
+    hass: HomeAssistant, freezer: FrozenDateTimeFactory
+) -> None:
+    """A server that gains json_schema gets it back within a day."""
+    model = _capabilities(hass).model("m")
+    model.learn_refused(Feature.JSON_SCHEMA, "HTTP 400: no json_schema")
+    model.learn_proven(Feature.LOGPROBS)
+
+    freezer.tick(timedelta(hours=23))
+    assert model.structured_output_start() is Feature.JSON_OBJECT
+    assert model.proven(Feature.LOGPROBS)
+    freezer.tick(timedelta(hours=2))
+    assert model.structured_output_start() is Feature.STRICT_SCHEMA
+    assert not model.proven(Feature.LOGPROBS)
+
+
+async def test_lesson_dated_ahead_holds_no_longer(
+    hass: HomeAssistant, freezer: FrozenDateTimeFactory
+) -> None:
+    """A clock set back does not make a lesson last until it catches up."""
+    model = _capabilities(hass).model("m")
+    model.learn_refused(Feature.JSON_SCHEMA, "HTTP 400: no json_schema")
+
+    freezer.tick(-timedelta(minutes=1))
+
+    assert not model.refuses(Feature.JSON_SCHEMA)
+
+
+async def test_lessons_that_only_refuse_are_not_kept(
+    hass: HomeAssistant, hass_storage: dict[str, Any]
+) -> None:
+    """A reload or restart asks again for what only blocked the request."""
+    first = _capabilities(hass)
+    first.model("m").learn_refused(Feature.TOOLS, "HTTP 400: no tools")
+    first.model("m").learn_refused(Feature.IMAGES_EDITS, "HTTP 404: Not Found")
+    first.model("m").learn_refused(Feature.LOGPROBS, "HTTP 400: no logprobs")
+    await first.async_close()
+    stored = hass_storage[f"{DOMAIN}.entry.capabilities"]["data"]
+    assert list(stored["models"]["m"]["refused"]) == ["logprobs"]
+
+    again = _capabilities(hass)
+    await again.async_load()
+
+    assert not again.model("m").refuses(Feature.TOOLS)
+    assert not again.model("m").refuses(Feature.IMAGES_EDITS)
+    assert again.model("m").refuses(Feature.LOGPROBS)
+
+
+async def test_lessons_stored_without_dates(
+    hass: HomeAssistant,
+    hass_storage: dict[str, Any],
+    freezer: FrozenDateTimeFactory,
+) -> None:
+    """An earlier version's lessons count from now; blocking ones are dropped."""
+    hass_storage[f"{DOMAIN}.entry.capabilities"] = {
+        "version": 1,
+        "minor_version": 1,
+        "key": f"{DOMAIN}.entry.capabilities",
+        "data": {
+            "fingerprint": "fingerprint",
+            "models": {
+                "m": {
+                    "refused": ["tools", "json_schema"],
+                    "proven": ["logprobs"],
+                    "context_window": 4096,
+                    "reported_window": None,
+                }
+            },
+        },
+    }
+    capabilities = _capabilities(hass)
+    await capabilities.async_load()
+    model = capabilities.model("m")
+
+    assert not model.refuses(Feature.TOOLS)
+    assert model.refuses(Feature.JSON_SCHEMA)
+    assert model.proven(Feature.LOGPROBS)
+    assert model.context_window == 4096
+    assert capabilities.diagnostics([])["models"]["m"]["learned"] == {
+        "refused": {
+            "json_schema": {"age_seconds": 0, "source": EARLIER_VERSION},
+        },
+        "proven": {"logprobs": {"age_seconds": 0, "source": EARLIER_VERSION}},
+        "context_window": 4096,
+        "reported_window": None,
+        "window": {"age_seconds": 0, "source": EARLIER_VERSION},
+    }
+    freezer.tick(timedelta(days=1))
+    assert not model.refuses(Feature.JSON_SCHEMA)
+    assert model.context_window == 4096
+
+
+async def test_closed_capabilities_write_nothing(
+    hass: HomeAssistant,
+    hass_storage: dict[str, Any],
+    freezer: FrozenDateTimeFactory,
+) -> None:
+    """Once closed (the entry unloaded), a lesson learned late is not saved."""
+    capabilities = _capabilities(hass)
+    capabilities.model("m").learn_refused(Feature.LOGPROBS, "HTTP 400: no logprobs")
+    await capabilities.async_close()
+    key = f"{DOMAIN}.entry.capabilities"
+    written = hass_storage.pop(key)
+    assert list(written["data"]["models"]) == ["m"]
+
+    capabilities.model("n").learn_refused(Feature.JSON_SCHEMA, "HTTP 400: refused")
+    capabilities.forget()
+    freezer.tick(timedelta(minutes=1))
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done()
+
+    assert key not in hass_storage
 
 
 async def test_learned_window_yields_to_a_newer_report(hass: HomeAssistant) -> None:
@@ -212,18 +355,29 @@ async def test_learned_window_yields_to_a_newer_report(hass: HomeAssistant) -> N
     assert capabilities.model("m").context_window == 8192
 
 
-def test_stored_form_skips_what_is_unknown() -> None:
+def test_stored_form_skips_what_is_unknown(freezer: FrozenDateTimeFactory) -> None:
     """Lessons from another version load without what this one cannot read."""
-    lessons = Lessons.from_dict(
+    learned = dt_util.utcnow() - timedelta(hours=2)
+    lessons = read_lessons(
         {
-            "refused": ["logprobs", "teleport"],
+            "refused": {
+                "logprobs": {"learned": learned.isoformat(), "source": "HTTP 400: x"},
+                "json_schema": {"learned": "yesterday"},
+                "teleport": {"learned": learned.isoformat()},
+            },
             "proven": "x",
             "context_window": -1,
             "reported_window": "8192",
         }
     )
-    assert lessons == Lessons(refused={Feature.LOGPROBS})
-    assert Lessons.from_dict(None) == Lessons()
+    assert lessons.refused == {
+        Feature.LOGPROBS: Lesson(learned, "HTTP 400: x", timedelta(days=1)),
+        Feature.JSON_SCHEMA: Lesson(
+            dt_util.utcnow(), EARLIER_VERSION, timedelta(days=1)
+        ),
+    }
+    assert (lessons.proven, lessons.context_window, lessons.window) == ({}, None, None)
+    assert read_lessons(None) == Lessons()
 
 
 def test_fingerprint_follows_server_version_and_models() -> None:

@@ -1000,7 +1000,9 @@ async def test_reconfigure_forgets_what_was_learned(
 ) -> None:
     """Set up anew, even at the same address, the server is learned again."""
     entry = setup_integration
-    entry.runtime_data.capabilities.model("gpt-4o-mini").learn_refused(Feature.LOGPROBS)
+    entry.runtime_data.capabilities.model("gpt-4o-mini").learn_refused(
+        Feature.LOGPROBS, "HTTP 400: refused"
+    )
     if not loaded:
         # Unloading stores the lesson.
         assert await hass.config_entries.async_unload(entry.entry_id)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 import json
 
+from freezegun.api import FrozenDateTimeFactory
 from homeassistant.core import HomeAssistant
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from pytest_homeassistant_custom_component.components.diagnostics import (
@@ -29,11 +31,16 @@ async def test_diagnostics(
     hass_client: ClientSessionGenerator,
     setup_integration: MockConfigEntry,
     snapshot: SnapshotAssertion,
+    freezer: FrozenDateTimeFactory,
 ) -> None:
-    """The key and the prompts are redacted; models and capabilities are shown."""
+    """The key and the prompts are redacted; models and capabilities are shown.
+
+    Each lesson shows its age and what taught it.
+    """
     setup_integration.runtime_data.capabilities.model("gpt-4o-mini").learn_refused(
-        Feature.LOGPROBS
+        Feature.LOGPROBS, "HTTP 400: logprobs are not supported"
     )
+    freezer.tick(timedelta(seconds=90))
     result = await get_diagnostics_for_config_entry(
         hass, hass_client, setup_integration
     )
@@ -43,7 +50,12 @@ async def test_diagnostics(
     assert "You are a test assistant." not in text
     assert result["data"]["base_url"] == setup_integration.data["base_url"]
     model = result["capabilities"]["models"]["gpt-4o-mini"]
-    assert model["learned"]["refused"] == ["logprobs"]
+    assert model["learned"]["refused"] == {
+        "logprobs": {
+            "age_seconds": 90,
+            "source": "HTTP 400: logprobs are not supported",
+        }
+    }
     assert "logprobs" in model["refused"]
 
 

@@ -1091,7 +1091,9 @@ async def test_quirks_per_model(
 ) -> None:
     """What one model of the server lacks is not held against another."""
     entry = await setup(provider="ollama")
-    entry.runtime_data.capabilities.model("llama3.2:3b").learn_refused(Feature.LOGPROBS)
+    entry.runtime_data.capabilities.model("llama3.2:3b").learn_refused(
+        Feature.LOGPROBS, "HTTP 400: refused"
+    )
     simulator.enqueue(CHAT, json=label_answer(("Yes", 0.7), ("No", 0.3)))
     simulator.requests.clear()
 
@@ -1616,7 +1618,7 @@ async def test_settings_and_cache_key(
         },
     )
     entry.runtime_data.capabilities.model("gpt-4o-mini").learn_refused(
-        Feature.DECISIONS
+        Feature.DECISIONS, "HTTP 400: refused"
     )
     simulator.enqueue(CHAT, json=label_answer(("The", 1.0)))
     simulator.enqueue(CHAT, json=label_answer(("The", 1.0)))
@@ -1800,7 +1802,7 @@ async def test_requests_at_once_are_bounded_per_entry(
     """A local server gets one question at a time; a hosted one a few."""
     entry = await setup(provider=provider, options={CONF_API: WireApi.CHAT_COMPLETIONS})
     entry.runtime_data.capabilities.model("gpt-4o-mini").learn_refused(
-        Feature.DECISIONS
+        Feature.DECISIONS, "HTTP 400: refused"
     )
     simulator.settings.latency = 0.05
     simulator.peak_in_flight = 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 import json
 import logging
 import threading
@@ -14,14 +15,20 @@ from homeassistant.config_entries import (
     ConfigEntryState,
     ConfigSubentryData,
 )
+from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import HomeAssistant
+from homeassistant.util import dt as dt_util
 import pytest
-from pytest_homeassistant_custom_component.common import MockConfigEntry
+from pytest_homeassistant_custom_component.common import (
+    MockConfigEntry,
+    async_fire_time_changed,
+)
 
 from custom_components.openai_compatible import api, server_info
 from custom_components.openai_compatible.api import MAX_LISTING_BYTES
-from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM
+from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM, WireApi
 from custom_components.openai_compatible.const import (
+    CONF_API,
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
     CONF_PROVIDER,
@@ -36,7 +43,7 @@ from custom_components.openai_compatible.diagnostics import (
 )
 from simulator import DEFAULT_MODELS, OpenAISimulator, Pause, chunk
 
-from .conftest import MakeConfigEntry, converse, speech
+from .conftest import MakeConfigEntry, SetupEntry, converse, speech
 
 
 async def test_setup_and_unload(
@@ -248,6 +255,70 @@ async def test_reload_during_a_turn(
 
     assert speech(result) == "Still here."
     assert setup_integration.state is ConfigEntryState.LOADED
+
+
+async def test_removed_entry_writes_nothing(
+    hass: HomeAssistant,
+    hass_storage: dict[str, Any],
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+) -> None:
+    """A turn under way when the entry is removed learns, but saves nothing.
+
+    The server refuses prompt_cache_key only after the entry is gone; the
+    lesson would have brought the removed entry's store back.
+    """
+    entry = await setup_entry(
+        provider="openai",
+        conversation={CONF_LLM_HASS_API: []},
+        options={CONF_API: WireApi.CHAT_COMPLETIONS},
+    )
+    key = f"{DOMAIN}.{entry.entry_id}.capabilities"
+    simulator.settings.prompt_cache_key = False
+    simulator.settings.latency = 0.3
+    turn = hass.async_create_task(converse(hass, "Hello"))
+    await asyncio.sleep(0.1)
+
+    assert await hass.config_entries.async_remove(entry.entry_id)
+    assert key not in hass_storage
+    result = await turn
+    async_fire_time_changed(hass, dt_util.utcnow() + timedelta(minutes=1))
+    await hass.async_block_till_done()
+
+    assert speech(result)
+    assert ["prompt_cache_key" in body for body in simulator.chat_requests()] == [
+        True,
+        False,
+    ]
+    assert key not in hass_storage
+
+
+async def test_unloaded_entry_keeps_its_last_save(
+    hass: HomeAssistant,
+    hass_storage: dict[str, Any],
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+) -> None:
+    """Unloading writes the lessons once; a turn still running adds nothing."""
+    entry = await setup_entry(
+        provider="openai",
+        conversation={CONF_LLM_HASS_API: []},
+        options={CONF_API: WireApi.CHAT_COMPLETIONS},
+    )
+    key = f"{DOMAIN}.{entry.entry_id}.capabilities"
+    simulator.settings.prompt_cache_key = False
+    simulator.settings.latency = 0.3
+    turn = hass.async_create_task(converse(hass, "Hello"))
+    await asyncio.sleep(0.1)
+
+    assert await hass.config_entries.async_unload(entry.entry_id)
+    saved = hass_storage[key]["data"]
+    await turn
+    async_fire_time_changed(hass, dt_util.utcnow() + timedelta(minutes=1))
+    await hass.async_block_till_done()
+
+    assert saved == {"fingerprint": saved["fingerprint"], "models": {}}
+    assert hass_storage[key]["data"] == saved
 
 
 async def test_a_key_that_may_not_list_models_still_loads(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from freezegun.api import FrozenDateTimeFactory
 from homeassistant.components import conversation
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import HomeAssistant
@@ -28,7 +30,7 @@ from custom_components.openai_compatible.model_fit import (
 )
 from simulator import OpenAISimulator
 
-from .conftest import SetupEntry, converse, speech
+from .conftest import SetupEntry, converse, press_forget, speech
 
 MODEL = "gpt-4o-mini"
 ENTITY = "ai_task.openai_compatible_ai_task"
@@ -59,8 +61,9 @@ def attachment(name: str, mime_type: str) -> conversation.Attachment:
 
 
 def learned_refusals(entry: MockConfigEntry) -> set[Feature]:
-    """Return what the entry learned the model refuses."""
-    return set(entry.runtime_data.capabilities.model(MODEL).lessons.refused)
+    """Return what the entry learned the model refuses, and still holds."""
+    lessons = entry.runtime_data.capabilities.model(MODEL).lessons
+    return {feature for feature in lessons.refused if lessons.refuses(feature)}
 
 
 def chat_paths(simulator: OpenAISimulator) -> list[str]:
@@ -121,7 +124,7 @@ def test_reported(
 def test_learned_files(hass: HomeAssistant) -> None:
     """A model that refused files is told so for a file, not for an image."""
     model = model_with(ModelReport(), hass)
-    model.learn_refused(Feature.FILE_INPUT)
+    model.learn_refused(Feature.FILE_INPUT, "HTTP 400: refused")
 
     check_model_takes(model, tools=True, attachments=[attachment("a.png", "image/png")])
     with pytest.raises(InputError) as err:
@@ -179,6 +182,46 @@ async def test_refused_tools_are_learned(
     )
     assert len(simulator.chat_requests()) == 1
     assert learned_refusals(entry) == {Feature.TOOLS}
+
+
+# Ollama's answer for a model without tool support.
+NO_TOOLS = {
+    "error": {"message": "registry.ollama.ai/library/gemma:2b does not support tools"}
+}
+
+
+@pytest.mark.parametrize("heal", ["an hour passes", "reload", "button"])
+async def test_refused_tools_are_asked_again(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    freezer: FrozenDateTimeFactory,
+    heal: str,
+) -> None:
+    """One refusal blocks tools for a while only: the request goes out again.
+
+    The turn refused unsent says how to ask again; after an hour, a reload or
+    the button, the next turn reaches the server (now fixed) and is answered.
+    """
+    entry = await setup_entry()
+    simulator.enqueue("/chat/completions", status=400, json=NO_TOOLS)
+    await converse(hass, "Turn on the light")
+    blocked = await converse(hass, "Turn on the light")
+    assert "Forget what was learned about the server" in speech(blocked)
+    assert len(chat_paths(simulator)) == 1
+
+    if heal == "an hour passes":
+        freezer.tick(timedelta(minutes=61))
+    elif heal == "reload":
+        assert await hass.config_entries.async_reload(entry.entry_id)
+    else:
+        await press_forget(hass, entry)
+    await hass.async_block_till_done()
+    result = await converse(hass, "Turn on the light")
+
+    assert result.response.response_type is not intent.IntentResponseType.ERROR
+    assert len(chat_paths(simulator)) > 1
+    assert not learned_refusals(entry)
 
 
 @pytest.mark.parametrize(("apis", "requests"), [([llm.LLM_API_ASSIST], 0), ([], 1)])

@@ -270,7 +270,9 @@ async def test_refresh_forgets_lessons_only_when_the_list_changes(
     """Lessons are tied to the model list: the same list keeps them."""
     entry = await setup_entry()
     capabilities = entry.runtime_data.capabilities
-    capabilities.model("gpt-4o-mini").learn_refused(Feature.LOGPROBS)
+    capabilities.model("gpt-4o-mini").learn_refused(
+        Feature.LOGPROBS, "HTTP 400: refused"
+    )
     fingerprint = capabilities.fingerprint
 
     await refresh(hass, freezer)

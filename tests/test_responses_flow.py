@@ -244,7 +244,7 @@ async def test_refused_tools_are_not_offered(
     """A tool the model refused is no longer offered."""
     entry = await setup_entry(provider="openai")
     entry.runtime_data.capabilities.model("gpt-4o-mini").learn_refused(
-        Feature.WEB_SEARCH
+        Feature.WEB_SEARCH, "HTTP 400: refused"
     )
 
     result = await reconfigure(hass, entry, SUBENTRY_CONVERSATION, "gpt-4o-mini")

@@ -235,7 +235,9 @@ async def test_a_schema_next_to_json_object_holds_the_answer(
 ) -> None:
     """json_object carries the schema, which llama.cpp's servers hold answers to."""
     entry = await setup_entry()
-    entry.runtime_data.capabilities.model(MODEL).learn_refused(Feature.JSON_SCHEMA)
+    entry.runtime_data.capabilities.model(MODEL).learn_refused(
+        Feature.JSON_SCHEMA, "HTTP 400: refused"
+    )
 
     await generate(hass)
 
@@ -250,7 +252,7 @@ async def test_a_server_that_refuses_the_schema_gets_plain_json_object(
     """A refusal of the schema next to json_object drops it, from then on."""
     entry = await setup_entry()
     model = entry.runtime_data.capabilities.model(MODEL)
-    model.learn_refused(Feature.JSON_SCHEMA)
+    model.learn_refused(Feature.JSON_SCHEMA, "HTTP 400: refused")
     simulator.enqueue(
         CHAT,
         status=422,

@@ -21,6 +21,7 @@ from .transport import Transport
 
 PLATFORMS = (
     Platform.AI_TASK,
+    Platform.BUTTON,
     Platform.CONVERSATION,
     Platform.SENSOR,
     Platform.STT,
@@ -57,7 +58,7 @@ async def async_setup_entry(
         models_unread=unread,
     )
     entry.async_on_unload(health.async_stop)
-    entry.async_on_unload(capabilities.async_save)
+    entry.async_on_unload(capabilities.async_close)
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     watch = ModelWatch(hass, entry)
     watch.async_start()

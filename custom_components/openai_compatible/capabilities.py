@@ -9,17 +9,20 @@ Three sources, asked in this order of trust:
    the server's native info route (see server_info.py), and the day it will
    shut the model down (see model_lifecycle.py);
 3. what was learned from rejections (`Lessons`): a request feature the model
-   refused in general, or one it proved to handle.
+   refused in general, or one it proved to handle, each with its date and
+   source, holding for a while only (lessons.py).
 
-Every path asks `Capabilities.model(name)`. Lessons are kept with the entry in
-a `Store` and forgotten when the server, its version or its model list change.
+Every path asks `Capabilities.model(name)`. Lessons that enable a fallback are
+kept with the entry in a `Store`; all are forgotten when the server, its
+version or its model list change, and when the user asks (the entry's button).
+Once the entry unloads, nothing more is written.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from datetime import date
+from datetime import date, timedelta
 from enum import StrEnum
 import hashlib
 from typing import Any, Final
@@ -28,6 +31,14 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.storage import Store
 
 from .const import DOMAIN, LOGGER
+from .lessons import (
+    BLOCKING_LIFETIME,
+    FALLBACK_LIFETIME,
+    WINDOW_LIFETIME,
+    Lesson,
+    Lessons,
+    holding,
+)
 from .model_lifecycle import OPENAI_SHUTDOWNS
 
 
@@ -377,37 +388,37 @@ class ServerReport:
     models: dict[str, ModelReport] = field(default_factory=dict)
 
 
-@dataclass(slots=True)
-class Lessons:
-    """What one model taught us: features refused in general, or proven."""
+# Lessons that only refuse: without what the model refused, nothing can go out.
+BLOCKING: Final = frozenset(
+    {
+        Feature.TOOLS,
+        Feature.IMAGE_INPUT,
+        Feature.FILE_INPUT,
+        Feature.IMAGES_GENERATIONS,
+        Feature.IMAGES_EDITS,
+    }
+)
 
-    refused: set[Feature] = field(default_factory=set)
-    proven: set[Feature] = field(default_factory=set)
-    # Learned from an overflow error that named it, and what the server
-    # reported as the window when it was learned.
-    context_window: int | None = None
-    reported_window: int | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        """Return the lessons in their stored form."""
-        return {
-            "refused": sorted(self.refused),
-            "proven": sorted(self.proven),
-            "context_window": self.context_window,
-            "reported_window": self.reported_window,
-        }
+def lifetime(feature: Feature) -> timedelta:
+    """Return how long a lesson about a feature holds before it is asked again."""
+    return BLOCKING_LIFETIME if feature in BLOCKING else FALLBACK_LIFETIME
 
-    @classmethod
-    def from_dict(cls, data: Any) -> Lessons:
-        """Return lessons from their stored form, skipping what is unknown."""
-        if not isinstance(data, dict):
-            return cls()
-        return cls(
-            refused=_features(data.get("refused")),
-            proven=_features(data.get("proven")),
-            context_window=_window(data.get("context_window")),
-            reported_window=_window(data.get("reported_window")),
-        )
+
+def read_lessons(data: Any) -> Lessons[Feature]:
+    """Return a model's lessons from their stored form, skipping what is unknown."""
+    if not isinstance(data, dict):
+        return Lessons()
+    window = _window(data.get("context_window"))
+    return Lessons(
+        refused=_lessons(data.get("refused")),
+        proven=_lessons(data.get("proven")),
+        context_window=window,
+        reported_window=_window(data.get("reported_window")),
+        window=Lesson.from_dict(data.get("window"), WINDOW_LIFETIME)
+        if window
+        else None,
+    )
 
 
 def _window(value: Any) -> int | None:
@@ -415,12 +426,24 @@ def _window(value: Any) -> int | None:
     return value if isinstance(value, int) and value > 0 else None
 
 
-def _features(values: Any) -> set[Feature]:
-    """Return the known features among stored names."""
-    if not isinstance(values, list):
-        return set()
-    known = {feature.value for feature in Feature}
-    return {Feature(value) for value in values if value in known}
+def _lessons(values: Any) -> dict[Feature, Lesson]:
+    """Return the stored lessons that still hold and outlast a reload.
+
+    An earlier version stored a list of names without dates: those count from
+    now, so the fallbacks they enable stay until they are asked again.
+    """
+    if isinstance(values, list):
+        values = dict.fromkeys(v for v in values if isinstance(v, str))
+    if not isinstance(values, dict):
+        return {}
+    known = {feature.value for feature in Feature} - set(BLOCKING)
+    return holding(
+        {
+            Feature(name): Lesson.from_dict(data, lifetime(Feature(name)))
+            for name, data in values.items()
+            if name in known
+        }
+    )
 
 
 class ModelCapabilities:
@@ -431,9 +454,9 @@ class ModelCapabilities:
         model: str,
         provider: Provider,
         report: ModelReport,
-        lessons: Lessons,
+        lessons: Lessons[Feature],
         on_learn: Callable[[], None],
-        server: Lessons | None = None,
+        server: Lessons[Feature] | None = None,
     ) -> None:
         """Combine the preset, the server's report and the lessons.
 
@@ -467,9 +490,9 @@ class ModelCapabilities:
 
     def refuses(self, feature: Feature) -> bool:
         """Tell whether a request with this feature is known to be refused."""
-        if feature in self.provider.refuses or feature in self.lessons.refused:
+        if feature in self.provider.refuses or self.lessons.refuses(feature):
             return True
-        if feature in SERVER_ROUTES and feature in self._server.refused:
+        if feature in SERVER_ROUTES and self._server.refuses(feature):
             return True
         if feature is Feature.STRICT_SCHEMA:
             # No strict mode where there is no JSON schema at all.
@@ -512,7 +535,7 @@ class ModelCapabilities:
 
     def proven(self, feature: Feature) -> bool:
         """Tell whether the model answered a request with this feature."""
-        return feature in self.lessons.proven
+        return self.lessons.proved(feature)
 
     def structured_output_start(self) -> Feature | None:
         """Return the strongest way of asking for JSON not known to be refused.
@@ -521,22 +544,31 @@ class ModelCapabilities:
         """
         return next((f for f in RESPONSE_FORMATS if not self.refuses(f)), None)
 
-    def learn_refused(self, feature: Feature) -> None:
-        """Remember that the model refuses the feature in general."""
-        if feature in self.lessons.refused:
+    def learn_refused(self, feature: Feature, source: str) -> None:
+        """Remember that the model refuses the feature in general, and what said so."""
+        if self.lessons.refuses(feature):
             return
-        LOGGER.debug("%s refuses %s; not asking for it again", self.model, feature)
-        self.lessons.refused.add(feature)
-        self.lessons.proven.discard(feature)
+        LOGGER.debug(
+            "%s refuses %s (%s); not asking for it for %s",
+            self.model,
+            feature,
+            source,
+            lifetime(feature),
+        )
+        lesson = Lesson.now(source, lifetime(feature))
+        self.lessons.refused[feature] = lesson
+        self.lessons.proven.pop(feature, None)
         if feature in SERVER_ROUTES:
-            self._server.refused.add(feature)
+            self._server.refused[feature] = lesson
         self._on_learn()
 
     def learn_proven(self, feature: Feature) -> None:
         """Remember that the model handled the feature."""
-        if feature in self.lessons.proven or feature in self.lessons.refused:
+        if self.lessons.proved(feature) or self.lessons.refuses(feature):
             return
-        self.lessons.proven.add(feature)
+        self.lessons.proven[feature] = Lesson.now(
+            "an answer to a request with it", lifetime(feature)
+        )
         self._on_learn()
 
     def learn_context_window(self, tokens: int) -> None:
@@ -547,11 +579,17 @@ class ModelCapabilities:
             self.lessons.reported_window,
         ):
             self.lessons.context_window, self.lessons.reported_window = lesson
+            self.lessons.window = Lesson.now(
+                "the server's context overflow error", WINDOW_LIFETIME
+            )
             self._on_learn()
 
 
+# Version 1 throughout: lists of names (without dates) load as learned now.
 STORAGE_VERSION: Final = 1
 _SAVE_DELAY: Final = 5.0
+# What a model's stored lessons hold when there is something to keep.
+_STORED_KINDS: Final = ("refused", "proven", "context_window")
 
 
 def server_fingerprint(
@@ -581,8 +619,10 @@ class Capabilities:
         self.provider = provider
         self.report = report
         self.fingerprint = fingerprint
-        self._lessons: dict[str, Lessons] = {}
+        self._lessons: dict[str, Lessons[Feature]] = {}
         self._store = _store(hass, entry_id)
+        # Set once the entry unloads: a request still running writes nothing.
+        self._closed = False
 
     def model(self, name: str) -> ModelCapabilities:
         """Return what is known about a model of this server."""
@@ -626,27 +666,34 @@ class Capabilities:
         models = stored.get("models")
         if isinstance(models, dict):
             self._lessons = {
-                str(name): Lessons.from_dict(data) for name, data in models.items()
+                str(name): read_lessons(data) for name, data in models.items()
             }
 
-    async def async_save(self) -> None:
-        """Write the lessons now (the entry is unloading)."""
+    async def async_close(self) -> None:
+        """Write the lessons a last time, then no more (the entry is unloading).
+
+        The save replaces one still delayed; what a request still running
+        learns afterwards stays in memory.
+        """
+        self._closed = True
         await self._store.async_save(self.as_dict())
 
     def as_dict(self) -> dict[str, Any]:
-        """Return everything known, for storage and diagnostics."""
+        """Return the lessons that outlast a restart, in their stored form."""
+        stored = {name: lessons.as_dict() for name, lessons in self._lessons.items()}
         return {
             "fingerprint": self.fingerprint,
             "models": {
-                name: lessons.as_dict()
-                for name, lessons in sorted(self._lessons.items())
-                if lessons.refused or lessons.proven or lessons.context_window
+                name: stored[name]
+                for name in sorted(stored)
+                if any(stored[name][kind] for kind in _STORED_KINDS)
             },
         }
 
     def diagnostics(self, models: Iterable[str]) -> dict[str, Any]:
         """Return what is known, for the given models and those with lessons."""
-        names = sorted({*models, *self.as_dict()["models"]})
+        learned = (name for name, lessons in self._lessons.items() if lessons.any())
+        names = sorted({*models, *learned})
         return {
             "preset": {
                 "name": self.provider.name,
@@ -663,14 +710,15 @@ class Capabilities:
         model = self.model(name)
         return {
             "reported": asdict(model.report),
-            "learned": model.lessons.as_dict(),
+            "learned": model.lessons.diagnostics(),
             "refused": sorted(f for f in Feature if model.refuses(f)),
             "context_window": model.context_window,
         }
 
     def _schedule_save(self) -> None:
-        """Save the lessons soon, once for a burst of them."""
-        self._store.async_delay_save(self.as_dict, _SAVE_DELAY)
+        """Save the lessons soon, once for a burst of them; never once closed."""
+        if not self._closed:
+            self._store.async_delay_save(self.as_dict, _SAVE_DELAY)
 
 
 def _store(hass: HomeAssistant, entry_id: str) -> Store[dict[str, Any]]:

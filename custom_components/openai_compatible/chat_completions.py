@@ -437,7 +437,10 @@ class ChatCompletionsAdapter:
             if _says_something(delta) and not said:
                 said = True
                 if learn:
-                    self._capabilities.learn_refused(Feature.STREAM_WITH_TOOLS)
+                    self._capabilities.learn_refused(
+                        Feature.STREAM_WITH_TOOLS,
+                        "an empty stream, answered unstreamed",
+                    )
             yield delta
 
     async def _async_answer(
@@ -543,7 +546,7 @@ class ChatCompletionsAdapter:
             raise err
         LOGGER.debug("Sending again without %s: %s", err.feature, err.server_message)
         if err.general and err.feature is not None:
-            self._capabilities.learn_refused(err.feature)
+            self._capabilities.learn_refused(err.feature, err.lesson_source)
         return changed
 
 

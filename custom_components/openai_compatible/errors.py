@@ -16,6 +16,7 @@ from homeassistant.exceptions import HomeAssistantError
 
 from .capabilities import Feature
 from .const import DOMAIN
+from .lessons import rejection_source
 from .redact import redact
 
 
@@ -87,6 +88,11 @@ class RequestRejectedError(ServerError):
         self.feature = feature
         self.general = general
         self.status = status
+
+    @property
+    def lesson_source(self) -> str:
+        """Return what taught a lesson from this refusal: the status and the words."""
+        return rejection_source(self.status, self.server_message)
 
 
 # Refusals a user can act on, told in their own words; the rest are api_error.

@@ -217,7 +217,7 @@ class Evaluation:
         """Send the questions on; remember that the model has no Decisions API."""
         LOGGER.debug("Decisions API not used, using chat completions: %s", reason)
         if learn:
-            self._capabilities.learn_refused(Feature.DECISIONS)
+            self._capabilities.learn_refused(Feature.DECISIONS, reason)
         for question in questions:
             self.skipped[question.key].append(f"decisions: {reason}")
 
@@ -315,7 +315,7 @@ class Evaluation:
 
     def _no_logprobs(self, question: Question, reason: str) -> None:
         """Remember that the model gives no log-probabilities."""
-        self._capabilities.learn_refused(Feature.LOGPROBS)
+        self._capabilities.learn_refused(Feature.LOGPROBS, reason)
         self.skipped[question.key].append(f"logprobs: {reason}")
 
     async def _async_stated(self, question: Question) -> Outcome:

@@ -98,7 +98,7 @@ async def async_generate_image(
     except RequestRejectedError as err:
         if err.feature is not route:
             raise
-        capabilities.learn_refused(route)
+        capabilities.learn_refused(route, err.lesson_source)
         raise ServerError("image_generation_unsupported") from err
     return await _async_read_image(hass, transport, raw)
 

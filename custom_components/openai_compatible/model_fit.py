@@ -70,7 +70,7 @@ def learning_refusals(capabilities: ModelCapabilities) -> Iterator[None]:
         yield
     except RequestRejectedError as err:
         if err.general and err.feature in _ERROR_KEYS:
-            capabilities.learn_refused(err.feature)
+            capabilities.learn_refused(err.feature, err.lesson_source)
         raise
 
 
@@ -89,5 +89,8 @@ def check_tools_kept(
         or not 0 < prompt_tokens < tool_tokens * _DROPPED_TOOLS_SHARE
     ):
         return
-    capabilities.learn_refused(Feature.TOOLS)
+    capabilities.learn_refused(
+        Feature.TOOLS,
+        f"{prompt_tokens} prompt tokens counted for about {tool_tokens} of tools",
+    )
     raise ModelError("template_drops_tools", model=capabilities.model)

@@ -525,5 +525,5 @@ class ResponsesAdapter:
             raise err
         LOGGER.debug("Sending again without %s: %s", err.feature, err.server_message)
         if err.general and err.feature is not None:
-            self._capabilities.learn_refused(err.feature)
+            self._capabilities.learn_refused(err.feature, err.lesson_source)
         return changed

@@ -114,5 +114,5 @@ async def async_climb[T](
             if on_rejected is not None:
                 on_rejected(request, err)
             if learn and err.general and err.feature in RESPONSE_FORMATS:
-                capabilities.learn_refused(err.feature)
+                capabilities.learn_refused(err.feature, err.lesson_source)
             rung = _next_rung(rung, err.feature)

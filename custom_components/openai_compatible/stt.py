@@ -178,7 +178,7 @@ class OpenAICompatibleSTTEntity(stt.SpeechToTextEntity, OpenAICompatibleSubentry
             if err.feature is not Feature.TRANSCRIPT_STREAM:
                 raise
             if err.general:
-                capabilities.learn_refused(Feature.TRANSCRIPT_STREAM)
+                capabilities.learn_refused(Feature.TRANSCRIPT_STREAM, err.lesson_source)
             retried = replace(request, stream=False)
             async for part in async_transcribe(transport, retried, budget):
                 yield part

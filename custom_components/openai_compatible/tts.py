@@ -329,7 +329,9 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
             if err.feature not in _WITHOUT:
                 raise
             if err.general:
-                self.runtime.capabilities.model(self.model).learn_refused(err.feature)
+                self.runtime.capabilities.model(self.model).learn_refused(
+                    err.feature, err.lesson_source
+                )
             without = replace(request, **_WITHOUT[err.feature])
             async for piece in self._async_speak(without, budget):
                 yield piece

@@ -250,7 +250,10 @@ class RequestFit:
                 counted,
                 estimate.tokens(self._sent_system_raw),
             )
-            self._capabilities.learn_refused(Feature.SYSTEM_MESSAGES)
+            self._capabilities.learn_refused(
+                Feature.SYSTEM_MESSAGES,
+                f"{counted} prompt tokens counted for a longer system prompt",
+            )
         else:
             estimate.calibrate(self._sent_raw, counted)
         check_tools_kept(self._capabilities, tool_tokens, counted)

@@ -118,6 +118,6 @@ class FallbackAdapter:
             self._capabilities.model,
             err.server_message,
         )
-        self._capabilities.learn_refused(Feature.RESPONSES_API)
+        self._capabilities.learn_refused(Feature.RESPONSES_API, err.lesson_source)
         self._fallen_back = True
         self._current = self._chat()

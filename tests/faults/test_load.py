@@ -150,7 +150,6 @@ async def test_the_entry_goes_while_a_turn_streams(
 # Issue 19.5 (another branch) makes an unloaded entry stop saving lessons;
 # until it is merged, the store comes back here. Strict: it fails once fixed,
 # so that this mark is removed then.
-@pytest.mark.xfail(strict=True, reason="issue 19.5: an unloaded entry still saves")
 async def test_a_lesson_learned_after_unload_is_not_saved(
     fault_harness: FaultHarnessFactory,
     hass_storage: dict[str, Any],

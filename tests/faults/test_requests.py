@@ -33,7 +33,7 @@ async def test_a_local_server_gets_one_question_at_a_time(
     """Eight questions to a local preset go one by one; the home keeps answering."""
     harness = await fault_harness(provider="ollama")
     model = harness.faulty_entry.runtime_data.capabilities.model("gpt-4o-mini")
-    model.learn_refused(Feature.DECISIONS)
+    model.learn_refused(Feature.DECISIONS, "HTTP 400: refused")
     harness.faulty.peak_in_flight = 0
 
     response = await harness.run(

@@ -1,0 +1,60 @@
+"""The server's button: forget what was learned about it, and ask it again.
+
+Pressing it forgets every lesson (capabilities.py) and reloads the entry, so
+the server's model list and report are read again and the next request asks
+for what was refused before. It sits on a device of the server itself, apart
+from the service devices of the subentries.
+"""
+
+from __future__ import annotations
+
+from homeassistant.components.button import ButtonEntity
+from homeassistant.const import EntityCategory
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import device_registry as dr
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+
+from . import OpenAICompatibleConfigEntry
+from .capabilities import provider_for
+from .const import CONF_PROVIDER, DOMAIN, LOGGER
+
+PARALLEL_UPDATES = 0
+
+
+async def async_setup_entry(
+    hass: HomeAssistant,
+    entry: OpenAICompatibleConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+) -> None:
+    """Add the server's button."""
+    async_add_entities([ForgetLessonsButton(entry)])
+
+
+def server_device_info(entry: OpenAICompatibleConfigEntry) -> dr.DeviceInfo:
+    """Return the device of the entry's server."""
+    return dr.DeviceInfo(
+        identifiers={(DOMAIN, entry.entry_id)},
+        name=entry.title,
+        manufacturer=provider_for(entry.data.get(CONF_PROVIDER)).name,
+        entry_type=dr.DeviceEntryType.SERVICE,
+    )
+
+
+class ForgetLessonsButton(ButtonEntity):
+    """Forget what was learned about the server, and read what it reports again."""
+
+    _attr_has_entity_name = True
+    _attr_entity_category = EntityCategory.CONFIG
+    _attr_translation_key = "forget_lessons"
+
+    def __init__(self, entry: OpenAICompatibleConfigEntry) -> None:
+        """Belong to the entry's server."""
+        self._entry = entry
+        self._attr_unique_id = f"{entry.entry_id}_forget_lessons"
+        self._attr_device_info = server_device_info(entry)
+
+    async def async_press(self) -> None:
+        """Forget every lesson and reload the entry."""
+        LOGGER.debug("Forgetting what was learned about %s", self._entry.title)
+        self._entry.runtime_data.capabilities.forget()
+        self.hass.config_entries.async_schedule_reload(self._entry.entry_id)

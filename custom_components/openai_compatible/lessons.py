@@ -1,0 +1,146 @@
+"""What rejections taught about a model: when, what taught it, how long it holds.
+
+A lesson that only refuses (the request cannot go out without what the model
+refused: tools, images, files, a route) holds for BLOCKING_LIFETIME and only
+in memory, so a reload or restart asks again; one that enables a fallback (a
+field dropped, a rung stepped down, a route skipped) holds for
+FALLBACK_LIFETIME and is stored. Then the request asks again. A lesson dated
+after now (the clock was set back) holds no longer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any, Final
+
+from homeassistant.util import dt as dt_util
+
+BLOCKING_LIFETIME: Final = timedelta(hours=1)
+FALLBACK_LIFETIME: Final = timedelta(days=1)
+# A window an overflow named holds while the server reports the same window.
+WINDOW_LIFETIME: Final = timedelta.max
+# What taught the lessons an earlier version stored without a date.
+EARLIER_VERSION: Final = "stored by an earlier version"
+# A source is cut to this many characters.
+_SOURCE_LENGTH: Final = 80
+
+
+@dataclass(frozen=True, slots=True)
+class Lesson:
+    """One lesson's date, source and lifetime."""
+
+    learned: datetime
+    source: str
+    lifetime: timedelta
+
+    @classmethod
+    def now(cls, source: str, lifetime: timedelta) -> Lesson:
+        """Return a lesson learned now."""
+        return cls(dt_util.utcnow(), short(source), lifetime)
+
+    @classmethod
+    def from_dict(cls, data: Any, lifetime: timedelta) -> Lesson:
+        """Return a stored lesson; one without a readable date counts from now."""
+        if isinstance(data, dict) and isinstance(data.get("learned"), str):
+            learned = dt_util.parse_datetime(data["learned"])
+            if learned is not None and learned.tzinfo is not None:
+                source = short(str(data.get("source") or EARLIER_VERSION))
+                return cls(learned, source, lifetime)
+        return cls.now(EARLIER_VERSION, lifetime)
+
+    @property
+    def kept(self) -> bool:
+        """Tell whether the lesson outlasts a reload: it enables a fallback."""
+        return self.lifetime > BLOCKING_LIFETIME
+
+    def age(self) -> timedelta:
+        """Return how long ago the lesson was learned."""
+        return dt_util.utcnow() - self.learned
+
+    def holds(self) -> bool:
+        """Tell whether the lesson is younger than its lifetime, and not dated ahead."""
+        return timedelta(0) <= self.age() < self.lifetime
+
+    def as_dict(self) -> dict[str, str]:
+        """Return the lesson in its stored form."""
+        return {"learned": self.learned.isoformat(), "source": self.source}
+
+    def diagnostics(self) -> dict[str, Any]:
+        """Return the lesson's age in whole seconds, and its source."""
+        return {"age_seconds": int(self.age().total_seconds()), "source": self.source}
+
+
+@dataclass(slots=True)
+class Lessons[F: StrEnum]:
+    """What one model taught us: features refused in general, or proven."""
+
+    refused: dict[F, Lesson] = field(default_factory=dict)
+    proven: dict[F, Lesson] = field(default_factory=dict)
+    # Learned from an overflow error that named it (when: `window`), and what
+    # the server reported as the window when it was learned.
+    context_window: int | None = None
+    reported_window: int | None = None
+    window: Lesson | None = None
+
+    def refuses(self, feature: F) -> bool:
+        """Tell whether a refusal of the feature was learned and still holds."""
+        return feature in holding(self.refused)
+
+    def proved(self, feature: F) -> bool:
+        """Tell whether the feature was proven and that still holds."""
+        return feature in holding(self.proven)
+
+    def any(self) -> bool:
+        """Tell whether anything learned still holds."""
+        return bool(holding(self.refused) or holding(self.proven) or self.window)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the lessons that outlast a reload, in their stored form."""
+        return {
+            "refused": _stored(self.refused),
+            "proven": _stored(self.proven),
+            "context_window": self.context_window,
+            "reported_window": self.reported_window,
+            "window": self.window.as_dict() if self.window else None,
+        }
+
+    def diagnostics(self) -> dict[str, Any]:
+        """Return each lesson that holds with its age and source."""
+        return {
+            "refused": _aged(self.refused),
+            "proven": _aged(self.proven),
+            "context_window": self.context_window,
+            "reported_window": self.reported_window,
+            "window": self.window.diagnostics() if self.window else None,
+        }
+
+
+def holding[F: StrEnum](lessons: Mapping[F, Lesson]) -> dict[F, Lesson]:
+    """Return the lessons that still hold, by feature, in order."""
+    return {f: lessons[f] for f in sorted(lessons) if lessons[f].holds()}
+
+
+def _stored[F: StrEnum](lessons: Mapping[F, Lesson]) -> dict[str, dict[str, str]]:
+    """Return the lessons that hold and outlast a reload, in their stored form."""
+    return {f.value: one.as_dict() for f, one in holding(lessons).items() if one.kept}
+
+
+def _aged[F: StrEnum](lessons: Mapping[F, Lesson]) -> dict[str, dict[str, Any]]:
+    """Return the lessons that hold, each with its age and source."""
+    return {f.value: lesson.diagnostics() for f, lesson in holding(lessons).items()}
+
+
+def short(text: str) -> str:
+    """Return a source on one line, cut to a readable length."""
+    line = " ".join(text.split())
+    if len(line) <= _SOURCE_LENGTH:
+        return line
+    return line[: _SOURCE_LENGTH - 1] + "…"
+
+
+def rejection_source(status: int, message: str) -> str:
+    """Return the source of a lesson a server's refusal taught."""
+    return short(f"HTTP {status}: {message}")
