@@ -31,9 +31,11 @@ from homeassistant.const import (
     __version__ as HA_VERSION,
 )
 from homeassistant.core import Context, HomeAssistant
-from homeassistant.helpers import intent, llm
+from homeassistant.helpers import entity_registry as er, intent, llm
+from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry  # type: ignore[import-untyped]
+import pytest_socket  # type: ignore[import-untyped]
 
 from bench._context_pytest import TURNS as WINDOW_TURNS
 from bench._conversation_pytest import TURNS, _agent_id, async_setup_home
@@ -45,7 +47,9 @@ ENTITY_COUNTS = [
     int(count) for count in os.environ.get("BENCH_ENTITIES", "50,500").split(",")
 ]
 WINDOW_ENTITIES = int(os.environ.get("BENCH_WINDOW_ENTITIES", "40"))
-PARTS = os.environ.get("BENCH_PARTS", "alternating,satellites,window").split(",")
+PARTS = os.environ.get("BENCH_PARTS", "alternating,satellites,window,evaluate").split(
+    ","
+)
 MODEL = servers.GEMMA_ALIAS
 # The same answer limit for both agents: a base model rarely stops by itself.
 ANSWER_TOKENS = 48
@@ -62,10 +66,16 @@ OTHER_TURNS = (
 SERVERS = {
     # One slot, erased before each conversation, no host prompt cache: every
     # conversation starts cold, whoever went before.
-    "alternating": (("--parallel", "1", "--cache-ram", "0"), 65536),
+    "alternating": (("--parallel", "1", "--cache-ram", "0", "--slot-save-path"), 65536),
     "satellites": (("--parallel", "2", "--kv-unified"), 32768),
     "window": (("--parallel", "1"), servers.SMALL_CONTEXT),
 }
+# Evaluate's noul answer must move with the question: a door open long or not.
+DOOR_QUESTION = {
+    "type": "noul",
+    "instructions": "Has the front door been left open too long?",
+}
+DOOR_STATES = {"40 minutes": "40 minutes", "1 minute": "1 minute"}
 
 
 # --- the servers ---------------------------------------------------------------
@@ -84,6 +94,8 @@ def _install() -> None:
 def _serving(name: str, work: Path) -> Iterator[RecordingProxy]:
     """Run llama-server with Gemma behind a recording proxy."""
     args, context = SERVERS[name]
+    if args[-1] == "--slot-save-path":  # slot actions (erase) need one
+        args = (*args, str(work))
     configuration = servers.Configuration(
         f"bench_{name}",
         "llama-server",
@@ -128,16 +140,24 @@ def proxies() -> Generator[dict[str, RecordingProxy]]:
     work = Path(tempfile.mkdtemp(prefix="bench-real-model-"))
     print(f"server logs in {work}", flush=True)
     with contextlib.ExitStack() as stack:
-        yield {name: stack.enter_context(_serving(name, work)) for name in SERVERS}
+        # The harness blocks sockets but in a test's own `socket_enabled`.
+        pytest_socket.enable_socket()
+        stack.callback(pytest_socket.enable_socket)  # to stop them again
+        running = {name: stack.enter_context(_serving(name, work)) for name in SERVERS}
+        pytest_socket.disable_socket(allow_unix_socket=True)
+        yield running
 
 
 # --- the agents ------------------------------------------------------------------
 
 
 async def async_add_agents(
-    hass: HomeAssistant, proxy: RecordingProxy, names: tuple[str, ...]
+    hass: HomeAssistant,
+    proxy: RecordingProxy,
+    names: tuple[str, ...],
+    subentry_type: str = ours_const.SUBENTRY_CONVERSATION,
 ) -> dict[str, str]:
-    """Add our agent and core's on one server, with the same answer limit."""
+    """Add our agent (or AI task) and core's agent on one server, answers capped."""
     base_url = f"{proxy.url}/v1"
     agent = {
         ours_const.CONF_CHAT_MODEL: MODEL,
@@ -159,7 +179,7 @@ async def async_add_agents(
             subentries_data=[
                 ConfigSubentryData(
                     data={ours_const.CONF_RECOMMENDED: False, **agent},
-                    subentry_type=ours_const.SUBENTRY_CONVERSATION,
+                    subentry_type=subentry_type,
                     title=f"ours {proxy.name}",
                     unique_id=None,
                 )
@@ -185,8 +205,24 @@ async def async_add_agents(
         entry.add_to_hass(hass)
         assert await hass.config_entries.async_setup(entry.entry_id)
         await hass.async_block_till_done()
-        agents[name] = _agent_id(hass, entry)
+        agents[name] = (
+            _agent_id(hass, entry)
+            if subentry_type == ours_const.SUBENTRY_CONVERSATION
+            else _ai_task_id(hass, entry)
+        )
     return agents
+
+
+def _ai_task_id(hass: HomeAssistant, entry: MockConfigEntry) -> str:
+    """Return the entity id of the entry's AI task."""
+    [task] = [
+        item.entity_id
+        for item in er.async_entries_for_config_entry(
+            er.async_get(hass), entry.entry_id
+        )
+        if item.domain == "ai_task"
+    ]
+    return task
 
 
 # --- measuring -------------------------------------------------------------------
@@ -575,3 +611,61 @@ async def bench_window(
     run = await async_converse(hass, proxy, "ours", agent, texts)
     with capsys.disabled():
         print(window_report(run), flush=True)
+
+
+async def bench_evaluate(
+    hass: HomeAssistant,
+    enable_custom_integrations: None,
+    socket_enabled: None,
+    proxies: dict[str, RecordingProxy],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Ask evaluate on the real model whether a door open 40 minutes or 1 is too long."""
+    if "evaluate" not in PARTS:
+        pytest.skip("not asked for")
+    _quiet()
+    for domain in ("homeassistant", "ai_task"):
+        assert await async_setup_component(hass, domain, {})
+    proxy = proxies["alternating"]
+    task = (
+        await async_add_agents(hass, proxy, ("ours",), ours_const.SUBENTRY_AI_TASK)
+    )["ours"]
+    answers: dict[str, float] = {}
+    for label, duration in DOOR_STATES.items():
+        seen = len(proxy.exchanges)
+        response = await hass.services.async_call(
+            "ai_task",
+            "evaluate",
+            {
+                "task_name": "front door",
+                "entity_id": task,
+                "state": {"front_door": "open", "open_for": duration},
+                "questions": {"door": DOOR_QUESTION},
+            },
+            blocking=True,
+            return_response=True,
+        )
+        assert response is not None
+        answers[label] = float(response["answers"]["door"]["noul"])  # type: ignore[index, call-overload]
+        paths = sorted({e.path for e in proxy.since(seen)})
+        answers_path = f"{label}: requests to {', '.join(paths)}"
+        with capsys.disabled():
+            print(f"  {answers_path}", flush=True)
+    lines = _header("Evaluate on the real model: the front door left open")
+    lines += [
+        f"  {DOOR_QUESTION['instructions']!r} with the door open for {label}: "
+        f"noul {value:.4f}"
+        for label, value in answers.items()
+    ]
+    moved = answers["40 minutes"] > answers["1 minute"]
+    lines += [
+        "",
+        "Targets",
+        (
+            "  the probability of yes is higher for 40 minutes than for 1 minute: "
+            f"{answers['40 minutes']:.4f} vs {answers['1 minute']:.4f} "
+            f"({_verdict(moved)})"
+        ),
+    ]
+    with capsys.disabled():
+        print("\n".join(lines), flush=True)

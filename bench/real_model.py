@@ -10,7 +10,7 @@ front of it notes the time to the first streamed token. Run it as a script
     .venv/bin/python bench/real_model.py [--entities 50,500] [--window-entities 40]
 
 It runs pytest on bench/_real_model_pytest.py, so that the test harness
-provides a real `hass`. Three parts:
+provides a real `hass`. Four parts:
 
 1. the five-turn Assist conversation of bench/conversation.py with each entity
    count, our agent and core's llama_cpp agent alternating on one slot
@@ -21,7 +21,9 @@ provides a real `hass`. Three parts:
    `--parallel 2`: each must keep its own cache;
 3. the 12-turn conversation of bench/context.py in a 4,096-token window: our
    estimate of each prompt against the server's own count, every turn
-   answered, no overflow.
+   answered, no overflow;
+4. `ai_task.evaluate` on the real model: its noul answer must move with the
+   question (a front door open for 40 minutes, or for 1).
 
 See README.md, "Measured on a real model".
 """
@@ -59,8 +61,8 @@ def main() -> int:
     )
     parser.add_argument(
         "--parts",
-        default="alternating,satellites,window",
-        help="which parts to run (default: all three)",
+        default="alternating,satellites,window,evaluate",
+        help="which parts to run (default: all four)",
     )
     args = parser.parse_args()
     os.environ["BENCH_ENTITIES"] = args.entities

@@ -456,7 +456,10 @@ def answer(body: dict[str, Any], settings: SimulatorSettings) -> Answer:
     top = body.get("top_logprobs") or 0
     enum = _label_enum(body.get("response_format"))
     if enum and settings.logprobs and body.get("logprobs"):
-        return _enum_answer(enum, top)
+        answer = _enum_answer(enum, top)
+        if body.get("post_sampling_probs"):
+            return _after_sampling(answer)
+        return _before_grammar(answer) if settings.logprobs_before_grammar else answer
     result = None if ignored else _tool_answer(body, messages)
     if result is None:
         result = _structured_answer(
@@ -731,6 +734,32 @@ def _enum_answer(labels: list[str], top: int) -> Answer:
         if entry["token"] not in labels:
             entry["logprob"] = -30.0
     return Answer("".join(t["token"] for t in tokens), tokens=tokens)
+
+
+def _before_grammar(answer: Answer) -> Answer:
+    """Give the label's alternatives as the model ranked them before the grammar.
+
+    The label chosen under the grammar is far down, and no other label is near.
+    """
+    _quote, label, _end = answer.tokens or ()
+    label["logprob"] = -12.0
+    label["top_logprobs"] = _token_entry("The", [], len(label["top_logprobs"]))[
+        "top_logprobs"
+    ]
+    return answer
+
+
+def _after_sampling(answer: Answer) -> Answer:
+    """Give an answer's token alternatives as llama.cpp does after sampling."""
+    for entry in answer.tokens or ():
+        if "prob" in entry:  # a token that comes twice (the quotes) is one entry
+            continue
+        entry["prob"] = math.exp(entry.pop("logprob"))
+        entry["top_probs"] = [
+            {"token": other["token"], "prob": math.exp(other["logprob"])}
+            for other in entry.pop("top_logprobs")
+        ]
+    return answer
 
 
 def _logprob_answer(messages: list[dict[str, Any]], user_text: str, top: int) -> Answer:

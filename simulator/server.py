@@ -108,6 +108,10 @@ class SimulatorSettings:
     # False: a label answer's top tokens hold no label unless a json_schema
     # enum of the labels holds the answer to them, as random weights do.
     labels_in_top: bool = True
+    # True: as llama.cpp, an answer a grammar holds reports the model's token
+    # alternatives before the grammar (no label among them), unless asked for
+    # `post_sampling_probs`: then the grammar's, as `top_probs` with a `prob`.
+    logprobs_before_grammar: bool = False
     # False: a request with prompt_cache_key answers 400.
     prompt_cache_key: bool = True
     # False: streams never end with a usage chunk, even when asked.

@@ -964,6 +964,45 @@ async def test_logprobs_held_to_the_labels(
     assert quirks(entry).logprobs is True
 
 
+async def test_llama_cpp_held_labels_read_after_its_grammar(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """llama.cpp's odds under a grammar are asked for after it, not before.
+
+    Before its grammar, llama.cpp reports the model's own alternatives, which
+    hold only the label it was made to choose: read alone, that label would
+    be certain. After the grammar (nothing cut but what it rules out), the
+    labels come in their relative odds.
+    """
+    await setup(provider="llama_cpp")
+    simulator.settings.labels_in_top = False
+    simulator.settings.logprobs_before_grammar = True
+    simulator.requests.clear()
+
+    answers = await evaluate(hass, {"door": DOOR})
+
+    _first, held = simulator.chat_requests()
+    assert held["post_sampling_probs"] is True
+    assert (held["top_k"], held["top_p"], held["min_p"]) == (0, 1.0, 0.0)
+    yes, no = builtin_label_probability(0), builtin_label_probability(4)
+    assert 0 < answers["door"]["noul"] == round(yes / (yes + no), 4) < 1
+
+
+async def test_held_labels_elsewhere_ask_for_no_llama_cpp_fields(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """Servers that are not llama.cpp get the held request without its fields."""
+    await setup(provider="ollama")
+    simulator.settings.labels_in_top = False
+    simulator.requests.clear()
+
+    await evaluate(hass, {"door": DOOR})
+
+    _first, held = simulator.chat_requests()
+    assert "post_sampling_probs" not in held
+    assert "top_k" not in held
+
+
 async def test_logprobs_odd_entries(
     hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
 ) -> None:

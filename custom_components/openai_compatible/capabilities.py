@@ -457,13 +457,16 @@ class ModelCapabilities:
         lessons: Lessons[Feature],
         on_learn: Callable[[], None],
         server: Lessons[Feature] | None = None,
+        kind: ServerKind | None = None,
     ) -> None:
         """Combine the preset, the server's report and the lessons.
 
-        `server` holds what the whole server taught (SERVER_ROUTES).
+        `server` holds what the whole server taught (SERVER_ROUTES); `kind` is
+        the server software, as reported or else as the preset names it.
         """
         self.model = model
         self.provider = provider
+        self.kind = kind or provider.kind
         self.report = report
         self.lessons = lessons
         self._on_learn = on_learn
@@ -633,6 +636,7 @@ class Capabilities:
             self._lessons.setdefault(name, Lessons()),
             self._schedule_save,
             self._lessons.setdefault(SERVER_LESSONS, Lessons()),
+            self.report.kind,
         )
 
     def shutdown(self, name: str) -> date | None:

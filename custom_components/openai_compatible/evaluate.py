@@ -302,7 +302,8 @@ class Evaluation:
         if self._capabilities.refuses(Feature.JSON_SCHEMA):
             return None
         try:
-            data = await self._async_complete(held_to_labels(body, labels))
+            held = held_to_labels(body, labels, self._capabilities.kind)
+            data = await self._async_complete(held)
         except RequestRejectedError as err:
             self.skipped[question.key].append(
                 f"logprobs held to the labels: refused: {err.server_message}"

@@ -17,8 +17,9 @@ number to its bounds.
 from __future__ import annotations
 
 import math
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
+from .capabilities import ServerKind
 from .errors import ModelError
 from .evaluate_questions import Question, probability
 from .json_answer import StructureMismatch, parse_json_answer
@@ -26,6 +27,16 @@ from .json_answer import StructureMismatch, parse_json_answer
 TOP_LOGPROBS: Final = 20
 # An answer held to the labels: its quotes and the label, with room to spare.
 HELD_LABEL_TOKENS: Final = 4
+# llama.cpp's probabilities after its sampling chain, which then cuts nothing
+# (no top-k, top-p or min-p) but what the grammar rules out; a fixed seed, so
+# that what comes before the label is the same for the same evidence.
+LLAMA_CPP_AFTER_GRAMMAR: Final = {
+    "post_sampling_probs": True,
+    "top_k": 0,
+    "top_p": 1.0,
+    "min_p": 0.0,
+    "seed": 0,
+}
 STATED_TOLERANCE: Final = 0.05
 STATED_REPAIR: Final = (
     "Your answer does not fit: give each option a probability, a number from 0 "
@@ -107,14 +118,19 @@ def held_label_masses(
     return None
 
 
-def held_to_labels(body: dict[str, Any], labels: list[str]) -> dict[str, Any]:
+def held_to_labels(
+    body: dict[str, Any], labels: list[str], kind: ServerKind | None = None
+) -> dict[str, Any]:
     """Return the label request again, its answer held to the labels by a schema.
 
     A server's grammar then leaves the model only the labels to choose from,
     in their own relative odds, where they were not among its favourites.
+    llama.cpp reports the model's odds before its grammar unless asked for
+    those after sampling, with nothing cut but the grammar.
     """
     return {
         **body,
+        **(LLAMA_CPP_AFTER_GRAMMAR if kind is ServerKind.LLAMA_CPP else {}),
         "max_tokens": HELD_LABEL_TOKENS,
         "response_format": {
             "type": "json_schema",
@@ -134,25 +150,40 @@ def _logprob_content(choice: dict[str, Any]) -> list[Any] | None:
 
 
 def _alternatives(first: Any) -> dict[str, float] | None:
-    """Return one token's alternatives and their log-probabilities, if it has any."""
+    """Return one token's alternatives and their log-probabilities, if it has any.
+
+    OpenAI's form (`top_logprobs`, each with a `logprob`) or llama.cpp's after
+    its sampling (`top_probs`, each with a `prob`).
+    """
     if not isinstance(first, dict):
         return None
-    alternatives = first.get("top_logprobs")
+    alternatives = first.get("top_logprobs") or first.get("top_probs")
     if not isinstance(alternatives, list) or not alternatives:
         return None
     top: dict[str, float] = {}
     for entry in [*alternatives, first]:
-        if not isinstance(entry, dict):
-            continue
-        token, logprob = entry.get("token"), entry.get("logprob")
-        if (
-            isinstance(token, str)
-            and isinstance(logprob, int | float)
-            and not isinstance(logprob, bool)
-            and math.isfinite(logprob)
-        ):
-            top.setdefault(token, min(float(logprob), 0.0))
+        if isinstance(entry, dict) and (found := _logprob(entry)) is not None:
+            top.setdefault(*found)
     return top
+
+
+def _logprob(entry: dict[str, Any]) -> tuple[str, float] | None:
+    """Return an alternative's token and log-probability, if it states them."""
+    token, logprob, prob = entry.get("token"), entry.get("logprob"), entry.get("prob")
+    if _finite(prob) and prob > 0:
+        logprob = math.log(prob)
+    if isinstance(token, str) and _finite(logprob):
+        return token, min(float(logprob), 0.0)
+    return None
+
+
+def _finite(value: Any) -> TypeGuard[float]:
+    """Tell whether a value is a finite number (not a bool)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    )
 
 
 def fold(token: str) -> str:

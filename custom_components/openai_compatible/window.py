@@ -267,7 +267,7 @@ class RequestFit:
         return (
             isinstance(counted, int)
             and 0 < counted < self._sent_system_raw * DROPPED_SYSTEM_SHARE
-            and self._capabilities.provider.kind is not ServerKind.OLLAMA
+            and self._capabilities.kind is not ServerKind.OLLAMA
             and not self._capabilities.refuses(Feature.SYSTEM_MESSAGES)
         )
 
