@@ -103,7 +103,9 @@ def probes(model: str) -> list[Probe]:
             "no_messages",
             "POST",
             "/v1/chat/completions",
-            {"model": model, "messages": []},
+            # A limit all the same: a real model given no messages may write
+            # until its window is full.
+            {"model": model, "messages": [], "max_tokens": 8},
         ),
         chat(
             "json_schema_strict",

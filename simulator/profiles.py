@@ -88,9 +88,10 @@ def load_profile(name: str) -> ServerProfile:
     }
     replays = sorted(
         (
-            _replay(probe_name, probe)
+            replay
             for probe_name, probe in probes.items()
             if probe["status"] >= 400 or _cut_stream(probe)
+            if _told_apart(replay := _replay(probe_name, probe))
         ),
         key=lambda replay: -len(replay.features),
     )
@@ -112,6 +113,15 @@ def load_profile(name: str) -> ServerProfile:
             if _ignored_tools(probes.get(probe))
         ),
     )
+
+
+def _told_apart(replay: Replay) -> bool:
+    """Tell whether a refusal can be replayed: a chat one needs a feature of its own.
+
+    A chat probe refused for what no feature names (no messages at all) would
+    otherwise be drawn by every chat request.
+    """
+    return replay.route != "chat" or bool(replay.features)
 
 
 def _cut_stream(probe: dict[str, Any]) -> bool:

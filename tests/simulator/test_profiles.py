@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 import json
+from pathlib import Path
 
 import httpx2
 import openai
 import pytest
 
-from simulator import OpenAISimulator, SimulatorSettings
+from conformance.servers import CONFIGURATIONS
+from simulator import OpenAISimulator, SimulatorSettings, profiles
 from simulator.profiles import load_profile, profile_names
 from tests.conftest import served
 
@@ -33,8 +35,39 @@ TOOL = {
 
 
 def test_every_configuration_of_the_lane_has_a_profile() -> None:
-    """The recordings of the lane are the profiles."""
-    assert {FUNCTION_CALLING, GATEWAY, NO_TOOLS} <= set(profile_names())
+    """The recordings of the lane are the profiles: one per configuration."""
+    assert {c.name for c in CONFIGURATIONS} <= set(profile_names())
+
+
+def test_a_refusal_no_feature_tells_apart_is_not_replayed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chat probe refused for having no messages draws no other request."""
+    probe = {
+        "label": "probe:no_messages",
+        "path": "/v1/chat/completions",
+        "features": ["chat", "max_tokens"],
+        "status": 400,
+        "headers": {"content-type": "application/json"},
+        "body": '{"error": "messages must not be empty"}',
+    }
+    recording = {
+        "name": "refuses_empty",
+        "software": "x",
+        "version": "1",
+        "configuration": "x",
+        "probes": [
+            probe,
+            {**probe, "label": "probe:logprobs", "features": ["chat", "logprobs"]},
+        ],
+    }
+    (tmp_path / "refuses_empty.json").write_text(json.dumps(recording))
+    monkeypatch.setattr(profiles, "RECORDINGS", tmp_path)
+
+    profile = load_profile("refuses_empty")
+
+    assert [replay.probe for replay in profile.replays] == ["logprobs"]
+    assert profile.replay_for("/v1/chat/completions", {"messages": []}) is None
 
 
 def test_unknown_profile() -> None:
