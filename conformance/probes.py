@@ -150,7 +150,15 @@ def probes(model: str) -> list[Probe]:
             "max_completion_tokens",
             "POST",
             "/v1/chat/completions",
-            {"model": model, "messages": ask, "max_completion_tokens": 8},
+            # max_tokens too: llama-cpp-python ignores max_completion_tokens,
+            # and a real model then writes until its window is full. A refusal
+            # of the field is what the recording keeps.
+            {
+                "model": model,
+                "messages": ask,
+                "max_completion_tokens": 8,
+                "max_tokens": 8,
+            },
         ),
         chat("prompt_cache_key", prompt_cache_key="conformance"),
         chat(
