@@ -79,12 +79,16 @@ def check_tools_kept(
 ) -> None:
     """Raise when the server's prompt was too small to hold the tools sent.
 
-    llama-server with a chat template that has no tool format takes `tools`
-    and leaves them out of the prompt; its model then claims actions it never
-    did. Such a model is learned to refuse tools.
+    A chat template that has no tool format (llama-cpp-python's chatml) takes
+    `tools` and leaves them out of the prompt; its model then claims actions
+    it never did. Such a model is learned to refuse tools. Not where the
+    server reports that the model takes tools (llama.cpp's template
+    capabilities, Ollama's): a template may render the tools far shorter than
+    their schemas, which no count tells from leaving them out.
     """
     if (
-        tool_tokens < MIN_TOOL_TOKENS
+        capabilities.report.tools is True
+        or tool_tokens < MIN_TOOL_TOKENS
         or not isinstance(prompt_tokens, int)
         or not 0 < prompt_tokens < tool_tokens * _DROPPED_TOOLS_SHARE
     ):

@@ -17,7 +17,14 @@ import probatio
 import pytest
 
 from custom_components.openai_compatible.const import MAX_TOOL_ROUNDS_CONVERSATION
-from simulator import chunk, function_call_item, message_item, response_stream, sse_text
+from simulator import (
+    OpenAISimulator,
+    chunk,
+    function_call_item,
+    message_item,
+    response_stream,
+    sse_text,
+)
 
 from .conftest import FaultHarness, FaultHarnessFactory
 from .test_stream import CHAT, call_chunk, event, failed, speech
@@ -293,6 +300,25 @@ async def test_tools_left_out_of_the_prompt_are_told(
     result = await harness.converse("Turn on the kitchen light")
     assert "cannot call tools, so nothing was sent" in speech(result)
     assert len(harness.faulty.chat_requests()) == 1
+
+
+async def test_a_server_that_reports_tools_is_trusted_over_the_count(
+    fault_harness: FaultHarnessFactory, simulator: OpenAISimulator
+) -> None:
+    """A template may render tools far shorter than their schemas: no alarm.
+
+    llama.cpp reports whether its chat template takes tools; where it says it
+    does, a prompt counted smaller than the tools' schemas is such a template.
+    """
+    simulator.settings.native = "llama_cpp"
+    harness = await fault_harness(provider="llama_cpp")
+    harness.faulty.settings.drops_tools = True
+
+    result = await harness.run(harness.converse("Hi"))
+
+    assert not failed(result)
+    (body,) = harness.faulty.chat_requests()
+    assert body["tools"]
 
 
 async def test_tools_kept_in_a_small_prompt_are_no_alarm(
