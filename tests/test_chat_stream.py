@@ -380,6 +380,20 @@ async def test_read_what_the_end_of_the_stream_releases() -> None:
     assert await read(parser, stream) == [{"content": "Hi "}, {"content": "<"}]
 
 
+async def test_text_cut_at_the_token_limit_is_the_answer() -> None:
+    """Text the limit cut, with no tool call under way, stands as the answer."""
+    parser = ChatStreamParser(LIGHT_TOOLS)
+    stream = sse(
+        chunk({"content": "You may call these "}),
+        chunk({"content": "functions"}, finish_reason="length"),
+    )
+    deltas = await read(parser, stream)
+    assert "".join(d.get("content", "") for d in deltas) == (
+        "You may call these functions"
+    )
+    parser.raise_if_cut()
+
+
 async def test_read_a_whole_answer() -> None:
     """A whole answer is read the same way, in one chunk."""
     answer = {"choices": [{"message": {"content": "Hi"}, "finish_reason": "stop"}]}
@@ -392,10 +406,6 @@ async def test_read_a_whole_answer() -> None:
     ("stream", "key"),
     [
         (sse(chunk({"content": "Hel"}), done=False), "answer_cut_short"),
-        (
-            sse(chunk({"content": "Hel"}), chunk({}, finish_reason="length")),
-            "answer_cut_at_token_limit",
-        ),
         (sse(chunk({"content": "Hel"}), {"choices": 5}), "answer_malformed"),
     ],
 )

@@ -455,6 +455,7 @@ class ChatCompletionsAdapter:
             parser = ChatStreamParser(
                 self.tool_set.from_wire,
                 short_call_ids=self._settings.short_tool_call_ids,
+                structured="response_format" in body,
             )
             said = False
             try:

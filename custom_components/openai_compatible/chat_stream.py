@@ -15,6 +15,7 @@ from homeassistant.components import conversation
 from homeassistant.util.json import json_loads
 import httpx2
 
+from .const import LOGGER
 from .error_answers import answer_error
 from .errors import (
     ContextOverflowError,
@@ -49,16 +50,24 @@ class ChatStreamParser:
     """
 
     def __init__(
-        self, tool_names: Mapping[str, str], *, short_call_ids: bool = False
+        self,
+        tool_names: Mapping[str, str],
+        *,
+        short_call_ids: bool = False,
+        structured: bool = False,
     ) -> None:
-        """Prepare for one answer."""
+        """Prepare for one answer; a `structured` one is whole or none."""
         self._tool_names = tool_names
+        self._structured = structured
         self._short_ids = short_call_ids
         self._calls = ToolCallAssembler()
         self._think = ThinkTagSplitter()
         self._finished = False
         # Why the answer stopped short, if it did: a finish reason or "unended".
         self._cut: str | None = None
+        # Whether a tool call (native, or written as text) was under way when
+        # the answer was cut.
+        self._cut_call = False
         # Spoken text held back because it may be a tool call written as text;
         # None once the answer speaks.
         self._held: list[str] | None = [] if tool_names else None
@@ -105,9 +114,17 @@ class ChatStreamParser:
         return deltas
 
     def raise_if_cut(self) -> None:
-        """Raise the error that tells why the answer stopped short, if it did."""
+        """Raise the error that tells why the answer stopped short, if it did.
+
+        Text cut at the answer's token limit, with no tool call under way, is
+        the answer: what the limit let the model say (a local model that does
+        not stop is cut there on every turn).
+        """
         if self._cut == "unended":
             raise ServerError("answer_cut_short")
+        if self._cut == "length" and not (self._cut_call or self._structured):
+            LOGGER.debug("The answer reached its token limit; its text so far stands")
+            return
         if self._cut is not None:
             raise ModelError(_CUT_ERRORS[self._cut])
 
@@ -167,6 +184,7 @@ class ChatStreamParser:
         if reason in _CUT_ERRORS:
             self._cut = reason
         if self._cut is not None:
+            self._cut_call = self._held is not None or bool(self._calls.calls)
             return self._speak_held()
         deltas: list[Delta] = []
         if self._held is not None:
