@@ -964,6 +964,28 @@ async def test_logprobs_held_to_the_labels(
     assert quirks(entry).logprobs is True
 
 
+async def test_one_label_far_down_the_top_tokens_is_read_again_held(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """A label barely among the model's favourites is no answer of certainty.
+
+    As Gemma 3 270M answered: "Yes" 20th at 1 %, "No" not among the top. Read
+    alone, yes would be certain; held to the labels, both have their odds.
+    """
+    await setup(provider="ollama")
+    simulator.enqueue(
+        CHAT, json=label_answer(("You", 0.5), ("The", 0.1), ("Yes", 0.013))
+    )
+    simulator.requests.clear()
+
+    answers = await evaluate(hass, {"door": DOOR})
+
+    _first, held = simulator.chat_requests()
+    assert held["response_format"]["json_schema"]["schema"]["enum"] == ["Yes", "No"]
+    yes, no = builtin_label_probability(0), builtin_label_probability(4)
+    assert answers["door"]["noul"] == round(yes / (yes + no), 4) < 1
+
+
 async def test_llama_cpp_held_labels_read_after_its_grammar(
     hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
 ) -> None:

@@ -45,6 +45,7 @@ from .errors import (
     TranslatedError,
 )
 from .evaluate_chat import (
+    MIN_LABEL_COVERAGE,
     REPAIRABLE,
     STATED_REPAIR,
     STATED_TOLERANCE,
@@ -279,14 +280,16 @@ class Evaluation:
         self._capabilities.learn_proven(Feature.LOGPROBS)
         raw = label_masses(top, labels)
         extra: dict[str, Any] = {}
-        if not any(raw.values()):
+        if sum(raw.values()) < MIN_LABEL_COVERAGE:
             self.skipped[question.key].append(
-                "logprobs: no label among the top tokens "
+                "logprobs: the labels are not what the model answers "
                 f"({', '.join(repr(token) for token in list(top)[:5])})"
             )
-            if (held := await self._async_held(question, body, labels)) is None:
+            held = await self._async_held(question, body, labels)
+            if held is None and not any(raw.values()):
                 return None
-            raw, extra["held to the labels"] = held, True
+            if held is not None:
+                raw, extra["held to the labels"] = held, True
         coverage = sum(raw.values())
         return Outcome(
             [raw[label] / coverage for label in labels],

@@ -25,6 +25,10 @@ from .evaluate_questions import Question, probability
 from .json_answer import StructureMismatch, parse_json_answer
 
 TOP_LOGPROBS: Final = 20
+# Below this share of the answer on the labels, the model answers none of
+# them: their odds among its top tokens (one there, another not) say little,
+# and they are read again with the answer held to them.
+MIN_LABEL_COVERAGE: Final = 0.5
 # An answer held to the labels: its quotes and the label, with room to spare.
 HELD_LABEL_TOKENS: Final = 4
 # llama.cpp's probabilities after its sampling chain, which then cuts nothing
