@@ -54,6 +54,7 @@ MODEL = servers.GEMMA_ALIAS
 # The same answer limit for both agents: a base model rarely stops by itself.
 ANSWER_TOKENS = 48
 TIMEOUT = 1200.0
+RECORDED_AFTER = 0.5
 NAMES = ("ours", "core")
 # A second satellite, in another room.
 OTHER_TURNS = (
@@ -67,7 +68,10 @@ SERVERS = {
     # One slot, erased before each conversation, no host prompt cache: every
     # conversation starts cold, whoever went before.
     "alternating": (("--parallel", "1", "--cache-ram", "0", "--slot-save-path"), 65536),
-    "satellites": (("--parallel", "2", "--kv-unified"), 32768),
+    # Two slots of 16,384 tokens each (what --parallel 2 gives), and one
+    # cache shared by both (--kv-unified).
+    "satellites": (("--parallel", "2"), 32768),
+    "satellites_unified": (("--parallel", "2", "--kv-unified"), 32768),
     "window": (("--parallel", "1"), servers.SMALL_CONTEXT),
 }
 # Evaluate's noul answer must move with the question: a door open long or not.
@@ -326,6 +330,9 @@ async def async_turn(
     )
     estimates = _estimates() if run.name.startswith("ours") else []
     turn = len(run.turn_seconds)
+    # The proxy keeps an exchange once it has passed the answer's last byte,
+    # which a client that stops reading at [DONE] does not wait for.
+    await asyncio.sleep(RECORDED_AFTER)
     for index, exchange in enumerate(_chat(proxy.since(seen), text)):
         timings = exchange.timings or {}
         run.requests.append(
@@ -469,9 +476,9 @@ def alternating_report(count: int, runs: dict[str, Conversation]) -> str:
     return "\n".join(lines)
 
 
-def satellites_report(runs: list[Conversation]) -> str:
+def satellites_report(runs: list[Conversation], options: str) -> str:
     """Format the figures of two conversations held at once."""
-    lines = _header("Two satellites at once, our agent, --parallel 2")
+    lines = _header(f"Two satellites at once, our agent, {options}")
     lines += request_lines(runs)
     lines += ["", "Targets"]
     for run in runs:
@@ -563,8 +570,10 @@ async def bench_alternating(
         print(alternating_report(entity_count, runs), flush=True)
 
 
+@pytest.mark.parametrize("server", ["satellites", "satellites_unified"])
 async def bench_satellites(
     hass: HomeAssistant,
+    server: str,
     enable_custom_integrations: None,
     socket_enabled: None,
     proxies: dict[str, RecordingProxy],
@@ -574,7 +583,7 @@ async def bench_satellites(
     if "satellites" not in PARTS:
         pytest.skip("not asked for")
     _quiet()
-    proxy = proxies["satellites"]
+    proxy = proxies[server]
     await async_setup_home(hass, ENTITY_COUNTS[0])
     agent = (await async_add_agents(hass, proxy, ("ours",)))["ours"]
     runs = [Conversation("ours (A)"), Conversation("ours (B)")]
@@ -590,7 +599,7 @@ async def bench_satellites(
             )
         )
     with capsys.disabled():
-        print(satellites_report(runs), flush=True)
+        print(satellites_report(runs, " ".join(SERVERS[server][0])), flush=True)
 
 
 async def bench_window(

@@ -130,7 +130,9 @@ def _templates() -> dict[str, re.Pattern[str]]:
     texts = json.loads((INTEGRATION / "translations" / "en.json").read_text())
     patterns = {}
     for key, value in texts.get("exceptions", {}).items():
-        parts = re.split(r"\{(\w+)\}", value["message"])
+        # Home Assistant drops a message's closing period in some places (the
+        # speech of a conversation's error): match without it.
+        parts = re.split(r"\{(\w+)\}", value["message"].rstrip("."))
         pattern = "".join(
             f"(?P<{part}>.*)" if index % 2 else re.escape(part)
             for index, part in enumerate(parts)
@@ -145,7 +147,7 @@ TEMPLATES = _templates()
 def translated_key(message: str) -> tuple[str, dict[str, str]] | None:
     """Return the translation key and placeholders a message was made from."""
     for key, pattern in TEMPLATES.items():
-        if match := pattern.fullmatch(message.strip()):
+        if match := pattern.fullmatch(message.strip().rstrip(".")):
             return key, match.groupdict()
     return None
 

@@ -378,7 +378,7 @@ CONFIGURATIONS = (
     *_llama_server(
         "llama_server_two_slots",
         "--jinja, --parallel 2",
-        ("--parallel", "2", "--kv-unified"),
+        ("--parallel", "2"),
         2 * CONTEXT,
     ),
 )

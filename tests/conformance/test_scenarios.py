@@ -38,6 +38,12 @@ def test_translated_key_finds_the_template() -> None:
         "supports tool calling, or set the agent's Control Home "
         "Assistant option to none."
     ) == ("tools_unsupported", {"message": "no"})
+    # As a conversation's error speech, without its closing period.
+    assert translated_key(
+        "The model cannot call tools: no. Choose a model that "
+        "supports tool calling, or set the agent's Control Home "
+        "Assistant option to none"
+    ) == ("tools_unsupported", {"message": "no"})
     assert translated_key("Something else entirely") is None
 
 
