@@ -964,6 +964,39 @@ async def test_logprobs_held_to_the_labels(
     assert quirks(entry).logprobs is True
 
 
+async def test_a_refused_held_request_is_not_sent_again(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """llama-server refused the schema of one label (its grammar failed): once.
+
+    As it answered the tiny model's ChatML template: 400, "Failed to
+    initialize samplers". The next evaluation does without the held request.
+    """
+    await setup(provider="llama_cpp")
+    simulator.settings.labels_in_top = False
+    simulator.enqueue(CHAT, json=label_answer(("The", 0.5), ("You", 0.1)))
+    simulator.enqueue(
+        CHAT,
+        status=400,
+        json={
+            "error": {
+                "code": 400,
+                "message": "Failed to initialize samplers: std::exception",
+                "type": "invalid_request_error",
+            }
+        },
+    )
+    await evaluate(hass, {"door": DOOR})
+    simulator.requests.clear()
+
+    await evaluate(hass, {"door": DOOR})
+
+    assert not any(
+        "response_format" in body and "logprobs" in body
+        for body in simulator.chat_requests()
+    )
+
+
 async def test_one_label_far_down_the_top_tokens_is_read_again_held(
     hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
 ) -> None:

@@ -308,6 +308,8 @@ class Evaluation:
             held = held_to_labels(body, labels, self._capabilities.kind)
             data = await self._async_complete(held)
         except RequestRejectedError as err:
+            # Not asked again: the schema it holds the labels by is refused.
+            self._capabilities.learn_refused(Feature.JSON_SCHEMA, err.lesson_source)
             self.skipped[question.key].append(
                 f"logprobs held to the labels: refused: {err.server_message}"
             )
