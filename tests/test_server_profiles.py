@@ -40,6 +40,9 @@ REFUSING_JSON_SCHEMA = [
     if any(replay.probe == "json_schema" for replay in load_profile(name).replays)
 ]
 FUNCTION_CALLING = "llama_cpp_python_chatml_function_calling"
+# Refuse json_schema with a 500 literal_error and take json_object.
+STEPPING_DOWN = [name for name in PROFILES if "llama_cpp_python" in name]
+TAKING_JSON_SCHEMA = [name for name in PROFILES if name not in REFUSING_JSON_SCHEMA]
 
 
 @pytest.fixture(params=PROFILES)
@@ -71,9 +74,14 @@ def _formats(simulator: OpenAISimulator) -> list[str | None]:
 
 
 def test_every_scenario_server_is_imitated() -> None:
-    """Each configuration of the lane has its profile, refusing json_schema."""
+    """Each configuration of the lane has its profile.
+
+    llama-cpp-python (and LiteLLM in front of it) refuses json_schema;
+    llama-server takes it with Gemma.
+    """
     assert FUNCTION_CALLING in PROFILES
-    assert REFUSING_JSON_SCHEMA == PROFILES
+    assert set(STEPPING_DOWN) <= set(REFUSING_JSON_SCHEMA)
+    assert TAKING_JSON_SCHEMA
 
 
 async def test_assist_answers(
@@ -106,6 +114,7 @@ async def test_plain_data(
     assert len(simulator.chat_requests()) == 1
 
 
+@pytest.mark.parametrize("profile", STEPPING_DOWN, indirect=True)
 async def test_structure_steps_down_to_json_object(
     hass: HomeAssistant,
     simulator: OpenAISimulator,
@@ -131,6 +140,24 @@ async def test_structure_steps_down_to_json_object(
         assert set(response["data"]) == {"name", "pet"}
         assert response["data"]["pet"] in ("cat", "dog")
     assert _formats(simulator) == ["json_schema", "json_object", "json_object"]
+
+
+@pytest.mark.parametrize("profile", TAKING_JSON_SCHEMA, indirect=True)
+async def test_structure_through_json_schema(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    profile: str,
+) -> None:
+    """llama-server holds the answer to the schema itself: one request each."""
+    await setup_entry()
+
+    for _ in range(2):
+        response = await _call(
+            hass, "generate_data", instructions="Invent a person.", structure=STRUCTURE
+        )
+        assert set(response["data"]) == {"name", "pet"}
+    assert _formats(simulator) == ["json_schema", "json_schema"]
 
 
 async def test_evaluate_without_decisions_route(
