@@ -20,10 +20,8 @@ import sys
 
 # Nothing from Home Assistant may be imported here: the harness must patch it
 # first (tests/harness_skews.py, then the harness's own plugin).
-import pytest
-
-BENCH = Path(__file__).resolve().parent
-ROOT = BENCH.parent
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness import run  # noqa: E402
 
 
 def main() -> int:
@@ -59,29 +57,7 @@ def main() -> int:
         os.environ["BENCH_PROFILE"] = str(Path(args.profile).resolve())
     if args.dump:
         os.environ["BENCH_DUMP"] = str(Path(args.dump).resolve())
-    # `tests` (the harness plugin) and `bench` must be importable.
-    sys.path.insert(0, str(ROOT))
-    os.chdir(ROOT)
-    return int(
-        pytest.main(
-            [
-                str(BENCH / "_conversation_pytest.py"),
-                "-p",
-                "tests.harness_skews",
-                "-p",
-                "no:cacheprovider",
-                "-q",
-                "-s",
-                "--no-cov",
-                "-o",
-                "addopts=",
-                "-o",
-                "python_functions=bench_*",
-                "-W",
-                "ignore::DeprecationWarning",
-            ]
-        )
-    )
+    return run("_conversation_pytest.py")
 
 
 if __name__ == "__main__":

@@ -37,10 +37,8 @@ import sys
 
 # Nothing from Home Assistant may be imported here: the harness must patch it
 # first (tests/harness_skews.py, then the harness's own plugin).
-import pytest
-
-BENCH = Path(__file__).resolve().parent
-ROOT = BENCH.parent
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness import run  # noqa: E402
 
 
 def main() -> int:
@@ -68,28 +66,7 @@ def main() -> int:
     os.environ["BENCH_ENTITIES"] = args.entities
     os.environ["BENCH_WINDOW_ENTITIES"] = str(args.window_entities)
     os.environ["BENCH_PARTS"] = args.parts
-    sys.path.insert(0, str(ROOT))
-    os.chdir(ROOT)
-    return int(
-        pytest.main(
-            [
-                str(BENCH / "_real_model_pytest.py"),
-                "-p",
-                "tests.harness_skews",
-                "-p",
-                "no:cacheprovider",
-                "-q",
-                "-s",
-                "--no-cov",
-                "-o",
-                "addopts=",
-                "-o",
-                "python_functions=bench_*",
-                "-W",
-                "ignore::DeprecationWarning",
-            ]
-        )
-    )
+    return run("_real_model_pytest.py")
 
 
 if __name__ == "__main__":
