@@ -31,6 +31,17 @@ from .wire import (
     unknown_parameter,
 )
 
+
+class _HungUp(web.StreamResponse):
+    """What goes to a client that hung up mid-answer: nothing more."""
+
+    async def prepare(self, request: web.BaseRequest) -> None:
+        """Send no second head on a closed connection."""
+
+    async def write_eof(self, data: bytes = b"") -> None:
+        """Send no end on a closed connection."""
+
+
 DEFAULT_MODELS = (
     "gpt-4o-mini",
     "gpt-5-mini",
@@ -401,6 +412,10 @@ class OpenAISimulator:
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         try:
             return await self._answer(request, handler, parsed)
+        except ConnectionResetError:
+            # The client hung up mid-answer (as ours does on an endless one):
+            # a real server shrugs, it does not log a server error.
+            return _HungUp()
         finally:
             self.in_flight -= 1
 

@@ -326,3 +326,34 @@ async def test_unused_answers_fail_the_test(socket_enabled: None) -> None:
     """A simulator served for a test fails it when queued answers went unused."""
     with pytest.raises(AssertionError, match=r"never used: \['/models'\]"):
         await _queue_two_use_one()
+
+
+async def test_client_hanging_up_mid_stream_is_no_server_error(
+    sim: OpenAISimulator,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A write to a client that just hung up is no server error.
+
+    The handler is usually cancelled when the client goes; when the write comes
+    first (a busy machine), it fails with a reset: that too is a quiet end.
+    """
+    written = aiohttp.web.StreamResponse.write
+
+    async def write_then_reset(self: aiohttp.web.StreamResponse, data: bytes) -> None:
+        if b"second" in data:
+            raise aiohttp.ClientConnectionResetError(
+                "Cannot write to closing transport"
+            )
+        await written(self, data)
+
+    monkeypatch.setattr(aiohttp.web.StreamResponse, "write", write_then_reset)
+    sim.enqueue("/chat/completions", sse=["data: first\n\n", "data: second\n\n"])
+
+    async with aiohttp.ClientSession() as session:
+        url = f"{sim.base_url}/chat/completions"
+        async with session.post(url, json={"model": "m"}) as response:
+            assert await response.content.readline() == b"data: first\n"
+
+    assert sim.in_flight == 0
+    assert not [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
