@@ -234,6 +234,30 @@ async def test_each_sentence_is_spoken_while_the_text_is_written(
     assert entity(hass).async_supports_streaming_input()
 
 
+async def test_a_markdown_answer_is_spoken_not_read_out(
+    hass: HomeAssistant, setup_voice: SetupEntry, simulator: OpenAISimulator
+) -> None:
+    """Marks, code and emoji never reach the voice, wherever the stream is cut."""
+    await setup_voice(tts={})
+    text = "## Lights 💡\n1. The **kitchen** light is on.\n```\nx = 1\n```\nDone ✅\n42"
+
+    await speak(hass, pieces(*(text[i : i + 3] for i in range(0, len(text), 3))))
+
+    inputs = [body["input"] for body in spoken(simulator)]
+    assert inputs == ["Lights", "The kitchen light is on.", "Done", "42"]
+
+
+async def test_a_whole_markdown_text_is_spoken_not_read_out(
+    hass: HomeAssistant, setup_voice: SetupEntry, simulator: OpenAISimulator
+) -> None:
+    """With streaming off, the whole text loses its marks too."""
+    await setup_voice(tts={"streaming": False})
+
+    await speak(hass, "- Door: **open** 🚪\n- See [camera](http://cam)")
+
+    assert [body["input"] for body in spoken(simulator)] == ["Door: open. See camera."]
+
+
 async def test_a_run_on_text_is_cut_at_a_space(
     hass: HomeAssistant, setup_voice: SetupEntry, simulator: OpenAISimulator
 ) -> None:

@@ -5,7 +5,8 @@ stream: each sentence goes to `/audio/speech` as soon as it is written, and
 the answers are joined into one audio stream, so speech starts while the
 agent is still writing. MP3, WAV and raw PCM can be joined; for any other
 format the sentences are asked as WAV and Home Assistant converts. With
-streaming off, the whole text is asked at once.
+streaming off, the whole text is asked at once. Either way the text is said,
+not read out: markdown marks, code and emoji go first (speech_text.py).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from .const import (
 )
 from .entity import OpenAICompatibleSubentryEntity
 from .errors import InputError, RequestRejectedError
+from .speech_text import async_spoken_lines, spoken_sentence, spoken_text
 from .sse import async_capped
 from .transport import Budget
 
@@ -127,6 +129,13 @@ async def async_sentences(
         sentence, pending = pending[:end], pending[end:]
         if _speakable(sentence):
             yield sentence.strip()
+
+
+async def async_spoken_sentences(text: AsyncIterable[str]) -> AsyncIterator[str]:
+    """Yield each sentence of a text stream as it should be said, when complete."""
+    async for sentence in async_sentences(async_spoken_lines(text)):
+        if _speakable(said := spoken_sentence(sentence)):
+            yield said
 
 
 def text_pieces(text: str, limit: int = MAX_SPEECH_CHARACTERS) -> list[str]:
@@ -346,7 +355,7 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
         return tts.TTSAudioResponse(
             extension,
             self._async_spoken(
-                async_sentences(request.message_gen), server_format, how
+                async_spoken_sentences(request.message_gen), server_format, how
             ),
         )
 
@@ -355,7 +364,7 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
         self, message: str, language: str, options: dict[str, Any]
     ) -> tts.TtsAudioType:
         """Speak a whole text, in one request where it fits."""
-        pieces = text_pieces(message)
+        pieces = text_pieces(spoken_text(message))
         server_format, extension = self._output(options, joined=len(pieces) > 1)
         how = self._speaking(options)
         audio = [
