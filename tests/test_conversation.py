@@ -558,19 +558,64 @@ async def test_usage_is_traced(
     ]
 
 
+def _whole(text: str) -> dict[str, Any]:
+    """Return an unstreamed answer that says `text`."""
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "gpt-4o-mini",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+
+
+@pytest.mark.parametrize("streaming", [True, False])
 async def test_question_continues_conversation(
-    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    streaming: bool,
 ) -> None:
-    """An answer that asks back keeps the conversation open."""
-    await setup_entry(conversation={CONF_LLM_HASS_API: []})
-    simulator.enqueue("/chat/completions", sse=sse_text("Which light?"))
-    simulator.enqueue("/chat/completions", sse=sse_text("Done."))
+    """An answer that asks back keeps the microphone open, streamed or not."""
+    await setup_entry(conversation={CONF_LLM_HASS_API: [], "streaming": streaming})
+    for text in ("Which light?", "Done."):
+        if streaming:
+            simulator.enqueue("/chat/completions", sse=sse_text(text))
+        else:
+            simulator.enqueue("/chat/completions", json=_whole(text))
 
     asked = await converse(hass, "Turn on a light")
     told = await converse(hass, "The kitchen one", asked.conversation_id)
 
+    assert speech(asked) == "Which light?"
     assert asked.continue_conversation
     assert not told.continue_conversation
+
+
+async def test_question_after_a_tool_call_continues_conversation(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    kitchen_light: str,
+) -> None:
+    """A question that follows the tool loop keeps the conversation open too."""
+    await setup_entry(conversation={CONF_LLM_HASS_API: [llm.LLM_API_ASSIST]})
+    simulator.enqueue(
+        "/chat/completions",
+        sse=sse_tool_calls([("call_1", "HassTurnOn", {"name": "Kitchen light"})]),
+    )
+    simulator.enqueue("/chat/completions", sse=sse_text("It is on. Dim it too?"))
+
+    result = await converse(hass, "turn on the kitchen light")
+
+    assert hass.states.get(kitchen_light).state == "on"
+    assert result.continue_conversation
 
 
 @pytest.mark.parametrize(
