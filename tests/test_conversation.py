@@ -11,7 +11,7 @@ from homeassistant.components.conversation import trace
 from homeassistant.components.llm import LLMTools
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT
-from homeassistant.core import HomeAssistant, callback
+from homeassistant.core import Context, HomeAssistant, callback
 from homeassistant.helpers import intent, llm
 from homeassistant.setup import async_setup_component
 import probatio
@@ -25,6 +25,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from custom_components.openai_compatible.capabilities import Feature, WireApi
 from custom_components.openai_compatible.const import CONF_API
+from custom_components.openai_compatible.conversation import SPOKEN_ANSWER
 from simulator import OpenAISimulator, chunk, sse_text, sse_tool_calls
 
 from .conftest import AGENT, SetupEntry, converse, speech, stored_chat_log
@@ -305,6 +306,31 @@ async def test_multi_turn_prefix_is_stable(
         assert json.dumps(current["tools"]) == json.dumps(previous["tools"])
         prefix = current["messages"][: len(previous["messages"])]
         assert json.dumps(prefix) == json.dumps(previous["messages"])
+
+
+@pytest.mark.parametrize(
+    "source", [{"satellite_id": "assist_satellite.kitchen"}, {"device_id": "abc123"}]
+)
+async def test_a_voice_turn_asks_for_spoken_text(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    source: dict[str, str],
+) -> None:
+    """A turn from a satellite adds one line to the instructions; typed turns don't."""
+    await setup_entry(conversation={CONF_LLM_HASS_API: [llm.LLM_API_ASSIST]})
+
+    await converse(hass, "Hello")
+    await conversation.async_converse(
+        hass, "Hello", None, Context(), agent_id=AGENT, **source
+    )
+
+    typed, spoken = (
+        body["messages"][0]["content"] for body in simulator.chat_requests()
+    )
+    assert spoken.replace(f"\n{SPOKEN_ANSWER}", "", 1) == typed
+    assert SPOKEN_ANSWER not in typed
+    assert "without markdown" in spoken
 
 
 async def test_two_apis_and_platform_tools(

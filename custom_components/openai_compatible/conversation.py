@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal, override
+from typing import Final, Literal, override
 
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT, MATCH_ALL
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers import llm
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from . import OpenAICompatibleConfigEntry
@@ -16,6 +17,13 @@ from .entity import OpenAICompatibleEntity
 from .errors import ModelError
 
 PARALLEL_UPDATES = 0
+
+# The one line a turn from a voice satellite (or another device) adds to the
+# agent's instructions; typed chats keep their instructions as they are.
+SPOKEN_ANSWER: Final = (
+    "Your answer is spoken aloud: answer in plain sentences, without markdown, "
+    "lists, tables, code or emoji."
+)
 
 
 async def async_setup_entry(
@@ -82,7 +90,7 @@ class OpenAICompatibleConversationEntity(
             await chat_log.async_provide_llm_data(
                 user_input.as_llm_context(DOMAIN),
                 options.get(CONF_LLM_HASS_API),
-                options.get(CONF_PROMPT),
+                _instructions(options.get(CONF_PROMPT), user_input),
                 user_input.extra_system_prompt,
             )
         except conversation.ConverseError as err:
@@ -92,6 +100,15 @@ class OpenAICompatibleConversationEntity(
         if not _answered(chat_log):
             raise ModelError("no_answer")
         return conversation.async_get_result_from_chat_log(user_input, chat_log)
+
+
+def _instructions(
+    prompt: str | None, user_input: conversation.ConversationInput
+) -> str | None:
+    """Return the agent's instructions, told to speak where a device listens."""
+    if not (user_input.satellite_id or user_input.device_id):
+        return prompt
+    return f"{prompt or llm.DEFAULT_INSTRUCTIONS_PROMPT}\n{SPOKEN_ANSWER}"
 
 
 def _answered(chat_log: conversation.ChatLog) -> bool:
