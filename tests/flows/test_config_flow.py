@@ -672,7 +672,7 @@ async def test_only_non_chat_models_asks_for_model(
     hass: HomeAssistant, socket_enabled: None
 ) -> None:
     """A server listing no chat model offers its models and a typed name."""
-    # (A server with audio models only gets voice subentries: test_voice_flow.)
+    # (A server with audio models only gets voice subentries: test_voice_subentry.)
     models = ["text-embedding-3-small", "omni-moderation-latest"]
     async with served(OpenAISimulator(models=models)) as sim:
         result = await _connect_form(hass, PROVIDER_CUSTOM)
