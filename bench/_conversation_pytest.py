@@ -51,7 +51,7 @@ from pytest_homeassistant_custom_component.common import (  # type: ignore[impor
 )
 
 from custom_components.openai_compatible import const as ours_const
-from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM
+from custom_components.openai_compatible.models.providers import PROVIDER_CUSTOM
 from simulator import sse_tool_calls
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -46,7 +46,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry  # type
 
 from bench._conversation_pytest import sim_url  # noqa: F401  (a fixture)
 from custom_components.openai_compatible import const as ours_const
-from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM
+from custom_components.openai_compatible.models.providers import PROVIDER_CUSTOM
 from simulator import sse_text
 
 REPEAT = int(os.environ.get("BENCH_REPEAT", "5"))

@@ -33,7 +33,6 @@ from pytest_homeassistant_custom_component.common import (
 )
 from yarl import URL
 
-from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM, Feature
 from custom_components.openai_compatible.config_flow import OpenAICompatibleConfigFlow
 from custom_components.openai_compatible.const import (
     CONF_AUDIO_FORMAT,
@@ -55,6 +54,8 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
+from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.models.providers import PROVIDER_CUSTOM
 from custom_components.openai_compatible.structured import start_rung
 from simulator import AUDIO_MODELS, OpenAISimulator
 

@@ -23,13 +23,13 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
 
 from custom_components.openai_compatible.ai_task import GeneratedImageInfo, schema_name
-from custom_components.openai_compatible.capabilities import Feature
 from custom_components.openai_compatible.const import (
     CONF_CHAT_MODEL,
     CONF_IMAGE_MODEL,
     CONF_RECOMMENDED,
     SUBENTRY_AI_TASK,
 )
+from custom_components.openai_compatible.models.features import Feature
 from custom_components.openai_compatible.structured import (
     RUNG_INSTRUCTIONS,
     RUNG_JSON_OBJECT,

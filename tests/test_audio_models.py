@@ -19,7 +19,7 @@ from custom_components.openai_compatible.audio_models import (
     transcription_languages,
     voice_language,
 )
-from custom_components.openai_compatible.model_kinds import ModelKind, model_kind
+from custom_components.openai_compatible.models.kinds import ModelKind, model_kind
 
 
 @pytest.mark.parametrize(

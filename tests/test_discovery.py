@@ -11,8 +11,11 @@ from homeassistant.data_entry_flow import FlowResultType
 import pytest
 
 from custom_components.openai_compatible import discovery
-from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM, PROVIDERS
 from custom_components.openai_compatible.const import CONF_PROVIDER, DOMAIN
+from custom_components.openai_compatible.models.providers import (
+    PROVIDER_CUSTOM,
+    PROVIDERS,
+)
 from simulator import OpenAISimulator
 
 from .conftest import served

@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from custom_components.openai_compatible.capabilities import Feature
 from custom_components.openai_compatible.error_answers import (
     MAX_ERROR_BYTES,
     Rejection,
@@ -28,6 +27,7 @@ from custom_components.openai_compatible.errors import (
     RequestRejectedError,
     ServerError,
 )
+from custom_components.openai_compatible.models.features import Feature
 
 FORMAT = frozenset({Feature.STRICT_SCHEMA, Feature.JSON_SCHEMA})
 STREAMED_TOOLS = frozenset(

@@ -20,10 +20,10 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
 
-from custom_components.openai_compatible.capabilities import Feature, WireApi
 from custom_components.openai_compatible.const import CONF_API, CONF_CHAT_MODEL
 from custom_components.openai_compatible.evaluate import MAX_QUESTIONS, Evaluation
 from custom_components.openai_compatible.evaluate_chat import TOP_LOGPROBS, fold
+from custom_components.openai_compatible.models.features import Feature, WireApi
 from custom_components.openai_compatible.structured import (
     RUNG_INSTRUCTIONS,
     RUNG_JSON_OBJECT,

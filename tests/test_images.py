@@ -14,13 +14,6 @@ from homeassistant.exceptions import HomeAssistantError
 from PIL import Image
 import pytest
 
-from custom_components.openai_compatible.capabilities import (
-    PROVIDERS,
-    Capabilities,
-    Feature,
-    ModelCapabilities,
-    ServerReport,
-)
 from custom_components.openai_compatible.image_fetch import IMAGE_MAX_BYTES
 from custom_components.openai_compatible.images import (
     IMAGE_ANSWER_MAX_BYTES,
@@ -29,6 +22,13 @@ from custom_components.openai_compatible.images import (
     async_generate_image,
     image_size,
 )
+from custom_components.openai_compatible.models.capabilities import (
+    Capabilities,
+    ModelCapabilities,
+)
+from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.models.providers import PROVIDERS
+from custom_components.openai_compatible.models.reports import ServerReport
 from custom_components.openai_compatible.transport import Budget, Transport
 from simulator import OpenAISimulator
 

@@ -26,7 +26,6 @@ from pytest_homeassistant_custom_component.common import (
 
 from custom_components.openai_compatible import api, server_info
 from custom_components.openai_compatible.api import MAX_LISTING_BYTES
-from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM, WireApi
 from custom_components.openai_compatible.const import (
     CONF_API,
     CONF_BASE_URL,
@@ -41,6 +40,8 @@ from custom_components.openai_compatible.const import (
 from custom_components.openai_compatible.diagnostics import (
     async_get_config_entry_diagnostics,
 )
+from custom_components.openai_compatible.models.features import WireApi
+from custom_components.openai_compatible.models.providers import PROVIDER_CUSTOM
 from simulator import DEFAULT_MODELS, OpenAISimulator, Pause, chunk
 
 from .conftest import MakeConfigEntry, SetupEntry, converse, speech

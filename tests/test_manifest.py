@@ -10,8 +10,9 @@ import re
 import sys
 from typing import Any
 
+from awesomeversion import AwesomeVersion
 import homeassistant
-from homeassistant.const import Platform
+from homeassistant.const import Platform, __version__ as HA_VERSION
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.icon import async_get_icons
@@ -19,6 +20,7 @@ from homeassistant.loader import async_get_integration
 from packaging.requirements import Requirement
 from PIL import Image
 import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.openai_compatible import PLATFORMS
 
@@ -47,26 +49,6 @@ def test_manifest_key_order(manifest: dict[str, Any]) -> None:
     assert keys[2:] == sorted(keys[2:])
 
 
-def test_manifest_content(manifest: dict[str, Any]) -> None:
-    """The manifest declares what the integration needs."""
-    assert manifest["domain"] == DOMAIN
-    assert manifest["name"] == "OpenAI Compatible"
-    assert manifest["integration_type"] == "service"
-    assert manifest["config_flow"] is True
-    # Most servers are the user's own: no "Requires Internet" on their page.
-    assert manifest["iot_class"] == "local_polling"
-    assert {"conversation", "ai_task"} <= set(manifest["dependencies"])
-    assert manifest["version"]
-    assert manifest["documentation"].startswith("https://")
-    assert manifest["issue_tracker"].startswith("https://")
-
-
-def test_manifest_requirements(manifest: dict[str, Any]) -> None:
-    """Nothing is installed for the integration: it needs no package of its own."""
-    assert manifest["requirements"] == []
-    assert "loggers" not in manifest
-
-
 def test_imports_are_home_assistants() -> None:
     """Every package the integration imports is one Home Assistant requires."""
     required = {
@@ -76,7 +58,7 @@ def test_imports_are_home_assistants() -> None:
     distributions = metadata.packages_distributions()
     imported = {
         name.split(".")[0]
-        for path in INTEGRATION_DIR.glob("*.py")
+        for path in INTEGRATION_DIR.rglob("*.py")
         for name in _imported_modules(path)
     }
     third_party = imported - set(sys.stdlib_module_names) - {"homeassistant"}
@@ -112,14 +94,11 @@ def test_manifest_categories(manifest: dict[str, Any]) -> None:
     assert ("ai_voice.speech" in manifest["categories"]) == speaks
 
 
-def test_hacs_json() -> None:
-    """hacs.json names the integration and the minimum Home Assistant."""
+def test_hacs_json(manifest: dict[str, Any]) -> None:
+    """HACS shows the manifest's name and asks for no newer Home Assistant than ours."""
     hacs = _read_json(REPO_ROOT / "hacs.json")
-    assert hacs == {
-        "name": "OpenAI Compatible",
-        "homeassistant": "2026.11.0",
-        "render_readme": True,
-    }
+    assert hacs["name"] == manifest["name"]
+    assert AwesomeVersion(hacs["homeassistant"]) <= AwesomeVersion(HA_VERSION)
 
 
 @pytest.mark.parametrize(
@@ -157,7 +136,18 @@ async def test_loader_finds_our_integration(hass: HomeAssistant) -> None:
     assert Path(integration.file_path).resolve() == INTEGRATION_DIR
     assert integration.version is not None
     assert str(integration.version) == integration.manifest["version"]
+    # Nothing is installed for the integration (see the imports' test).
+    assert integration.requirements == []
+
+
+async def test_setup_loads_the_declared_dependencies(
+    hass: HomeAssistant, setup_integration: MockConfigEntry
+) -> None:
+    """Setting up an entry sets up every integration the manifest depends on."""
+    integration = await async_get_integration(hass, DOMAIN)
     assert {"conversation", "ai_task"} <= set(integration.dependencies)
+    assert set(integration.dependencies) <= hass.config.components
+    assert DOMAIN in hass.config.components
 
 
 async def test_every_entity_has_an_icon(

@@ -15,19 +15,18 @@ from homeassistant.helpers import intent, llm
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.openai_compatible.capabilities import (
-    PROVIDERS,
-    Capabilities,
-    Feature,
-    ModelCapabilities,
-    ModelReport,
-    ServerReport,
-)
 from custom_components.openai_compatible.errors import InputError, RequestRejectedError
 from custom_components.openai_compatible.model_fit import (
     check_model_takes,
     learning_refusals,
 )
+from custom_components.openai_compatible.models.capabilities import (
+    Capabilities,
+    ModelCapabilities,
+)
+from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.models.providers import PROVIDERS
+from custom_components.openai_compatible.models.reports import ModelReport, ServerReport
 from simulator import OpenAISimulator
 
 from .conftest import SetupEntry, converse, press_forget, speech

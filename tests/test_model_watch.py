@@ -17,7 +17,6 @@ from pytest_homeassistant_custom_component.common import (
     async_fire_time_changed,
 )
 
-from custom_components.openai_compatible.capabilities import Feature
 from custom_components.openai_compatible.const import (
     CONF_AUDIO_MODEL,
     CONF_CHAT_MODEL,
@@ -32,6 +31,7 @@ from custom_components.openai_compatible.model_watch import (
     REFRESH_INTERVAL,
     model_issue_id,
 )
+from custom_components.openai_compatible.models.features import Feature
 from simulator import OpenAISimulator
 
 from .conftest import SetupEntry

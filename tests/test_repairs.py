@@ -26,8 +26,8 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
+from custom_components.openai_compatible.flows.titles import subentry_title
 from custom_components.openai_compatible.model_watch import model_issue_id
-from custom_components.openai_compatible.naming import subentry_title
 from simulator import OpenAISimulator
 
 from .conftest import SetupEntry

@@ -13,14 +13,6 @@ from homeassistant.helpers import chat_session, intent, llm
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from custom_components.openai_compatible.capabilities import (
-    PROVIDERS,
-    Feature,
-    Lessons,
-    ModelCapabilities,
-    ModelReport,
-    WireApi,
-)
 from custom_components.openai_compatible.chat_completions import RequestSettings
 from custom_components.openai_compatible.const import (
     CONF_API,
@@ -29,6 +21,11 @@ from custom_components.openai_compatible.const import (
     CONF_STREAMING,
 )
 from custom_components.openai_compatible.errors import MalformedAnswerError, ServerError
+from custom_components.openai_compatible.models.capabilities import ModelCapabilities
+from custom_components.openai_compatible.models.features import Feature, WireApi
+from custom_components.openai_compatible.models.lessons import Lessons
+from custom_components.openai_compatible.models.providers import PROVIDERS
+from custom_components.openai_compatible.models.reports import ModelReport
 from custom_components.openai_compatible.responses import (
     ResponsesOptions,
     body_features,

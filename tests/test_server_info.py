@@ -8,11 +8,9 @@ from typing import Any
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.openai_compatible.capabilities import (
-    Feature,
-    ModelCapabilities,
-    ServerKind,
-)
+from custom_components.openai_compatible.models.capabilities import ModelCapabilities
+from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.models.reports import ServerKind
 from custom_components.openai_compatible.server_info import OLLAMA_DEFAULT_CONTEXT
 from simulator import OpenAISimulator
 from simulator.native import TRAINED_CONTEXT, VERSIONS

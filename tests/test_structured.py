@@ -15,7 +15,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 import pytest
 
-from custom_components.openai_compatible.capabilities import Feature
+from custom_components.openai_compatible.models.features import Feature
 from simulator import OpenAISimulator
 
 from .conftest import SetupEntry

@@ -17,8 +17,8 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import area_registry as ar
 import pytest
 
-from custom_components.openai_compatible.capabilities import Feature
 from custom_components.openai_compatible.const import CONF_TIMEOUT
+from custom_components.openai_compatible.models.features import Feature
 from custom_components.openai_compatible.stt import OpenAICompatibleSTTEntity
 from simulator import OpenAISimulator
 

@@ -16,8 +16,8 @@ from mutagen.mp3 import MP3
 import pytest
 
 from custom_components.openai_compatible.audio_models import KOKORO_VOICES
-from custom_components.openai_compatible.capabilities import Feature
 from custom_components.openai_compatible.const import CONF_TIMEOUT
+from custom_components.openai_compatible.models.features import Feature
 from custom_components.openai_compatible.tts import OpenAICompatibleTTSEntity
 from simulator import OpenAISimulator
 from simulator.audio import synthesize

@@ -23,7 +23,6 @@ from pytest_homeassistant_custom_component.common import (
 )
 import uvicorn
 
-from custom_components.openai_compatible.capabilities import WireApi
 from custom_components.openai_compatible.const import (
     CONF_API,
     CONF_CHAT_MODEL,
@@ -38,6 +37,7 @@ from custom_components.openai_compatible.diagnostics import (
     async_get_config_entry_diagnostics,
 )
 from custom_components.openai_compatible.model_watch import REFRESH_INTERVAL
+from custom_components.openai_compatible.models.features import WireApi
 from custom_components.openai_compatible.window import MAX_CONVERSATIONS, ContextWindow
 from simulator import OpenAISimulator, sse_text, sse_tool_calls
 from simulator.responses import chat_body

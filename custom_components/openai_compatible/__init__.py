@@ -10,12 +10,13 @@ from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryNotReady
 
 from .api import MAX_LISTING_BYTES, ModelListing, RuntimeData, async_fetch_models
-from .capabilities import Capabilities, async_forget, provider_for
 from .const import CONF_BASE_URL, CONF_PROVIDER, DOMAIN, LOGGER
 from .errors import AuthError, ServerError
+from .flows.titles import LEGACY_TITLES, subentry_title
 from .health import ServerHealth
 from .model_watch import ModelWatch, async_survey
-from .naming import LEGACY_TITLES, subentry_title
+from .models.capabilities import Capabilities, async_forget
+from .models.providers import provider_for
 from .sse import mebibytes
 from .transport import Transport
 

@@ -11,7 +11,6 @@ from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
 from yarl import URL
 
-from .capabilities import URL_PLACEHOLDER, Capabilities
 from .const import CONF_BASE_URL, VALIDATION_TIMEOUT_SECONDS
 from .error_answers import error_for_status
 from .errors import (
@@ -23,6 +22,8 @@ from .errors import (
     ServerError,
 )
 from .health import ServerHealth
+from .models.capabilities import Capabilities
+from .models.providers import URL_PLACEHOLDER
 from .transport import Answer, Budget, Transport, parse_json
 from .usage import UsageTracker
 

@@ -17,9 +17,9 @@ from typing import Any, Final
 import httpx2
 
 from .api import VALIDATION_BUDGET
-from .capabilities import Feature
 from .const import LOGGER
 from .errors import InputError, RequestRejectedError, ServerError, TranslatedError
+from .models.features import Feature
 from .sse import EventStream, async_capped, async_read_body
 from .transport import Budget, Transport
 

@@ -15,8 +15,8 @@ from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from . import OpenAICompatibleConfigEntry
-from .capabilities import provider_for
 from .const import CONF_PROVIDER, DOMAIN, LOGGER
+from .models.providers import provider_for
 
 PARALLEL_UPDATES = 0
 

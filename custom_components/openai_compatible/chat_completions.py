@@ -21,11 +21,12 @@ from homeassistant.helpers.json import json_dumps
 import probatio
 
 from .attachments import LoadedFile, async_load_attachments
-from .capabilities import Feature, ModelCapabilities
 from .chat_stream import ChatStreamParser, Delta, async_read_answer
 from .const import LOGGER
 from .context import fold_system
 from .errors import ContextOverflowError, MalformedAnswerError, RequestRejectedError
+from .models.capabilities import ModelCapabilities
+from .models.features import Feature
 from .sse import async_read_body
 from .tool_answers import model_calls
 from .transport import Budget, Transport, parse_json

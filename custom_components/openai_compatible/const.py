@@ -8,7 +8,7 @@ LOGGER = logging.getLogger(__package__)
 
 CONF_PROVIDER: Final = "provider"
 CONF_BASE_URL: Final = "base_url"
-# The server software a custom server was recognised as (capabilities.ServerKind).
+# The server software a custom server was recognised as (models.reports.ServerKind).
 CONF_SERVER_KIND: Final = "server_kind"
 CONF_CHAT_MODEL: Final = "chat_model"
 CONF_IMAGE_MODEL: Final = "image_model"
@@ -46,10 +46,10 @@ MAX_SPEED: Final = 4.0
 MAX_TOOL_ROUNDS_CONVERSATION: Final = 10
 MAX_TOOL_ROUNDS_AI_TASK: Final = 20
 
-# Entry option: the wire API (capabilities.WireApi); automatic when unset.
+# Entry option: the wire API (models.features.WireApi); automatic when unset.
 CONF_API: Final = "api"
 
-# Subentry options of the Responses API (see provider_tools.py).
+# Subentry options of the Responses API (see models/provider_tools.py).
 CONF_REASONING_EFFORT: Final = "reasoning_effort"
 CONF_REASONING_SUMMARY: Final = "reasoning_summary"
 CONF_VERBOSITY: Final = "verbosity"

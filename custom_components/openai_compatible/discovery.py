@@ -13,8 +13,8 @@ from typing import Final
 from homeassistant.core import HomeAssistant
 
 from .api import async_fetch_models
-from .capabilities import PROVIDERS
 from .errors import ServerError
+from .models.providers import PROVIDERS
 from .transport import Transport
 
 # The longest the first step waits for the answers.

@@ -13,7 +13,6 @@ from homeassistant.config_entries import ConfigSubentry
 from homeassistant.helpers import device_registry as dr, llm
 from homeassistant.helpers.entity import Entity
 
-from .capabilities import Feature, ModelCapabilities, WireApi, api_setting, provider_for
 from .chat_completions import (
     ChatCompletionsAdapter,
     RequestSettings,
@@ -38,7 +37,10 @@ from .const import (
 )
 from .errors import AuthError, ModelError, ServerError
 from .model_fit import chat_log_attachments, check_model_takes, learning_refusals
-from .provider_tools import responses_options
+from .models.capabilities import ModelCapabilities
+from .models.features import Feature, WireApi, api_setting
+from .models.provider_tools import responses_options
+from .models.providers import provider_for
 from .responses import ResponsesAdapter
 from .tool_answers import unanswerable_error
 from .transport import Budget

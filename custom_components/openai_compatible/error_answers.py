@@ -19,7 +19,6 @@ import math
 import re
 from typing import Any, Final
 
-from .capabilities import Feature
 from .const import LOGGER
 from .error_text import error_text, is_page, shown, status_line
 from .errors import (
@@ -29,6 +28,7 @@ from .errors import (
     RequestRejectedError,
     ServerError,
 )
+from .models.features import Feature
 from .overflow import parse_overflow
 from .redact import redact
 

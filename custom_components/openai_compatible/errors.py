@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from homeassistant.exceptions import HomeAssistantError
 
-from .capabilities import Feature
 from .const import DOMAIN
-from .lessons import rejection_source
+from .models.features import Feature
+from .models.lessons import rejection_source
 from .redact import redact
 
 

@@ -34,7 +34,6 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.json import json_dumps
 
 from .attachments import LoadedFile, async_load_attachments
-from .capabilities import Feature, ModelCapabilities
 from .chat_completions import RequestSettings, attachment_part
 from .const import LOGGER
 from .errors import (
@@ -74,6 +73,8 @@ from .evaluate_questions import (
     normalised,
     stated_prompt,
 )
+from .models.capabilities import ModelCapabilities
+from .models.features import Feature
 from .strict_schema import strict_json_schema
 from .structured import RUNG_NAMES, StructuredRequest, async_climb
 from .transport import Budget, Transport

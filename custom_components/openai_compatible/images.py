@@ -26,9 +26,10 @@ from .attachments import (
     async_load_attachments,
     sniff_mime_type,
 )
-from .capabilities import Feature, ModelCapabilities
 from .errors import RequestRejectedError, ServerError
 from .image_fetch import IMAGE_MAX_BYTES, async_fetch_image
+from .models.capabilities import ModelCapabilities
+from .models.features import Feature
 from .sse import async_read_body
 from .transport import Budget, FormFiles, Transport
 

@@ -16,8 +16,9 @@ from typing import Any, Final
 from homeassistant.components import conversation
 
 from .attachments import normalise_mime_type
-from .capabilities import Feature, ModelCapabilities
 from .errors import InputError, ModelError, RequestRejectedError
+from .models.capabilities import ModelCapabilities
+from .models.features import Feature
 
 # Tools estimated at fewer tokens than this say nothing about a prompt's size.
 MIN_TOOL_TOKENS: Final = 500

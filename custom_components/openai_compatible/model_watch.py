@@ -31,7 +31,6 @@ from homeassistant.helpers.event import async_track_time_interval
 from homeassistant.util import dt as dt_util
 
 from .api import ModelListing, async_fetch_models
-from .capabilities import ServerReport, provider_for, server_fingerprint
 from .const import (
     CONF_AUDIO_MODEL,
     CONF_BASE_URL,
@@ -46,7 +45,10 @@ from .const import (
     SUBENTRY_TTS,
 )
 from .errors import ServerError
-from .model_lifecycle import is_listed
+from .models.capabilities import server_fingerprint
+from .models.lifecycle import is_listed
+from .models.providers import provider_for
+from .models.reports import ServerReport
 from .server_info import async_server_report
 from .transport import Transport
 

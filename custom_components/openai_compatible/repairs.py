@@ -33,9 +33,9 @@ from .const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
-from .model_kinds import chat_models_first, image_models_first
+from .flows.titles import followed_title
 from .model_watch import ISSUE_ENTRY, ISSUE_MODEL_KEY, ISSUE_SUBENTRY, MODEL_KEYS
-from .naming import followed_title
+from .models.kinds import chat_models_first, image_models_first
 
 if TYPE_CHECKING:
     from . import OpenAICompatibleConfigEntry

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, Final
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 
-from .capabilities import PROVIDER_TOOLS, Feature, ModelCapabilities
 from .chat_completions import RequestSettings, ToolSet
 from .const import LOGGER
 from .errors import (
@@ -29,6 +28,8 @@ from .errors import (
     RequestRejectedError,
     ServerError,
 )
+from .models.capabilities import ModelCapabilities
+from .models.features import PROVIDER_TOOLS, Feature
 from .responses_render import InputRenderer, function_tools
 from .responses_stream import ResponsesStreamParser, async_read_events, chat_usage
 from .sse import async_read_body

@@ -14,10 +14,10 @@ import re
 from typing import Any, Final
 
 from .api import ModelListing
-from .capabilities import ModelReport, ServerKind, ServerReport
 from .const import LOGGER
 from .errors import ServerError
-from .model_lifecycle import listed_shutdown
+from .models.lifecycle import listed_shutdown
+from .models.reports import ModelReport, ServerKind, ServerReport
 from .transport import Budget, Transport
 
 # Native routes are a bonus: asked briefly, read up to a small size.

@@ -15,10 +15,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .capabilities import RESPONSE_FORMATS, Feature, ModelCapabilities
 from .const import LOGGER
 from .errors import RequestRejectedError
 from .json_answer import schema_instructions
+from .models.capabilities import ModelCapabilities
+from .models.features import RESPONSE_FORMATS, Feature
 
 RUNG_STRICT: Final = 0
 RUNG_SCHEMA: Final = 1

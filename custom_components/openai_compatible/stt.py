@@ -29,10 +29,10 @@ from .audio import (
 )
 from .audio_files import pcm_wav
 from .audio_models import transcription_languages
-from .capabilities import Feature
 from .const import CONF_AUDIO_MODEL, CONF_HINT_NAMES, LOGGER, SUBENTRY_STT
 from .entity import OpenAICompatibleSubentryEntity
 from .errors import InputError, RequestRejectedError, TranslatedError
+from .models.features import Feature
 from .sse import mebibytes
 
 PARALLEL_UPDATES = 0

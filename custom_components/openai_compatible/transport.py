@@ -25,11 +25,11 @@ from homeassistant.helpers.json import json_bytes
 from homeassistant.util.json import json_loads
 import httpx2
 
-from .capabilities import Feature
 from .const import LOGGER
 from .error_answers import MAX_ERROR_BYTES, error_for_status, retry_after
 from .error_text import shown
 from .errors import ConnectError, ServerError
+from .models.features import Feature
 from .redact import remember_key
 from .sse import MAX_ANSWER_BYTES, async_read_body
 

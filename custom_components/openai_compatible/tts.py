@@ -36,7 +36,6 @@ from .audio_models import (
     takes_instructions,
     voice_language,
 )
-from .capabilities import Feature
 from .const import (
     CONF_AUDIO_FORMAT,
     CONF_AUDIO_MODEL,
@@ -51,6 +50,7 @@ from .const import (
 )
 from .entity import OpenAICompatibleSubentryEntity
 from .errors import InputError, RequestRejectedError
+from .models.features import Feature
 from .speech_text import async_spoken_lines, spoken_sentence, spoken_text
 from .sse import async_capped
 from .transport import Budget

@@ -22,7 +22,6 @@ from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
 
-from .capabilities import Feature, ServerKind
 from .chat_stream import usage_stats
 from .const import (
     CONF_CHAT_MODEL,
@@ -44,10 +43,12 @@ from .context import (
 )
 from .errors import ContextOverflowError, ContextWindowError
 from .model_fit import check_tools_kept
+from .models.features import Feature
+from .models.reports import ServerKind
 
 if TYPE_CHECKING:
-    from .capabilities import Capabilities, ModelCapabilities
     from .chat_completions import RequestSettings
+    from .models.capabilities import Capabilities, ModelCapabilities
 
 # Conversations whose cuts are remembered, the most recent ones.
 MAX_CONVERSATIONS = 32

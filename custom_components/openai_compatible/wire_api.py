@@ -14,10 +14,11 @@ from typing import Any, Protocol
 
 from homeassistant.components import conversation
 
-from .capabilities import Feature, ModelCapabilities
 from .chat_completions import ToolSet
 from .const import LOGGER
 from .errors import RequestRejectedError
+from .models.capabilities import ModelCapabilities
+from .models.features import Feature
 
 type Delta = (
     conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict

@@ -15,8 +15,8 @@ from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import async_fire_time_changed
 
-from custom_components.openai_compatible.capabilities import provider_for
 from custom_components.openai_compatible.const import DOMAIN
+from custom_components.openai_compatible.models.providers import provider_for
 from simulator import Pause, chunk
 
 from .conftest import FaultHarness, FaultHarnessFactory

@@ -35,14 +35,7 @@ from syrupy.assertion import SnapshotAssertion
 from yarl import URL
 
 from custom_components.openai_compatible.api import ModelListing
-from custom_components.openai_compatible.capabilities import (
-    PROVIDER_CUSTOM,
-    PROVIDERS,
-    Feature,
-    WireApi,
-)
 from custom_components.openai_compatible.const import (
-    CONF_API,
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
     CONF_CONTEXT_WINDOW,
@@ -54,31 +47,26 @@ from custom_components.openai_compatible.const import (
     CONF_SERVER_KIND,
     CONF_STREAMING,
     CONF_TEMPERATURE,
-    CONF_TIMEOUT,
     CONF_TOP_P,
-    DEFAULT_TIMEOUT_SECONDS,
     DOMAIN,
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
 )
 from custom_components.openai_compatible.errors import ConnectError
+from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.models.providers import (
+    PROVIDER_CUSTOM,
+    PROVIDERS,
+)
 from custom_components.openai_compatible.transport import Budget
 from simulator import OpenAISimulator
-
-from .conftest import (
-    AGENT,
-    KEYED_SIMULATOR_KEY,
-    TEST_API_KEY,
-    MakeConfigEntry,
-    converse,
-    served,
-)
+from tests.conftest import KEYED_SIMULATOR_KEY, TEST_API_KEY, MakeConfigEntry, served
 
 pytestmark = pytest.mark.usefixtures("ha_core")
 
 EN = json.loads(
     (
-        Path(__file__).parent.parent
+        Path(__file__).parent.parent.parent
         / "custom_components/openai_compatible/translations/en.json"
     ).read_text(encoding="utf-8")
 )
@@ -304,7 +292,7 @@ async def test_hosted_preset_prefers_its_model(
 async def test_hosted_preset_title_is_the_provider(hass: HomeAssistant) -> None:
     """A hosted service at its own address is named without a host."""
     with patch(
-        "custom_components.openai_compatible.config_flow.async_validate_server",
+        "custom_components.openai_compatible.flows.connection.async_validate_server",
         return_value=ModelListing(["gpt-5-mini"], {}),
     ):
         result = await _connect_form(hass, "openai")
@@ -417,7 +405,7 @@ async def test_unreachable_local_address_explains_localhost(
     """Only a loopback address gets the hint about Home Assistant's container."""
     result = await _connect_form(hass, "ollama")
     with patch(
-        "custom_components.openai_compatible.config_flow.async_validate_server",
+        "custom_components.openai_compatible.flows.connection.async_validate_server",
         side_effect=ConnectError("cannot_connect"),
     ):
         result = await hass.config_entries.flow.async_configure(
@@ -516,7 +504,7 @@ async def test_azure_template_must_be_edited(hass: HomeAssistant) -> None:
     )
     assert result["errors"] == {CONF_BASE_URL: "invalid_url"}
     with patch(
-        "custom_components.openai_compatible.config_flow.async_validate_server",
+        "custom_components.openai_compatible.flows.connection.async_validate_server",
         return_value=ModelListing(["gpt-4.1"], {}),
     ):
         result = await hass.config_entries.flow.async_configure(
@@ -551,7 +539,7 @@ async def test_unknown_error(
     """An unexpected exception is unknown and logged with its traceback."""
     result = await _connect_form(hass, PROVIDER_CUSTOM)
     with patch(
-        "custom_components.openai_compatible.config_flow.async_validate_server",
+        "custom_components.openai_compatible.flows.connection.async_validate_server",
         side_effect=RuntimeError("boom"),
     ):
         result = await hass.config_entries.flow.async_configure(
@@ -684,7 +672,7 @@ async def test_only_non_chat_models_asks_for_model(
     hass: HomeAssistant, socket_enabled: None
 ) -> None:
     """A server listing no chat model offers its models and a typed name."""
-    # (A server with audio models only gets voice subentries: test_voice_flow.)
+    # (A server with audio models only gets voice subentries: test_voice_subentry.)
     models = ["text-embedding-3-small", "omni-moderation-latest"]
     async with served(OpenAISimulator(models=models)) as sim:
         result = await _connect_form(hass, PROVIDER_CUSTOM)
@@ -1623,7 +1611,7 @@ def lan_server() -> Iterator[None]:
     """Answer for a server on the LAN that is never reached: models are given."""
     with (
         patch(
-            "custom_components.openai_compatible.config_flow.async_validate_server",
+            "custom_components.openai_compatible.flows.connection.async_validate_server",
             return_value=ModelListing(LAN_MODELS, {}),
         ),
         patch(
@@ -1647,7 +1635,7 @@ async def test_setup_flow_snapshot(
         await flow.async_configure(shown[-1]["flow_id"], {CONF_PROVIDER: "localai"})
     )
     with patch(
-        "custom_components.openai_compatible.config_flow.async_validate_server",
+        "custom_components.openai_compatible.flows.connection.async_validate_server",
         side_effect=ConnectError("cannot_connect"),
     ):
         shown.append(
@@ -1697,41 +1685,3 @@ async def test_entry_flows_snapshot(
     )
     await hass.async_block_till_done()
     assert {name: _shown(result) for name, result in forms.items()} == snapshot
-
-
-async def test_options_set_the_request_timeout(
-    hass: HomeAssistant, simulator: OpenAISimulator, setup_integration: MockConfigEntry
-) -> None:
-    """The timeout option bounds every round trip of the entry's entities."""
-    entry = setup_integration
-    result = await hass.config_entries.options.async_init(entry.entry_id)
-    assert result["type"] is FlowResultType.FORM
-    assert _field(result, CONF_TIMEOUT).default() == DEFAULT_TIMEOUT_SECONDS
-    result = await hass.config_entries.options.async_configure(
-        result["flow_id"], {CONF_TIMEOUT: 42}
-    )
-    assert result["type"] is FlowResultType.CREATE_ENTRY
-    await hass.async_block_till_done()
-    assert entry.options == {CONF_TIMEOUT: 42, CONF_API: WireApi.AUTOMATIC}
-    # The entry reloaded; its agent now gives a round trip 42 seconds.
-    agent = hass.data["entity_components"]["conversation"].get_entity(AGENT)
-    assert agent.budget().deadline == 42
-
-
-async def test_options_choose_the_api(
-    hass: HomeAssistant, simulator: OpenAISimulator, setup_integration: MockConfigEntry
-) -> None:
-    """The API option sends the agent's requests over the Responses API."""
-    entry = setup_integration
-    result = await hass.config_entries.options.async_init(entry.entry_id)
-    assert _field(result, CONF_API).default() == WireApi.AUTOMATIC
-    assert _selector_options(result, CONF_API) == list(WireApi)
-
-    await hass.config_entries.options.async_configure(
-        result["flow_id"], {CONF_TIMEOUT: 60, CONF_API: WireApi.RESPONSES}
-    )
-    await hass.async_block_till_done()
-    await converse(hass, "Hello")
-
-    assert simulator.responses_requests()
-    assert not simulator.chat_requests()

@@ -12,7 +12,6 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.openai_compatible.audio_models import OPENAI_VOICES
-from custom_components.openai_compatible.capabilities import PROVIDER_CUSTOM
 from custom_components.openai_compatible.const import (
     CONF_AUDIO_FORMAT,
     CONF_AUDIO_MODEL,
@@ -29,9 +28,9 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
+from custom_components.openai_compatible.models.providers import PROVIDER_CUSTOM
 from simulator import AUDIO_MODELS, OpenAISimulator
-
-from .conftest import SetupEntry
+from tests.conftest import SetupEntry
 
 pytestmark = pytest.mark.usefixtures("ha_core")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from custom_components.openai_compatible.model_kinds import (
+from custom_components.openai_compatible.models.kinds import (
     ModelKind,
     chat_models_first,
     image_models_first,

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from homeassistant.core import HomeAssistant
 
-from .const import (
+from ..const import (
     CONF_CODE_INTERPRETER,
     CONF_IMAGE_GENERATION,
     CONF_REASONING_EFFORT,
@@ -31,7 +31,7 @@ from .const import (
     CONF_WEB_SEARCH_CONTEXT_SIZE,
     CONF_WEB_SEARCH_USER_LOCATION,
 )
-from .responses import ResponsesOptions
+from ..responses import ResponsesOptions
 
 REASONING_EFFORTS: Final = ("minimal", "low", "medium", "high")
 VERBOSITIES: Final = ("low", "medium", "high")

@@ -10,13 +10,15 @@ after now (the clock was set back) holds no longer.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Final
 
 from homeassistant.util import dt as dt_util
+
+from .features import Feature
 
 BLOCKING_LIFETIME: Final = timedelta(hours=1)
 FALLBACK_LIFETIME: Final = timedelta(days=1)
@@ -99,22 +101,24 @@ class Lessons[F: StrEnum]:
 
     def as_dict(self) -> dict[str, Any]:
         """Return the lessons that outlast a reload, in their stored form."""
-        return {
-            "refused": _stored(self.refused),
-            "proven": _stored(self.proven),
-            "context_window": self.context_window,
-            "reported_window": self.reported_window,
-            "window": self.window.as_dict() if self.window else None,
-        }
+        return self._view(_stored, Lesson.as_dict)
 
     def diagnostics(self) -> dict[str, Any]:
         """Return each lesson that holds with its age and source."""
+        return self._view(_aged, Lesson.diagnostics)
+
+    def _view(
+        self,
+        each: Callable[[Mapping[F, Lesson]], dict[str, Any]],
+        window: Callable[[Lesson], dict[str, Any]],
+    ) -> dict[str, Any]:
+        """Return the lessons, each list through `each`, the window's through `window`."""
         return {
-            "refused": _aged(self.refused),
-            "proven": _aged(self.proven),
+            "refused": each(self.refused),
+            "proven": each(self.proven),
             "context_window": self.context_window,
             "reported_window": self.reported_window,
-            "window": self.window.diagnostics() if self.window else None,
+            "window": window(self.window) if self.window else None,
         }
 
 
@@ -144,3 +148,61 @@ def short(text: str) -> str:
 def rejection_source(status: int, message: str) -> str:
     """Return the source of a lesson a server's refusal taught."""
     return short(f"HTTP {status}: {message}")
+
+
+# Lessons that only refuse: without what the model refused, nothing can go out.
+BLOCKING: Final = frozenset(
+    {
+        Feature.TOOLS,
+        Feature.IMAGE_INPUT,
+        Feature.FILE_INPUT,
+        Feature.IMAGES_GENERATIONS,
+        Feature.IMAGES_EDITS,
+    }
+)
+
+
+def lifetime(feature: Feature) -> timedelta:
+    """Return how long a lesson about a feature holds before it is asked again."""
+    return BLOCKING_LIFETIME if feature in BLOCKING else FALLBACK_LIFETIME
+
+
+def read_lessons(data: Any) -> Lessons[Feature]:
+    """Return a model's lessons from their stored form, skipping what is unknown."""
+    if not isinstance(data, dict):
+        return Lessons()
+    window = _window(data.get("context_window"))
+    return Lessons(
+        refused=_lessons(data.get("refused")),
+        proven=_lessons(data.get("proven")),
+        context_window=window,
+        reported_window=_window(data.get("reported_window")),
+        window=Lesson.from_dict(data.get("window"), WINDOW_LIFETIME)
+        if window
+        else None,
+    )
+
+
+def _window(value: Any) -> int | None:
+    """Return a stored window, or None where it is no positive integer."""
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def _lessons(values: Any) -> dict[Feature, Lesson]:
+    """Return the stored lessons that still hold and outlast a reload.
+
+    An earlier version stored a list of names without dates: those count from
+    now, so the fallbacks they enable stay until they are asked again.
+    """
+    if isinstance(values, list):
+        values = dict.fromkeys(v for v in values if isinstance(v, str))
+    if not isinstance(values, dict):
+        return {}
+    known = {feature.value for feature in Feature} - set(BLOCKING)
+    return holding(
+        {
+            Feature(name): Lesson.from_dict(data, lifetime(Feature(name)))
+            for name, data in values.items()
+            if name in known
+        }
+    )

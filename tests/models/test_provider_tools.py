@@ -11,7 +11,6 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 import pytest
 
-from custom_components.openai_compatible.capabilities import Feature
 from custom_components.openai_compatible.const import (
     CONF_CHAT_MODEL,
     CONF_CODE_INTERPRETER,
@@ -26,9 +25,9 @@ from custom_components.openai_compatible.const import (
     CONF_WEB_SEARCH_CONTEXT_SIZE,
     CONF_WEB_SEARCH_USER_LOCATION,
 )
+from custom_components.openai_compatible.models.features import Feature
 from simulator import OpenAISimulator, image_generation_item, response_stream
-
-from .conftest import SetupEntry, converse, speech, stored_chat_log
+from tests.conftest import SetupEntry, converse, speech, stored_chat_log
 
 SEARCH = "Search the web for the tides in Brest"
 

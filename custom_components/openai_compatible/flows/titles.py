@@ -8,8 +8,7 @@ from typing import Any, Final
 
 from yarl import URL
 
-from .capabilities import PROVIDER_CUSTOM, PROVIDERS, provider_for
-from .const import (
+from ..const import (
     CONF_AUDIO_MODEL,
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
@@ -22,6 +21,7 @@ from .const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
+from ..models.providers import PROVIDER_CUSTOM, PROVIDERS, provider_for
 
 SEPARATOR: Final = " · "
 # What a subentry title adds after server and model, by subentry type, so

@@ -9,14 +9,13 @@ from homeassistant.helpers.selector import (
     NumberSelector,
     NumberSelectorConfig,
     NumberSelectorMode,
-    SelectSelector,
-    SelectSelectorConfig,
     SelectSelectorMode,
 )
 import probatio
 
-from .capabilities import WireApi, api_setting
-from .const import CONF_API, CONF_TIMEOUT, DEFAULT_TIMEOUT_SECONDS
+from ..const import CONF_API, CONF_TIMEOUT, DEFAULT_TIMEOUT_SECONDS
+from ..models.features import WireApi, api_setting
+from .fields import choice
 
 MIN_TIMEOUT_SECONDS: Final = 10
 MAX_TIMEOUT_SECONDS: Final = 3600
@@ -50,13 +49,7 @@ class ConnectionOptionsFlow(OptionsFlow):
                 probatio.Required(
                     CONF_API,
                     default=api_setting(self.config_entry.options.get(CONF_API)),
-                ): SelectSelector(
-                    SelectSelectorConfig(
-                        options=list(WireApi),
-                        translation_key=CONF_API,
-                        mode=SelectSelectorMode.LIST,
-                    )
-                ),
+                ): choice(CONF_API, WireApi, SelectSelectorMode.LIST),
             }
         )
         return self.async_show_form(step_id="init", data_schema=schema)

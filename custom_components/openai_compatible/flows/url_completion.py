@@ -12,7 +12,7 @@ from typing import Final
 
 from yarl import URL
 
-from .capabilities import PROVIDERS, URL_PLACEHOLDER
+from ..models.providers import PROVIDERS, URL_PLACEHOLDER
 
 
 def _hosted_hosts() -> tuple[str, ...]:

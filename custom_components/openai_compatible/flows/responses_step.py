@@ -15,22 +15,10 @@ from typing import Any, Final
 
 from homeassistant import data_entry_flow
 from homeassistant.helpers.field_visibility import FieldCondition
-from homeassistant.helpers.selector import (
-    SelectSelector,
-    SelectSelectorConfig,
-    SelectSelectorMode,
-)
 from homeassistant.helpers.typing import VolDictType
 import probatio
 
-from .capabilities import (
-    Feature,
-    ModelCapabilities,
-    WireApi,
-    api_setting,
-    service_tiers,
-)
-from .const import (
+from ..const import (
     CONF_API,
     CONF_CODE_INTERPRETER,
     CONF_IMAGE_GENERATION,
@@ -45,7 +33,10 @@ from .const import (
     CONF_WEB_SEARCH_USER_LOCATION,
     SUBENTRY_CONVERSATION,
 )
-from .provider_tools import (
+from ..models.capabilities import ModelCapabilities
+from ..models.features import Feature, WireApi, api_setting
+from ..models.names import service_tiers
+from ..models.provider_tools import (
     DEFAULT_REASONING_SUMMARY,
     DEFAULT_SEARCH_CONTEXT_SIZE,
     DEFAULT_SERVICE_TIER,
@@ -53,6 +44,7 @@ from .provider_tools import (
     SEARCH_CONTEXT_SIZES,
     VERBOSITIES,
 )
+from .fields import choice
 
 # Every key the step owns; other keys of the subentry are kept as they are.
 RESPONSES_KEYS: Final = frozenset(
@@ -73,15 +65,6 @@ RESPONSES_KEYS: Final = frozenset(
 _SEARCHING: FieldCondition = {"field": CONF_WEB_SEARCH, "value": True}
 
 
-def _select(key: str, options: tuple[str, ...]) -> SelectSelector:
-    """Return a dropdown of translated choices."""
-    return SelectSelector(
-        SelectSelectorConfig(
-            options=list(options), translation_key=key, mode=SelectSelectorMode.DROPDOWN
-        )
-    )
-
-
 def responses_schema(
     entry_options: Mapping[str, Any],
     capabilities: ModelCapabilities,
@@ -94,7 +77,7 @@ def responses_schema(
         return None
     schema: VolDictType = {}
     if not capabilities.refuses(Feature.REASONING):
-        schema[probatio.Optional(CONF_REASONING_EFFORT)] = _select(
+        schema[probatio.Optional(CONF_REASONING_EFFORT)] = choice(
             CONF_REASONING_EFFORT, REASONING_EFFORTS
         )
     if not capabilities.refuses(Feature.REASONING_SUMMARY):
@@ -102,10 +85,10 @@ def responses_schema(
             probatio.Optional(CONF_REASONING_SUMMARY, default=DEFAULT_REASONING_SUMMARY)
         ] = bool
     if not capabilities.refuses(Feature.VERBOSITY):
-        schema[probatio.Optional(CONF_VERBOSITY)] = _select(CONF_VERBOSITY, VERBOSITIES)
+        schema[probatio.Optional(CONF_VERBOSITY)] = choice(CONF_VERBOSITY, VERBOSITIES)
     if not capabilities.refuses(Feature.SERVICE_TIER):
         schema[probatio.Optional(CONF_SERVICE_TIER, default=DEFAULT_SERVICE_TIER)] = (
-            _select(CONF_SERVICE_TIER, service_tiers(capabilities.model))
+            choice(CONF_SERVICE_TIER, service_tiers(capabilities.model))
         )
     if subentry_type == SUBENTRY_CONVERSATION:
         schema.update(_tools_schema(capabilities))
@@ -124,7 +107,7 @@ def _tools_schema(capabilities: ModelCapabilities) -> VolDictType:
                 default=DEFAULT_SEARCH_CONTEXT_SIZE,
                 visible=_SEARCHING,
             )
-        ] = _select(CONF_WEB_SEARCH_CONTEXT_SIZE, SEARCH_CONTEXT_SIZES)
+        ] = choice(CONF_WEB_SEARCH_CONTEXT_SIZE, SEARCH_CONTEXT_SIZES)
         for key in (CONF_WEB_SEARCH_USER_LOCATION, CONF_WEB_SEARCH_CITATIONS):
             schema[data_entry_flow.Optional(key, default=False, visible=_SEARCHING)] = (
                 bool

@@ -11,7 +11,6 @@ from homeassistant.data_entry_flow import FlowResultType
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.openai_compatible.capabilities import Feature, WireApi
 from custom_components.openai_compatible.const import (
     CONF_API,
     CONF_CHAT_MODEL,
@@ -30,8 +29,8 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
 )
-
-from .conftest import SetupEntry
+from custom_components.openai_compatible.models.features import Feature, WireApi
+from tests.conftest import SetupEntry
 
 REASONING = [CONF_REASONING_EFFORT, CONF_REASONING_SUMMARY, CONF_VERBOSITY]
 TOOLS = [

@@ -11,20 +11,24 @@ from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import async_fire_time_changed
 
-from custom_components.openai_compatible.capabilities import (
-    PROVIDERS,
+from custom_components.openai_compatible.const import DOMAIN
+from custom_components.openai_compatible.models.capabilities import (
     Capabilities,
-    Feature,
-    ModelReport,
-    ServerReport,
-    is_reasoning_model,
-    provider_for,
-    read_lessons,
     server_fingerprint,
+)
+from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.models.lessons import (
+    EARLIER_VERSION,
+    Lesson,
+    Lessons,
+    read_lessons,
+)
+from custom_components.openai_compatible.models.names import (
+    is_reasoning_model,
     service_tiers,
 )
-from custom_components.openai_compatible.const import DOMAIN
-from custom_components.openai_compatible.lessons import EARLIER_VERSION, Lesson, Lessons
+from custom_components.openai_compatible.models.providers import PROVIDERS, provider_for
+from custom_components.openai_compatible.models.reports import ModelReport, ServerReport
 
 
 @pytest.mark.parametrize(
@@ -90,7 +94,6 @@ async def test_preset_facts(hass: HomeAssistant) -> None:
     mistral = _capabilities(hass, "mistral").model("mistral-small")
     assert mistral.refuses(Feature.STREAM_OPTIONS)
     assert mistral.refuses(Feature.PROMPT_CACHE_KEY)
-    assert mistral.provider.short_tool_call_ids
     openai = _capabilities(hass, "openai").model("gpt-5-mini")
     assert not openai.refuses(Feature.PROMPT_CACHE_KEY)
     assert not openai.refuses(Feature.DECISIONS)

@@ -16,7 +16,7 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
 )
-from custom_components.openai_compatible.naming import (
+from custom_components.openai_compatible.flows.titles import (
     entry_title,
     followed_title,
     is_generated_entry_title,

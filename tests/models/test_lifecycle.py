@@ -7,11 +7,8 @@ from typing import Any
 
 import pytest
 
-from custom_components.openai_compatible.capabilities import PROVIDERS
-from custom_components.openai_compatible.model_lifecycle import (
-    OPENAI_SHUTDOWNS,
+from custom_components.openai_compatible.models.lifecycle import (
     is_listed,
-    lasting_models,
     listed_shutdown,
 )
 
@@ -72,27 +69,3 @@ def test_is_listed(model: str, listed: list[str], expected: bool) -> None:
 def test_listed_shutdown(entry: dict[str, Any], expected: date | None) -> None:
     """A `/models` entry's shutdown date is read where it is a date."""
     assert listed_shutdown(entry) == expected
-
-
-def test_only_openai_knows_openai_shutdowns() -> None:
-    """The table dates OpenAI's models for the OpenAI preset alone."""
-    assert PROVIDERS["openai"].shutdowns is OPENAI_SHUTDOWNS
-    assert OPENAI_SHUTDOWNS["gpt-5-mini"] == date(2026, 12, 11)
-    assert OPENAI_SHUTDOWNS["gpt-image-1-mini"] == date(2026, 12, 1)
-    assert all(
-        not provider.shutdowns for key, provider in PROVIDERS.items() if key != "openai"
-    )
-
-
-def test_lasting_models() -> None:
-    """Models with an announced shutdown are left out, unless nothing else is."""
-    shutdowns = {"gpt-5-mini": date(2026, 12, 11)}
-    assert lasting_models(["gpt-5-mini", "gpt-4o-mini"], shutdowns) == ["gpt-4o-mini"]
-    assert lasting_models(["gpt-5-mini"], shutdowns) == ["gpt-5-mini"]
-
-
-def test_no_preset_recommends_a_model_it_shuts_down() -> None:
-    """A preset's recommended model has no announced shutdown of its own table."""
-    for provider in PROVIDERS.values():
-        names = {provider.recommended_model, f"openai/{provider.recommended_model}"}
-        assert not names & set(OPENAI_SHUTDOWNS), provider.name

@@ -1,0 +1,1 @@
+"""The config flow's steps, the subentry flows and the entry's options."""

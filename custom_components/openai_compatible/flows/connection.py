@@ -1,0 +1,149 @@
+"""Connecting to a server from a form: its address and key, the check, the errors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+import ipaddress
+import logging
+from typing import Any, Final
+
+from homeassistant.const import CONF_API_KEY
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers.selector import (
+    TextSelector,
+    TextSelectorConfig,
+    TextSelectorType,
+)
+import probatio
+from yarl import URL
+
+from ..api import ModelListing, async_validate_server, normalize_base_url
+from ..const import CONF_BASE_URL, CONF_PROVIDER, CONF_SERVER_KIND
+from ..errors import (
+    AuthError,
+    ConnectError,
+    InvalidURLError,
+    NotCompatibleError,
+    RateLimitedError,
+    ServerError,
+)
+from ..models.providers import PROVIDER_CUSTOM, provider_for
+from ..server_info import guess_kind
+from .url_completion import completed_url
+
+_LOGGER = logging.getLogger(__name__)
+
+API_KEY_SELECTOR = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
+URL_SELECTOR = TextSelector(TextSelectorConfig(type=TextSelectorType.URL))
+
+# Server errors the connect step tells in its own words, with their placeholders.
+_TOLD_ERRORS: Final = frozenset(
+    {
+        "redirected",
+        "redirected_nowhere",
+        "gateway_failed",
+        "server_unavailable",
+        "server_failed",
+    }
+)
+
+
+def api_key_field(required: bool) -> probatio.Marker:
+    """Return the schema key of the API key, required or not."""
+    marker = probatio.Required if required else probatio.Optional
+    return marker(probatio.Secret(CONF_API_KEY))
+
+
+def connect_step(provider_key: str) -> str:
+    """Return the connect step whose hints suit the preset."""
+    if provider_key == PROVIDER_CUSTOM:
+        return "connect_custom"
+    preset = provider_for(provider_key)
+    if preset.listen_command:
+        return "connect_local"
+    if preset.asks_for_resource:
+        return "connect_azure"
+    return "connect"
+
+
+def entry_data(
+    user_input: Mapping[str, Any], provider_key: str
+) -> dict[str, Any] | None:
+    """Return the entry data for a form's input; None for a bad URL."""
+    try:
+        base_url = normalize_base_url(completed_url(user_input[CONF_BASE_URL]))
+    except InvalidURLError:
+        return None
+    data: dict[str, Any] = {CONF_PROVIDER: provider_key, CONF_BASE_URL: base_url}
+    if api_key := (user_input.get(CONF_API_KEY) or "").strip():
+        data[CONF_API_KEY] = api_key
+    return data
+
+
+def same_origin(url: str, other: str) -> bool:
+    """Tell whether two base URLs have the same scheme, host and port."""
+    first, second = URL(url), URL(other)
+    return (first.scheme, first.host, first.port) == (
+        second.scheme,
+        second.host,
+        second.port,
+    )
+
+
+async def async_check_server(
+    hass: HomeAssistant,
+    data: dict[str, Any],
+    errors: dict[str, str],
+    placeholders: dict[str, str],
+) -> list[str]:
+    """Connect with the settings; fill in errors; return the models."""
+    preset = provider_for(data.get(CONF_PROVIDER))
+    try:
+        listing = await async_validate_server(hass, data, preset.recommended_model)
+    except AuthError:
+        errors["base"] = "invalid_auth"
+    except ConnectError as err:
+        errors["base"] = err.translation_key or "cannot_connect"
+        if errors["base"] == "cannot_connect" and _is_loopback(data[CONF_BASE_URL]):
+            # Most often the server runs elsewhere, not beside Home Assistant.
+            errors["base"] = "cannot_connect_local"
+            placeholders["port"] = str(URL(data[CONF_BASE_URL]).port)
+    except NotCompatibleError:
+        errors["base"] = "not_compatible"
+    except RateLimitedError:
+        errors["base"] = "rate_limited"
+    except ServerError as err:
+        errors["base"] = _flow_error(err, placeholders)
+    except Exception:
+        _LOGGER.exception("Unexpected error while connecting to the server")
+        errors["base"] = "unknown"
+    else:
+        _note_server_kind(data, listing)
+        return listing.ids
+    return []
+
+
+def _is_loopback(base_url: str) -> bool:
+    """Tell whether a base URL points at the machine that runs Home Assistant."""
+    host = URL(base_url).host or ""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _flow_error(err: ServerError, placeholders: dict[str, str]) -> str:
+    """Return the form's error for a server error; fill in its placeholders."""
+    given = err.translation_placeholders or {}
+    if (key := err.translation_key) is not None and key in _TOLD_ERRORS:
+        placeholders.update(given)
+        return key
+    placeholders["message"] = given.get("message", "")
+    return "api_error"
+
+
+def _note_server_kind(data: dict[str, Any], listing: ModelListing) -> None:
+    """Note the server software a custom server's models list gives away."""
+    data.pop(CONF_SERVER_KIND, None)
+    if data.get(CONF_PROVIDER) == PROVIDER_CUSTOM and (kind := guess_kind(listing)):
+        data[CONF_SERVER_KIND] = kind.value

@@ -1,0 +1,116 @@
+"""What new subentries start from: an agent, a task, and voice where it is evident."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from homeassistant.config_entries import ConfigSubentryData
+from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT
+from homeassistant.helpers import llm
+
+from ..audio_models import known_voices, pick_speech_model, pick_transcription_model
+from ..const import (
+    CONF_AUDIO_FORMAT,
+    CONF_AUDIO_MODEL,
+    CONF_CHAT_MODEL,
+    CONF_HINT_NAMES,
+    CONF_IMAGE_MODEL,
+    CONF_PROVIDER,
+    CONF_RECOMMENDED,
+    CONF_SPEED,
+    CONF_STREAMING,
+    CONF_VOICE,
+    DEFAULT_AUDIO_FORMAT,
+    SUBENTRY_AI_TASK,
+    SUBENTRY_CONVERSATION,
+    SUBENTRY_STT,
+    SUBENTRY_TTS,
+)
+from ..models.kinds import pick_chat_model, pick_image_model
+from ..models.lifecycle import lasting_models
+from ..models.providers import provider_for
+from .titles import subentry_title
+
+# What a new entry gets where its server lists a chat model.
+CHAT_SUBENTRIES: Final = (SUBENTRY_CONVERSATION, SUBENTRY_AI_TASK)
+
+
+def default_subentries(
+    entry_data: Mapping[str, Any], models: list[str], chat_model: str | None
+) -> list[ConfigSubentryData]:
+    """Return one conversation agent and one AI task for a new entry.
+
+    Speech-to-text and text-to-speech come too where the server lists evident
+    audio models; a server with only those gets only them.
+    """
+    preset = provider_for(entry_data.get(CONF_PROVIDER))
+    lasting = lasting_models(models, preset.shutdowns)
+    preferred = chat_model or preset.recommended_model
+    chat = [(kind, chat_defaults(kind, lasting, preferred)) for kind in CHAT_SUBENTRIES]
+    voice = voice_defaults(lasting)
+    if voice and pick_chat_model(lasting, preferred) is None:
+        chat = []
+    return [
+        ConfigSubentryData(
+            subentry_type=kind,
+            data=data,
+            title=subentry_title(kind, entry_data, data),
+            unique_id=None,
+        )
+        for kind, data in (*chat, *voice)
+    ]
+
+
+def chat_defaults(
+    subentry_type: str, models: list[str], preferred: str | None
+) -> dict[str, Any]:
+    """Return the settings a new conversation agent or AI task starts from.
+
+    `models` are those the server lists with no announced shutdown; the
+    preferred chat model is taken where it is listed.
+    """
+    data: dict[str, Any] = {CONF_RECOMMENDED: True}
+    if chat_model := pick_chat_model(models, preferred):
+        data[CONF_CHAT_MODEL] = chat_model
+    if subentry_type == SUBENTRY_CONVERSATION:
+        data[CONF_PROMPT] = llm.DEFAULT_INSTRUCTIONS_PROMPT
+        data[CONF_LLM_HASS_API] = [llm.LLM_API_ASSIST]
+    elif image_model := pick_image_model(models):
+        data[CONF_IMAGE_MODEL] = image_model
+    return data
+
+
+def voice_defaults(models: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """Return the types and data of a new entry's voice subentries.
+
+    Speech-to-text and text-to-speech come only where the server lists an
+    evident model for them.
+    """
+    defaults: list[tuple[str, dict[str, Any]]] = []
+    if transcription_model := pick_transcription_model(models):
+        defaults.append((SUBENTRY_STT, stt_defaults(transcription_model)))
+    if speech_model := pick_speech_model(models):
+        defaults.append((SUBENTRY_TTS, tts_defaults(speech_model)))
+    return defaults
+
+
+def stt_defaults(model: str | None) -> dict[str, Any]:
+    """Return the settings of a new speech-to-text subentry."""
+    data: dict[str, Any] = {CONF_HINT_NAMES: False}
+    if model:
+        data[CONF_AUDIO_MODEL] = model
+    return data
+
+
+def tts_defaults(model: str | None) -> dict[str, Any]:
+    """Return the settings of a new text-to-speech subentry."""
+    data: dict[str, Any] = {
+        CONF_SPEED: 1.0,
+        CONF_AUDIO_FORMAT: DEFAULT_AUDIO_FORMAT,
+        CONF_STREAMING: True,
+    }
+    if model:
+        data[CONF_AUDIO_MODEL] = model
+        data[CONF_VOICE] = known_voices(model)[0]
+    return data

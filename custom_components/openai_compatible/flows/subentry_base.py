@@ -1,0 +1,80 @@
+"""What every subentry flow shares: a loaded entry, and saving under a title."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from homeassistant.config_entries import (
+    SOURCE_USER,
+    ConfigEntry,
+    ConfigEntryState,
+    ConfigSubentryFlow,
+    SubentryFlowResult,
+)
+
+from ..const import CONF_PROVIDER
+from ..models.providers import Provider, provider_for
+from .titles import followed_title, subentry_title
+
+
+class SubentryFlow(ConfigSubentryFlow):
+    """A subentry flow that starts from `options` and saves them in the end."""
+
+    options: dict[str, Any]
+
+    @property
+    def _is_new(self) -> bool:
+        """Tell whether the flow creates a subentry."""
+        return self.source == SOURCE_USER
+
+    def _loaded_entry(self) -> ConfigEntry | None:
+        """Return the entry when it is loaded (its models are known)."""
+        entry = self._get_entry()
+        return entry if entry.state is ConfigEntryState.LOADED else None
+
+    def _defaults(self, models: list[str], preset: Provider) -> dict[str, Any]:
+        """Return the settings a new subentry starts from."""
+        raise NotImplementedError
+
+    async def async_step_user(
+        self, user_input: dict[str, Any] | None = None
+    ) -> SubentryFlowResult:
+        """Add a subentry, starting from what suits the server's models."""
+        if (entry := self._loaded_entry()) is None:
+            return self.async_abort(reason="entry_not_loaded")
+        preset = provider_for(entry.data.get(CONF_PROVIDER))
+        self.options = self._defaults(entry.runtime_data.models, preset)
+        return await self.async_step_init()
+
+    async def async_step_reconfigure(
+        self, user_input: dict[str, Any] | None = None
+    ) -> SubentryFlowResult:
+        """Change a subentry, starting from its saved settings."""
+        if self._loaded_entry() is None:
+            return self.async_abort(reason="entry_not_loaded")
+        self.options = dict(self._get_reconfigure_subentry().data)
+        return await self.async_step_init()
+
+    async def async_step_init(
+        self, user_input: dict[str, Any] | None = None
+    ) -> SubentryFlowResult:
+        """Show the subentry's first form."""
+        raise NotImplementedError
+
+    def _async_store(self, data: dict[str, Any], name: str) -> SubentryFlowResult:
+        """Create the subentry, or save the changed one.
+
+        A new subentry takes the name given, else server and model name it; a
+        title the integration made follows the model, a given one stays.
+        """
+        entry = self._get_entry()
+        if self._is_new:
+            return self.async_create_entry(
+                title=name or subentry_title(self._subentry_type, entry.data, data),
+                data=data,
+            )
+        subentry = self._get_reconfigure_subentry()
+        title = followed_title(
+            subentry.title, self._subentry_type, entry.data, subentry.data, data
+        )
+        return self.async_update_and_abort(entry, subentry, data=data, title=title)

@@ -1,0 +1,1 @@
+"""What is known about servers and their models: presets, reports, lessons."""

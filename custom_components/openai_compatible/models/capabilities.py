@@ -1,0 +1,334 @@
+"""What we know about a server and each of its models, in one place.
+
+Three sources, asked in this order of trust:
+
+1. the preset's facts (`Provider`, providers.py): what a hosted service is
+   known to refuse or need, where a local server keeps its info route;
+2. what the server reports (`ServerReport`, `ModelReport`, reports.py): its
+   version, and per model the context window, vision and tool support, from
+   `/models` or the server's native info route (see server_info.py), and the
+   day it will shut the model down (see lifecycle.py);
+3. what was learned from rejections (`Lessons`, lessons.py): a request
+   feature the model refused in general, or one it proved to handle, each
+   with its date and source, holding for a while only.
+
+Every path asks `Capabilities.model(name)`. Lessons that enable a fallback are
+kept with the entry in a `Store`; all are forgotten when the server, its
+version or its model list change, and when the user asks (the entry's button).
+Once the entry unloads, nothing more is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import asdict
+from datetime import date
+import hashlib
+from typing import Any, Final
+
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers.storage import Store
+
+from ..const import DOMAIN, LOGGER
+from .features import PROVIDER_TOOLS, RESPONSE_FORMATS, SERVER_ROUTES, Feature, WireApi
+from .lessons import WINDOW_LIFETIME, Lesson, Lessons, lifetime, read_lessons
+from .names import (
+    is_reasoning_model,
+    service_tiers,
+    takes_reasoning_effort,
+    takes_verbosity,
+)
+from .providers import Provider
+from .reports import ModelReport, ServerKind, ServerReport
+
+# Where the lessons about the whole server are kept, beside those of models.
+SERVER_LESSONS: Final = "*"
+
+
+class ModelCapabilities:
+    """The view of one model that every request path asks."""
+
+    def __init__(
+        self,
+        model: str,
+        provider: Provider,
+        report: ModelReport,
+        lessons: Lessons[Feature],
+        on_learn: Callable[[], None],
+        server: Lessons[Feature] | None = None,
+        kind: ServerKind | None = None,
+    ) -> None:
+        """Combine the preset, the server's report and the lessons.
+
+        `server` holds what the whole server taught (SERVER_ROUTES); `kind` is
+        the server software, as reported or else as the preset names it.
+        """
+        self.model = model
+        self.provider = provider
+        self.kind = kind or provider.kind
+        self.report = report
+        self.lessons = lessons
+        self._on_learn = on_learn
+        self._server = server if server is not None else lessons
+
+    @property
+    def reasoning(self) -> bool:
+        """Tell whether the model reasons first (no sampling settings, no logprobs)."""
+        return is_reasoning_model(self.model)
+
+    @property
+    def context_window(self) -> int | None:
+        """Return the model's context window in tokens, if known.
+
+        The window an overflow error named holds while the server reports what
+        it reported then. A different report is newer (the model was loaded
+        again with another context) and holds instead, until an overflow
+        error teaches again; so each report costs one overflow at most.
+        """
+        lessons, reported = self.lessons, self.report.context_window
+        if lessons.context_window and lessons.reported_window == reported:
+            return lessons.context_window
+        return reported
+
+    def refuses(self, feature: Feature) -> bool:
+        """Tell whether a request with this feature is known to be refused."""
+        if feature in self.provider.refuses or self.lessons.refuses(feature):
+            return True
+        if feature in SERVER_ROUTES and self._server.refuses(feature):
+            return True
+        if feature is Feature.STRICT_SCHEMA:
+            # No strict mode where there is no JSON schema at all.
+            return self.refuses(Feature.JSON_SCHEMA)
+        if feature is Feature.TOOLS:
+            return self.report.tools is False
+        if feature is Feature.IMAGE_INPUT:
+            return self.report.vision is False
+        return self._refuses_by_nature(feature)
+
+    def _refuses_by_nature(self, feature: Feature) -> bool:
+        """Tell whether the preset or the model's kind rule a feature out."""
+        if feature is Feature.DECISIONS:
+            return not self.provider.decisions
+        if feature in PROVIDER_TOOLS:
+            return feature not in self.provider.provider_tools
+        if feature is Feature.REASONING_SUMMARY:
+            return self.refuses(Feature.REASONING)
+        if feature is Feature.REASONING:
+            return not takes_reasoning_effort(self.model)
+        if feature is Feature.VERBOSITY:
+            return not takes_verbosity(self.model)
+        if feature is Feature.SERVICE_TIER:
+            return not self.provider.service_tiers or not (
+                {"flex", "priority"} & set(service_tiers(self.model))
+            )
+        return False
+
+    def api(self, setting: WireApi) -> WireApi:
+        """Return the API requests go over, for the entry's setting.
+
+        Automatic: the Responses API where the preset has it, unless the server
+        refused its route; Chat Completions elsewhere.
+        """
+        if setting is not WireApi.AUTOMATIC:
+            return setting
+        if self.provider.responses and not self.refuses(Feature.RESPONSES_API):
+            return WireApi.RESPONSES
+        return WireApi.CHAT_COMPLETIONS
+
+    def proven(self, feature: Feature) -> bool:
+        """Tell whether the model answered a request with this feature."""
+        return self.lessons.proved(feature)
+
+    def structured_output_start(self) -> Feature | None:
+        """Return the strongest way of asking for JSON not known to be refused.
+
+        None: no response format at all, the schema goes in the instructions.
+        """
+        return next((f for f in RESPONSE_FORMATS if not self.refuses(f)), None)
+
+    def learn_refused(self, feature: Feature, source: str) -> None:
+        """Remember that the model refuses the feature in general, and what said so."""
+        if self.lessons.refuses(feature):
+            return
+        LOGGER.debug(
+            "%s refuses %s (%s); not asking for it for %s",
+            self.model,
+            feature,
+            source,
+            lifetime(feature),
+        )
+        lesson = Lesson.now(source, lifetime(feature))
+        self.lessons.refused[feature] = lesson
+        self.lessons.proven.pop(feature, None)
+        if feature in SERVER_ROUTES:
+            self._server.refused[feature] = lesson
+        self._on_learn()
+
+    def learn_proven(self, feature: Feature) -> None:
+        """Remember that the model handled the feature."""
+        if self.lessons.proved(feature) or self.lessons.refuses(feature):
+            return
+        self.lessons.proven[feature] = Lesson.now(
+            "an answer to a request with it", lifetime(feature)
+        )
+        self._on_learn()
+
+    def learn_context_window(self, tokens: int) -> None:
+        """Remember the context window an overflow error named, and the report."""
+        lesson = (tokens, self.report.context_window)
+        if tokens > 0 and lesson != (
+            self.lessons.context_window,
+            self.lessons.reported_window,
+        ):
+            self.lessons.context_window, self.lessons.reported_window = lesson
+            self.lessons.window = Lesson.now(
+                "the server's context overflow error", WINDOW_LIFETIME
+            )
+            self._on_learn()
+
+
+# Version 1 throughout: lists of names (without dates) load as learned now.
+STORAGE_VERSION: Final = 1
+_SAVE_DELAY: Final = 5.0
+# What a model's stored lessons hold when there is something to keep.
+_STORED_KINDS: Final = ("refused", "proven", "context_window")
+
+
+def server_fingerprint(
+    base_url: str, api_key: str | None, report: ServerReport, models: list[str]
+) -> str:
+    """Return what identifies the server whose lessons we keep; never the key.
+
+    A new address, key, server version or model list gives a new fingerprint,
+    and the lessons of the old one are forgotten.
+    """
+    text = "\n".join([base_url, api_key or "", report.version or "", *sorted(models)])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class Capabilities:
+    """Everything known about one entry's server, per model, kept across restarts."""
+
+    def __init__(
+        self,
+        hass: HomeAssistant,
+        entry_id: str,
+        provider: Provider,
+        report: ServerReport,
+        fingerprint: str,
+    ) -> None:
+        """Start with no lessons; `async_load` brings back the stored ones."""
+        self.provider = provider
+        self.report = report
+        self.fingerprint = fingerprint
+        self._lessons: dict[str, Lessons[Feature]] = {}
+        self._store = _store(hass, entry_id)
+        # Set once the entry unloads: a request still running writes nothing.
+        self._closed = False
+
+    def model(self, name: str) -> ModelCapabilities:
+        """Return what is known about a model of this server."""
+        return ModelCapabilities(
+            name,
+            self.provider,
+            self.report.models.get(name, ModelReport()),
+            self._lessons.setdefault(name, Lessons()),
+            self._schedule_save,
+            self._lessons.setdefault(SERVER_LESSONS, Lessons()),
+            self.report.kind,
+        )
+
+    def shutdown(self, name: str) -> date | None:
+        """Return the day a model shuts down: as the server, else the preset, says."""
+        report = self.report.models.get(name)
+        return (report and report.shutdown) or self.provider.shutdowns.get(name)
+
+    def update_report(self, report: ServerReport, fingerprint: str) -> None:
+        """Take a newer report; forget the lessons when the server changed."""
+        self.report = report
+        if fingerprint == self.fingerprint:
+            return
+        LOGGER.debug("The server changed; forgetting what was learned about it")
+        self.fingerprint = fingerprint
+        self.forget()
+
+    def forget(self) -> None:
+        """Forget every lesson about the server, now and in the store."""
+        self._lessons.clear()
+        self._schedule_save()
+
+    async def async_load(self) -> None:
+        """Bring back the lessons stored for this very server, if any."""
+        stored = await self._store.async_load()
+        if not isinstance(stored, dict):
+            return
+        if stored.get("fingerprint") != self.fingerprint:
+            LOGGER.debug("The server changed; forgetting what was learned about it")
+            await self._store.async_remove()
+            return
+        models = stored.get("models")
+        if isinstance(models, dict):
+            self._lessons = {
+                str(name): read_lessons(data) for name, data in models.items()
+            }
+
+    async def async_close(self) -> None:
+        """Write the lessons a last time, then no more (the entry is unloading).
+
+        The save replaces one still delayed; what a request still running
+        learns afterwards stays in memory.
+        """
+        self._closed = True
+        await self._store.async_save(self.as_dict())
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the lessons that outlast a restart, in their stored form."""
+        stored = {name: lessons.as_dict() for name, lessons in self._lessons.items()}
+        return {
+            "fingerprint": self.fingerprint,
+            "models": {
+                name: stored[name]
+                for name in sorted(stored)
+                if any(stored[name][kind] for kind in _STORED_KINDS)
+            },
+        }
+
+    def diagnostics(self, models: Iterable[str]) -> dict[str, Any]:
+        """Return what is known, for the given models and those with lessons."""
+        learned = (name for name, lessons in self._lessons.items() if lessons.any())
+        names = sorted({*models, *learned})
+        return {
+            "preset": {
+                "name": self.provider.name,
+                "refuses": sorted(self.provider.refuses),
+                "decisions": self.provider.decisions,
+                "kind": self.provider.kind,
+            },
+            "server": {"kind": self.report.kind, "version": self.report.version},
+            "models": {name: self._model_diagnostics(name) for name in names},
+        }
+
+    def _model_diagnostics(self, name: str) -> dict[str, Any]:
+        """Return what is known about one model, and what it adds up to."""
+        model = self.model(name)
+        return {
+            "reported": asdict(model.report),
+            "learned": model.lessons.diagnostics(),
+            "refused": sorted(f for f in Feature if model.refuses(f)),
+            "context_window": model.context_window,
+        }
+
+    def _schedule_save(self) -> None:
+        """Save the lessons soon, once for a burst of them; never once closed."""
+        if not self._closed:
+            self._store.async_delay_save(self.as_dict, _SAVE_DELAY)
+
+
+def _store(hass: HomeAssistant, entry_id: str) -> Store[dict[str, Any]]:
+    """Return where an entry's lessons are kept."""
+    return Store(hass, STORAGE_VERSION, f"{DOMAIN}.{entry_id}.capabilities")
+
+
+async def async_forget(hass: HomeAssistant, entry_id: str) -> None:
+    """Forget everything learned for a removed entry."""
+    await _store(hass, entry_id).async_remove()

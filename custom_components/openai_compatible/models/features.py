@@ -1,0 +1,82 @@
+"""What a request may ask for: the API it goes over, the features a server may refuse."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Final
+
+
+class Feature(StrEnum):
+    """A part of a request that a server or one of its models may refuse."""
+
+    STRICT_SCHEMA = "strict_schema"
+    JSON_SCHEMA = "json_schema"
+    JSON_OBJECT = "json_object"
+    # A schema next to json_object, which llama.cpp's servers constrain to.
+    JSON_OBJECT_SCHEMA = "json_object_schema"
+    LOGPROBS = "logprobs"
+    STREAM_OPTIONS = "stream_options"
+    TOOLS = "tools"
+    TOOL_CHOICE = "tool_choice"
+    STREAM_WITH_TOOLS = "stream_with_tools"
+    MAX_COMPLETION_TOKENS = "max_completion_tokens"
+    MAX_TOKENS = "max_tokens"
+    SAMPLING = "sampling"
+    PROMPT_CACHE_KEY = "prompt_cache_key"
+    IMAGE_INPUT = "image_input"
+    FILE_INPUT = "file_input"
+    # Messages of the system role, which some chat templates drop without a
+    # word (llama-cpp-python's gemma format): the system prompt then goes at
+    # the start of the first user message, as Gemma's own template puts it.
+    SYSTEM_MESSAGES = "system_messages"
+    DECISIONS = "decisions"
+    # The Responses API's route, and what only it takes.
+    RESPONSES_API = "responses_api"
+    REASONING = "reasoning"
+    REASONING_SUMMARY = "reasoning_summary"
+    VERBOSITY = "verbosity"
+    SERVICE_TIER = "service_tier"
+    WEB_SEARCH = "web_search"
+    CODE_INTERPRETER = "code_interpreter"
+    IMAGE_GENERATION = "image_generation"
+    # Transcript events from the transcription route.
+    TRANSCRIPT_STREAM = "transcript_stream"
+    # The speech route's optional fields.
+    SPEECH_SPEED = "speech_speed"
+    SPEECH_INSTRUCTIONS = "speech_instructions"
+    # The Images API's routes: drawing, and editing attached images.
+    IMAGES_GENERATIONS = "images_generations"
+    IMAGES_EDITS = "images_edits"
+
+
+# The ways of asking for JSON, strongest first (see structured.py).
+RESPONSE_FORMATS: Final = (
+    Feature.STRICT_SCHEMA,
+    Feature.JSON_SCHEMA,
+    Feature.JSON_OBJECT,
+)
+
+
+# Routes of the server, not of one model: a refusal holds for every model.
+SERVER_ROUTES: Final = frozenset({Feature.DECISIONS})
+
+
+# Tools the provider runs itself, offered over the Responses API.
+PROVIDER_TOOLS: Final = (
+    Feature.WEB_SEARCH,
+    Feature.CODE_INTERPRETER,
+    Feature.IMAGE_GENERATION,
+)
+
+
+class WireApi(StrEnum):
+    """The API requests go over; automatic lets the preset decide."""
+
+    CHAT_COMPLETIONS = "chat_completions"
+    RESPONSES = "responses"
+    AUTOMATIC = "automatic"
+
+
+def api_setting(value: Any) -> WireApi:
+    """Return an entry's saved API setting; automatic when unset or unknown."""
+    return WireApi(str(value)) if value in WireApi else WireApi.AUTOMATIC

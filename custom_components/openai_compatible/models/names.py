@@ -1,0 +1,58 @@
+"""What a model's name tells of the request fields it takes (OpenAI's families)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+
+def _base_name(model: str) -> str:
+    """Return a model id without its vendor prefix, in lower case."""
+    return model.lower().rsplit("/", 1)[-1]
+
+
+def is_reasoning_model(model: str) -> bool:
+    """Tell whether a model is one of OpenAI's reasoning models, by its name."""
+    name = _base_name(model)
+    # gpt-5-chat is the non-reasoning chat variant of the family.
+    return name.startswith(("o1", "o3", "o4", "gpt-5")) and not name.startswith(
+        "gpt-5-chat"
+    )
+
+
+def takes_reasoning_effort(model: str) -> bool:
+    """Tell whether a model takes a reasoning effort, by its name."""
+    return is_reasoning_model(model) or _base_name(model).startswith("gpt-oss")
+
+
+def takes_verbosity(model: str) -> bool:
+    """Tell whether a model takes a verbosity (the GPT-5 reasoning family)."""
+    return is_reasoning_model(model) and _base_name(model).startswith("gpt-5")
+
+
+# OpenAI's service tiers by model family; "auto" follows the project's setting
+# and "default" is standard processing.
+_PRIORITY_FAMILIES: Final = ("gpt-5", "gpt-4.1", "gpt-4o", "o3", "o4-mini")
+_FLEX_FAMILIES: Final = ("gpt-5", "o3", "o4-mini")
+# Variants processed at standard speed and price only.
+_STANDARD_ONLY: Final = ("-chat", "-pro", "deep-research", "o3-mini", "codex-mini")
+_NO_FLEX: Final = ("-codex", "gpt-5.3")
+
+
+def service_tiers(model: str) -> tuple[str, ...]:
+    """Return the service tiers an OpenAI model takes, by its name; () if none.
+
+    Flex processing is cheaper and slower, priority processing faster and
+    dearer; each is offered for some model families only.
+    """
+    name = _base_name(model)
+    if not name.startswith(_PRIORITY_FAMILIES) or any(
+        variant in name for variant in _STANDARD_ONLY
+    ):
+        return ()
+    tiers = ["auto"]
+    if name.startswith(_FLEX_FAMILIES) and not any(part in name for part in _NO_FLEX):
+        tiers.append("flex")
+    tiers.append("default")
+    if not name.startswith("gpt-5-nano"):
+        tiers.append("priority")
+    return tuple(tiers)

@@ -1,0 +1,187 @@
+"""The presets: where each known server lives and what is known of it up front."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Final
+
+from .features import PROVIDER_TOOLS, Feature
+from .lifecycle import OPENAI_SHUTDOWNS
+from .reports import ServerKind
+
+PROVIDER_CUSTOM: Final = "custom"
+# Placeholder left in a preset's URL for the user to replace (Azure).
+URL_PLACEHOLDER: Final = "your-resource"
+
+
+@dataclass(frozen=True, slots=True)
+class Provider:
+    """A preset: where a server lives and what is known about it up front."""
+
+    name: str
+    base_url: str
+    api_key_required: bool
+    recommended_model: str | None = None
+    local: bool = False
+    # Request features the service refuses whatever the model.
+    refuses: frozenset[Feature] = frozenset({Feature.PROMPT_CACHE_KEY})
+    # Mistral only accepts tool call ids of exactly nine letters or digits.
+    short_tool_call_ids: bool = False
+    # OpenAI's Decisions API may be there (OpenAI, Azure, or a proxy to them).
+    decisions: bool = False
+    # The server software, when the preset names it.
+    kind: ServerKind | None = None
+    # Evaluation questions asked at once per entry.
+    concurrency: int = 4
+    # How a server of the user's own is made to take connections from the
+    # network: the connect step's hint (commands read the same in every language).
+    listen_command: str | None = None
+    # The automatic API setting takes the Responses API.
+    responses: bool = False
+    # The provider-run tools its Responses API runs.
+    provider_tools: frozenset[Feature] = frozenset()
+    # Its Responses API takes a service tier (flex or priority processing).
+    service_tiers: bool = False
+    # Shutdown dates the provider announced, by model (lifecycle.py).
+    shutdowns: Mapping[str, date] = field(default_factory=dict, compare=False)
+    # Requests may name only models the server lists.
+    lists_every_model: bool = True
+    # The speech-to-text and text-to-speech models a new voice subentry
+    # starts from where the server lists no evident one.
+    transcription_model: str | None = None
+    speech_model: str | None = None
+
+    @property
+    def asks_for_resource(self) -> bool:
+        """Tell whether the preset's URL holds a placeholder for the user's own."""
+        return URL_PLACEHOLDER in self.base_url.lower()
+
+
+def _hosted(name: str, base_url: str, model: str) -> Provider:
+    """Return the preset of a hosted service that takes a key, as most are."""
+    return Provider(name, base_url, api_key_required=True, recommended_model=model)
+
+
+def _local(
+    name: str,
+    base_url: str,
+    listen_command: str,
+    kind: ServerKind | None = None,
+    concurrency: int = 1,
+) -> Provider:
+    """Return the preset of server software the user runs on a machine of theirs."""
+    return Provider(
+        name,
+        base_url,
+        api_key_required=False,
+        local=True,
+        kind=kind,
+        concurrency=concurrency,
+        listen_command=listen_command,
+    )
+
+
+PROVIDERS: Final[dict[str, Provider]] = {
+    "openai": Provider(
+        "OpenAI",
+        "https://api.openai.com/v1",
+        api_key_required=True,
+        recommended_model="gpt-4o-mini",
+        refuses=frozenset(),
+        decisions=True,
+        responses=True,
+        provider_tools=frozenset(PROVIDER_TOOLS),
+        service_tiers=True,
+        shutdowns=OPENAI_SHUTDOWNS,
+        transcription_model="gpt-4o-mini-transcribe",
+        speech_model="gpt-4o-mini-tts",
+    ),
+    "azure": Provider(
+        "Azure OpenAI",
+        "https://YOUR-RESOURCE.openai.azure.com/openai/v1",
+        api_key_required=True,
+        decisions=True,
+        responses=True,
+        provider_tools=frozenset({Feature.CODE_INTERPRETER, Feature.IMAGE_GENERATION}),
+        # Requests name a deployment, which the models list need not show.
+        lists_every_model=False,
+    ),
+    "openrouter": _hosted(
+        "OpenRouter", "https://openrouter.ai/api/v1", "openai/gpt-4o-mini"
+    ),
+    "groq": _hosted(
+        "Groq", "https://api.groq.com/openai/v1", "llama-3.3-70b-versatile"
+    ),
+    "mistral": Provider(
+        "Mistral",
+        "https://api.mistral.ai/v1",
+        api_key_required=True,
+        recommended_model="mistral-medium-latest",
+        # Mistral reports usage in its last chunk unasked.
+        refuses=frozenset({Feature.PROMPT_CACHE_KEY, Feature.STREAM_OPTIONS}),
+        short_tool_call_ids=True,
+    ),
+    "deepseek": _hosted("DeepSeek", "https://api.deepseek.com/v1", "deepseek-chat"),
+    "xai": _hosted("xAI", "https://api.x.ai/v1", "grok-4-fast"),
+    "together": _hosted(
+        "Together",
+        "https://api.together.xyz/v1",
+        "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+    ),
+    "gemini": _hosted(
+        "Gemini",
+        "https://generativelanguage.googleapis.com/v1beta/openai",
+        "gemini-2.5-flash",
+    ),
+    "ollama": _local(
+        "Ollama",
+        "http://localhost:11434/v1",
+        "OLLAMA_HOST=0.0.0.0",
+        ServerKind.OLLAMA,
+    ),
+    "lm_studio": _local(
+        "LM Studio",
+        "http://localhost:1234/v1",
+        "lms server start --bind 0.0.0.0",
+        ServerKind.LM_STUDIO,
+    ),
+    "vllm": _local(
+        "vLLM",
+        "http://localhost:8000/v1",
+        "vllm serve MODEL --host 0.0.0.0",
+        ServerKind.VLLM,
+        concurrency=2,
+    ),
+    "llama_cpp": _local(
+        "llama.cpp server",
+        "http://localhost:8080/v1",
+        "llama-server --host 0.0.0.0",
+        ServerKind.LLAMA_CPP,
+    ),
+    "localai": _local(
+        "LocalAI", "http://localhost:8080/v1", "local-ai run --address 0.0.0.0:8080"
+    ),
+    "litellm": Provider(
+        "LiteLLM proxy",
+        "http://localhost:4000/v1",
+        api_key_required=False,
+        listen_command="litellm --host 0.0.0.0",
+    ),
+    # A custom server may be a proxy to OpenAI.
+    PROVIDER_CUSTOM: Provider(
+        "OpenAI-compatible server",
+        "",
+        api_key_required=False,
+        decisions=True,
+        concurrency=2,
+        provider_tools=frozenset(PROVIDER_TOOLS),
+        service_tiers=True,
+    ),
+}
+
+
+def provider_for(key: str | None) -> Provider:
+    """Return the preset of an entry; custom for a missing or unknown key."""
+    return PROVIDERS.get(key or PROVIDER_CUSTOM, PROVIDERS[PROVIDER_CUSTOM])

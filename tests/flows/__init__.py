@@ -1,0 +1,1 @@
+"""Tests of the config flow, the subentry flows and the options."""

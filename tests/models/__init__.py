@@ -1,0 +1,1 @@
+"""Tests of what is known about servers and their models."""
