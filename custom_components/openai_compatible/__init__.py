@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 from homeassistant.config_entries import ConfigEntry
-from homeassistant.const import CONF_API_KEY, Platform
-from homeassistant.core import HomeAssistant
+from homeassistant.const import Platform
+from homeassistant.core import HomeAssistant, callback
 from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryNotReady
 
-from .api import MAX_LISTING_BYTES, ModelListing, RuntimeData, async_fetch_models
-from .const import CONF_BASE_URL, CONF_PROVIDER, DOMAIN, LOGGER
+from .api import MAX_LISTING_BYTES, ModelListing, async_fetch_models
+from .const import CONF_PROVIDER, DOMAIN, LOGGER
+from .coordinator import ServerCoordinator, Survey, async_survey
 from .errors import AuthError, ServerError
 from .flows.titles import LEGACY_TITLES, subentry_title
-from .health import ServerHealth
-from .model_watch import ModelWatch, async_survey
+from .model_issues import ModelIssues
 from .models.capabilities import Capabilities, async_forget
 from .models.providers import provider_for
+from .runtime import RuntimeData
 from .sse import mebibytes
 from .transport import Transport
 
@@ -36,36 +38,52 @@ async def async_setup_entry(
     hass: HomeAssistant, entry: OpenAICompatibleConfigEntry
 ) -> bool:
     """Connect to the server, learn what it has, and set up the entities."""
+    entry.runtime_data = await _async_runtime(hass, entry)
+    await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
+    _follow_model_issues(hass, entry)
+    entry.async_on_unload(entry.add_update_listener(_async_reload))
+    return True
+
+
+async def _async_runtime(
+    hass: HomeAssistant, entry: OpenAICompatibleConfigEntry
+) -> RuntimeData:
+    """Return the entry's runtime data, from a first survey of its server."""
+    coordinator = ServerCoordinator(hass, entry)
+    survey = await _async_first_survey(entry, coordinator.transport)
     provider = provider_for(entry.data.get(CONF_PROVIDER))
-    health = ServerHealth(hass, entry.title, lambda: async_fetch_models(transport))
-    transport = Transport(
-        hass,
-        entry.data[CONF_BASE_URL],
-        entry.data.get(CONF_API_KEY),
-        on_reachable=health.report,
-    )
-    listing, unread = await _async_listing(entry, transport)
-    survey = await async_survey(entry, transport, listing)
     capabilities = Capabilities(
         hass, entry.entry_id, provider, survey.report, survey.fingerprint
     )
     await capabilities.async_load()
-    entry.runtime_data = RuntimeData(
-        transport=transport,
-        models=survey.models,
-        capabilities=capabilities,
-        health=health,
-        task_slots=asyncio.Semaphore(provider.concurrency),
-        models_unread=unread,
-    )
-    entry.async_on_unload(health.async_stop)
     entry.async_on_unload(capabilities.async_close)
-    await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
-    watch = ModelWatch(hass, entry)
-    watch.async_start()
-    entry.async_on_unload(watch.async_stop)
-    entry.async_on_unload(entry.add_update_listener(_async_reload))
-    return True
+    coordinator.async_set_updated_data(survey)
+    return RuntimeData(
+        coordinator=coordinator,
+        capabilities=capabilities,
+        task_slots=asyncio.Semaphore(provider.concurrency),
+    )
+
+
+@callback
+def _follow_model_issues(
+    hass: HomeAssistant, entry: OpenAICompatibleConfigEntry
+) -> None:
+    """Open the model issues now, follow every refresh, close them on unload."""
+    issues = ModelIssues(hass, entry)
+    issues.async_sync()
+    coordinator = entry.runtime_data.coordinator
+    entry.async_on_unload(coordinator.async_add_listener(issues.async_sync))
+    entry.async_on_unload(issues.async_clear)
+
+
+async def _async_first_survey(
+    entry: OpenAICompatibleConfigEntry, transport: Transport
+) -> Survey:
+    """Return what the server has at setup, and why its list was not read."""
+    listing, unread = await _async_listing(entry, transport)
+    survey = await async_survey(entry, transport, listing)
+    return replace(survey, unread=unread)
 
 
 async def _async_listing(

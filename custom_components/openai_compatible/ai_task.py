@@ -20,8 +20,6 @@ from typing import Any, Final, override
 
 from homeassistant.components import ai_task, conversation
 from homeassistant.config_entries import ConfigSubentry
-from homeassistant.core import HomeAssistant
-from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.util import slugify
 import probatio
 
@@ -34,6 +32,7 @@ from .evaluate import Evaluation
 from .images import async_generate_image
 from .json_answer import StructureMismatch, parse_json_answer, validate_result
 from .model_fit import check_model_takes, learning_refusals
+from .platforms import setup_per_subentry
 from .schema_check import check_answer
 from .selector_schema import structure_to_json_schema
 from .strict_schema import StrictUnsupported, drop_optional_nulls, strict_json_schema
@@ -48,18 +47,10 @@ _REPAIR: Final = (
 )
 
 
-async def async_setup_entry(
-    hass: HomeAssistant,
-    entry: OpenAICompatibleConfigEntry,
-    async_add_entities: AddConfigEntryEntitiesCallback,
-) -> None:
-    """Add a task entity for each AI task subentry."""
-    for subentry in entry.subentries.values():
-        if subentry.subentry_type == SUBENTRY_AI_TASK:
-            async_add_entities(
-                [OpenAICompatibleTaskEntity(entry, subentry)],
-                config_subentry_id=subentry.subentry_id,
-            )
+async_setup_entry = setup_per_subentry(
+    lambda entry, subentry: [OpenAICompatibleTaskEntity(entry, subentry)],
+    SUBENTRY_AI_TASK,
+)
 
 
 def schema_name(task_name: str) -> str:

@@ -1,9 +1,8 @@
-"""The server connection: runtime data, base URLs, model listing and the probe."""
+"""The server connection: base URLs, model listing and the probe."""
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
@@ -21,29 +20,8 @@ from .errors import (
     RequestRejectedError,
     ServerError,
 )
-from .health import ServerHealth
-from .models.capabilities import Capabilities
 from .models.providers import URL_PLACEHOLDER
 from .transport import Answer, Budget, Transport, parse_json
-from .usage import UsageTracker
-
-
-@dataclass(slots=True)
-class RuntimeData:
-    """Everything a loaded entry holds."""
-
-    transport: Transport
-    models: list[str]
-    capabilities: Capabilities
-    health: ServerHealth
-    # AI-task requests (evaluations, generated data) under way at once, for
-    # all the entry's entities; conversation turns are not held back.
-    task_slots: asyncio.Semaphore
-    # Tokens, requests and errors of each subentry, for the usage sensors.
-    usage: UsageTracker = field(default_factory=UsageTracker)
-    # Why the server's model list was not read (it is too large), if it was not.
-    models_unread: str | None = None
-
 
 # Answers to the probe that mean "no such route here", not "the server failed".
 MISSING_ENDPOINT_STATUSES = frozenset({400, 404, 405, 415, 422, 501})

@@ -7,14 +7,13 @@ from typing import Final, Literal, override
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT, MATCH_ALL
-from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
-from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from . import OpenAICompatibleConfigEntry
 from .const import DOMAIN, SUBENTRY_CONVERSATION
 from .entity import OpenAICompatibleEntity
 from .errors import ModelError
+from .platforms import setup_per_subentry
 
 PARALLEL_UPDATES = 0
 
@@ -26,18 +25,10 @@ SPOKEN_ANSWER: Final = (
 )
 
 
-async def async_setup_entry(
-    hass: HomeAssistant,
-    entry: OpenAICompatibleConfigEntry,
-    async_add_entities: AddConfigEntryEntitiesCallback,
-) -> None:
-    """Add an agent for each conversation subentry."""
-    for subentry in entry.subentries.values():
-        if subentry.subentry_type == SUBENTRY_CONVERSATION:
-            async_add_entities(
-                [OpenAICompatibleConversationEntity(entry, subentry)],
-                config_subentry_id=subentry.subentry_id,
-            )
+async_setup_entry = setup_per_subentry(
+    lambda entry, subentry: [OpenAICompatibleConversationEntity(entry, subentry)],
+    SUBENTRY_CONVERSATION,
+)
 
 
 class OpenAICompatibleConversationEntity(

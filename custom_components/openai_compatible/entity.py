@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, override
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.helpers import device_registry as dr, llm
-from homeassistant.helpers.entity import Entity
+from homeassistant.helpers.update_coordinator import CoordinatorEntity
 
 from .chat_completions import (
     ChatCompletionsAdapter,
@@ -35,6 +35,7 @@ from .const import (
     LOGGER,
     MAX_TOOL_ROUNDS_CONVERSATION,
 )
+from .coordinator import ServerCoordinator
 from .errors import AuthError, ModelError, ServerError
 from .model_fit import chat_log_attachments, check_model_takes, learning_refusals
 from .models.capabilities import ModelCapabilities
@@ -64,8 +65,10 @@ def subentry_device_info(
     )
 
 
-class OpenAICompatibleSubentryEntity(Entity):
+class OpenAICompatibleSubentryEntity(CoordinatorEntity[ServerCoordinator]):
     """The entity of one subentry: its service device, availability and errors.
+
+    It is available while the entry's coordinator finds the server answering.
 
     It keeps the runtime data it was created with, so that a request still
     running while the entry reloads finishes with the connection it had.
@@ -82,6 +85,7 @@ class OpenAICompatibleSubentryEntity(Entity):
         self, entry: OpenAICompatibleConfigEntry, subentry: ConfigSubentry
     ) -> None:
         """Describe the entity and its service device."""
+        super().__init__(entry.runtime_data.coordinator)
         self.entry = entry
         self.subentry = subentry
         self.runtime = entry.runtime_data
@@ -94,22 +98,13 @@ class OpenAICompatibleSubentryEntity(Entity):
         """Return the model of the subentry."""
         return str(self.subentry.data.get(self.model_key, ""))
 
-    @property
-    @override
-    def available(self) -> bool:
-        """Return whether the server answers."""
-        return self.runtime.health.available
-
     @override
     async def async_added_to_hass(self) -> None:
-        """Follow the server's availability; close the repair issue on removal.
+        """Follow the coordinator; close the repair issue on removal.
 
         After a reload, the next request that does not fit opens it again.
         """
         await super().async_added_to_hass()
-        self.async_on_remove(
-            self.runtime.health.async_add_listener(self.async_write_ha_state)
-        )
         self.async_on_remove(partial(self.context_window.resolve, self.hass))
 
     def budget(self) -> Budget:

@@ -1,6 +1,6 @@
 """Fix flows of the model repairs: pick another model for a subentry.
 
-The issues come from model_watch.py. The form offers the server's models
+The issues come from model_issues.py. The form offers the server's models
 that are not known to shut down, the evident ones of the right kind first, and
 takes any other name too. Saving updates the subentry (its title follows the
 model unless the user named it), which reloads the entry and checks again.
@@ -34,7 +34,7 @@ from .const import (
     SUBENTRY_TTS,
 )
 from .flows.titles import followed_title
-from .model_watch import ISSUE_ENTRY, ISSUE_MODEL_KEY, ISSUE_SUBENTRY, MODEL_KEYS
+from .model_issues import ISSUE_ENTRY, ISSUE_MODEL_KEY, ISSUE_SUBENTRY, MODEL_KEYS
 from .models.kinds import chat_models_first, image_models_first
 
 if TYPE_CHECKING:

@@ -13,12 +13,12 @@ from homeassistant.components.sensor import (
 )
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import EntityCategory
-from homeassistant.core import HomeAssistant, callback
-from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+from homeassistant.core import callback
 
 from . import OpenAICompatibleConfigEntry
 from .const import SUBENTRY_AI_TASK, SUBENTRY_CONVERSATION
 from .entity import subentry_device_info
+from .platforms import setup_per_subentry
 
 PARALLEL_UPDATES = 0
 
@@ -43,21 +43,14 @@ USAGE_SENSORS = tuple(
 COUNTED_SUBENTRIES = (SUBENTRY_CONVERSATION, SUBENTRY_AI_TASK)
 
 
-async def async_setup_entry(
-    hass: HomeAssistant,
-    entry: OpenAICompatibleConfigEntry,
-    async_add_entities: AddConfigEntryEntitiesCallback,
-) -> None:
-    """Add the usage sensors of each agent and task."""
-    for subentry in entry.subentries.values():
-        if subentry.subentry_type in COUNTED_SUBENTRIES:
-            async_add_entities(
-                [
-                    UsageSensor(entry, subentry, description)
-                    for description in USAGE_SENSORS
-                ],
-                config_subentry_id=subentry.subentry_id,
-            )
+def _usage_sensors(
+    entry: OpenAICompatibleConfigEntry, subentry: ConfigSubentry
+) -> list[UsageSensor]:
+    """Return the usage sensors of an agent or task."""
+    return [UsageSensor(entry, subentry, description) for description in USAGE_SENSORS]
+
+
+async_setup_entry = setup_per_subentry(_usage_sensors, *COUNTED_SUBENTRIES)
 
 
 class UsageSensor(RestoreSensor):

@@ -18,9 +18,7 @@ from homeassistant.components.homeassistant.exposed_entities import async_should
 from homeassistant.const import CONF_PROMPT
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import area_registry as ar
-from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
-from . import OpenAICompatibleConfigEntry
 from .audio import (
     MAX_RECORDING_BYTES,
     TranscriptionRequest,
@@ -33,6 +31,7 @@ from .const import CONF_AUDIO_MODEL, CONF_HINT_NAMES, LOGGER, SUBENTRY_STT
 from .entity import OpenAICompatibleSubentryEntity
 from .errors import InputError, RequestRejectedError, TranslatedError
 from .models.features import Feature
+from .platforms import setup_per_subentry
 from .sse import mebibytes
 
 PARALLEL_UPDATES = 0
@@ -41,18 +40,9 @@ PARALLEL_UPDATES = 0
 MAX_PROMPT_CHARACTERS: Final = 800
 
 
-async def async_setup_entry(
-    hass: HomeAssistant,
-    entry: OpenAICompatibleConfigEntry,
-    async_add_entities: AddConfigEntryEntitiesCallback,
-) -> None:
-    """Add an entity for each speech-to-text subentry."""
-    for subentry in entry.subentries.values():
-        if subentry.subentry_type == SUBENTRY_STT:
-            async_add_entities(
-                [OpenAICompatibleSTTEntity(entry, subentry)],
-                config_subentry_id=subentry.subentry_id,
-            )
+async_setup_entry = setup_per_subentry(
+    lambda entry, subentry: [OpenAICompatibleSTTEntity(entry, subentry)], SUBENTRY_STT
+)
 
 
 async def async_read_recording(

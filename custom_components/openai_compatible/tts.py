@@ -24,8 +24,7 @@ from typing import Any, Final, override
 
 from homeassistant.components import tts
 from homeassistant.config_entries import ConfigSubentry
-from homeassistant.core import HomeAssistant, callback
-from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+from homeassistant.core import callback
 
 from . import OpenAICompatibleConfigEntry
 from .audio import MAX_SPEECH_BYTES, SpeechRequest, async_fetch_voices, async_speak
@@ -51,6 +50,7 @@ from .const import (
 from .entity import OpenAICompatibleSubentryEntity
 from .errors import InputError, RequestRejectedError
 from .models.features import Feature
+from .platforms import setup_per_subentry
 from .speech_text import async_spoken_lines, spoken_sentence, spoken_text
 from .sse import async_capped
 from .transport import Budget
@@ -81,18 +81,9 @@ SERVER_FORMATS: Final = {
 _SENTENCE_END = re.compile(r"[.!?…。！？]+[\"')\]]*(?=\s)|\n")
 
 
-async def async_setup_entry(
-    hass: HomeAssistant,
-    entry: OpenAICompatibleConfigEntry,
-    async_add_entities: AddConfigEntryEntitiesCallback,
-) -> None:
-    """Add an entity for each text-to-speech subentry."""
-    for subentry in entry.subentries.values():
-        if subentry.subentry_type == SUBENTRY_TTS:
-            async_add_entities(
-                [OpenAICompatibleTTSEntity(entry, subentry)],
-                config_subentry_id=subentry.subentry_id,
-            )
+async_setup_entry = setup_per_subentry(
+    lambda entry, subentry: [OpenAICompatibleTTSEntity(entry, subentry)], SUBENTRY_TTS
+)
 
 
 def _speakable(text: str) -> bool:

@@ -1,16 +1,12 @@
-"""The model list kept fresh, and model repairs, over HTTP against the simulator."""
+"""The model repair issues, over HTTP against the simulator."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
-import logging
 
 from freezegun.api import FrozenDateTimeFactory
-from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
-from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import (
     MockConfigEntry,
@@ -27,11 +23,8 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
-from custom_components.openai_compatible.model_watch import (
-    REFRESH_INTERVAL,
-    model_issue_id,
-)
-from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.coordinator import REFRESH_INTERVAL
+from custom_components.openai_compatible.model_issues import model_issue_id
 from simulator import OpenAISimulator
 
 from .conftest import SetupEntry
@@ -225,112 +218,6 @@ async def test_other_servers_do_not_take_openai_dates(
     assert model_issues(hass) == {}
 
 
-async def test_refresh_notices_a_model_going_and_coming_back(
-    hass: HomeAssistant,
-    simulator: OpenAISimulator,
-    setup_entry: SetupEntry,
-    freezer: FrozenDateTimeFactory,
-) -> None:
-    """The list is read again every interval, in place; issues follow it."""
-    entry = await setup_entry(ai_task={CONF_CHAT_MODEL: "gpt-5-mini"})
-    runtime = entry.runtime_data
-    issue_id = model_issue_id(subentry_id(entry, SUBENTRY_CONVERSATION), "chat_model")
-    asked = model_list_requests(simulator)
-
-    simulator.models.remove("gpt-4o-mini")
-    freezer.tick(REFRESH_INTERVAL - timedelta(minutes=1))
-    async_fire_time_changed(hass)
-    await hass.async_block_till_done(wait_background_tasks=True)
-
-    assert model_list_requests(simulator) == asked
-    assert model_issues(hass) == {}
-
-    await refresh(hass, freezer)
-
-    assert model_list_requests(simulator) == asked + 1
-    assert list(model_issues(hass)) == [issue_id]
-    assert "gpt-4o-mini" not in runtime.models
-    # Updated in place: the same runtime data, no reload.
-    assert entry.runtime_data is runtime
-    assert entry.state is ConfigEntryState.LOADED
-
-    simulator.models.append("gpt-4o-mini")
-    await refresh(hass, freezer)
-
-    assert model_issues(hass) == {}
-    assert "gpt-4o-mini" in runtime.models
-
-
-async def test_refresh_forgets_lessons_only_when_the_list_changes(
-    hass: HomeAssistant,
-    simulator: OpenAISimulator,
-    setup_entry: SetupEntry,
-    freezer: FrozenDateTimeFactory,
-) -> None:
-    """Lessons are tied to the model list: the same list keeps them."""
-    entry = await setup_entry()
-    capabilities = entry.runtime_data.capabilities
-    capabilities.model("gpt-4o-mini").learn_refused(
-        Feature.LOGPROBS, "HTTP 400: refused"
-    )
-    fingerprint = capabilities.fingerprint
-
-    await refresh(hass, freezer)
-
-    assert capabilities.fingerprint == fingerprint
-    assert capabilities.model("gpt-4o-mini").refuses(Feature.LOGPROBS)
-
-    simulator.models.append("qwen3:8b")
-    await refresh(hass, freezer)
-
-    assert capabilities.fingerprint != fingerprint
-    assert not capabilities.model("gpt-4o-mini").refuses(Feature.LOGPROBS)
-    assert capabilities.as_dict()["models"] == {}
-
-
-@pytest.mark.parametrize("status", [500, 401, 429])
-async def test_failed_refresh_changes_nothing_quietly(
-    hass: HomeAssistant,
-    simulator: OpenAISimulator,
-    setup_entry: SetupEntry,
-    freezer: FrozenDateTimeFactory,
-    caplog: pytest.LogCaptureFixture,
-    status: int,
-) -> None:
-    """A refresh the server fails keeps the list and logs nothing above debug."""
-    entry = await setup_entry()
-    models = list(entry.runtime_data.models)
-    simulator.models.remove("gpt-4o-mini")
-    simulator.enqueue("/models", status=status)
-    caplog.set_level(logging.DEBUG, logger="custom_components.openai_compatible")
-
-    await refresh(hass, freezer)
-
-    assert entry.runtime_data.models == models
-    assert model_issues(hass) == {}
-    assert entry.state is ConfigEntryState.LOADED
-    ours = [r for r in caplog.records if r.name.startswith("custom_components")]
-    assert any("were not refreshed" in r.getMessage() for r in ours)
-    assert all(r.levelno <= logging.DEBUG for r in ours)
-
-
-async def test_refresh_without_a_list_keeps_the_known_one(
-    hass: HomeAssistant,
-    simulator: OpenAISimulator,
-    setup_entry: SetupEntry,
-    freezer: FrozenDateTimeFactory,
-) -> None:
-    """A server that stops listing its models is not taken to have none."""
-    entry = await setup_entry(conversation={CONF_CHAT_MODEL: "gone-model"})
-    models = list(entry.runtime_data.models)
-    simulator.settings.models_endpoint = False
-
-    await refresh(hass, freezer)
-
-    assert entry.runtime_data.models == models
-    assert len(model_issues(hass)) == 1
-
-
 async def test_removed_subentry_and_unloaded_entry_leave_no_issue(
     hass: HomeAssistant, setup_voice: SetupEntry
 ) -> None:
@@ -355,29 +242,3 @@ async def test_removed_subentry_and_unloaded_entry_leave_no_issue(
     await hass.async_block_till_done()
 
     assert model_issues(hass) == {}
-
-
-class TestUnloadDuringRefresh:
-    """A refresh under way when the entry unloads, on the real clock."""
-
-    @pytest.fixture(autouse=True)
-    def frozen_time(self) -> None:
-        """Leave the clock running: the server answers after a real delay."""
-
-    async def test_unloaded_during_a_refresh(
-        self, hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
-    ) -> None:
-        """The refresh is cancelled: it changes nothing and leaves no issue behind."""
-        entry = await setup_entry()
-        runtime = entry.runtime_data
-        simulator.models.remove("gpt-4o-mini")
-        simulator.settings.latency = 0.3
-
-        async_fire_time_changed(hass, dt_util.utcnow() + REFRESH_INTERVAL)
-        assert await hass.config_entries.async_unload(entry.entry_id)
-        await asyncio.sleep(0.5)
-        await hass.async_block_till_done(wait_background_tasks=True)
-
-        assert model_list_requests(simulator) >= 2
-        assert "gpt-4o-mini" in runtime.models
-        assert model_issues(hass) == {}

@@ -1,0 +1,43 @@
+"""What a loaded entry holds: its coordinator, capabilities, slots and usage."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .usage import UsageTracker
+
+if TYPE_CHECKING:
+    from .coordinator import ServerCoordinator
+    from .models.capabilities import Capabilities
+    from .transport import Transport
+
+
+@dataclass(slots=True)
+class RuntimeData:
+    """Everything a loaded entry holds."""
+
+    # The server's availability and model list, and the connection to it.
+    coordinator: ServerCoordinator
+    capabilities: Capabilities
+    # AI-task requests (evaluations, generated data) under way at once, for
+    # all the entry's entities; conversation turns are not held back.
+    task_slots: asyncio.Semaphore
+    # Tokens, requests and errors of each subentry, for the usage sensors.
+    usage: UsageTracker = field(default_factory=UsageTracker)
+
+    @property
+    def transport(self) -> Transport:
+        """Return the connection to the server."""
+        return self.coordinator.transport
+
+    @property
+    def models(self) -> list[str]:
+        """Return the models the server lists (empty when it lists none)."""
+        return self.coordinator.data.models
+
+    @property
+    def models_unread(self) -> str | None:
+        """Return why the server's model list was not read, if it was not."""
+        return self.coordinator.data.unread
