@@ -48,13 +48,11 @@ def answer(body: dict[str, Any], settings: SimulatorSettings) -> Answer:
     top = body.get("top_logprobs") or 0
     enum = logprobs.label_enum(body.get("response_format"))
     if enum and settings.logprobs and body.get("logprobs"):
-        answer = logprobs.enum_answer(enum, top)
-        if body.get("post_sampling_probs"):
-            return logprobs.after_sampling(answer)
-        return (
-            logprobs.before_grammar(answer)
-            if settings.logprobs_before_grammar
-            else answer
+        return logprobs.enum_label_answer(
+            enum,
+            top,
+            post_sampling=bool(body.get("post_sampling_probs")),
+            before_grammar=settings.logprobs_before_grammar,
         )
     result = None if ignored else _tool_answer(body, messages)
     if result is None:

@@ -60,7 +60,22 @@ def label_enum(response_format: Any) -> list[str] | None:
     return [str(label) for label in enum] if enum else None
 
 
-def enum_answer(labels: list[str], top: int) -> Answer:
+def enum_label_answer(
+    labels: list[str], top: int, *, post_sampling: bool, before_grammar: bool
+) -> Answer:
+    """Answer a label a grammar holds to an enum of the labels.
+
+    Its alternatives come as llama.cpp gives them after sampling where asked
+    (`post_sampling`), else as the model ranked them before the grammar where
+    the server reports those (`before_grammar`), else as the grammar holds them.
+    """
+    answer = _enum_answer(labels, top)
+    if post_sampling:
+        return _after_sampling(answer)
+    return _before_grammar(answer) if before_grammar else answer
+
+
+def _enum_answer(labels: list[str], top: int) -> Answer:
     """Answer a label held to an enum as a grammar holds it.
 
     Its opening quote, then the labels alone, then the closing quote.
@@ -73,7 +88,7 @@ def enum_answer(labels: list[str], top: int) -> Answer:
     return Answer("".join(t["token"] for t in tokens), tokens=tokens)
 
 
-def before_grammar(answer: Answer) -> Answer:
+def _before_grammar(answer: Answer) -> Answer:
     """Give the label's alternatives as the model ranked them before the grammar.
 
     The label chosen under the grammar is far down, and no other label is near.
@@ -86,7 +101,7 @@ def before_grammar(answer: Answer) -> Answer:
     return answer
 
 
-def after_sampling(answer: Answer) -> Answer:
+def _after_sampling(answer: Answer) -> Answer:
     """Give an answer's token alternatives as llama.cpp does after sampling."""
     for entry in answer.tokens or ():
         if "prob" in entry:  # a token that comes twice (the quotes) is one entry
