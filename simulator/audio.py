@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from .chat import count_tokens
+from .tokens import count_tokens
 from .wire import (
     APIError,
     UploadedFile,
@@ -32,23 +32,8 @@ from .wire import (
 )
 
 if TYPE_CHECKING:
-    from .server import SimulatorSettings
+    from .settings import SimulatorSettings
 
-OPENAI_VOICES = (
-    "alloy",
-    "ash",
-    "ballad",
-    "coral",
-    "echo",
-    "fable",
-    "nova",
-    "onyx",
-    "sage",
-    "shimmer",
-    "verse",
-    "marin",
-    "cedar",
-)
 AUDIO_MODELS = ("whisper-1", "gpt-4o-mini-transcribe", "tts-1", "gpt-4o-mini-tts")
 # What OpenAI accepts, and the part of it the simulator can generate.
 ALL_SPEECH_FORMATS = ("mp3", "opus", "aac", "flac", "wav", "pcm")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .chat import count_tokens
+from .tokens import count_tokens
 from .wire import (
     APIError,
     decode_data_url,

@@ -85,3 +85,35 @@ def lm_studio_models(models: list[str], window: int | None) -> dict[str, Any]:
             for model in models
         ],
     }
+
+
+def answer(
+    server: NativeServer,
+    route: tuple[str, str],
+    body: Any,
+    models: list[str],
+    window: int | None,
+    *,
+    tools: bool,
+) -> tuple[dict[str, Any], int] | None:
+    """Return a native route's body and status as `server` answers it; None: no route.
+
+    `route` is the request's method and path, `body` its JSON.
+    """
+    if (server, *route) == ("llama_cpp", "GET", "/props"):
+        return llama_cpp_props(window, models, tools=tools), 200
+    if (server, *route) in {
+        ("vllm", "GET", "/version"),
+        ("ollama", "GET", "/api/version"),
+    }:
+        return {"version": VERSIONS[server]}, 200
+    if (server, *route) == ("ollama", "GET", "/api/ps"):
+        return ollama_ps(models), 200
+    if (server, *route) == ("ollama", "POST", "/api/show"):
+        model = (body or {}).get("model")
+        if model not in models:
+            return {"error": f"model '{model}' not found"}, 404
+        return ollama_show(model, window, tools=tools), 200
+    if (server, *route) == ("lm_studio", "GET", "/api/v0/models"):
+        return lm_studio_models(models, window), 200
+    return None

@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from .wire import APIError
 
 if TYPE_CHECKING:
-    from .server import SimulatorSettings
-
-type OverflowStyle = Literal[
-    "openai", "openai_responses", "vllm", "llama_cpp", "lm_studio", "litellm"
-]
+    from .settings import OverflowStyle, SimulatorSettings
 
 _TOKEN = re.compile(r" ?[A-Za-z]{1,8}| ?\d{1,3}| ?[^\sA-Za-z\d]|\s+")
 # What a chat template adds around each message, and to start the answer.

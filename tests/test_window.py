@@ -40,7 +40,7 @@ from custom_components.openai_compatible.diagnostics import (
 from custom_components.openai_compatible.models.features import WireApi
 from custom_components.openai_compatible.window import MAX_CONVERSATIONS, ContextWindow
 from simulator import OpenAISimulator, sse_text, sse_tool_calls
-from simulator.responses import chat_body
+from simulator.responses_as_chat import chat_body
 from simulator.window import counted_tokens, prompt_tokens
 
 from .conftest import MakeConfigEntry, SetupEntry, converse, speech

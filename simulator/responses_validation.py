@@ -1,47 +1,20 @@
-"""The Responses API: request validation, checked like OpenAI checks it.
-
-A request is also translated to the Chat Completions form (`chat_body`), so
-that the built-in answers of chat.py answer it too (see responses_output.py).
-"""
+"""Responses API requests, checked as OpenAI checks them (their input: responses_input.py)."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from typing import TYPE_CHECKING, Any
 
-from .chat import is_reasoning_model
+from .models import is_gpt5, is_reasoning_model
+from .responses_as_chat import input_text
+from .responses_input import validate_input
 from .schema import strict_schema_problem
-from .wire import (
-    APIError,
-    decode_data_url,
-    empty_array,
-    invalid_type,
-    invalid_value,
-    missing,
-    unknown_parameter,
-)
+from .settings import HOSTED_TOOLS
+from .wire import APIError, invalid_type, invalid_value, missing, unknown_parameter
 
 if TYPE_CHECKING:
-    from .server import SimulatorSettings
+    from .settings import SimulatorSettings
 
-# Items a response gives back, which a request may send again as input.
-OUTPUT_ITEMS = (
-    "message",
-    "function_call",
-    "reasoning",
-    "web_search_call",
-    "code_interpreter_call",
-    "image_generation_call",
-)
-ITEM_TYPES = (*OUTPUT_ITEMS, "function_call_output")
-HOSTED_TOOLS = (
-    "web_search",
-    "web_search_preview",
-    "code_interpreter",
-    "image_generation",
-)
 INCLUDES = (
     "code_interpreter_call.outputs",
     "computer_call_output.output.image_url",
@@ -57,15 +30,8 @@ SUMMARIES = ("auto", "concise", "detailed")
 VERBOSITIES = ("low", "medium", "high")
 CONTEXT_SIZES = ("low", "medium", "high")
 SERVICE_TIERS = ("auto", "default", "flex", "scale", "priority")
-_INPUT_ROLES = ("user", "system", "developer", "assistant")
-_PARTS = {
-    "assistant": ("output_text", "refusal", "input_text"),
-    "user": ("input_text", "input_image", "input_file"),
-}
-_TEXT_PARTS = ("input_text",)
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _COUNTRY = re.compile(r"^[A-Z]{2}$")
-_ENCRYPTED_PREFIX = "gAAAAsim"
 _MIN_OUTPUT_TOKENS = 16
 _SUMMARY_REFUSED = (
     "Your organization must be verified to generate reasoning summaries. Please go "
@@ -73,25 +39,6 @@ _SUMMARY_REFUSED = (
     "Verify Organization. If you just verified, it can take up to 15 minutes for "
     "access to propagate."
 )
-
-
-def encrypt_reasoning(item_id: str, summary: str) -> str:
-    """Return the opaque content of a reasoning item, as this server issues it."""
-    return (
-        _ENCRYPTED_PREFIX + base64.b64encode(f"{item_id}\n{summary}".encode()).decode()
-    )
-
-
-def decrypt_reasoning(item_id: str, encrypted: str) -> str | None:
-    """Return the summary hidden in a reasoning item's content; None if not ours."""
-    if not encrypted.startswith(_ENCRYPTED_PREFIX):
-        return None
-    try:
-        text = base64.b64decode(encrypted[len(_ENCRYPTED_PREFIX) :], validate=True)
-    except binascii.Error:
-        return None
-    owner, _, summary = text.decode(errors="replace").partition("\n")
-    return summary if owner == item_id else None
 
 
 def validate(body: Any, settings: SimulatorSettings) -> None:
@@ -123,7 +70,7 @@ def validate(body: Any, settings: SimulatorSettings) -> None:
     _validate_include(body.get("include"))
     _validate_tools(body.get("tools"), model, settings)
     _validate_tool_choice(body.get("tool_choice"), body.get("tools"))
-    _validate_input(body["input"], stored=bool(body.get("store", True)))
+    validate_input(body["input"], stored=bool(body.get("store", True)))
 
 
 def _validate_sampling(body: dict[str, Any], model: str) -> None:
@@ -228,7 +175,7 @@ def _validate_text(
     if verbosity is not None:
         if verbosity not in VERBOSITIES:
             raise invalid_value("text.verbosity", verbosity, VERBOSITIES)
-        if verbosity != "medium" and not _is_gpt5(model):
+        if verbosity != "medium" and not is_gpt5(model):
             raise APIError(
                 f"Unsupported value: '{verbosity}' is not supported with the "
                 f"'{model}' model. Supported values are: 'medium'.",
@@ -237,12 +184,6 @@ def _validate_text(
             )
     if (text_format := text.get("format")) is not None:
         _validate_format(text_format, request_input, settings)
-
-
-def _is_gpt5(model: str) -> bool:
-    """Tell whether the model is of the GPT-5 family, which takes a verbosity."""
-    name = model.lower().rsplit("/", 1)[-1]
-    return name.startswith("gpt-5") and not name.startswith("gpt-5-chat")
 
 
 def _validate_format(
@@ -405,278 +346,3 @@ def _validate_tool_choice(choice: Any, tools: Any) -> None:
             f"Tool choice '{kind}' not found in 'tools' parameter.",
             param="tool_choice",
         )
-
-
-def _validate_input(request_input: Any, *, stored: bool) -> None:
-    """Check the input items, the pairing of calls and their outputs included."""
-    if isinstance(request_input, str):
-        return
-    if not isinstance(request_input, list):
-        raise invalid_type("input", "a string or an array", request_input)
-    if not request_input:
-        raise empty_array("input")
-    calls: set[str] = set()
-    for index, item in enumerate(request_input):
-        param = f"input[{index}]"
-        if not isinstance(item, dict):
-            raise invalid_type(param, "an object", item)
-        kind = item.get("type", "message")
-        if kind not in ITEM_TYPES:
-            raise invalid_value(f"{param}.type", kind, ITEM_TYPES)
-        if kind == "message":
-            _validate_message(item, param)
-        elif kind == "function_call":
-            calls.add(_validate_call(item, param))
-        elif kind == "function_call_output":
-            if item.get("call_id") not in calls:
-                raise APIError(
-                    "No tool call found for function call output with call_id "
-                    f"{item.get('call_id')}.",
-                    param="input",
-                )
-            if not isinstance(item.get("output"), (str, list)):
-                raise missing(f"{param}.output")
-        elif kind == "reasoning":
-            _validate_reasoning_item(request_input, index, stored=stored)
-        elif not isinstance(item.get("id"), str):
-            raise missing(f"{param}.id")
-
-
-def _validate_message(item: dict[str, Any], param: str) -> None:
-    """Check a message: its role and its content parts."""
-    role = item.get("role")
-    if role not in _INPUT_ROLES:
-        raise invalid_value(f"{param}.role", role, _INPUT_ROLES)
-    content = item.get("content")
-    if isinstance(content, str):
-        return
-    if not isinstance(content, list):
-        raise invalid_type(f"{param}.content", "a string or an array", content)
-    allowed = _PARTS.get(str(role), _TEXT_PARTS)
-    for number, part in enumerate(content):
-        _validate_part(part, allowed, f"{param}.content[{number}]")
-
-
-def _validate_part(part: Any, allowed: tuple[str, ...], param: str) -> None:
-    """Check one content part; data URLs must decode."""
-    if not isinstance(part, dict):
-        raise invalid_type(param, "an object", part)
-    kind = part.get("type")
-    if kind not in allowed:
-        raise invalid_value(f"{param}.type", kind, allowed)
-    if kind in ("input_text", "output_text"):
-        if not isinstance(part.get("text"), str):
-            raise missing(f"{param}.text")
-    elif kind == "refusal":
-        if not isinstance(part.get("refusal"), str):
-            raise missing(f"{param}.refusal")
-    elif kind == "input_image":
-        url = part.get("image_url")
-        if not isinstance(url, str) and not isinstance(part.get("file_id"), str):
-            raise missing(f"{param}.image_url")
-        if isinstance(url, str) and not url.startswith(("http://", "https://")):
-            decode_data_url(url, f"{param}.image_url", image=True)
-        if part.get("detail", "auto") not in ("auto", "low", "high"):
-            raise invalid_value(
-                f"{param}.detail", part.get("detail"), ("auto", "low", "high")
-            )
-    else:
-        _validate_file(part, param)
-
-
-def _validate_file(part: dict[str, Any], param: str) -> None:
-    """Check an input file: its data with a name, or a file id or URL."""
-    data = part.get("file_data")
-    if isinstance(data, str):
-        if not isinstance(part.get("filename"), str):
-            raise missing(f"{param}.filename")
-        decode_data_url(data, f"{param}.file_data", image=False)
-    elif not isinstance(part.get("file_id"), str) and not isinstance(
-        part.get("file_url"), str
-    ):
-        raise missing(f"{param}.file_data")
-
-
-def _validate_call(item: dict[str, Any], param: str) -> str:
-    """Check a function call given back; return its call id."""
-    for name in ("call_id", "name", "arguments"):
-        if not isinstance(item.get(name), str):
-            raise missing(f"{param}.{name}")
-    return str(item["call_id"])
-
-
-def _validate_reasoning_item(
-    request_input: list[Any], index: int, *, stored: bool
-) -> None:
-    """Check a reasoning item: ours, with its content, followed by its output."""
-    item = request_input[index]
-    item_id = item.get("id")
-    if not isinstance(item_id, str):
-        raise missing(f"input[{index}].id")
-    if not isinstance(item.get("summary"), list):
-        raise missing(f"input[{index}].summary")
-    encrypted = item.get("encrypted_content")
-    if encrypted is None and not stored:
-        raise APIError(
-            f"Item with id '{item_id}' not found. Items are not persisted when "
-            "`store` is set to false. Try again with `store` set to true, or remove "
-            "this item from your input.",
-            status=404,
-            param="input",
-        )
-    if encrypted is not None and (
-        not isinstance(encrypted, str) or decrypt_reasoning(item_id, encrypted) is None
-    ):
-        raise APIError(
-            f"The encrypted content for item {item_id} could not be verified.",
-            param="input",
-            code="invalid_encrypted_content",
-        )
-    following = request_input[index + 1] if index + 1 < len(request_input) else None
-    if not _is_output(following):
-        raise APIError(
-            f"Item '{item_id}' of type 'reasoning' was provided without its required "
-            "following item.",
-            param="input",
-        )
-
-
-def _is_output(item: Any) -> bool:
-    """Tell whether an input item is one a model gave (not reasoning)."""
-    if not isinstance(item, dict):
-        return False
-    kind = item.get("type", "message")
-    if kind == "message":
-        return item.get("role") == "assistant"
-    return kind in OUTPUT_ITEMS and kind != "reasoning"
-
-
-# --- the Chat Completions form, for the built-in answers ----------------------
-
-
-def input_text(request_input: Any) -> str:
-    """Return all the text of the input's messages, joined."""
-    if isinstance(request_input, str):
-        return request_input
-    return "\n".join(
-        _text(item.get("content"))
-        for item in request_input or ()
-        if isinstance(item, dict) and item.get("type", "message") == "message"
-    )
-
-
-def _text(content: Any) -> str:
-    """Return the text of a message's content."""
-    if isinstance(content, str):
-        return content
-    return "\n".join(
-        str(part.get("text"))
-        for part in content or ()
-        if isinstance(part, dict) and isinstance(part.get("text"), str)
-    )
-
-
-def chat_body(body: dict[str, Any]) -> dict[str, Any]:
-    """Return the request in the Chat Completions form that chat.answer reads."""
-    messages: list[dict[str, Any]] = []
-    if isinstance(instructions := body.get("instructions"), str):
-        messages.append({"role": "system", "content": instructions})
-    request_input = body["input"]
-    if isinstance(request_input, str):
-        request_input = [{"role": "user", "content": request_input}]
-    for item in request_input:
-        _add_message(messages, item)
-    if not messages:
-        messages.append({"role": "user", "content": ""})
-    chat: dict[str, Any] = {"model": body["model"], "messages": messages}
-    if tools := [
-        tool for tool in body.get("tools") or () if tool["type"] == "function"
-    ]:
-        chat["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    key: tool[key]
-                    for key in ("name", "description", "parameters")
-                    if key in tool
-                },
-            }
-            for tool in tools
-        ]
-        chat["tool_choice"] = _chat_tool_choice(body.get("tool_choice"))
-    if response_format := _response_format((body.get("text") or {}).get("format")):
-        chat["response_format"] = response_format
-    if "message.output_text.logprobs" in (body.get("include") or ()):
-        chat["logprobs"] = True
-        chat["top_logprobs"] = body.get("top_logprobs") or 0
-    if (limit := body.get("max_output_tokens")) is not None:
-        chat["max_tokens"] = limit
-    return chat
-
-
-def _add_message(messages: list[dict[str, Any]], item: dict[str, Any]) -> None:
-    """Add the chat message an input item stands for, if any."""
-    kind = item.get("type", "message")
-    if kind == "message":
-        role = "system" if item["role"] == "developer" else item["role"]
-        messages.append({"role": role, "content": _chat_content(item["content"])})
-    elif kind == "function_call":
-        call = {
-            "id": item["call_id"],
-            "type": "function",
-            "function": {"name": item["name"], "arguments": item["arguments"]},
-        }
-        last = messages[-1] if messages else None
-        if last and last["role"] == "assistant" and "tool_calls" in last:
-            last["tool_calls"].append(call)
-        else:
-            messages.append(
-                {"role": "assistant", "content": None, "tool_calls": [call]}
-            )
-    elif kind == "function_call_output":
-        output = item["output"]
-        messages.append(
-            {
-                "role": "tool",
-                "tool_call_id": item["call_id"],
-                "content": output if isinstance(output, str) else _text(output),
-            }
-        )
-
-
-def _chat_content(content: Any) -> Any:
-    """Return message content with its parts in the Chat Completions form."""
-    if isinstance(content, str):
-        return content
-    parts: list[dict[str, Any]] = []
-    for part in content:
-        if part["type"] in ("input_text", "output_text"):
-            parts.append({"type": "text", "text": part["text"]})
-        elif part["type"] == "input_image":
-            parts.append({"type": "image_url", "image_url": {"url": "image"}})
-    return parts or ""
-
-
-def _chat_tool_choice(choice: Any) -> Any:
-    """Return tool_choice in the Chat Completions form."""
-    if isinstance(choice, dict):
-        if choice.get("type") == "function":
-            return {"type": "function", "function": {"name": choice["name"]}}
-        return "auto"
-    return choice or "auto"
-
-
-def _response_format(text_format: Any) -> dict[str, Any] | None:
-    """Return `text.format` as a Chat Completions response_format."""
-    if not isinstance(text_format, dict) or text_format["type"] == "text":
-        return None
-    if text_format["type"] == "json_object":
-        return {"type": "json_object"}
-    return {
-        "type": "json_schema",
-        "json_schema": {
-            "name": text_format["name"],
-            "schema": text_format["schema"],
-            "strict": bool(text_format.get("strict")),
-        },
-    }

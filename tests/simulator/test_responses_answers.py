@@ -1,26 +1,22 @@
-"""The Responses API route, through the real OpenAI client."""
+"""The built-in Responses API answers, through the real OpenAI client."""
 
 from __future__ import annotations
 
 import base64
 import json
-from typing import Any
 
 import openai
-from openai.types.responses import Response, ResponseStreamEvent
-import pytest
 
-from simulator import (
-    OpenAISimulator,
-    function_call_item,
-    message_item,
-    reasoning_item,
-    response_stream,
-)
+from simulator import OpenAISimulator
 from simulator.imagegen import is_image
-
-MODEL = "gpt-4o-mini"
-REASONING_MODEL = "gpt-5-mini"
+from tests.simulator.responses_client import (
+    MODEL,
+    REASONING_MODEL,
+    collect,
+    completed,
+    rejected,
+    user,
+)
 
 TURN_ON = {
     "type": "function",
@@ -32,35 +28,6 @@ TURN_ON = {
         "required": ["name"],
     },
 }
-
-
-def user(text: str) -> list[dict[str, Any]]:
-    """Return input with one user message."""
-    return [{"role": "user", "content": text}]
-
-
-async def collect(
-    client: openai.AsyncOpenAI, **kwargs: Any
-) -> list[ResponseStreamEvent]:
-    """Stream a response and return its events."""
-    kwargs.setdefault("model", MODEL)
-    stream = await client.responses.create(stream=True, **kwargs)
-    return [event async for event in stream]
-
-
-def completed(events: list[ResponseStreamEvent]) -> Response:
-    """Return the response of the stream's last event."""
-    last = events[-1]
-    assert last.type == "response.completed"
-    return last.response
-
-
-async def rejected(client: openai.AsyncOpenAI, **kwargs: Any) -> openai.APIStatusError:
-    """Send a request that must be refused; return the error."""
-    kwargs.setdefault("model", MODEL)
-    with pytest.raises(openai.APIStatusError) as caught:
-        await client.responses.create(**kwargs)
-    return caught.value
 
 
 async def test_plain_answer_streams_text_and_usage(client: openai.AsyncOpenAI) -> None:
@@ -124,20 +91,6 @@ async def test_function_call_and_its_output(client: openai.AsyncOpenAI) -> None:
     )
 
     assert response.output_text == "Turned on kitchen."
-
-
-async def test_output_without_its_call_is_refused(client: openai.AsyncOpenAI) -> None:
-    """A function call output must answer a call given before it."""
-    error = await rejected(
-        client,
-        input=[
-            *user("Hi"),
-            {"type": "function_call_output", "call_id": "call_x", "output": "{}"},
-        ],
-    )
-
-    assert error.status_code == 400
-    assert "No tool call found" in error.message
 
 
 async def test_reasoning_item_round_trip(client: openai.AsyncOpenAI) -> None:
@@ -208,104 +161,6 @@ async def test_reasoning_without_encrypted_content_when_not_included(
     assert reasoning.summary == []
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "param"),
-    [
-        ({"reasoning": {"effort": "low"}}, "reasoning.effort"),
-        ({"text": {"verbosity": "low"}}, "text.verbosity"),
-        ({"max_output_tokens": 1}, "max_output_tokens"),
-        ({"service_tier": "turbo"}, "service_tier"),
-        ({"top_logprobs": 21}, "top_logprobs"),
-        ({"include": ["everything"]}, "include[0]"),
-        ({"tools": [{"type": "code_interpreter"}]}, "tools[0].container"),
-        ({"tools": [{"type": "shell"}]}, "tools[0].type"),
-        ({"tools": [{"type": "function", "name": "x"}]}, "tools[0].parameters"),
-        (
-            {"tools": [{"type": "web_search", "search_context_size": "huge"}]},
-            "tools[0].search_context_size",
-        ),
-        (
-            {
-                "tools": [
-                    {
-                        "type": "web_search",
-                        "user_location": {"type": "approximate", "country": "France"},
-                    }
-                ]
-            },
-            "tools[0].user_location.country",
-        ),
-        ({"tool_choice": {"type": "web_search"}}, "tool_choice"),
-        ({"text": {"format": {"type": "json_schema"}}}, "text.format.name"),
-    ],
-)
-async def test_request_checks(
-    client: openai.AsyncOpenAI, kwargs: dict[str, Any], param: str
-) -> None:
-    """What OpenAI refuses, the simulator refuses, naming the parameter."""
-    error = await rejected(client, input="Hi", **kwargs)
-
-    assert error.status_code == 400
-    assert isinstance(error.body, dict)
-    assert error.body["param"] == param
-
-
-async def test_reasoning_models_refuse_sampling(client: openai.AsyncOpenAI) -> None:
-    """Reasoning models take no temperature."""
-    error = await rejected(client, model=REASONING_MODEL, input="Hi", temperature=0.5)
-
-    assert "'temperature' is not supported" in error.message
-
-
-async def test_summaries_of_an_unverified_organization(
-    sim: OpenAISimulator, client: openai.AsyncOpenAI
-) -> None:
-    """A switch refuses reasoning summaries, as OpenAI does before verification."""
-    sim.settings.reasoning_summaries = False
-
-    error = await rejected(
-        client, model=REASONING_MODEL, input="Hi", reasoning={"summary": "auto"}
-    )
-
-    assert "must be verified" in error.message
-
-
-@pytest.mark.parametrize(
-    ("tiers", "words"),
-    [((), "Unknown parameter: 'service_tier'"), (("auto", "default"), "'flex'")],
-)
-async def test_service_tiers_a_server_refuses(
-    sim: OpenAISimulator,
-    client: openai.AsyncOpenAI,
-    tiers: tuple[str, ...],
-    words: str,
-) -> None:
-    """A switch sets the tiers taken; a server with none refuses the field."""
-    sim.settings.service_tiers = tiers
-
-    error = await rejected(client, input="Hi", service_tier="flex")
-
-    assert words in error.message
-    assert (await client.responses.create(model=REASONING_MODEL, input="Hi")).output
-
-
-async def test_flex_processing_when_full(
-    sim: OpenAISimulator, client: openai.AsyncOpenAI
-) -> None:
-    """A switch fills flex processing: flex requests answer 429, others answer."""
-    sim.settings.flex_busy = True
-
-    with pytest.raises(openai.RateLimitError) as caught:
-        await client.with_options(max_retries=0).responses.create(
-            model=REASONING_MODEL, input="Hi", service_tier="flex"
-        )
-
-    assert "Resource unavailable" in caught.value.message
-    assert await client.responses.create(
-        model=REASONING_MODEL, input="Hi", service_tier="priority"
-    )
-
-
 async def test_web_search_with_citation_and_sources(client: openai.AsyncOpenAI) -> None:
     """A search runs on the server; the answer cites a source inline."""
     events = await collect(
@@ -361,17 +216,6 @@ async def test_image_generation_when_forced(client: openai.AsyncOpenAI) -> None:
     assert is_image(base64.b64decode(image.result))
 
 
-async def test_hosted_tool_the_server_lacks(
-    sim: OpenAISimulator, client: openai.AsyncOpenAI
-) -> None:
-    """A provider-run tool the server does not run is refused by name."""
-    sim.settings.hosted_tools = frozenset()
-
-    error = await rejected(client, input="Hi", tools=[{"type": "web_search"}])
-
-    assert "Hosted tool 'web_search' is not supported" in error.message
-
-
 async def test_structured_output_and_logprobs(client: openai.AsyncOpenAI) -> None:
     """A schema gives JSON of it; the logprobs include gives the alternatives."""
     response = await client.responses.create(
@@ -425,35 +269,3 @@ async def test_route_switched_off(
 
     assert error.status_code == 404
     assert "/v1/responses" in error.message
-
-
-async def test_scripted_stream_and_error_event(
-    sim: OpenAISimulator, client: openai.AsyncOpenAI
-) -> None:
-    """Scripted items stream as given; an error event ends a stream."""
-    sim.enqueue(
-        "/responses",
-        sse=response_stream(
-            [
-                reasoning_item("Thinking."),
-                message_item("Hi"),
-                function_call_item("call_1", "HassTurnOn", "{}"),
-            ]
-        ),
-    )
-    sim.enqueue(
-        "/responses",
-        sse=[
-            {"type": "error", "code": "server_error", "message": "Boom", "param": None}
-        ],
-    )
-
-    events = await collect(client, input="Hi")
-    assert [item.type for item in completed(events).output] == [
-        "reasoning",
-        "message",
-        "function_call",
-    ]
-    failed = await collect(client, input="Hi")
-    assert failed[-1].type == "error"
-    assert sim.responses_requests()[0]["input"] == "Hi"

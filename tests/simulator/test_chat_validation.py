@@ -8,6 +8,7 @@ import openai
 import pytest
 
 from simulator import OpenAISimulator
+from tests.simulator.chat_client import MODEL
 
 USER = {"role": "user", "content": "hi"}
 CALL = {
@@ -407,3 +408,40 @@ async def test_body_that_is_not_json(
         )
     assert sim.requests[-1].json is None
     assert sim.requests[-1].body == b"{nope"
+
+
+async def test_multimodal_content_is_accepted(client: openai.AsyncOpenAI) -> None:
+    """Text, data-URL images, remote images and files pass validation."""
+    answer = await client.chat.completions.create(
+        model=MODEL,
+        messages=[
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "What is this?"},
+                    {
+                        "type": "image_url",
+                        "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="},
+                    },
+                    {
+                        "type": "image_url",
+                        "image_url": {
+                            "url": "https://example.com/a.png",
+                            "detail": "low",
+                        },
+                    },
+                    {
+                        "type": "file",
+                        "file": {
+                            "filename": "a.pdf",
+                            "file_data": "data:application/pdf;base64,JVBERi0=",
+                        },
+                    },
+                ],
+            }
+        ],
+    )
+    assert (
+        answer.choices[0].message.content
+        == "You asked: What is this? The simulator has no answer."
+    )
