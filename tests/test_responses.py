@@ -21,7 +21,6 @@ from custom_components.openai_compatible.capabilities import (
     ModelReport,
     WireApi,
 )
-from custom_components.openai_compatible.chat_completions import RequestSettings
 from custom_components.openai_compatible.const import (
     CONF_API,
     CONF_SERVICE_TIER,
@@ -29,14 +28,17 @@ from custom_components.openai_compatible.const import (
     CONF_STREAMING,
 )
 from custom_components.openai_compatible.errors import MalformedAnswerError, ServerError
+from custom_components.openai_compatible.request import RequestSettings
 from custom_components.openai_compatible.responses import (
     ResponsesOptions,
     body_features,
-    chat_completion,
     handling_body,
-    responses_request,
     settings_body,
     without_feature,
+)
+from custom_components.openai_compatible.responses_chat_form import (
+    chat_completion,
+    responses_request,
 )
 from simulator import (
     OpenAISimulator,

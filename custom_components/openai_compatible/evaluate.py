@@ -35,7 +35,7 @@ from homeassistant.helpers.json import json_dumps
 
 from .attachments import LoadedFile, async_load_attachments
 from .capabilities import Feature, ModelCapabilities
-from .chat_completions import RequestSettings, attachment_part
+from .chat_completions import attachment_part
 from .const import LOGGER
 from .errors import (
     InputError,
@@ -74,6 +74,7 @@ from .evaluate_questions import (
     normalised,
     stated_prompt,
 )
+from .request import RequestSettings
 from .strict_schema import strict_json_schema
 from .structured import RUNG_NAMES, StructuredRequest, async_climb
 from .transport import Budget, Transport

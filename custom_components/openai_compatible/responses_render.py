@@ -17,7 +17,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.json import json_dumps
 
 from .attachments import LoadedFile, async_load_attachments
-from .chat_completions import ToolSet
+from .request import ToolSet
 from .responses_stream import ResponsesReplay
 from .tool_answers import model_calls
 

@@ -47,7 +47,7 @@ from .model_fit import check_tools_kept
 
 if TYPE_CHECKING:
     from .capabilities import Capabilities, ModelCapabilities
-    from .chat_completions import RequestSettings
+    from .request import RequestSettings
 
 # Conversations whose cuts are remembered, the most recent ones.
 MAX_CONVERSATIONS = 32
