@@ -1,8 +1,7 @@
 """The Chat Completions dialect: chat log to messages, answer to deltas.
 
-Requests are rendered from the chat log by pure functions, so every request of
-one conversation repeats the previous request byte for byte at its start; that
-is what lets servers reuse their prompt cache.
+The messages are rendered as render.py says; `without_feature` says what of
+a body can go when a server refuses it.
 """
 
 from __future__ import annotations
@@ -16,12 +15,12 @@ from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.json import json_dumps
 
-from .attachments import LoadedFile, async_load_attachments
+from .attachments import LoadedFile
 from .capabilities import Feature
 from .chat_stream import ChatStreamParser, Delta, async_read_answer
 from .context import fold_system
+from .render import ChatLogRenderer, Instructions
 from .request import RequestSettings, ToolSet
-from .round_trip import Instructions
 from .tool_answers import model_calls
 
 _MISTRAL_ID = re.compile(r"^[a-zA-Z0-9]{9}$")
@@ -44,112 +43,66 @@ def attachment_part(file: LoadedFile) -> dict[str, Any]:
     return {"type": "file", "file": {"filename": file.name, "file_data": file.data_url}}
 
 
-class MessageRenderer:
-    """Render chat log content as Chat Completions messages.
-
-    Rendering is deterministic; within one round trip each content object is
-    rendered once and attachments are read once.
-    """
+class MessageRenderer(ChatLogRenderer):
+    """Render chat log content as Chat Completions messages."""
 
     def __init__(
         self, hass: HomeAssistant, tool_set: ToolSet, settings: RequestSettings
     ) -> None:
         """Prepare an empty cache."""
-        self._hass = hass
-        self._tool_set = tool_set
+        super().__init__(hass, tool_set)
         self._short_ids = settings.short_tool_call_ids
-        self._rendered: dict[int, tuple[conversation.Content, list[Message]]] = {}
 
-    async def async_render(
-        self,
-        contents: list[conversation.Content],
-        instructions: Instructions | None = None,
-    ) -> list[Message]:
-        """Return the messages for the whole log.
+    def _message(self, role: str, content: str | list[dict[str, Any]]) -> Message:
+        """Return a message of a role."""
+        return {"role": role, "content": content}
 
-        `instructions` adds text to one user message (the task's own), so it
-        stays in place when later rounds add to the log.
-        """
-        messages: list[Message] = []
-        open_calls: dict[str, str] = {}
-        for content in contents:
-            if not isinstance(content, conversation.ToolResultContent):
-                # A server refuses a call left without a result; answer it.
-                messages.extend(self._unanswered(open_calls))
-                open_calls = {}
-            cached = self._rendered.get(id(content))
-            if cached is None or cached[0] is not content:
-                extra = (
-                    instructions[1]
-                    if instructions and instructions[0] is content
-                    else None
-                )
-                cached = (content, await self._async_convert(content, extra))
-                self._rendered[id(content)] = cached
-            if isinstance(content, conversation.ToolResultContent):
-                if content.tool_call_id not in open_calls:
-                    continue  # external or orphaned: the server never saw a call
-                del open_calls[content.tool_call_id]
-            elif isinstance(content, conversation.AssistantContent):
-                open_calls = {call.id: call.tool_name for call in model_calls(content)}
-            messages.extend(cached[1])
-        return messages
+    def _text_part(self, text: str) -> dict[str, Any]:
+        """Return the content part of a text."""
+        return {"type": "text", "text": text}
 
-    def _unanswered(self, open_calls: dict[str, str]) -> list[Message]:
-        """Return placeholder results for calls that never got one."""
-        return [
-            {
-                "role": "tool",
-                "tool_call_id": _wire_call_id(call_id, self._short_ids),
-                "content": json_dumps({"error": "no result"}),
-            }
-            for call_id in open_calls
-        ]
+    def _attachment_part(self, file: LoadedFile) -> dict[str, Any]:
+        """Return the content part of an attachment."""
+        return attachment_part(file)
 
-    async def _async_convert(
-        self, content: conversation.Content, extra: str | None
-    ) -> list[Message]:
-        """Convert one piece of content."""
-        if isinstance(content, conversation.SystemContent):
-            return [{"role": "system", "content": content.content}]
-        if isinstance(content, conversation.UserContent):
-            text = f"{content.content}\n\n{extra}" if extra else content.content
-            if not content.attachments:
-                return [{"role": "user", "content": text}]
-            files = await async_load_attachments(self._hass, content.attachments)
-            parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
-            parts.extend(attachment_part(file) for file in files)
-            return [{"role": "user", "content": parts}]
-        if isinstance(content, conversation.AssistantContent):
-            calls = model_calls(content)
-            if not calls and not content.content:
-                if content.tool_calls:
-                    return []  # only provider-run calls: nothing to replay
-                return [{"role": "assistant", "content": ""}]
-            # Empty text, not null: llama-cpp-python refuses null next to tool calls.
-            message: Message = {"role": "assistant", "content": content.content or ""}
-            if calls:
-                message["tool_calls"] = [
-                    {
-                        "id": _wire_call_id(call.id, self._short_ids),
-                        "type": "function",
-                        "function": {
-                            "name": self._tool_set.to_wire.get(
-                                call.tool_name, call.tool_name
-                            ),
-                            "arguments": json_dumps(call.tool_args),
-                        },
-                    }
-                    for call in calls
-                ]
-            return [message]
-        return [
-            {
-                "role": "tool",
-                "tool_call_id": _wire_call_id(content.tool_call_id, self._short_ids),
-                "content": json_dumps(content.result.data),
-            }
-        ]
+    def _result(self, call_id: str, data: Any) -> Message:
+        """Return the result of a tool call."""
+        return {
+            "role": "tool",
+            "tool_call_id": _wire_call_id(call_id, self._short_ids),
+            "content": json_dumps(data),
+        }
+
+    def _call_ids(
+        self, content: conversation.AssistantContent, rendered: list[Message]
+    ) -> list[str]:
+        """Return the ids of the calls the model made (provider-run ones aside)."""
+        return [call.id for call in model_calls(content)]
+
+    def _assistant(self, content: conversation.AssistantContent) -> list[Message]:
+        """Convert an answer: its text, and its calls."""
+        calls = model_calls(content)
+        if not calls and not content.content:
+            if content.tool_calls:
+                return []  # only provider-run calls: nothing to replay
+            return [{"role": "assistant", "content": ""}]
+        # Empty text, not null: llama-cpp-python refuses null next to tool calls.
+        message: Message = {"role": "assistant", "content": content.content or ""}
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": _wire_call_id(call.id, self._short_ids),
+                    "type": "function",
+                    "function": {
+                        "name": self._tool_set.to_wire.get(
+                            call.tool_name, call.tool_name
+                        ),
+                        "arguments": json_dumps(call.tool_args),
+                    },
+                }
+                for call in calls
+            ]
+        return [message]
 
 
 def body_features(body: dict[str, Any]) -> frozenset[Feature]:

@@ -17,6 +17,7 @@ from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 
 from .capabilities import PROVIDER_TOOLS, Feature, ModelCapabilities
+from .render import Instructions
 from .request import RequestSettings, ToolSet
 from .responses_chat_form import (
     MIN_OUTPUT_TOKENS,
@@ -27,7 +28,7 @@ from .responses_chat_form import (
 )
 from .responses_render import InputRenderer, function_tools
 from .responses_stream import ResponsesStreamParser, async_read_events
-from .round_trip import Delta, Instructions
+from .round_trip import Delta
 
 ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
 # The feature each provider-run tool type, and each include, stands for.

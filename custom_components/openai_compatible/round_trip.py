@@ -25,6 +25,7 @@ from homeassistant.components import conversation
 from .capabilities import Feature, ModelCapabilities
 from .const import LOGGER
 from .errors import ContextOverflowError, MalformedAnswerError, RequestRejectedError
+from .render import Instructions
 from .request import RequestSettings, ToolSet
 from .sse import async_read_body
 from .transport import Budget, Transport, parse_json
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 type Delta = (
     conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
 )
-type Instructions = tuple[conversation.UserContent, str]
 
 
 class BodyAsk(TypedDict, total=False):
