@@ -46,6 +46,9 @@ def attachment_part(file: LoadedFile) -> dict[str, Any]:
 class MessageRenderer(ChatLogRenderer):
     """Render chat log content as Chat Completions messages."""
 
+    _text_type = "text"
+    _attachment_part = staticmethod(attachment_part)
+
     def __init__(
         self, hass: HomeAssistant, tool_set: ToolSet, settings: RequestSettings
     ) -> None:
@@ -56,14 +59,6 @@ class MessageRenderer(ChatLogRenderer):
     def _message(self, role: str, content: str | list[dict[str, Any]]) -> Message:
         """Return a message of a role."""
         return {"role": role, "content": content}
-
-    def _text_part(self, text: str) -> dict[str, Any]:
-        """Return the content part of a text."""
-        return {"type": "text", "text": text}
-
-    def _attachment_part(self, file: LoadedFile) -> dict[str, Any]:
-        """Return the content part of an attachment."""
-        return attachment_part(file)
 
     def _result(self, call_id: str, data: Any) -> Message:
         """Return the result of a tool call."""
@@ -195,6 +190,8 @@ class ChatCompletionsDialect:
     proves: Feature | None = None
     retries_unstreamed: bool = True
     least_limit: int = 1
+    body_features = staticmethod(body_features)
+    without_feature = staticmethod(without_feature)
 
     def __init__(
         self, hass: HomeAssistant, settings: RequestSettings, tool_set: ToolSet
@@ -230,16 +227,6 @@ class ChatCompletionsDialect:
     def streamed(self, body: dict[str, Any]) -> dict[str, Any]:
         """Return the body asking for a stream that ends with the usage."""
         return {**body, "stream": True, "stream_options": {"include_usage": True}}
-
-    def body_features(self, body: dict[str, Any]) -> frozenset[Feature]:
-        """Return the request features a body holds."""
-        return body_features(body)
-
-    def without_feature(
-        self, body: dict[str, Any], feature: Feature
-    ) -> dict[str, Any] | None:
-        """Return the body asking the same without the feature; None if it cannot."""
-        return without_feature(body, feature)
 
     def parser(self, body: dict[str, Any]) -> ChatStreamParser:
         """Return a parser for the answer to a body."""

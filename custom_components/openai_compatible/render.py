@@ -11,7 +11,7 @@ are read once. A call left without a result is answered with a placeholder
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from homeassistant.components import conversation
@@ -26,6 +26,10 @@ type Instructions = tuple[conversation.UserContent, str]
 
 class ChatLogRenderer(ABC):
     """Render chat log content as one wire API's messages or items."""
+
+    # The type of a text part, and the content part of an attachment.
+    _text_type: str
+    _attachment_part: Callable[[LoadedFile], dict[str, Any]]
 
     def __init__(self, hass: HomeAssistant, tool_set: ToolSet) -> None:
         """Prepare an empty cache."""
@@ -96,20 +100,13 @@ class ChatLogRenderer(ABC):
         if not content.attachments:
             return self._message("user", text)
         files = await async_load_attachments(self._hass, content.attachments)
-        parts = [self._text_part(text), *map(self._attachment_part, files)]
+        text_part = {"type": self._text_type, "text": text}
+        parts = [text_part, *map(self._attachment_part, files)]
         return self._message("user", parts)
 
     @abstractmethod
     def _message(self, role: str, content: str | list[dict[str, Any]]) -> Item:
         """Return a message of a role."""
-
-    @abstractmethod
-    def _text_part(self, text: str) -> dict[str, Any]:
-        """Return the content part of a text."""
-
-    @abstractmethod
-    def _attachment_part(self, file: LoadedFile) -> dict[str, Any]:
-        """Return the content part of an attachment."""
 
     @abstractmethod
     def _assistant(self, content: conversation.AssistantContent) -> list[Item]:

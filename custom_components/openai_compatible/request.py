@@ -44,6 +44,11 @@ class RequestSettings:
         params: dict[str, Any] = {}
         if self.max_tokens is not None:
             params[self.limit_key] = self.max_tokens
+        return params | self.sampling()
+
+    def sampling(self) -> dict[str, Any]:
+        """Return the sampling settings (a reasoning model takes none), the cache key."""
+        params: dict[str, Any] = {}
         if not self.reasoning_model:
             if self.temperature is not None:
                 params["temperature"] = self.temperature

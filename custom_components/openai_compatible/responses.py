@@ -89,13 +89,7 @@ def settings_body(
     params: dict[str, Any] = {}
     if settings.max_tokens is not None:
         params["max_output_tokens"] = max(settings.max_tokens, MIN_OUTPUT_TOKENS)
-    if not settings.reasoning_model:
-        if settings.temperature is not None:
-            params["temperature"] = settings.temperature
-        if settings.top_p is not None:
-            params["top_p"] = settings.top_p
-    if settings.prompt_cache_key:
-        params["prompt_cache_key"] = settings.prompt_cache_key
+    params.update(settings.sampling())
     reasoning: dict[str, Any] = {}
     if options.reasoning_effort:
         reasoning["effort"] = options.reasoning_effort
@@ -246,6 +240,8 @@ class ResponsesDialect:
     retries_unstreamed: bool = False
     limit_key: str = "max_output_tokens"
     least_limit: int = MIN_OUTPUT_TOKENS
+    body_features = staticmethod(body_features)
+    without_feature = staticmethod(without_feature)
 
     def __init__(
         self,
@@ -285,16 +281,6 @@ class ResponsesDialect:
     def streamed(self, body: dict[str, Any]) -> dict[str, Any]:
         """Return the body asking for a stream of events."""
         return {**body, "stream": True}
-
-    def body_features(self, body: dict[str, Any]) -> frozenset[Feature]:
-        """Return the request features a body holds."""
-        return body_features(body)
-
-    def without_feature(
-        self, body: dict[str, Any], feature: Feature
-    ) -> dict[str, Any] | None:
-        """Return the body asking the same without the feature; None if it cannot."""
-        return without_feature(body, feature)
 
     def parser(self, body: dict[str, Any]) -> ResponsesStreamParser:
         """Return a parser for the answer to a body."""

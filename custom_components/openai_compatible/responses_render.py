@@ -38,17 +38,12 @@ def input_attachment(file: LoadedFile) -> dict[str, Any]:
 class InputRenderer(ChatLogRenderer):
     """Render chat log content as Responses API input items."""
 
+    _text_type = "input_text"
+    _attachment_part = staticmethod(input_attachment)
+
     def _message(self, role: str, content: str | list[dict[str, Any]]) -> Item:
         """Return a message item."""
         return {"type": "message", "role": role, "content": content}
-
-    def _text_part(self, text: str) -> dict[str, Any]:
-        """Return the content part of a text."""
-        return {"type": "input_text", "text": text}
-
-    def _attachment_part(self, file: LoadedFile) -> dict[str, Any]:
-        """Return the content part of an attachment."""
-        return input_attachment(file)
 
     def _result(self, call_id: str, data: Any) -> Item:
         """Return the output of a function call."""
