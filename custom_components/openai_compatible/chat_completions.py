@@ -20,7 +20,7 @@ from .capabilities import Feature
 from .chat_stream import ChatStreamParser, Delta, async_read_answer
 from .context import fold_system
 from .render import ChatLogRenderer, Instructions
-from .request import RequestSettings, ToolSet
+from .request import RequestSettings, ToolSet, without_keys
 from .tool_answers import model_calls
 
 _MISTRAL_ID = re.compile(r"^[a-zA-Z0-9]{9}$")
@@ -145,6 +145,16 @@ _FIELD_FEATURES: Final = {
 }
 
 
+# The fields that go with a feature that can go.
+_DROPPED_KEYS: Final = {
+    Feature.STREAM_OPTIONS: ("stream_options",),
+    Feature.STREAM_WITH_TOOLS: ("stream", "stream_options"),
+    Feature.PROMPT_CACHE_KEY: ("prompt_cache_key",),
+    Feature.TOOL_CHOICE: ("tool_choice",),
+    Feature.SAMPLING: ("temperature", "top_p"),
+}
+
+
 def without_feature(body: dict[str, Any], feature: Feature) -> dict[str, Any] | None:
     """Return the body asking the same without the feature; None if it cannot.
 
@@ -152,23 +162,11 @@ def without_feature(body: dict[str, Any], feature: Feature) -> dict[str, Any] | 
     format, log-probabilities, tools or attachments are the request itself.
     The system prompt is not left out but moved into the first user message.
     """
+    if keys := _DROPPED_KEYS.get(feature):
+        return without_keys(body, keys)
     changed = dict(body)
-    if feature is Feature.STREAM_OPTIONS:
-        changed.pop("stream_options", None)
-    elif feature is Feature.STREAM_WITH_TOOLS:
-        changed.pop("stream", None)
-        changed.pop("stream_options", None)
-    elif feature is Feature.PROMPT_CACHE_KEY:
-        changed.pop("prompt_cache_key", None)
-    elif feature is Feature.TOOL_CHOICE:
-        changed.pop("tool_choice", None)
-    elif feature is Feature.JSON_OBJECT_SCHEMA:
-        response_format = dict(body["response_format"])
-        response_format.pop("schema", None)
-        changed["response_format"] = response_format
-    elif feature is Feature.SAMPLING:
-        changed.pop("temperature", None)
-        changed.pop("top_p", None)
+    if feature is Feature.JSON_OBJECT_SCHEMA:
+        changed["response_format"] = without_keys(body["response_format"], ("schema",))
     elif feature is Feature.MAX_COMPLETION_TOKENS and "max_tokens" not in body:
         changed["max_tokens"] = changed.pop("max_completion_tokens", None)
     elif feature is Feature.MAX_TOKENS and "max_completion_tokens" not in body:

@@ -68,6 +68,11 @@ class ToolSet:
     from_wire: dict[str, str]
 
 
+def without_keys(body: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """Return a copy of a request's object without some of its keys."""
+    return {key: value for key, value in body.items() if key not in keys}
+
+
 def _wire_tool_name(name: str, taken: set[str]) -> str:
     """Return a name the server accepts, unique among the taken ones."""
     if _TOOL_NAME.match(name) and name not in taken:

@@ -18,7 +18,7 @@ from homeassistant.core import HomeAssistant
 
 from .capabilities import PROVIDER_TOOLS, Feature, ModelCapabilities
 from .render import Instructions
-from .request import RequestSettings, ToolSet
+from .request import RequestSettings, ToolSet, without_keys
 from .responses_chat_form import (
     MIN_OUTPUT_TOKENS,
     OUTPUT_LOGPROBS,
@@ -163,6 +163,15 @@ def body_features(body: dict[str, Any]) -> frozenset[Feature]:
     return frozenset(features)
 
 
+# The fields that go with a feature that can go.
+_DROPPED_KEYS: Final = {
+    Feature.PROMPT_CACHE_KEY: ("prompt_cache_key",),
+    Feature.SERVICE_TIER: ("service_tier",),
+    Feature.SAMPLING: ("temperature", "top_p"),
+    Feature.STREAM_WITH_TOOLS: ("stream",),
+}
+
+
 def without_feature(body: dict[str, Any], feature: Feature) -> dict[str, Any] | None:
     """Return the body asking the same without the feature; None if it cannot.
 
@@ -171,17 +180,10 @@ def without_feature(body: dict[str, Any], feature: Feature) -> dict[str, Any] | 
     provider-run tool (the model answers without it). A response format,
     function tools, log-probabilities or attachments are the request itself.
     """
+    if keys := _DROPPED_KEYS.get(feature):
+        return without_keys(body, keys)
     changed = dict(body)
-    if feature is Feature.PROMPT_CACHE_KEY:
-        changed.pop("prompt_cache_key", None)
-    elif feature is Feature.SERVICE_TIER:
-        changed.pop("service_tier", None)
-    elif feature is Feature.SAMPLING:
-        changed.pop("temperature", None)
-        changed.pop("top_p", None)
-    elif feature is Feature.STREAM_WITH_TOOLS:
-        changed.pop("stream", None)
-    elif feature is Feature.REASONING:
+    if feature is Feature.REASONING:
         changed.pop("reasoning", None)
         _drop_include(changed, ENCRYPTED_REASONING)
     elif feature is Feature.REASONING_SUMMARY:
