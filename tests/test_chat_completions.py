@@ -14,9 +14,9 @@ from homeassistant.helpers import chat_session, llm
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from custom_components.openai_compatible.chat_completions import build_tool_set
 from custom_components.openai_compatible.const import CONF_API
 from custom_components.openai_compatible.models.features import Feature, WireApi
+from custom_components.openai_compatible.request import build_tool_set
 from simulator import OpenAISimulator, sse_text
 
 from .conftest import AGENT, SetupEntry, converse, speech

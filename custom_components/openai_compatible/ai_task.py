@@ -24,7 +24,6 @@ from homeassistant.util import slugify
 import probatio
 
 from . import OpenAICompatibleConfigEntry
-from .chat_completions import build_tool_set
 from .const import CONF_IMAGE_MODEL, LOGGER, MAX_TOOL_ROUNDS_AI_TASK, SUBENTRY_AI_TASK
 from .entity import OpenAICompatibleEntity
 from .errors import ModelError
@@ -33,6 +32,7 @@ from .images import async_generate_image
 from .json_answer import StructureMismatch, parse_json_answer, validate_result
 from .model_fit import check_model_takes, learning_refusals
 from .platforms import setup_per_subentry
+from .request import build_tool_set
 from .schema_check import check_answer
 from .selector_schema import structure_to_json_schema
 from .strict_schema import StrictUnsupported, drop_optional_nulls, strict_json_schema

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from contextlib import aclosing, contextmanager, nullcontext
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, override
@@ -13,12 +13,7 @@ from homeassistant.config_entries import ConfigSubentry
 from homeassistant.helpers import device_registry as dr, llm
 from homeassistant.helpers.update_coordinator import CoordinatorEntity
 
-from .chat_completions import (
-    ChatCompletionsAdapter,
-    RequestSettings,
-    ToolSet,
-    build_tool_set,
-)
+from .chat_completions import ChatCompletionsDialect
 from .const import (
     CONF_API,
     CONF_AUDIO_MODEL,
@@ -42,7 +37,9 @@ from .models.capabilities import ModelCapabilities
 from .models.features import Feature, WireApi, api_setting
 from .models.provider_tools import responses_options
 from .models.providers import provider_for
-from .responses import ResponsesAdapter
+from .request import RequestSettings, ToolSet, build_tool_set
+from .responses import ResponsesDialect
+from .round_trip import Dialect, RoundTrip
 from .tool_answers import unanswerable_error
 from .transport import Budget
 from .window import ContextWindow, default_answer_limit
@@ -171,55 +168,46 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
         With a chat log, each request is fitted into the model's context window.
         """
         setting = api_setting(self.entry.options.get(CONF_API))
+        chat = partial(self._round_trip, self._chat_dialect, tool_set, chat_log)
         if self.capabilities.api(setting) is WireApi.CHAT_COMPLETIONS:
-            return self._chat_adapter(tool_set, chat_log)
-        settings = self.request_settings()
-        capabilities = self.capabilities
-        responses = ResponsesAdapter(
-            self.hass,
-            self.runtime.transport,
-            capabilities,
-            settings,
-            responses_options(self.hass, self.subentry.data),
-            tool_set,
-            self.budget(),
-            on_request=partial(
-                self.runtime.usage.record_request, self.subentry.subentry_id
-            ),
-            on_usage=partial(
-                self.runtime.usage.record_usage, self.subentry.subentry_id
-            ),
-            fit=None
-            if chat_log is None
-            else self.context_window.request(chat_log, capabilities, settings),
-        )
+            return chat()
+        responses = self._round_trip(self._responses_dialect, tool_set, chat_log)
         if setting is not WireApi.AUTOMATIC:
             return responses
-        return FallbackAdapter(
-            responses,
-            partial(self._chat_adapter, tool_set, chat_log),
-            self.capabilities,
+        return FallbackAdapter(responses, chat, self.capabilities)
+
+    def _chat_dialect(
+        self, settings: RequestSettings, tool_set: ToolSet
+    ) -> ChatCompletionsDialect:
+        """Return the Chat Completions dialect."""
+        return ChatCompletionsDialect(self.hass, settings, tool_set)
+
+    def _responses_dialect(
+        self, settings: RequestSettings, tool_set: ToolSet
+    ) -> ResponsesDialect:
+        """Return the Responses dialect, with the subentry's Responses options."""
+        options = responses_options(self.hass, self.subentry.data)
+        return ResponsesDialect(
+            self.hass, self.capabilities, settings, options, tool_set
         )
 
-    def _chat_adapter(
-        self, tool_set: ToolSet, chat_log: conversation.ChatLog | None
-    ) -> ChatCompletionsAdapter:
-        """Return the Chat Completions adapter for a run of rounds."""
+    def _round_trip(
+        self,
+        dialect: Callable[[RequestSettings, ToolSet], Dialect[Any]],
+        tool_set: ToolSet,
+        chat_log: conversation.ChatLog | None,
+    ) -> RoundTrip:
+        """Return a round trip over a dialect for a run of rounds."""
         settings = self.request_settings()
         capabilities = self.capabilities
-        return ChatCompletionsAdapter(
-            self.hass,
+        subentry_id = self.subentry.subentry_id
+        return RoundTrip(
             self.runtime.transport,
             capabilities,
-            settings,
-            tool_set,
+            dialect(settings, tool_set),
             self.budget(),
-            on_request=partial(
-                self.runtime.usage.record_request, self.subentry.subentry_id
-            ),
-            on_usage=partial(
-                self.runtime.usage.record_usage, self.subentry.subentry_id
-            ),
+            on_request=partial(self.runtime.usage.record_request, subentry_id),
+            on_usage=partial(self.runtime.usage.record_usage, subentry_id),
             fit=None
             if chat_log is None
             else self.context_window.request(chat_log, capabilities, settings),

@@ -34,7 +34,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.json import json_dumps
 
 from .attachments import LoadedFile, async_load_attachments
-from .chat_completions import RequestSettings, attachment_part
+from .chat_completions import attachment_part
 from .const import LOGGER
 from .errors import (
     InputError,
@@ -75,6 +75,7 @@ from .evaluate_questions import (
 )
 from .models.capabilities import ModelCapabilities
 from .models.features import Feature
+from .request import RequestSettings
 from .strict_schema import strict_json_schema
 from .structured import RUNG_NAMES, StructuredRequest, async_climb
 from .transport import Budget, Transport

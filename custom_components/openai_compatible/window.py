@@ -47,8 +47,8 @@ from .models.features import Feature
 from .models.reports import ServerKind
 
 if TYPE_CHECKING:
-    from .chat_completions import RequestSettings
     from .models.capabilities import Capabilities, ModelCapabilities
+    from .request import RequestSettings
 
 # Conversations whose cuts are remembered, the most recent ones.
 MAX_CONVERSATIONS = 32

@@ -1,51 +1,23 @@
 """Which wire API a round trip takes, and the fall back from one to the other.
 
-Both adapters (chat_completions.py, responses.py) offer the same interface,
-`Adapter`. With the automatic setting, a preset that has the Responses API
-(OpenAI, Azure) uses it; a server that refuses the `/responses` route is
-answered over Chat Completions instead, and the model's refusal is learned,
-so later requests go there directly.
+A round trip (round_trip.py) speaks one dialect. With the automatic setting,
+a preset that has the Responses API (OpenAI, Azure) uses it; a server that
+refuses the `/responses` route is answered over Chat Completions instead, and
+the model's refusal is learned, so later requests go there directly.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Protocol
+from typing import Any, Unpack
 
 from homeassistant.components import conversation
 
-from .chat_completions import ToolSet
 from .const import LOGGER
 from .errors import RequestRejectedError
 from .models.capabilities import ModelCapabilities
 from .models.features import Feature
-
-type Delta = (
-    conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
-)
-
-
-class Adapter(Protocol):
-    """What the engine asks of a wire adapter."""
-
-    tool_set: ToolSet
-
-    async def async_build_body(
-        self,
-        chat_log: conversation.ChatLog,
-        *,
-        response_format: dict[str, Any] | None = None,
-        instructions: tuple[conversation.UserContent, str] | None = None,
-    ) -> dict[str, Any]:
-        """Return the request body for the chat log as it is now."""
-
-    def async_stream(
-        self, chat_log: conversation.ChatLog, body: dict[str, Any]
-    ) -> AsyncIterator[Delta]:
-        """Send the request and yield the answer as chat log deltas."""
-
-    async def async_complete(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Send a request of the Chat Completions form; return a chat completion."""
+from .round_trip import BodyAsk, Delta, RoundTrip
 
 
 def refuses_route(err: RequestRejectedError) -> bool:
@@ -58,8 +30,8 @@ class FallbackAdapter:
 
     def __init__(
         self,
-        responses: Adapter,
-        chat: Callable[[], Adapter],
+        responses: RoundTrip,
+        chat: Callable[[], RoundTrip],
         capabilities: ModelCapabilities,
     ) -> None:
         """Start on the Responses API; `chat` makes the adapter to fall back to."""
@@ -69,18 +41,14 @@ class FallbackAdapter:
         self._fallen_back = False
         self.tool_set = responses.tool_set
         # How the last body was asked for, to build it again for the fallback.
-        self._asked: dict[str, Any] = {}
+        self._asked: BodyAsk = {}
 
     async def async_build_body(
-        self,
-        chat_log: conversation.ChatLog,
-        *,
-        response_format: dict[str, Any] | None = None,
-        instructions: tuple[conversation.UserContent, str] | None = None,
+        self, chat_log: conversation.ChatLog, **asked: Unpack[BodyAsk]
     ) -> dict[str, Any]:
-        """Return the request body of the adapter in use."""
-        self._asked = {"response_format": response_format, "instructions": instructions}
-        return await self._current.async_build_body(chat_log, **self._asked)
+        """Return the request body of the round trip in use."""
+        self._asked = asked
+        return await self._current.async_build_body(chat_log, **asked)
 
     async def async_stream(
         self, chat_log: conversation.ChatLog, body: dict[str, Any]
@@ -122,3 +90,7 @@ class FallbackAdapter:
         self._capabilities.learn_refused(Feature.RESPONSES_API, err.lesson_source)
         self._fallen_back = True
         self._current = self._chat()
+
+
+# What the entities and evaluate run their requests through.
+type Adapter = RoundTrip | FallbackAdapter

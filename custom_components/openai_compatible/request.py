@@ -1,0 +1,109 @@
+"""What a request asks, whichever wire API carries it: settings and tools.
+
+Both dialects (chat_completions.py, responses.py) and the window fitting
+(window.py) read these; they import nothing of either dialect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+import hashlib
+import re
+from typing import Any
+
+from homeassistant.helpers import llm
+import probatio
+
+_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSettings:
+    """Per-subentry request parameters, already adapted to the model."""
+
+    model: str
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    reasoning_model: bool = False
+    prompt_cache_key: str | None = None
+    # Mistral only accepts tool call ids of exactly nine letters or digits.
+    short_tool_call_ids: bool = False
+    # Off for servers whose streaming breaks tool calls or structured output.
+    stream: bool = True
+
+    @property
+    def limit_key(self) -> str:
+        """Return the name of the answer's limit for this model."""
+        return "max_completion_tokens" if self.reasoning_model else "max_tokens"
+
+    def body(self) -> dict[str, Any]:
+        """Return the sampling parameters the user set; nothing otherwise."""
+        params: dict[str, Any] = {}
+        if self.max_tokens is not None:
+            params[self.limit_key] = self.max_tokens
+        return params | self.sampling()
+
+    def sampling(self) -> dict[str, Any]:
+        """Return the sampling settings (a reasoning model takes none), the cache key."""
+        params: dict[str, Any] = {}
+        if not self.reasoning_model:
+            if self.temperature is not None:
+                params["temperature"] = self.temperature
+            if self.top_p is not None:
+                params["top_p"] = self.top_p
+        if self.prompt_cache_key:
+            params["prompt_cache_key"] = self.prompt_cache_key
+        return params
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSet:
+    """The tools of the chat log's LLM API in wire form, and the name mapping."""
+
+    tools: list[dict[str, Any]]
+    to_wire: dict[str, str]
+    from_wire: dict[str, str]
+
+
+def without_keys(body: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """Return a copy of a request's object without some of its keys."""
+    return {key: value for key, value in body.items() if key not in keys}
+
+
+def _wire_tool_name(name: str, taken: set[str]) -> str:
+    """Return a name the server accepts, unique among the taken ones."""
+    if _TOOL_NAME.match(name) and name not in taken:
+        return name
+    cleaned = _INVALID_NAME_CHARS.sub("_", name) or "tool"
+    digest = hashlib.sha256(name.encode()).hexdigest()
+    candidate = cleaned[:64]
+    if len(cleaned) > 64 or candidate in taken:
+        candidate = f"{cleaned[:55]}_{digest[:8]}"
+    return candidate
+
+
+def build_tool_set(llm_api: llm.APIInstance | None) -> ToolSet:
+    """Convert every tool of the API, in a stable order."""
+    if llm_api is None or not llm_api.tools:
+        return ToolSet([], {}, {})
+    serializer: Callable[[Any], Any] = (
+        llm_api.custom_serializer or llm.selector_serializer
+    )
+    tools: list[dict[str, Any]] = []
+    to_wire: dict[str, str] = {}
+    from_wire: dict[str, str] = {}
+    for tool in sorted(llm_api.tools, key=lambda tool: tool.name):
+        name = _wire_tool_name(tool.name, set(from_wire))
+        to_wire[tool.name] = name
+        from_wire[name] = tool.name
+        function: dict[str, Any] = {"name": name}
+        if tool.description:
+            function["description"] = tool.description
+        function["parameters"] = probatio.to_openapi(
+            tool.parameters, custom_serializer=serializer, openapi_version="3.1.0"
+        )
+        tools.append({"type": "function", "function": function})
+    return ToolSet(tools, to_wire, from_wire)
