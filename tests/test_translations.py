@@ -158,7 +158,7 @@ def test_every_raised_key_is_translated() -> None:
     """Each translation key raised in the package has an exceptions entry."""
     raised = {
         key
-        for path in PACKAGE.glob("*.py")
+        for path in PACKAGE.rglob("*.py")
         if path.name != "config_flow.py"
         for key in RAISED_KEY.findall(path.read_text(encoding="utf-8"))
     }
@@ -229,7 +229,7 @@ def _literals_in(paths: list[Path]) -> set[str]:
 
 def test_every_reason_error_and_exception_is_used() -> None:
     """Each abort reason, error, exception and entity key is named in the code."""
-    ours = _literals_in(list(PACKAGE.glob("*.py")))
+    ours = _literals_in(list(PACKAGE.rglob("*.py")))
     ha_root = Path(homeassistant.__file__).parent
     from_ha = _literals_in([ha_root / name for name in HA_FLOW_SOURCES])
     unused = {f"exceptions.{key}" for key in EN["exceptions"] if key not in ours}
@@ -257,7 +257,7 @@ def test_every_reason_error_and_exception_is_used() -> None:
 
 def test_every_selector_is_used() -> None:
     """Each selector translation is named in the code (its translation_key)."""
-    ours = _literals_in(list(PACKAGE.glob("*.py")))
+    ours = _literals_in(list(PACKAGE.rglob("*.py")))
     assert set(EN["selector"]) <= ours
 
 
