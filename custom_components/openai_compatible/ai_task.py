@@ -27,7 +27,7 @@ from . import OpenAICompatibleConfigEntry
 from .const import CONF_IMAGE_MODEL, LOGGER, MAX_TOOL_ROUNDS_AI_TASK, SUBENTRY_AI_TASK
 from .entity import OpenAICompatibleEntity
 from .errors import ModelError
-from .evaluate import Evaluation
+from .evaluate.evaluation import Evaluation
 from .images import async_generate_image
 from .json_answer import StructureMismatch, parse_json_answer, validate_result
 from .model_fit import check_model_takes, learning_refusals
@@ -181,7 +181,7 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
     async def _async_evaluate(
         self, task: ai_task.EvaluationTask
     ) -> ai_task.EvaluationTaskResult:
-        """Answer the questions with probabilities; see evaluate.py."""
+        """Answer the questions with probabilities; see evaluate/evaluation.py."""
         capabilities = self.capabilities
         check_model_takes(capabilities, tools=False, attachments=task.attachments or ())
         with self._server_errors(), learning_refusals(capabilities):

@@ -12,6 +12,7 @@ from yarl import URL
 
 from .const import CONF_BASE_URL, VALIDATION_TIMEOUT_SECONDS
 from .error_answers import error_for_status
+from .error_text import error_text
 from .errors import (
     AuthError,
     ConnectError,
@@ -21,6 +22,7 @@ from .errors import (
     ServerError,
 )
 from .models.providers import URL_PLACEHOLDER
+from .route_errors import names_unknown_model
 from .transport import Answer, Budget, Transport, parse_json
 
 # Answers to the probe that mean "no such route here", not "the server failed".
@@ -147,16 +149,7 @@ def _proves_protocol(answer: Answer) -> bool:
         return False
     if answer.status in (400, 422):
         return True
-    if answer.status != 404:
-        return False
-    inner = body.get("error", body)
-    if isinstance(inner, str):
-        return "model" in inner.lower()
-    return isinstance(inner, dict) and (
-        inner.get("code") == "model_not_found"
-        or inner.get("param") == "model"
-        or "model" in str(inner.get("message", "")).lower()
-    )
+    return answer.status == 404 and names_unknown_model(error_text(answer.body), body)
 
 
 async def async_probe(transport: Transport, model: str) -> None:

@@ -18,8 +18,9 @@ import httpx2
 
 from .api import VALIDATION_BUDGET
 from .const import LOGGER
-from .errors import InputError, RequestRejectedError, ServerError, TranslatedError
+from .errors import ServerError
 from .models.features import Feature
+from .route_errors import is_missing_route, route_error
 from .sse import EventStream, async_capped, async_read_body
 from .transport import Budget, Transport
 
@@ -38,57 +39,6 @@ MAX_VOICES: Final = 1000
 
 # --- errors -------------------------------------------------------------------
 
-# Where an audio route is missing, the server offers no such service.
-_MISSING_ROUTE_KEYS: Final = {
-    TRANSCRIPTION_ROUTE: "no_transcription_route",
-    SPEECH_ROUTE: "no_speech_route",
-}
-# Refusals that name the model as unknown (Kokoro-FastAPI answers 400).
-_UNKNOWN_MODEL_PHRASES: Final = (
-    "not found",
-    "does not exist",
-    "not installed",
-    "unsupported model",
-    "unknown model",
-    "invalid model",
-)
-
-
-def _audio_error(
-    err: ServerError, route: str, model: str, voice: str | None
-) -> TranslatedError | None:
-    """Return what a refusal of an audio route means, if it is a known case."""
-    placeholders = err.translation_placeholders or {}
-    if isinstance(err, RequestRejectedError) and err.feature is not None:
-        # A refused request feature, which the caller may drop.
-        return None
-    if err.translation_key == "model_not_found":
-        return ServerError(
-            "audio_model_not_found", model=model, message=placeholders["message"]
-        )
-    if not isinstance(err, RequestRejectedError):
-        return None
-    lowered = err.server_message.lower()
-    if "model" in lowered and any(p in lowered for p in _UNKNOWN_MODEL_PHRASES):
-        return ServerError(
-            "audio_model_not_found", model=model, message=err.server_message
-        )
-    if (
-        voice is not None
-        and err.status in (400, 404, 422)
-        and _names_voice(lowered, voice)
-    ):
-        return InputError("unknown_voice", voice=voice, message=err.server_message)
-    if err.status in (404, 405) and route in _MISSING_ROUTE_KEYS:
-        return ServerError(_MISSING_ROUTE_KEYS[route])
-    return None
-
-
-def _names_voice(lowered: str, voice: str) -> bool:
-    """Tell whether a refusal is about the voice: it says so, or quotes the name."""
-    name = voice.lower()
-    return "voice" in lowered or f"'{name}'" in lowered or f'"{name}"' in lowered
-
 
 @contextmanager
 def audio_errors(route: str, model: str, voice: str | None = None) -> Iterator[None]:
@@ -100,7 +50,7 @@ def audio_errors(route: str, model: str, voice: str | None = None) -> Iterator[N
     try:
         yield
     except ServerError as err:
-        if specific := _audio_error(err, route, model, voice):
+        if specific := route_error(err, route, model, voice):
             raise specific from err
         raise
 
@@ -314,7 +264,7 @@ async def async_fetch_voices(transport: Transport) -> list[str] | None:
             "GET", VOICES_ROUTE, budget=VALIDATION_BUDGET, limit=MAX_TEXT_BYTES
         )
     except ServerError as err:
-        if not (isinstance(err, RequestRejectedError) and err.status in (404, 405)):
+        if not is_missing_route(err):
             LOGGER.debug("The voice list could not be read: %s", err)
         return None
     return parse_voices(answer)

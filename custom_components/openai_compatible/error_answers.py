@@ -31,6 +31,7 @@ from .errors import (
 from .models.features import Feature
 from .overflow import parse_overflow
 from .redact import redact
+from .route_errors import FEATURE_ROUTES, names_unknown_model, route_errors
 
 # Error bodies are read up to this many bytes: enough for any message.
 MAX_ERROR_BYTES: Final = 64 * 1024
@@ -92,14 +93,6 @@ _UNPARSED_ANSWER: Final = re.compile(
 _TIER_BUSY: Final = "resource unavailable"
 # Statuses of a route or method the server lacks.
 _NO_ROUTE: Final = frozenset({404, 405, 501})
-# Routes that are themselves what we ask for: a server without one refuses
-# everything sent there.
-_ROUTES: Final = {
-    Feature.RESPONSES_API: "/responses",
-    Feature.DECISIONS: "/decisions",
-    Feature.IMAGES_GENERATIONS: "/images/generations",
-    Feature.IMAGES_EDITS: "/images/edits",
-}
 # An answer that says nothing but that the route or method is not there.
 _ROUTE_NOT_FOUND: Final = re.compile(
     r"^(?:\d{3}\W*)?(?:page |file |resource )?"
@@ -199,7 +192,7 @@ def classify_rejection(
     if Feature.TOOLS in sent and _UNPARSED_ANSWER.search(lowered):
         # Asked again unstreamed; the next answer may parse. Never learned.
         return Rejection(Feature.STREAM_WITH_TOOLS, general=False)
-    for feature, route in _ROUTES.items():
+    for feature, route in FEATURE_ROUTES.items():
         if feature in sent and _missing_route(status, lowered, route):
             return Rejection(feature, general=True)
     for feature, pattern in _NAMED:
@@ -256,12 +249,6 @@ _PERMISSION: Final = (
     "not allowed to access",
     "does not have access to",
 )
-# "model ... not found" is looked for in two steps, in linear time.
-_MODEL_WORD: Final = re.compile(r"model\b", re.IGNORECASE)
-_NOT_FOUND_WORDS: Final = re.compile(
-    r"\b(not found|does not exist|not exist|unknown|no such)", re.IGNORECASE
-)
-_UNKNOWN_MODEL: Final = re.compile(r"(unknown|no such|invalid) model", re.IGNORECASE)
 
 
 def error_for_status(
@@ -296,13 +283,14 @@ def error_for_status(
                 message, rejection.feature, general=False, status=status
             )
         return _rate_limited(headers, lowered, message)
-    if (overflow := parse_overflow(text, _json_or_none(raw))) is not None:
+    data = _json_or_none(raw)
+    if (overflow := parse_overflow(text, data)) is not None:
         return ContextOverflowError(overflow.window, overflow.prompt_tokens)
     if (rejection := classify_rejection(status, raw, sent)) is not None:
         return RequestRejectedError(
             message, rejection.feature, general=rejection.general, status=status
         )
-    if status == 404 and _names_missing_model(text):
+    if status in route_errors(path).model_statuses and names_unknown_model(text, data):
         return ServerError("model_not_found", message=message)
     if 400 <= status < 500 or status == 501:
         # 501: the server does not implement what was asked, it is not down.
@@ -320,14 +308,6 @@ def _failed(status: int) -> ServerError:
     if status == 503:
         return ServerError("server_unavailable", status=str(status))
     return ServerError("server_failed", status=str(status))
-
-
-def _names_missing_model(text: str) -> bool:
-    """Tell whether an error text says that the model is not there."""
-    if _UNKNOWN_MODEL.search(text):
-        return True
-    model = _MODEL_WORD.search(text)
-    return model is not None and bool(_NOT_FOUND_WORDS.search(text, model.end()))
 
 
 def _json_or_none(text: str) -> Any:

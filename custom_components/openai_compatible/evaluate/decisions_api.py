@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from .attachments import LoadedFile
-from .errors import ModelError
-from .evaluate_questions import Kind, Outcome, Question, normalised, probability
+from ..attachments import LoadedFile
+from ..errors import ModelError
+from .questions import Kind, Outcome, Question, normalised, probability
 
 DECISIONS_MAX_LEVELS: Final = 10
 DECISIONS_MAX_IMAGES: Final = 128

@@ -19,10 +19,10 @@ from __future__ import annotations
 import math
 from typing import Any, Final, TypeGuard
 
-from .errors import ModelError
-from .evaluate_questions import Question, probability
-from .json_answer import StructureMismatch, parse_json_answer
-from .models.reports import ServerKind
+from ..errors import ModelError
+from ..json_answer import StructureMismatch, parse_json_answer
+from ..models.reports import ServerKind
+from .questions import Question, probability
 
 TOP_LOGPROBS: Final = 20
 # Below this share of the answer on the labels, the model answers none of

@@ -21,8 +21,9 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
 
 from custom_components.openai_compatible.const import CONF_API, CONF_CHAT_MODEL
-from custom_components.openai_compatible.evaluate import MAX_QUESTIONS, Evaluation
-from custom_components.openai_compatible.evaluate_chat import TOP_LOGPROBS, fold
+from custom_components.openai_compatible.evaluate.chat_answers import TOP_LOGPROBS, fold
+from custom_components.openai_compatible.evaluate.chat_paths import ChatPaths
+from custom_components.openai_compatible.evaluate.evaluation import MAX_QUESTIONS
 from custom_components.openai_compatible.models.features import Feature, WireApi
 from custom_components.openai_compatible.structured import (
     RUNG_INSTRUCTIONS,
@@ -31,8 +32,7 @@ from custom_components.openai_compatible.structured import (
     RUNG_STRICT,
 )
 from simulator import OpenAISimulator
-
-from .conftest import Learned, SetupEntry, learned
+from tests.conftest import Learned, SetupEntry, learned
 
 ENTITY = "ai_task.openai_compatible_ai_task"
 CHAT = "/chat/completions"
@@ -1383,11 +1383,11 @@ async def test_failed_question_cancels_the_others(
     await setup(provider="ollama", ai_task={CONF_CHAT_MODEL: "gpt-5-mini"})
     simulator.enqueue(CHAT, json=completion(None, refusal="No."))
     simulator.requests.clear()
-    send = Evaluation._async_complete
+    send = ChatPaths._async_complete
     cancelled = asyncio.Event()
 
     async def slow_for_vehicle(
-        evaluation: Evaluation, body: dict[str, Any]
+        evaluation: ChatPaths, body: dict[str, Any]
     ) -> dict[str, Any]:
         if VEHICLE["instructions"] in prompt(body):
             try:
@@ -1397,7 +1397,7 @@ async def test_failed_question_cancels_the_others(
                 raise
         return await send(evaluation, body)
 
-    monkeypatch.setattr(Evaluation, "_async_complete", slow_for_vehicle)
+    monkeypatch.setattr(ChatPaths, "_async_complete", slow_for_vehicle)
 
     async with asyncio.timeout(5):
         err = await evaluate_error(hass, {"door": DOOR, "vehicle": VEHICLE})

@@ -1,0 +1,1 @@
+"""ai_task.evaluate: probabilities for noul, choice and score questions."""

@@ -1,0 +1,1 @@
+"""Tests of ai_task.evaluate: its paths, its questions, its wire."""
