@@ -186,4 +186,3 @@ class EventStream:
                 redact(data[:_LOGGED_BYTES].decode("utf-8", "replace")),
             )
             return []
-
