@@ -33,7 +33,7 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
 )
-from custom_components.openai_compatible.context import MIN_ANSWER_TOKENS
+from custom_components.openai_compatible.prompt_fit import MIN_ANSWER_TOKENS
 from custom_components.openai_compatible.diagnostics import (
     async_get_config_entry_diagnostics,
 )

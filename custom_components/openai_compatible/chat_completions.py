@@ -24,8 +24,9 @@ from .attachments import LoadedFile, async_load_attachments
 from .capabilities import Feature, ModelCapabilities
 from .chat_stream import ChatStreamParser, Delta, async_read_answer
 from .const import LOGGER
-from .context import fold_system
 from .errors import ContextOverflowError, MalformedAnswerError, RequestRejectedError
+from .prompt_fit import fold_system
+from .prompt_items import chat_items
 from .sse import async_read_body
 from .tool_answers import model_calls
 from .transport import Budget, Transport, parse_json
@@ -386,7 +387,7 @@ class ChatCompletionsAdapter:
         """Return the request body for the chat log as it is now."""
         messages = await self._renderer.async_render(chat_log.content, instructions)
         if self._fit is not None:
-            messages = self._fit.messages(messages, self.tool_set.tools)
+            messages = self._fit.messages(chat_items(messages), self.tool_set.tools)
         body: dict[str, Any] = {"model": self._settings.model, "messages": messages}
         if self.tool_set.tools:
             body["tools"] = self.tool_set.tools

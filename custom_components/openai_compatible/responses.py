@@ -29,6 +29,7 @@ from .errors import (
     RequestRejectedError,
     ServerError,
 )
+from .prompt_items import responses_items
 from .responses_render import InputRenderer, function_tools
 from .responses_stream import ResponsesStreamParser, async_read_events, chat_usage
 from .sse import async_read_body
@@ -420,7 +421,7 @@ class ResponsesAdapter:
         """Return the request body for the chat log as it is now."""
         items = await self._renderer.async_render(chat_log.content, instructions)
         if self._fit is not None:
-            items = self._fit.messages(items, self._tools)
+            items = self._fit.messages(responses_items(items), self._tools)
         body: dict[str, Any] = {"model": self._settings.model, "input": items}
         if self._tools:
             body["tools"] = self._tools
