@@ -21,7 +21,7 @@ Reading a server's context-overflow error is overflow.py's.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 import math
 from typing import Any
@@ -32,6 +32,8 @@ from .errors import ContextWindowError
 from .prompt_items import ItemKind, Message, PromptItem, chat_items, wire_messages
 
 type Turn = list[PromptItem]
+# The tools of a request as sent.
+type Tools = Sequence[Mapping[str, object]]
 
 # Characters per token of the raw estimate, before calibration; on the low
 # side of real tokenizers, so an uncalibrated estimate tends to be too high.
@@ -73,7 +75,7 @@ class TokenEstimate:
         # Server tokens per raw estimated token.
         self.ratio = 1.0
         self.calibrated = False
-        self._tools: tuple[list[dict[str, Any]], float] | None = None
+        self._tools: tuple[Tools, float] | None = None
 
     def tokens(self, raw: float) -> int:
         """Return the calibrated token count of a raw estimate."""
@@ -83,7 +85,7 @@ class TokenEstimate:
         """Return about how many characters make this many tokens."""
         return int(tokens / self.ratio * CHARS_PER_TOKEN)
 
-    def raw_tools(self, tools: list[dict[str, Any]]) -> float:
+    def raw_tools(self, tools: Tools) -> float:
         """Return the raw estimate of the tools, computed once per tool list."""
         cached = self._tools
         if cached is None or cached[0] is not tools:
@@ -91,7 +93,7 @@ class TokenEstimate:
             self._tools = cached
         return cached[1]
 
-    def raw_request(self, items: Iterable[PromptItem], tools: list[Any]) -> float:
+    def raw_request(self, items: Iterable[PromptItem], tools: Tools) -> float:
         """Return the raw estimate of a whole request."""
         return sum(map(raw_message, items)) + self.raw_tools(tools)
 
@@ -217,7 +219,7 @@ def fold_system(messages: list[Message]) -> list[Message]:
 
 def fit(
     messages: list[PromptItem],
-    tools: list[dict[str, Any]],
+    tools: Tools,
     limits: Limits,
     estimate: TokenEstimate,
     cut: ConversationCut,
@@ -272,6 +274,23 @@ def fit(
     )
 
 
+def _parameter_names(tools: Tools) -> dict[str, list[str]]:
+    """Return the parameter names of each function offered, by its name.
+
+    A Chat Completions tool nests its function; a Responses one does not, and
+    a provider-run one has no parameters at all.
+    """
+    names: dict[str, list[str]] = {}
+    for tool in tools:
+        function = tool.get("function", tool)
+        if not isinstance(function, Mapping) or "name" not in function:
+            continue
+        parameters = function.get("parameters")
+        properties = parameters.get("properties") if parameters else None
+        names[str(function["name"])] = list(properties or ())
+    return names
+
+
 def _answer_room(free: int, limits: Limits) -> int:
     """Return the room old turns leave the answer, of what the prompt leaves free.
 
@@ -321,7 +340,7 @@ class _ResultCutter:
     def __init__(
         self,
         messages: list[PromptItem],
-        tools: list[dict[str, Any]],
+        tools: Tools,
         estimate: TokenEstimate,
         cut: ConversationCut,
         rooms: tuple[int, int],
@@ -338,16 +357,7 @@ class _ResultCutter:
         self._names = {
             call.call_id: call.name for item in messages for call in item.calls
         }
-        # A Chat Completions tool nests its function; a Responses one does
-        # not, and a provider-run one has no parameters at all.
-        functions = [tool.get("function", tool) for tool in tools]
-        self._parameters = {
-            function["name"]: list(
-                (function.get("parameters") or {}).get("properties") or ()
-            )
-            for function in functions
-            if "name" in function
-        }
+        self._parameters = _parameter_names(tools)
 
     def apply(self, turn: Turn) -> Turn:
         """Return the turn with its tool results cut to their budget."""
