@@ -8,6 +8,7 @@ reads as an empty one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .errors import MalformedAnswerError
@@ -65,7 +66,7 @@ def error_message(error: object) -> str:
     return str(error.get("message") if isinstance(error, dict) else error)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ChoiceDelta:
     """What one first choice of a Chat Completions chunk adds."""
 
@@ -73,7 +74,7 @@ class ChoiceDelta:
     text: str | None
     reasoning: str | None
     # The `tool_calls` fragments, read by `read_call_fragment`.
-    tool_calls: list[object]
+    tool_calls: Sequence[object]
     # Why the answer ended; None while it goes on.
     finish_reason: str | None
 
@@ -85,27 +86,34 @@ def read_choices(chunk: JSONObject) -> list[ChoiceDelta]:
         return []
     if not isinstance(choices, list):
         raise MalformedAnswerError(part="choices")
-    read = (read_object(choice, "choices") for choice in choices)
-    return [_choice_delta(choice) for choice in read if choice.get("index", 0) == 0]
+    for choice in choices:
+        if not isinstance(choice, dict):
+            raise MalformedAnswerError(part="choices")
+    return [_choice_delta(choice) for choice in choices if choice.get("index", 0) == 0]
 
 
 def _choice_delta(choice: JSONObject) -> ChoiceDelta:
-    """Return what one choice adds."""
-    delta = read_object_or_empty(choice.get("delta"), "choices.delta")
-    text = string_or_none(delta.get("content"))
-    if text is None:
+    """Return what one choice adds (read once per chunk: kept to few calls)."""
+    delta = choice.get("delta")
+    if not isinstance(delta, dict):
+        delta = read_object_or_empty(delta, "choices.delta")
+    text = delta.get("content")
+    if not isinstance(text, str):
         text = string_or_none(delta.get("refusal"))
     reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+    calls = delta.get("tool_calls")
+    reason = choice.get("finish_reason")
     return ChoiceDelta(
         text,
-        string_or_none(reasoning),
-        read_list(delta.get("tool_calls") or None, "tool_calls"),
-        read_optional_string(choice.get("finish_reason"), "choices.finish_reason")
-        or None,
+        reasoning if isinstance(reasoning, str) else None,
+        read_list(calls, "tool_calls") if calls else (),
+        read_optional_string(reason, "choices.finish_reason") or None
+        if reason is not None
+        else None,
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CallFragment:
     """One `tool_calls` fragment of a Chat Completions chunk."""
 
