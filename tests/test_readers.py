@@ -101,7 +101,7 @@ def test_the_first_choice_of_a_chunk() -> None:
 
     assert read_choices(chunk) == [
         ChoiceDelta("I can't.", "Thinking.", [{"index": 0}], "stop"),
-        ChoiceDelta("Hi", "Plan.", [], None),
+        ChoiceDelta("Hi", "Plan.", (), None),
     ]
 
 
@@ -117,7 +117,7 @@ def test_the_first_choice_of_a_chunk() -> None:
 def test_chunks_that_add_nothing(chunk: dict[str, object]) -> None:
     """No choices, or a first choice with nothing in it, adds nothing."""
     assert all(
-        delta == ChoiceDelta(None, None, [], None) for delta in read_choices(chunk)
+        delta == ChoiceDelta(None, None, (), None) for delta in read_choices(chunk)
     )
 
 
