@@ -16,20 +16,23 @@ from typing import Any
 # A message or input item as it is sent.
 type Message = dict[str, Any]
 
-_INSTRUCTION_ROLES = ("system", "developer")
-
 
 class ItemKind(StrEnum):
-    """What a message or input item is to fitting."""
+    """What a message or input item is to fitting.
 
-    # A system or developer message.
+    Instructions: a system or developer message. A user message starts a
+    turn. A reply is what the model said or did (text, tool calls,
+    reasoning); a result answers a tool call.
+    """
+
     INSTRUCTIONS = "instructions"
-    # A user message: it starts a turn.
     USER = "user"
-    # What the model said or did: text, tool calls, reasoning.
     REPLY = "reply"
-    # The result of a tool call.
     RESULT = "result"
+
+
+# The roles of messages that instruct the model.
+_INSTRUCTION_ROLES = ("system", "developer")
 
 
 @dataclass(frozen=True, slots=True)

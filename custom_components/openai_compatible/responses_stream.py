@@ -11,9 +11,9 @@ once the answer is complete: an answer cut off runs no tool.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from homeassistant.components import conversation
 from homeassistant.helpers import llm
@@ -29,6 +29,7 @@ from .errors import (
     TranslatedError,
 )
 from .overflow import parse_overflow
+from .provider_calls import PROVIDER_CALLS, provider_view, replayed_call
 from .readers import (
     JSONObject,
     read_index,
@@ -47,15 +48,8 @@ type Delta = (
     conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
 )
 type Item = JSONObject
-# A provider-run call as the chat log shows it: its arguments and its result.
-type ProviderView = tuple[dict[str, Any], dict[str, Any]]
 
-# The chat log's name of each provider-run tool, by the type of its call.
-PROVIDER_CALLS: Final = {
-    "web_search_call": "web_search",
-    "code_interpreter_call": "code_interpreter",
-    "image_generation_call": "image_generation",
-}
+
 # Why an answer stopped short, in the words of our errors.
 _INCOMPLETE: Final = {
     "max_output_tokens": "answer_cut_at_token_limit",
@@ -68,20 +62,6 @@ _THINKING_DELTAS: Final = (
 )
 # What of a reasoning item goes back to the server.
 _REASONING_KEYS: Final = ("type", "id", "summary", "content", "encrypted_content")
-_REPLAYED_CALL_KEYS: Final = {
-    "web_search_call": ("type", "id", "status", "action"),
-    "code_interpreter_call": (
-        "type",
-        "id",
-        "status",
-        "code",
-        "container_id",
-        "outputs",
-    ),
-    # A generated image goes back without its bytes.
-    "image_generation_call": ("type", "id", "status"),
-}
-_CLEARED: Final = {"image_generation_call": {"result": None}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,12 +282,9 @@ class ResponsesStreamParser:
         if not call_id:
             return
         name = PROVIDER_CALLS[kind]
-        arguments, result = _PROVIDER_VIEWS[kind](item)
+        arguments, result = provider_view(kind, item)
         status = string_or_none(item.get("status"))
-        self._replay.append(
-            {key: item[key] for key in _REPLAYED_CALL_KEYS[kind] if key in item}
-            | _CLEARED.get(kind, {})
-        )
+        self._replay.append(replayed_call(kind, item))
         deltas.append(
             {"tool_calls": [llm.ToolInput(name, arguments, id=call_id, external=True)]}
         )
@@ -361,42 +338,6 @@ class ResponsesStreamParser:
             # Nothing said after a provider-run call: the answer ends there.
             deltas.append({"content": ""})
         self._end_message(deltas)
-
-
-def _web_search_view(item: Item) -> ProviderView:
-    """Return the arguments and result of a web search, as the chat log shows them."""
-    action = item.get("action")
-    action = action if isinstance(action, dict) else {}
-    sources = [
-        source["url"]
-        for source in action.get("sources") or ()
-        if isinstance(source, dict) and isinstance(source.get("url"), str)
-    ]
-    arguments = {key: value for key, value in action.items() if key != "sources"}
-    return arguments, {"sources": sources} if sources else {}
-
-
-def _code_view(item: Item) -> ProviderView:
-    """Return the code that ran and what it printed or made."""
-    outputs = item.get("outputs")
-    return {"code": item.get("code")}, {
-        "outputs": outputs if isinstance(outputs, list) else []
-    }
-
-
-def _image_view(item: Item) -> ProviderView:
-    """Return the prompt of a generated image, and its size; never its bytes."""
-    arguments = {"prompt": item.get("revised_prompt")}
-    return arguments, {
-        key: item[key] for key in ("size", "output_format") if key in item
-    }
-
-
-_PROVIDER_VIEWS: Final[dict[str, Callable[[Item], ProviderView]]] = {
-    "web_search_call": _web_search_view,
-    "code_interpreter_call": _code_view,
-    "image_generation_call": _image_view,
-}
 
 
 def chat_usage(usage: Mapping[str, object]) -> JSONObject:
