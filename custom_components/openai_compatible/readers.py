@@ -93,7 +93,7 @@ def read_choices(chunk: JSONObject) -> list[ChoiceDelta]:
 
 
 def _choice_delta(choice: JSONObject) -> ChoiceDelta:
-    """Return what one choice adds (read once per chunk: kept to few calls)."""
+    """Return what one choice adds; read for every streamed token, in few calls."""
     delta = choice.get("delta")
     if not isinstance(delta, dict):
         delta = read_object_or_empty(delta, "choices.delta")
@@ -107,9 +107,7 @@ def _choice_delta(choice: JSONObject) -> ChoiceDelta:
         text,
         reasoning if isinstance(reasoning, str) else None,
         read_list(calls, "tool_calls") if calls else (),
-        read_optional_string(reason, "choices.finish_reason") or None
-        if reason is not None
-        else None,
+        read_optional_string(reason, "choices.finish_reason") or None,
     )
 
 
