@@ -32,12 +32,12 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
 )
-from custom_components.openai_compatible.context import MIN_ANSWER_TOKENS
 from custom_components.openai_compatible.coordinator import REFRESH_INTERVAL
 from custom_components.openai_compatible.diagnostics import (
     async_get_config_entry_diagnostics,
 )
 from custom_components.openai_compatible.models.features import WireApi
+from custom_components.openai_compatible.prompt_fit import MIN_ANSWER_TOKENS
 from custom_components.openai_compatible.window import MAX_CONVERSATIONS, ContextWindow
 from simulator import OpenAISimulator, sse_text, sse_tool_calls
 from simulator.responses_as_chat import chat_body

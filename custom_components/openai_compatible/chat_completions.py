@@ -17,8 +17,9 @@ from homeassistant.helpers.json import json_dumps
 
 from .attachments import LoadedFile
 from .chat_stream import ChatStreamParser, Delta, async_read_answer
-from .context import fold_system
 from .models.features import Feature
+from .prompt_fit import fold_system
+from .prompt_items import PromptItem, chat_items
 from .render import ChatLogRenderer, Instructions
 from .request import RequestSettings, ToolSet, without_keys
 from .tool_answers import model_calls
@@ -206,6 +207,10 @@ class ChatCompletionsDialect:
     ) -> list[Message]:
         """Return the chat log as messages."""
         return await self._renderer.async_render(contents, instructions)
+
+    def prompt_items(self, conversation: list[Message]) -> list[PromptItem]:
+        """Return the messages, each with its kind told."""
+        return chat_items(conversation)
 
     def body(
         self, conversation: list[Message], response_format: dict[str, Any] | None

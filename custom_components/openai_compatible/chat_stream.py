@@ -8,7 +8,6 @@ was cut off is told as such and runs no tool.
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
-from typing import Any
 from uuid import uuid4
 
 from homeassistant.components import conversation
@@ -17,14 +16,16 @@ import httpx2
 
 from .const import LOGGER
 from .error_answers import answer_error
-from .errors import (
-    ContextOverflowError,
-    MalformedAnswerError,
-    ModelError,
-    ServerError,
-    TranslatedError,
-)
+from .errors import ContextOverflowError, ModelError, ServerError, TranslatedError
 from .overflow import parse_overflow
+from .readers import (
+    ChoiceDelta,
+    JSONObject,
+    error_message,
+    read_choices,
+    read_list,
+    read_object,
+)
 from .sse import EventStream, async_read_body
 from .think_tags import ThinkTagSplitter
 from .tool_answers import answered_calls, tool_inputs
@@ -75,28 +76,20 @@ class ChatStreamParser:
         self._held_start = ""
         self._held_settled = False
         # The token usage the server reported, if it did.
-        self.usage: dict[str, Any] | None = None
+        self.usage: JSONObject | None = None
 
-    def feed(self, chunk: dict[str, Any]) -> list[Delta]:
+    def feed(self, chunk: JSONObject) -> list[Delta]:
         """Return the deltas one chunk adds."""
         if error := chunk.get("error"):
-            message = str(error.get("message") if isinstance(error, dict) else error)
+            message = error_message(error)
             if (overflow := parse_overflow(message, chunk)) is not None:
                 raise ContextOverflowError(overflow.window, overflow.prompt_tokens)
             raise answer_error(message, tools=bool(self._tool_names))
         if (usage := chunk.get("usage")) is not None:
-            self.usage = _object(usage, "usage")
-        choices = chunk.get("choices")
-        if not choices:
-            return []
-        if not isinstance(choices, list):
-            raise MalformedAnswerError(part="choices")
+            self.usage = read_object(usage, "usage")
         deltas: list[Delta] = []
-        for choice in choices:
-            if not isinstance(choice, dict):
-                raise MalformedAnswerError(part="choices")
-            if choice.get("index", 0) == 0:
-                self._choice(choice, deltas)
+        for choice in read_choices(chunk):
+            self._choice(choice, deltas)
         return deltas
 
     def close(self, *, ended: bool) -> list[Delta]:
@@ -128,29 +121,17 @@ class ChatStreamParser:
         if self._cut is not None:
             raise ModelError(_CUT_ERRORS[self._cut])
 
-    def _choice(self, choice: dict[str, Any], deltas: list[Delta]) -> None:
+    def _choice(self, choice: ChoiceDelta, deltas: list[Delta]) -> None:
         """Add the deltas of the first choice of a chunk."""
-        delta = choice.get("delta")
-        if not isinstance(delta, dict):
-            delta = _object(delta, "choices.delta")
-        text = delta.get("content")
-        if not isinstance(text, str):
-            text = delta.get("refusal")
-        thinking, spoken = self._think.feed(text) if isinstance(text, str) else ("", "")
-        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-        if isinstance(reasoning, str):
-            thinking = reasoning + thinking
+        text = choice.text
+        thinking, spoken = self._think.feed(text) if text is not None else ("", "")
+        if choice.reasoning is not None:
+            thinking = choice.reasoning + thinking
         self._text(thinking, spoken, deltas)
-        if calls := delta.get("tool_calls"):
-            if not isinstance(calls, list):
-                raise MalformedAnswerError(part="tool_calls")
-            for fragment in calls:
-                self._calls.add(fragment)
-        if (reason := choice.get("finish_reason")) is not None:
-            if not isinstance(reason, str):
-                raise MalformedAnswerError(part="choices.finish_reason")
-            if reason:
-                deltas.extend(self._finish(reason))
+        for fragment in choice.tool_calls:
+            self._calls.add(fragment)
+        if choice.finish_reason:
+            deltas.extend(self._finish(choice.finish_reason))
 
     def _text(self, thinking: str, spoken: str, deltas: list[Delta]) -> None:
         """Add deltas for thinking and spoken text, holding back a possible call."""
@@ -212,33 +193,25 @@ class ChatStreamParser:
         return f"call_{uuid4().hex[:24]}"
 
 
-def _object(value: Any, part: str) -> dict[str, Any]:
-    """Return an object of the answer; null means an empty one."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise MalformedAnswerError(part=part)
-    return value
-
-
-def whole_answer_chunk(raw: bytes) -> dict[str, Any]:
+def whole_answer_chunk(raw: bytes) -> JSONObject:
     """Return a whole (non-streamed) answer in the form of one stream chunk."""
     try:
-        answer = json_loads(raw)
+        decoded = json_loads(raw)
     except ValueError as err:
         raise ServerError("answer_not_json") from err
-    answer = _object(answer, "the answer")
-    choices = answer.get("choices")
-    if not isinstance(choices, (list, type(None))):
-        raise MalformedAnswerError(part="choices")
-    chunk: dict[str, Any] = {
+    answer = read_object(decoded, "the answer")
+    choices = (
+        read_object(choice, "choices")
+        for choice in read_list(answer.get("choices"), "choices")
+    )
+    chunk: JSONObject = {
         "choices": [
             {
                 "index": choice.get("index", 0),
                 "delta": choice.get("message"),
                 "finish_reason": choice.get("finish_reason"),
             }
-            for choice in (_object(item, "choices") for item in choices or ())
+            for choice in choices
         ],
         "usage": answer.get("usage"),
     }
@@ -247,7 +220,7 @@ def whole_answer_chunk(raw: bytes) -> dict[str, Any]:
     return chunk
 
 
-def usage_stats(usage: dict[str, Any]) -> dict[str, Any]:
+def usage_stats(usage: Mapping[str, object]) -> dict[str, object]:
     """Return the token figures Home Assistant's trace view shows."""
     details = usage.get("prompt_tokens_details")
     cached = details.get("cached_tokens") if isinstance(details, dict) else None

@@ -18,6 +18,7 @@ from homeassistant.core import HomeAssistant
 
 from .models.capabilities import ModelCapabilities
 from .models.features import PROVIDER_TOOLS, Feature
+from .prompt_items import PromptItem, responses_items
 from .render import Instructions
 from .request import RequestSettings, ToolSet, without_keys
 from .responses_chat_form import (
@@ -267,6 +268,10 @@ class ResponsesDialect:
     ) -> list[dict[str, Any]]:
         """Return the chat log as input items."""
         return await self._renderer.async_render(contents, instructions)
+
+    def prompt_items(self, conversation: list[dict[str, Any]]) -> list[PromptItem]:
+        """Return the input items, each with its kind told."""
+        return responses_items(conversation)
 
     def body(
         self, conversation: list[dict[str, Any]], response_format: dict[str, Any] | None

@@ -11,9 +11,9 @@ once the answer is complete: an answer cut off runs no tool.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from homeassistant.components import conversation
 from homeassistant.helpers import llm
@@ -29,6 +29,15 @@ from .errors import (
     TranslatedError,
 )
 from .overflow import parse_overflow
+from .provider_calls import PROVIDER_CALLS, provider_view, replayed_call
+from .readers import (
+    JSONObject,
+    read_index,
+    read_list,
+    read_object,
+    read_string,
+    string_or_none,
+)
 from .sse import EventStream, async_read_body
 from .think_tags import ThinkTagSplitter
 from .tool_answers import call_input
@@ -38,14 +47,9 @@ from .transport import parse_json
 type Delta = (
     conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
 )
-type Item = dict[str, Any]
+type Item = JSONObject
 
-# The chat log's name of each provider-run tool, by the type of its call.
-PROVIDER_CALLS: Final = {
-    "web_search_call": "web_search",
-    "code_interpreter_call": "code_interpreter",
-    "image_generation_call": "image_generation",
-}
+
 # Why an answer stopped short, in the words of our errors.
 _INCOMPLETE: Final = {
     "max_output_tokens": "answer_cut_at_token_limit",
@@ -58,20 +62,6 @@ _THINKING_DELTAS: Final = (
 )
 # What of a reasoning item goes back to the server.
 _REASONING_KEYS: Final = ("type", "id", "summary", "content", "encrypted_content")
-_REPLAYED_CALL_KEYS: Final = {
-    "web_search_call": ("type", "id", "status", "action"),
-    "code_interpreter_call": (
-        "type",
-        "id",
-        "status",
-        "code",
-        "container_id",
-        "outputs",
-    ),
-    # A generated image goes back without its bytes.
-    "image_generation_call": ("type", "id", "status"),
-}
-_CLEARED: Final = {"image_generation_call": {"result": None}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,36 +92,38 @@ class ResponsesStreamParser:
         self._spoken: list[str] = []
         # Output indexes whose deltas were read; the items read, by their ids.
         self._streamed: set[int] = set()
-        self._seen: set[tuple[str, Any]] = set()
+        self._seen: set[tuple[str, object]] = set()
         # (output index, summary index) of the last thinking delta.
-        self._summary_at: tuple[Any, Any] | None = None
+        self._summary_at: tuple[object, object] | None = None
         # The status the answer ended with, once it did.
         self._status: str | None = None
         self._incomplete_reason: str | None = None
         # Nothing was said since the last provider-run call.
         self._silent = False
         # The token usage in the Chat Completions form, if the server reported it.
-        self.usage: dict[str, Any] | None = None
+        self.usage: JSONObject | None = None
 
-    def feed(self, event: dict[str, Any]) -> list[Delta]:
+    def feed(self, event: JSONObject) -> list[Delta]:
         """Return the deltas one event adds."""
         kind = event.get("type")
         deltas: list[Delta] = []
         if kind in _TEXT_DELTAS:
             self._streamed.add(_index(event))
-            self._text(_string(event.get("delta"), "delta"), deltas)
+            self._text(read_string(event.get("delta"), "delta"), deltas)
         elif kind in _THINKING_DELTAS:
             self._streamed.add(_index(event))
             self._thinking(event, deltas)
         elif kind == "response.output_item.done":
-            self._item_done(_index(event), _object(event.get("item"), "item"), deltas)
+            self._item_done(
+                _index(event), read_object(event.get("item"), "item"), deltas
+            )
         elif kind in ("response.completed", "response.incomplete"):
-            self._finish(_object(event.get("response"), "response"), deltas)
+            self._finish(read_object(event.get("response"), "response"), deltas)
         elif kind in ("response.failed", "error"):
             raise _failure(event)
         return deltas
 
-    def feed_whole(self, response: dict[str, Any]) -> list[Delta]:
+    def feed_whole(self, response: JSONObject) -> list[Delta]:
         """Return the deltas of a whole answer that was not streamed."""
         deltas: list[Delta] = []
         self._finish(response, deltas)
@@ -182,9 +174,9 @@ class ResponsesStreamParser:
             spoken = self._citations.feed(spoken) + self._citations.flush()
         self._speak(spoken, deltas)
 
-    def _thinking(self, event: dict[str, Any], deltas: list[Delta]) -> None:
+    def _thinking(self, event: JSONObject, deltas: list[Delta]) -> None:
         """Add a piece of a reasoning summary (or of the reasoning itself)."""
-        text = _string(event.get("delta"), "delta")
+        text = read_string(event.get("delta"), "delta")
         at = (event.get("output_index"), event.get("summary_index"))
         if self._summary_at is not None and at != self._summary_at:
             text = f"\n\n{text}"
@@ -196,7 +188,7 @@ class ResponsesStreamParser:
 
     def _item_done(self, index: int, item: Item, deltas: list[Delta]) -> None:
         """Take one finished output item, once: the same item or call id is skipped."""
-        seen: set[tuple[str, Any]] = {
+        seen: set[tuple[str, object]] = {
             (key, value)
             for key in ("id", "call_id")
             if isinstance(value := item.get(key), str) and value
@@ -218,8 +210,8 @@ class ResponsesStreamParser:
     def _message_done(self, item: Item, streamed: bool, deltas: list[Delta]) -> None:
         """Finish a message: its text, said once, goes back as it was spoken."""
         if not streamed:
-            for part in _list(item.get("content"), "message.content"):
-                part = _object(part, "message.content")
+            for part in read_list(item.get("content"), "message.content"):
+                part = read_object(part, "message.content")
                 text = part.get("text", part.get("refusal"))
                 if isinstance(text, str):
                     self._text(text, deltas)
@@ -241,7 +233,7 @@ class ResponsesStreamParser:
             texts = [
                 part.get("text")
                 for key in ("summary", "content")
-                for part in _list(item.get(key), f"reasoning.{key}")
+                for part in read_list(item.get(key), f"reasoning.{key}")
                 if isinstance(part, dict)
             ]
             if thinking := "\n\n".join(t for t in texts if isinstance(t, str) and t):
@@ -254,8 +246,8 @@ class ResponsesStreamParser:
 
     def _call_done(self, item: Item) -> None:
         """Keep a function call until the answer is complete."""
-        name = _string(item.get("name"), "function_call.name")
-        call_id = _string(item.get("call_id"), "function_call.call_id")
+        name = read_string(item.get("name"), "function_call.name")
+        call_id = read_string(item.get("call_id"), "function_call.call_id")
         arguments = item.get("arguments")
         if not name or not call_id:
             return
@@ -286,16 +278,13 @@ class ResponsesStreamParser:
     def _provider_call_done(self, item: Item, deltas: list[Delta]) -> None:
         """Show a call the provider ran as an external tool call and its result."""
         kind = str(item["type"])
-        call_id = _string(item.get("id"), f"{kind}.id")
+        call_id = read_string(item.get("id"), f"{kind}.id")
         if not call_id:
             return
         name = PROVIDER_CALLS[kind]
-        arguments, result = _PROVIDER_VIEWS[kind](item)
-        status = item.get("status")
-        self._replay.append(
-            {key: item[key] for key in _REPLAYED_CALL_KEYS[kind] if key in item}
-            | _CLEARED.get(kind, {})
-        )
+        arguments, result = provider_view(kind, item)
+        status = string_or_none(item.get("status"))
+        self._replay.append(replayed_call(kind, item))
         deltas.append(
             {"tool_calls": [llm.ToolInput(name, arguments, id=call_id, external=True)]}
         )
@@ -327,15 +316,15 @@ class ResponsesStreamParser:
 
     # --- the end ------------------------------------------------------------------------
 
-    def _finish(self, response: dict[str, Any], deltas: list[Delta]) -> None:
+    def _finish(self, response: JSONObject, deltas: list[Delta]) -> None:
         """End the answer: items never streamed, usage, calls, and the status."""
         output = response.get("output")
         if response.get("status") == "failed" or (response.get("error") and not output):
             raise _failure({"response": response})
-        for index, item in enumerate(_list(output, "response.output")):
-            self._item_done(index, _object(item, "response.output"), deltas)
+        for index, item in enumerate(read_list(output, "response.output")):
+            self._item_done(index, read_object(item, "response.output"), deltas)
         if (usage := response.get("usage")) is not None:
-            self.usage = chat_usage(_object(usage, "response.usage"))
+            self.usage = chat_usage(read_object(usage, "response.usage"))
         self._flush_text(deltas)
         status = response.get("status")
         if status == "incomplete":
@@ -351,45 +340,7 @@ class ResponsesStreamParser:
         self._end_message(deltas)
 
 
-def _web_search_view(item: Item) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Return the arguments and result of a web search, as the chat log shows them."""
-    action = item.get("action")
-    action = action if isinstance(action, dict) else {}
-    sources = [
-        source["url"]
-        for source in action.get("sources") or ()
-        if isinstance(source, dict) and isinstance(source.get("url"), str)
-    ]
-    arguments = {key: value for key, value in action.items() if key != "sources"}
-    return arguments, {"sources": sources} if sources else {}
-
-
-def _code_view(item: Item) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Return the code that ran and what it printed or made."""
-    outputs = item.get("outputs")
-    return {"code": item.get("code")}, {
-        "outputs": outputs if isinstance(outputs, list) else []
-    }
-
-
-def _image_view(item: Item) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Return the prompt of a generated image, and its size; never its bytes."""
-    arguments = {"prompt": item.get("revised_prompt")}
-    return arguments, {
-        key: item[key] for key in ("size", "output_format") if key in item
-    }
-
-
-_PROVIDER_VIEWS: Final[
-    dict[str, Callable[[Item], tuple[dict[str, Any], dict[str, Any]]]]
-] = {
-    "web_search_call": _web_search_view,
-    "code_interpreter_call": _code_view,
-    "image_generation_call": _image_view,
-}
-
-
-def chat_usage(usage: dict[str, Any]) -> dict[str, Any]:
+def chat_usage(usage: Mapping[str, object]) -> JSONObject:
     """Return Responses API usage in the Chat Completions form the engine counts."""
     input_details = usage.get("input_tokens_details")
     output_details = usage.get("output_tokens_details")
@@ -410,7 +361,7 @@ def chat_usage(usage: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _failure(event: dict[str, Any]) -> ServerError:
+def _failure(event: JSONObject) -> ServerError:
     """Return the error of a failed answer or an error event.
 
     A context overflow (OpenAI's `context_length_exceeded`) is told apart, so
@@ -425,37 +376,9 @@ def _failure(event: dict[str, Any]) -> ServerError:
     return ServerError("api_error", message=message)
 
 
-def _index(event: dict[str, Any]) -> int:
+def _index(event: JSONObject) -> int:
     """Return the output index an event is about."""
-    index = event.get("output_index", 0)
-    if not isinstance(index, int) or isinstance(index, bool):
-        raise MalformedAnswerError(part="output_index")
-    return index
-
-
-def _object(value: Any, part: str) -> dict[str, Any]:
-    """Return an object of the answer."""
-    if not isinstance(value, dict):
-        raise MalformedAnswerError(part=part)
-    return value
-
-
-def _list(value: Any, part: str) -> list[Any]:
-    """Return a list of the answer; null means an empty one."""
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise MalformedAnswerError(part=part)
-    return value
-
-
-def _string(value: Any, part: str) -> str:
-    """Return a string of the answer; null means an empty one."""
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise MalformedAnswerError(part=part)
-    return value
+    return read_index(event.get("output_index", 0), "output_index")
 
 
 async def async_read_events(
@@ -473,7 +396,7 @@ async def async_read_events(
                     for delta in parser.feed(event):
                         yield delta
         else:
-            answer = _object(parse_json(await async_read_body(body)), "the answer")
+            answer = read_object(parse_json(await async_read_body(body)), "the answer")
             for delta in parser.feed_whole(answer):
                 yield delta
         for delta in parser.close():

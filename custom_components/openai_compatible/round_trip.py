@@ -26,6 +26,7 @@ from .const import LOGGER
 from .errors import ContextOverflowError, MalformedAnswerError, RequestRejectedError
 from .models.capabilities import ModelCapabilities
 from .models.features import Feature
+from .prompt_items import PromptItem
 from .render import Instructions
 from .request import RequestSettings, ToolSet
 from .sse import async_read_body
@@ -73,6 +74,9 @@ class Dialect[P: AnswerParser](Protocol):
         self, contents: list[conversation.Content], instructions: Instructions | None
     ) -> list[dict[str, Any]]:
         """Return the chat log as the body's conversation."""
+
+    def prompt_items(self, conversation: list[dict[str, Any]]) -> list[PromptItem]:
+        """Return the conversation as the window fits it: each part's kind told."""
 
     def body(
         self, conversation: list[dict[str, Any]], response_format: dict[str, Any] | None
@@ -156,7 +160,8 @@ class RoundTrip:
         if self._fit is None:
             return dialect.body(rendered, response_format)
         body = dialect.body(
-            self._fit.messages(rendered, dialect.tools), response_format
+            self._fit.messages(dialect.prompt_items(rendered), dialect.tools),
+            response_format,
         )
         return self._fit.limited(body, dialect.limit_key, dialect.least_limit)
 

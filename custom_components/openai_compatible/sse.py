@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
 import re
-from typing import Any
 
 from homeassistant.util.json import json_loads
 
 from .const import LOGGER
-from .errors import MalformedAnswerError, ServerError
+from .errors import ServerError
+from .readers import JSONObject, read_object
 from .redact import redact
 
 # The longest line of an event stream we read.
@@ -26,6 +26,8 @@ MAX_ANSWER_BYTES = 16 * 1024 * 1024
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 _BOM = b"\xef\xbb\xbf"
 _DONE = b"[DONE]"
+# What the error names an event that is no JSON object.
+_EVENT = "a stream event"
 # How much of a line that is not JSON the debug log shows.
 _LOGGED_BYTES = 200
 
@@ -153,7 +155,7 @@ class EventStream:
         self._max_bytes = max_bytes
         self.done = False
 
-    async def __aiter__(self) -> AsyncIterator[list[dict[str, Any]]]:
+    async def __aiter__(self) -> AsyncIterator[list[JSONObject]]:
         """Yield the JSON objects of the events each network chunk completes."""
         decoder = SSEDecoder(self._max_line)
         async for chunk in async_capped(self._chunks, self._max_bytes):
@@ -162,7 +164,7 @@ class EventStream:
             ]
         yield [event for data in decoder.close() for event in self._events(data)]
 
-    def _events(self, data: bytes) -> list[dict[str, Any]]:
+    def _events(self, data: bytes) -> list[JSONObject]:
         """Return the objects in one event's data; note `[DONE]`."""
         if self.done:
             return []
@@ -170,24 +172,17 @@ class EventStream:
             self.done = True
             return []
         try:
-            return [_object(json_loads(data))]
+            return [read_object(json_loads(data), _EVENT)]
         except ValueError:
             pass
         if b"\n" in data:
             # A server that ends events with one LF instead of two.
             return [event for line in data.split(b"\n") for event in self._events(line)]
         try:
-            return [_object(json_loads(data.decode("utf-8", "replace")))]
+            return [read_object(json_loads(data.decode("utf-8", "replace")), _EVENT)]
         except ValueError:
             LOGGER.debug(
                 "Skipping stream data that is not JSON: %r",
                 redact(data[:_LOGGED_BYTES].decode("utf-8", "replace")),
             )
             return []
-
-
-def _object(value: Any) -> dict[str, Any]:
-    """Return an event's JSON value, which must be an object."""
-    if not isinstance(value, dict):
-        raise MalformedAnswerError(part="a stream event")
-    return value

@@ -16,7 +16,8 @@ from homeassistant.helpers.json import json_dumps
 from homeassistant.util.json import json_loads
 
 from .const import LOGGER
-from .errors import MalformedAnswerError, ModelError
+from .errors import ModelError
+from .readers import CallFragment, read_call_fragment
 
 # The most tool calls one answer may ask for.
 MAX_TOOL_CALLS = 32
@@ -110,33 +111,20 @@ class ToolCallAssembler:
         self.calls: list[PendingCall] = []
         self._by_index: dict[int, PendingCall] = {}
 
-    def add(self, fragment: Any) -> None:
+    def add(self, value: object) -> None:
         """Merge one `tool_calls` fragment into the call it belongs to."""
-        if not isinstance(fragment, dict):
-            raise MalformedAnswerError(part="tool_calls")
-        function = fragment.get("function")
-        if function is None:
-            function = {}
-        elif not isinstance(function, dict):
-            raise MalformedAnswerError(part="tool_calls.function")
-        call_id = _text(fragment.get("id"), "tool_calls.id") or None
-        name = _text(function.get("name"), "tool_calls.function.name") or None
-        arguments = function.get("arguments")
-        if not isinstance(arguments, (str, dict, type(None))):
-            raise MalformedAnswerError(part="tool_calls.function.arguments")
-        index = fragment.get("index")
-        if not isinstance(index, int):
-            index = len(self.calls)
+        fragment = read_call_fragment(value)
+        index = len(self.calls) if fragment.index is None else fragment.index
         current = self._by_index.get(index)
-        if current is None or _starts_new(current, call_id, name, arguments):
-            current = self._start(index, PendingCall(call_id, name))
+        if current is None or _starts_new(current, fragment):
+            current = self._start(index, PendingCall(fragment.call_id, fragment.name))
         else:
-            current.call_id = current.call_id or call_id
-            current.name = current.name or name
-        if isinstance(arguments, dict):
-            current.decoded = arguments
-        elif arguments:
-            current.add_arguments(arguments)
+            current.call_id = current.call_id or fragment.call_id
+            current.name = current.name or fragment.name
+        if isinstance(fragment.arguments, dict):
+            current.decoded = fragment.arguments
+        elif fragment.arguments:
+            current.add_arguments(fragment.arguments)
 
     def adopt(self, calls: list[PendingCall]) -> None:
         """Take calls written as text, unless the server sent calls of its own."""
@@ -170,28 +158,17 @@ def too_many_calls() -> ModelError:
     return ModelError("too_many_tool_calls", limit=str(MAX_TOOL_CALLS))
 
 
-def _text(value: Any, part: str) -> str | None:
-    """Return a string field of a fragment, or None when it is absent."""
-    if value is None or isinstance(value, str):
-        return value
-    raise MalformedAnswerError(part=part)
-
-
-def _starts_new(
-    current: PendingCall,
-    call_id: str | None,
-    name: str | None,
-    arguments: str | dict[str, Any] | None,
-) -> bool:
+def _starts_new(current: PendingCall, fragment: CallFragment) -> bool:
     """Tell whether a fragment under a used index starts a call of its own.
 
     Some servers put several calls under one index: a new id tells, and so
     does a new name with fresh arguments after complete ones.
     """
-    if call_id is not None:
-        return current.call_id not in (None, call_id)
+    if fragment.call_id is not None:
+        return current.call_id not in (None, fragment.call_id)
+    arguments = fragment.arguments
     return (
-        name is not None
+        fragment.name is not None
         and current.name is not None
         and (isinstance(arguments, dict) or (arguments or "").lstrip()[:1] == "{")
         and current.arguments_complete()
@@ -259,7 +236,7 @@ def _tagged_bodies(text: str) -> list[str] | None:
     return bodies
 
 
-def _written_call(item: Any, tool_names: Mapping[str, str]) -> PendingCall | None:
+def _written_call(item: object, tool_names: Mapping[str, str]) -> PendingCall | None:
     """Return the call one written object stands for, if it is one."""
     if not isinstance(item, dict):
         return None
@@ -275,7 +252,7 @@ def _written_call(item: Any, tool_names: Mapping[str, str]) -> PendingCall | Non
     return PendingCall(None, name, decoded=arguments)
 
 
-def offered_name(name: Any, tool_names: Mapping[str, str]) -> str | None:
+def offered_name(name: object, tool_names: Mapping[str, str]) -> str | None:
     """Return the offered tool a name the model gave means, also without its prefix."""
     if not isinstance(name, str):
         return None

@@ -30,21 +30,21 @@ from .const import (
     DOMAIN,
     LOGGER,
 )
-from .context import (
+from .errors import ContextOverflowError, ContextWindowError
+from .model_fit import check_tools_kept
+from .models.features import Feature
+from .models.reports import ServerKind
+from .prompt_fit import (
     DEFAULT_ANSWER_TOKENS,
     ConversationCut,
     Fitted,
     Limits,
-    Message,
     TokenEstimate,
     fit,
     raw_message,
     split_turns,
 )
-from .errors import ContextOverflowError, ContextWindowError
-from .model_fit import check_tools_kept
-from .models.features import Feature
-from .models.reports import ServerKind
+from .prompt_items import Message, PromptItem
 
 if TYPE_CHECKING:
     from .models.capabilities import Capabilities, ModelCapabilities
@@ -179,7 +179,7 @@ class RequestFit:
         # The request last asked for, before fitting; the raw estimates of
         # it as sent, and of its system messages; and whether it was sent
         # again after an overflow.
-        self._asked: tuple[list[Message], list[dict[str, Any]]] = ([], [])
+        self._asked: tuple[list[PromptItem], list[dict[str, Any]]] = ([], [])
         self._sent_raw = 0.0
         self._sent_system_raw = 0.0
         self._sent_tools: list[dict[str, Any]] = []
@@ -197,7 +197,7 @@ class RequestFit:
         return rest if limit is None else {**rest, key: max(limit, least)}
 
     def messages(
-        self, messages: list[Message], tools: list[dict[str, Any]]
+        self, messages: list[PromptItem], tools: list[dict[str, Any]]
     ) -> list[Message]:
         """Return the messages of a new request, fitted into the window."""
         self._retried = False
@@ -273,7 +273,7 @@ class RequestFit:
         )
 
     def _fitted(
-        self, messages: list[Message], tools: list[dict[str, Any]]
+        self, messages: list[PromptItem], tools: list[dict[str, Any]]
     ) -> list[Message]:
         """Fit the messages, trace what was done, and keep the repair current."""
         limits = self._owner.limits(self._capabilities, self._settings)
@@ -284,9 +284,9 @@ class RequestFit:
             self._owner.report(self._chat_log, err)
             raise
         self._owner.resolve(self._chat_log.hass)
-        self._sent_raw = estimate.raw_request(fitted.messages, tools)
+        self._sent_raw = estimate.raw_request(fitted.items, tools)
         self._sent_tools = tools
-        head, _turns = split_turns(fitted.messages)
+        head, _turns = split_turns(fitted.items)
         self._sent_system_raw = sum(map(raw_message, head))
         self._answer_limit = (
             fitted.answer_tokens

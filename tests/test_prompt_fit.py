@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from custom_components.openai_compatible.context import (
+from custom_components.openai_compatible.errors import ContextWindowError
+from custom_components.openai_compatible.overflow import (
+    MAX_FIGURE_DIGITS,
+    Overflow,
+    parse_overflow,
+)
+from custom_components.openai_compatible.prompt_fit import (
     ATTACHMENT_TOKENS,
     CHARS_PER_TOKEN,
     ESCAPE_TOKENS,
@@ -16,6 +22,7 @@ from custom_components.openai_compatible.context import (
     MIN_ANSWER_TOKENS,
     SAFETY_SHARE,
     ConversationCut,
+    Fitted,
     Limits,
     TokenEstimate,
     fit,
@@ -23,11 +30,10 @@ from custom_components.openai_compatible.context import (
     raw_message,
     split_turns,
 )
-from custom_components.openai_compatible.errors import ContextWindowError
-from custom_components.openai_compatible.overflow import (
-    MAX_FIGURE_DIGITS,
-    Overflow,
-    parse_overflow,
+from custom_components.openai_compatible.prompt_items import (
+    chat_items,
+    responses_items,
+    wire_messages,
 )
 
 SYSTEM = {"role": "system", "content": "You control a home. " * 50}
@@ -81,7 +87,25 @@ def chat_turn(index: int, words: int = 20) -> list[dict[str, Any]]:
 
 def tokens_of(messages: list[dict[str, Any]], tools: list[Any]) -> int:
     """Return the uncalibrated estimate of a request."""
-    return TokenEstimate().tokens(TokenEstimate().raw_request(messages, tools))
+    return TokenEstimate().tokens(
+        TokenEstimate().raw_request(chat_items(messages), tools)
+    )
+
+
+def fit_chat(
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    limits: Limits,
+    estimate: TokenEstimate,
+    cut: ConversationCut,
+) -> Fitted:
+    """Fit Chat Completions messages."""
+    return fit(chat_items(messages), tools, limits, estimate, cut)
+
+
+def raw_chat(message: dict[str, Any]) -> float:
+    """Return the raw estimate of one Chat Completions message."""
+    return raw_message(*chat_items([message]))
 
 
 # --- the estimate ---------------------------------------------------------------
@@ -89,9 +113,9 @@ def tokens_of(messages: list[dict[str, Any]], tools: list[Any]) -> int:
 
 def test_raw_message() -> None:
     """Text counts by characters; attachments and calls have fixed costs."""
-    assert raw_message(user("x" * 35)) == MESSAGE_TOKENS + 35 / CHARS_PER_TOKEN
+    assert raw_chat(user("x" * 35)) == MESSAGE_TOKENS + 35 / CHARS_PER_TOKEN
     escaped = json.dumps('a\nb"c')
-    assert raw_message(user(escaped)) == (
+    assert raw_chat(user(escaped)) == (
         MESSAGE_TOKENS + 2 * ESCAPE_TOKENS + len(escaped) / CHARS_PER_TOKEN
     )
     parts = {
@@ -101,12 +125,10 @@ def test_raw_message() -> None:
             {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}},
         ],
     }
-    assert raw_message(parts) == (
-        MESSAGE_TOKENS + ATTACHMENT_TOKENS + 7 / CHARS_PER_TOKEN
-    )
+    assert raw_chat(parts) == (MESSAGE_TOKENS + ATTACHMENT_TOKENS + 7 / CHARS_PER_TOKEN)
     call = tool_round("c1", "Ping", "{}")[0]
-    assert raw_message(call) == 2 * MESSAGE_TOKENS + len("Ping{}") / CHARS_PER_TOKEN
-    assert raw_message({"role": "assistant", "content": None}) == MESSAGE_TOKENS
+    assert raw_chat(call) == 2 * MESSAGE_TOKENS + len("Ping{}") / CHARS_PER_TOKEN
+    assert raw_chat({"role": "assistant", "content": None}) == MESSAGE_TOKENS
 
 
 def test_tools_are_measured_once_per_list() -> None:
@@ -148,12 +170,13 @@ def test_split_turns() -> None:
     greeting = assistant("Hello, how can I help?")
     first = [user("a"), *tool_round("c1", "Ping", "{}"), assistant("done")]
     second = [user("b")]
-    head, turns = split_turns([SYSTEM, greeting, *first, *second])
+    head, turns = split_turns(chat_items([SYSTEM, greeting, *first, *second]))
 
-    assert head == [SYSTEM]
-    assert turns == [[greeting], first, second]
+    assert wire_messages(head) == [SYSTEM]
+    assert [wire_messages(turn) for turn in turns] == [[greeting], first, second]
     assert split_turns([]) == ([], [])
-    assert split_turns([SYSTEM]) == ([SYSTEM], [])
+    head, turns = split_turns(chat_items([SYSTEM]))
+    assert (wire_messages(head), turns) == ([SYSTEM], [])
 
 
 # --- fitting without a window --------------------------------------------------
@@ -164,7 +187,7 @@ def test_no_window_keeps_everything() -> None:
     messages = [SYSTEM, *[m for i in range(50) for m in chat_turn(i, 500)], user("q")]
     cut = ConversationCut()
 
-    fitted = fit(messages, TOOLS, Limits(None), TokenEstimate(), cut)
+    fitted = fit_chat(messages, TOOLS, Limits(None), TokenEstimate(), cut)
 
     assert fitted.messages == messages
     assert fitted.kept_turns == 50
@@ -179,7 +202,7 @@ def test_history_to_keep_drops_in_steps() -> None:
     kept: list[int] = []
     starts: list[str] = []
     for index in range(20):
-        fitted = fit(
+        fitted = fit_chat(
             [SYSTEM, *history, user(f"now {index}")],
             TOOLS,
             Limits(None, history_turns=10),
@@ -202,7 +225,7 @@ def test_small_history_settings(keep: int, kept: int) -> None:
     """Keeping few turns drops what it must; none keeps only the current turn."""
     messages = [SYSTEM, *[m for i in range(6) for m in chat_turn(i)], user("q")]
 
-    fitted = fit(
+    fitted = fit_chat(
         messages,
         [],
         Limits(None, history_turns=keep),
@@ -222,7 +245,7 @@ def test_small_request_is_untouched() -> None:
     """A request that fits is sent as it is."""
     messages = [SYSTEM, *chat_turn(1), user("q")]
 
-    fitted = fit(messages, TOOLS, Limits(8192), TokenEstimate(), ConversationCut())
+    fitted = fit_chat(messages, TOOLS, Limits(8192), TokenEstimate(), ConversationCut())
 
     assert fitted.messages == messages
     assert fitted.tokens == tokens_of(messages, TOOLS)
@@ -233,7 +256,7 @@ def test_prompt_too_large() -> None:
     fixed = tokens_of([SYSTEM], TOOLS)
 
     with pytest.raises(ContextWindowError) as caught:
-        fit(
+        fit_chat(
             [SYSTEM, user("hi")],
             TOOLS,
             Limits(fixed),
@@ -276,7 +299,9 @@ def test_long_conversation_fits_with_a_stable_start() -> None:
         current = [user(f"turn {index}")]
         if index % 5 == 0:
             current += tool_round(f"call{index}", "Ping", '{"ok": true}')
-        fitted = fit([SYSTEM, *history, *current], TOOLS, Limits(window), estimate, cut)
+        fitted = fit_chat(
+            [SYSTEM, *history, *current], TOOLS, Limits(window), estimate, cut
+        )
         assert fitted.tokens + fitted.answer_tokens <= window * 0.95
         assert fitted.answer_tokens >= (window * 0.95 - tokens_of([SYSTEM], TOOLS)) // 2
         assert fitted.messages[0] == SYSTEM
@@ -297,12 +322,12 @@ def test_dropped_turns_stay_dropped() -> None:
     cut = ConversationCut(dropped_turns=3)
     messages = [SYSTEM, *[m for i in range(5) for m in chat_turn(i)], user("q")]
 
-    fitted = fit(messages, TOOLS, Limits(100_000), TokenEstimate(), cut)
+    fitted = fit_chat(messages, TOOLS, Limits(100_000), TokenEstimate(), cut)
 
     assert fitted.dropped_turns == 3
     assert fitted.messages[1] == chat_turn(3)[0]
     # A conversation shorter than what was dropped (a new log under the same id).
-    fitted = fit([SYSTEM, user("q")], TOOLS, Limits(100_000), TokenEstimate(), cut)
+    fitted = fit_chat([SYSTEM, user("q")], TOOLS, Limits(100_000), TokenEstimate(), cut)
     assert fitted.messages == [SYSTEM, user("q")]
     assert cut.dropped_turns == 0
 
@@ -318,7 +343,7 @@ def test_oversized_tool_result_is_cut_with_a_note() -> None:
     ]
     cut = ConversationCut()
 
-    fitted = fit(messages, TOOLS, Limits(4096), TokenEstimate(), cut)
+    fitted = fit_chat(messages, TOOLS, Limits(4096), TokenEstimate(), cut)
 
     content = fitted.messages[-1]["content"]
     assert len(content) < len(result) / 4
@@ -363,11 +388,16 @@ def test_responses_items_are_measured_and_cut_alike() -> None:
     cut = ConversationCut()
 
     fitted = fit(
-        items, [*tools, {"type": "web_search"}], Limits(4096), TokenEstimate(), cut
+        responses_items(items),
+        [*tools, {"type": "web_search"}],
+        Limits(4096),
+        TokenEstimate(),
+        cut,
     )
 
-    assert raw_message(reasoning) == MESSAGE_TOKENS + 19 / CHARS_PER_TOKEN
-    assert raw_message(call) == raw_message(tool_round("c1", "GetLiveContext", "")[0])
+    read_reasoning, read_call = responses_items([reasoning, call])
+    assert raw_message(read_reasoning) == MESSAGE_TOKENS + 19 / CHARS_PER_TOKEN
+    assert raw_message(read_call) == raw_chat(tool_round("c1", "GetLiveContext", "")[0])
     text = fitted.messages[-1]["output"]
     assert text.endswith(
         "For the rest, call GetLiveContext again with narrower arguments "
@@ -383,10 +413,10 @@ def test_cut_is_repeated_exactly_in_later_requests() -> None:
     first_turn = [user("show all"), *tool_round("c1", "Ping", result)]
     estimate = TokenEstimate()
     cut = ConversationCut()
-    first = fit([SYSTEM, *first_turn], TOOLS, Limits(8192), estimate, cut)
+    first = fit_chat([SYSTEM, *first_turn], TOOLS, Limits(8192), estimate, cut)
 
     estimate.calibrate(100, 130)
-    later = fit(
+    later = fit_chat(
         [SYSTEM, *first_turn, assistant("Done."), user("thanks")],
         TOOLS,
         Limits(8192),
@@ -404,7 +434,7 @@ def test_remembered_cut_longer_than_the_result() -> None:
     messages = [SYSTEM, user("q"), *tool_round("c1", "Ping", "z" * 5000)]
     cut = ConversationCut(result_chars={"c1": 10_000})
 
-    fitted = fit(messages, TOOLS, Limits(4096), TokenEstimate(), cut)
+    fitted = fit_chat(messages, TOOLS, Limits(4096), TokenEstimate(), cut)
 
     assert fitted.messages == messages
 
@@ -414,7 +444,7 @@ def test_results_of_the_current_turn_share_the_room() -> None:
     rounds = [m for n in range(4) for m in tool_round(f"c{n}", "Ping", "y" * 20_000)]
     cut = ConversationCut()
 
-    fitted = fit(
+    fitted = fit_chat(
         [SYSTEM, user("all"), *rounds], TOOLS, Limits(6000), TokenEstimate(), cut
     )
 
@@ -428,7 +458,7 @@ def test_results_of_the_current_turn_share_the_room() -> None:
 def test_message_too_large() -> None:
     """A user message that cannot fit even alone raises, with the numbers."""
     with pytest.raises(ContextWindowError) as caught:
-        fit(
+        fit_chat(
             [SYSTEM, user("word " * 10_000)],
             TOOLS,
             Limits(4096),
@@ -457,7 +487,7 @@ def test_answer_room_is_what_the_window_leaves() -> None:
     assert tokens_of([ASSIST_PROMPT], []) == 1411
     message = user("x" * int(700 * CHARS_PER_TOKEN))
 
-    fitted = fit(
+    fitted = fit_chat(
         [ASSIST_PROMPT, message],
         [],
         Limits(SMALL_WINDOW),
@@ -479,10 +509,14 @@ def test_message_is_refused_only_without_the_least_answer_room() -> None:
     too_long = user("x" * int((least - MESSAGE_TOKENS + 2) * CHARS_PER_TOKEN))
     limits = Limits(SMALL_WINDOW)
 
-    fitted = fit([ASSIST_PROMPT, fits], [], limits, TokenEstimate(), ConversationCut())
+    fitted = fit_chat(
+        [ASSIST_PROMPT, fits], [], limits, TokenEstimate(), ConversationCut()
+    )
     assert fitted.answer_tokens == MIN_ANSWER_TOKENS
     with pytest.raises(ContextWindowError) as caught:
-        fit([ASSIST_PROMPT, too_long], [], limits, TokenEstimate(), ConversationCut())
+        fit_chat(
+            [ASSIST_PROMPT, too_long], [], limits, TokenEstimate(), ConversationCut()
+        )
 
     assert caught.value.translation_key == "message_too_large"
     needed = tokens_of([ASSIST_PROMPT, too_long], []) + MIN_ANSWER_TOKENS
@@ -498,7 +532,7 @@ def test_small_window_keeps_history_and_half_for_the_answer() -> None:
     history: list[dict[str, Any]] = []
     for index in range(12):
         current = user(f"Question {index}: " + "word " * 20)
-        fitted = fit(
+        fitted = fit_chat(
             [ASSIST_PROMPT, *history, current], [], Limits(SMALL_WINDOW), estimate, cut
         )
         history += [current, assistant("An answer. " * 10)]
@@ -511,7 +545,7 @@ def test_small_window_keeps_history_and_half_for_the_answer() -> None:
 
 def test_answer_room_with_a_small_limit() -> None:
     """A limit under the least room is kept whole: the least is never more."""
-    fitted = fit(
+    fitted = fit_chat(
         [ASSIST_PROMPT, user("hi")],
         [],
         Limits(SMALL_WINDOW, answer_tokens=100),

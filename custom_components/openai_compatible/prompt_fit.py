@@ -1,7 +1,8 @@
 """Fit each request into the model's context window, measured in tokens.
 
-Pure functions over a request's conversation, as either wire API renders it:
-Chat Completions messages, or Responses API input items:
+Pure functions over a request's conversation, as either wire API renders it
+(Chat Completions messages, or Responses API input items), read as the prompt
+items of prompt_items.py:
 
 - a cheap token estimate (characters, with a few fixed costs), corrected by
   the server's own `usage.prompt_tokens` of earlier requests;
@@ -20,7 +21,7 @@ Reading a server's context-overflow error is overflow.py's.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 import math
 from typing import Any
@@ -28,9 +29,11 @@ from typing import Any
 from homeassistant.helpers.json import json_dumps
 
 from .errors import ContextWindowError
+from .prompt_items import ItemKind, Message, PromptItem, chat_items, wire_messages
 
-type Message = dict[str, Any]
-type Turn = list[Message]
+type Turn = list[PromptItem]
+# The tools of a request as sent.
+type Tools = Sequence[Mapping[str, object]]
 
 # Characters per token of the raw estimate, before calibration; on the low
 # side of real tokenizers, so an uncalibrated estimate tends to be too high.
@@ -63,8 +66,6 @@ HISTORY_STEP = 4
 # prompt, or counts only part of it).
 _RATIO_RANGE = (0.25, 4.0)
 
-_HEAD_ROLES = ("system", "developer")
-
 
 class TokenEstimate:
     """A token estimate, calibrated by what the server counted before."""
@@ -74,7 +75,7 @@ class TokenEstimate:
         # Server tokens per raw estimated token.
         self.ratio = 1.0
         self.calibrated = False
-        self._tools: tuple[list[dict[str, Any]], float] | None = None
+        self._tools: tuple[Tools, float] | None = None
 
     def tokens(self, raw: float) -> int:
         """Return the calibrated token count of a raw estimate."""
@@ -84,7 +85,7 @@ class TokenEstimate:
         """Return about how many characters make this many tokens."""
         return int(tokens / self.ratio * CHARS_PER_TOKEN)
 
-    def raw_tools(self, tools: list[dict[str, Any]]) -> float:
+    def raw_tools(self, tools: Tools) -> float:
         """Return the raw estimate of the tools, computed once per tool list."""
         cached = self._tools
         if cached is None or cached[0] is not tools:
@@ -92,9 +93,9 @@ class TokenEstimate:
             self._tools = cached
         return cached[1]
 
-    def raw_request(self, messages: Iterable[Message], tools: list[Any]) -> float:
+    def raw_request(self, items: Iterable[PromptItem], tools: Tools) -> float:
         """Return the raw estimate of a whole request."""
-        return sum(map(raw_message, messages)) + self.raw_tools(tools)
+        return sum(map(raw_message, items)) + self.raw_tools(tools)
 
     def calibrate(self, raw: float, prompt_tokens: Any) -> None:
         """Correct the estimate by the tokens the server counted for it."""
@@ -108,11 +109,11 @@ class TokenEstimate:
         self.calibrated = True
 
 
-def raw_message(message: Message) -> float:
+def raw_message(item: PromptItem) -> float:
     """Return the raw token estimate of one rendered message or input item."""
     chars = 0
     fixed: float = MESSAGE_TOKENS
-    content = message.get(_result_field(message) or "content")
+    content = item.text
     if isinstance(content, str):
         chars += len(content)
         fixed += content.count("\\") * ESCAPE_TOKENS
@@ -123,49 +124,13 @@ def raw_message(message: Message) -> float:
                 chars += len(text)
             else:
                 fixed += ATTACHMENT_TOKENS
-    for _call_id, name, arguments in _calls(message):
-        chars += len(name) + len(arguments)
+    for call in item.calls:
+        chars += len(call.name) + len(call.arguments)
         fixed += MESSAGE_TOKENS
-    for part in message.get("summary") or ():
-        # A Responses reasoning item's summary; its encrypted content is
-        # not read again as tokens.
-        if isinstance(part, dict) and isinstance(text := part.get("text"), str):
-            chars += len(text)
+    # A Responses reasoning item's summary; its encrypted content is not
+    # read again as tokens.
+    chars += sum(map(len, item.summary))
     return fixed + chars / CHARS_PER_TOKEN
-
-
-def _result_field(message: Message) -> str | None:
-    """Return the field that holds a tool result's text; None for others."""
-    if message.get("role") == "tool":
-        return "content"
-    if message.get("type") == "function_call_output":
-        return "output"
-    return None
-
-
-def _result_call_id(message: Message) -> str:
-    """Return the id of the call a tool result answers."""
-    return str(message.get("tool_call_id") or message.get("call_id"))
-
-
-def _calls(message: Message) -> list[tuple[Any, str, str]]:
-    """Return the id, tool name and arguments of each call a message makes."""
-    if message.get("type") == "function_call":
-        return [
-            (
-                message.get("call_id"),
-                str(message.get("name")),
-                str(message.get("arguments")),
-            )
-        ]
-    return [
-        (
-            call.get("id"),
-            str((call.get("function") or {}).get("name")),
-            str((call.get("function") or {}).get("arguments")),
-        )
-        for call in message.get("tool_calls") or ()
-    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,9 +161,9 @@ class ConversationCut:
 
 @dataclass(frozen=True, slots=True)
 class Fitted:
-    """A request's messages as sent, and what fitting did."""
+    """A request's conversation as sent, and what fitting did."""
 
-    messages: list[Message]
+    items: list[PromptItem]
     # Calibrated estimate of messages and tools.
     tokens: int
     kept_turns: int
@@ -206,22 +171,27 @@ class Fitted:
     # Room the window leaves the answer, at most what the limits ask.
     answer_tokens: int
 
+    @property
+    def messages(self) -> list[Message]:
+        """Return the messages or input items as they are sent."""
+        return wire_messages(self.items)
 
-def split_turns(messages: list[Message]) -> tuple[list[Message], list[Turn]]:
+
+def split_turns(items: list[PromptItem]) -> tuple[list[PromptItem], list[Turn]]:
     """Return the leading system messages and the turns after them.
 
     A turn starts with a user message and holds everything up to the next
     one, so a tool call and its result are always in the same turn.
     """
     start = 0
-    while start < len(messages) and messages[start].get("role") in _HEAD_ROLES:
+    while start < len(items) and items[start].kind is ItemKind.INSTRUCTIONS:
         start += 1
     turns: list[Turn] = []
-    for message in messages[start:]:
-        if not turns or message.get("role") == "user":
+    for item in items[start:]:
+        if not turns or item.kind is ItemKind.USER:
             turns.append([])
-        turns[-1].append(message)
-    return messages[:start], turns
+        turns[-1].append(item)
+    return items[:start], turns
 
 
 def fold_system(messages: list[Message]) -> list[Message]:
@@ -231,10 +201,10 @@ def fold_system(messages: list[Message]) -> list[Message]:
     user's. The same messages always fold the same, so the start of one
     request still repeats the previous one's.
     """
-    head, _turns = split_turns(messages)
+    head, _turns = split_turns(chat_items(messages))
     if not head:
         return messages
-    text = "\n\n".join(str(message.get("content") or "") for message in head)
+    text = "\n\n".join(str(item.text or "") for item in head)
     rest = messages[len(head) :]
     if not rest or rest[0].get("role") != "user":
         return [{"role": "user", "content": text}, *rest]
@@ -248,8 +218,8 @@ def fold_system(messages: list[Message]) -> list[Message]:
 
 
 def fit(
-    messages: list[Message],
-    tools: list[dict[str, Any]],
+    messages: list[PromptItem],
+    tools: Tools,
     limits: Limits,
     estimate: TokenEstimate,
     cut: ConversationCut,
@@ -304,6 +274,23 @@ def fit(
     )
 
 
+def _parameter_names(tools: Tools) -> dict[str, list[str]]:
+    """Return the parameter names of each function offered, by its name.
+
+    A Chat Completions tool nests its function; a Responses one does not, and
+    a provider-run one has no parameters at all.
+    """
+    names: dict[str, list[str]] = {}
+    for tool in tools:
+        function = tool.get("function", tool)
+        if not isinstance(function, Mapping) or "name" not in function:
+            continue
+        parameters = function.get("parameters")
+        properties = parameters.get("properties") if parameters else None
+        names[str(function["name"])] = list(properties or ())
+    return names
+
+
 def _answer_room(free: int, limits: Limits) -> int:
     """Return the room old turns leave the answer, of what the prompt leaves free.
 
@@ -313,7 +300,7 @@ def _answer_room(free: int, limits: Limits) -> int:
     return min(limits.answer_tokens, max(limits.least_answer_tokens, free // 2))
 
 
-def _join(turns: Iterable[Turn]) -> list[Message]:
+def _join(turns: Iterable[Turn]) -> list[PromptItem]:
     """Return the messages of the turns, in order."""
     return [message for turn in turns for message in turn]
 
@@ -352,8 +339,8 @@ class _ResultCutter:
 
     def __init__(
         self,
-        messages: list[Message],
-        tools: list[dict[str, Any]],
+        messages: list[PromptItem],
+        tools: Tools,
         estimate: TokenEstimate,
         cut: ConversationCut,
         rooms: tuple[int, int],
@@ -368,20 +355,9 @@ class _ResultCutter:
         self._rooms = rooms
         self._budget = max(MIN_RESULT_TOKENS, int(rooms[0] * RESULT_SHARE))
         self._names = {
-            call_id: name
-            for message in messages
-            for call_id, name, _arguments in _calls(message)
+            call.call_id: call.name for item in messages for call in item.calls
         }
-        # A Chat Completions tool nests its function; a Responses one does
-        # not, and a provider-run one has no parameters at all.
-        functions = [tool.get("function", tool) for tool in tools]
-        self._parameters = {
-            function["name"]: list(
-                (function.get("parameters") or {}).get("properties") or ()
-            )
-            for function in functions
-            if "name" in function
-        }
+        self._parameters = _parameter_names(tools)
 
     def apply(self, turn: Turn) -> Turn:
         """Return the turn with its tool results cut to their budget."""
@@ -396,8 +372,8 @@ class _ResultCutter:
         """
         fitted = self.apply(turn)
         used = self._estimate.tokens(sum(map(raw_message, fitted)))
-        results = [message for message in turn if _result_field(message)]
-        others = [message for message in turn if not _result_field(message)]
+        results = [item for item in turn if item.kind is ItemKind.RESULT]
+        others = [item for item in turn if item.kind is not ItemKind.RESULT]
         rest = self._estimate.tokens(sum(map(raw_message, others)))
         for room in self._rooms:
             if used <= room:
@@ -405,7 +381,7 @@ class _ResultCutter:
             share = (room - rest) // len(results) if results else 0
             if share >= MIN_RESULT_TOKENS:
                 for message in results:
-                    self._cut.result_chars.pop(_result_call_id(message), None)
+                    self._cut.result_chars.pop(message.answers, None)
                 return [
                     self._result(message, share - MESSAGE_TOKENS) for message in turn
                 ]
@@ -415,22 +391,20 @@ class _ResultCutter:
             window=f"{window:,}",
         )
 
-    def _result(self, message: Message, budget: int) -> Message:
-        """Return a tool result message cut to the budget, or as it is."""
-        field = _result_field(message)
-        content = message.get(field) if field else None
-        if field is None or not isinstance(content, str):
-            return message
-        call_id = _result_call_id(message)
-        keep = self._cut.result_chars.get(call_id)
+    def _result(self, item: PromptItem, budget: int) -> PromptItem:
+        """Return a tool result cut to the budget, or the item as it is."""
+        content = item.text
+        if item.kind is not ItemKind.RESULT or not isinstance(content, str):
+            return item
+        keep = self._cut.result_chars.get(item.answers)
         if keep is None:
-            if self._estimate.tokens(raw_message(message)) <= budget:
-                return message
+            if self._estimate.tokens(raw_message(item)) <= budget:
+                return item
             keep = self._estimate.chars(budget - MESSAGE_TOKENS)
-            self._cut.result_chars[call_id] = keep
+            self._cut.result_chars[item.answers] = keep
         if len(content) <= keep:
-            return message
-        return {**message, field: self._shortened(call_id, content, keep)}
+            return item
+        return item.with_text(self._shortened(item.answers, content, keep))
 
     def _shortened(self, call_id: str, content: str, keep: int) -> str:
         """Return the start of a result and a note on how to ask narrower."""
