@@ -31,15 +31,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from custom_components.openai_compatible.chat_stream import (  # noqa: E402
-    ChatStreamParser,
-    async_read_answer,
-)
-from custom_components.openai_compatible.error_answers import error_for_status  # noqa: E402
 from custom_components.openai_compatible.errors import TranslatedError  # noqa: E402
-from custom_components.openai_compatible.json_answer import (  # noqa: E402
+from custom_components.openai_compatible.server_errors.answers import error_for_status  # noqa: E402
+from custom_components.openai_compatible.structured.json_answer import (  # noqa: E402
     StructureMismatch,
     parse_json_answer,
+)
+from custom_components.openai_compatible.wire.chat_stream import (  # noqa: E402
+    ChatStreamParser,
+    async_read_answer,
 )
 
 TARGET_MS = 50.0

@@ -56,7 +56,7 @@ from custom_components.openai_compatible.const import (
 )
 from custom_components.openai_compatible.models.features import Feature
 from custom_components.openai_compatible.models.providers import PROVIDER_CUSTOM
-from custom_components.openai_compatible.structured import start_rung
+from custom_components.openai_compatible.structured.rungs import start_rung
 from simulator import AUDIO_MODELS, OpenAISimulator
 
 # ---------------------------------------------------------------------------

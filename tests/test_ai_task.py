@@ -30,7 +30,7 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_AI_TASK,
 )
 from custom_components.openai_compatible.models.features import Feature
-from custom_components.openai_compatible.structured import (
+from custom_components.openai_compatible.structured.rungs import (
     RUNG_INSTRUCTIONS,
     RUNG_JSON_OBJECT,
     RUNG_SCHEMA,

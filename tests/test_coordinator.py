@@ -29,12 +29,17 @@ from custom_components.openai_compatible.coordinator import (
     CHECK_INTERVAL,
     REFRESH_INTERVAL,
 )
-from custom_components.openai_compatible.model_issues import model_issue_id
 from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.models.issues import model_issue_id
 from simulator import OpenAISimulator
+from tests.models.test_issues import (
+    model_issues,
+    model_list_requests,
+    refresh,
+    subentry_id,
+)
 
 from .conftest import AGENT, STT_ENTITY, TTS_ENTITY, SetupEntry, converse, forget_button
-from .test_model_issues import model_issues, model_list_requests, refresh, subentry_id
 
 
 @pytest.fixture(autouse=True)

@@ -24,7 +24,7 @@ from pytest_homeassistant_custom_component.common import (
     async_fire_time_changed,
 )
 
-from custom_components.openai_compatible import api, server_info
+from custom_components.openai_compatible import api
 from custom_components.openai_compatible.api import MAX_LISTING_BYTES
 from custom_components.openai_compatible.const import (
     CONF_API,
@@ -40,6 +40,7 @@ from custom_components.openai_compatible.const import (
 from custom_components.openai_compatible.diagnostics import (
     async_get_config_entry_diagnostics,
 )
+from custom_components.openai_compatible.models import server_info
 from custom_components.openai_compatible.models.features import WireApi
 from custom_components.openai_compatible.models.providers import PROVIDER_CUSTOM
 from simulator import DEFAULT_MODELS, OpenAISimulator, Pause, chunk

@@ -27,11 +27,11 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_TTS,
 )
 from custom_components.openai_compatible.flows.titles import subentry_title
-from custom_components.openai_compatible.model_issues import model_issue_id
+from custom_components.openai_compatible.models.issues import model_issue_id
 from simulator import OpenAISimulator
+from tests.models.test_issues import BEFORE_GPT5_SHUTDOWN, model_issues, subentry_id
 
 from .conftest import SetupEntry
-from .test_model_issues import BEFORE_GPT5_SHUTDOWN, model_issues, subentry_id
 
 PACKAGE = Path(__file__).parent.parent / "custom_components" / "openai_compatible"
 EN = json.loads((PACKAGE / "translations" / "en.json").read_text(encoding="utf-8"))

@@ -475,7 +475,7 @@ async def test_an_answer_that_never_ends_is_cut(
     await setup_voice(stt={})
     simulator.enqueue("/audio/transcriptions", json={"text": "x" * 5000})
 
-    with patch("custom_components.openai_compatible.audio.MAX_TEXT_BYTES", 1000):
+    with patch("custom_components.openai_compatible.voice.audio.MAX_TEXT_BYTES", 1000):
         results = await transcribe(hass)
 
     assert results == ERROR

@@ -15,10 +15,10 @@ from homeassistant.exceptions import HomeAssistantError
 from mutagen.mp3 import MP3
 import pytest
 
-from custom_components.openai_compatible.audio_models import KOKORO_VOICES
 from custom_components.openai_compatible.const import CONF_TIMEOUT
 from custom_components.openai_compatible.models.features import Feature
 from custom_components.openai_compatible.tts import OpenAICompatibleTTSEntity
+from custom_components.openai_compatible.voice.audio_models import KOKORO_VOICES
 from simulator import OpenAISimulator
 from simulator.audio import synthesize
 
@@ -530,7 +530,7 @@ async def test_audio_beyond_the_cap_is_stopped(
     await setup_voice(tts={})
 
     with (
-        patch("custom_components.openai_compatible.audio.MAX_SPEECH_BYTES", 3000),
+        patch("custom_components.openai_compatible.voice.audio.MAX_SPEECH_BYTES", 3000),
         pytest.raises(HomeAssistantError, match="answer is larger than"),
     ):
         await speak(hass, pieces("A long enough sentence for the cap."))

@@ -15,12 +15,12 @@ from .const import CONF_PROVIDER, DOMAIN, LOGGER
 from .coordinator import ServerCoordinator, Survey, async_survey
 from .errors import AuthError, ServerError
 from .flows.titles import LEGACY_TITLES, subentry_title
-from .model_issues import ModelIssues
 from .models.capabilities import Capabilities, async_forget
+from .models.issues import ModelIssues
 from .models.providers import provider_for
 from .runtime import RuntimeData
-from .sse import mebibytes
-from .transport import Transport
+from .wire.sse import mebibytes
+from .wire.transport import Transport
 
 PLATFORMS = (
     Platform.AI_TASK,

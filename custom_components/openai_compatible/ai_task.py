@@ -28,15 +28,23 @@ from .const import CONF_IMAGE_MODEL, LOGGER, MAX_TOOL_ROUNDS_AI_TASK, SUBENTRY_A
 from .entity import OpenAICompatibleEntity
 from .errors import ModelError
 from .evaluate.evaluation import Evaluation
-from .images import async_generate_image
-from .json_answer import StructureMismatch, parse_json_answer, validate_result
-from .model_fit import check_model_takes, learning_refusals
+from .media.images import async_generate_image
+from .models.fit import check_model_takes, learning_refusals
 from .platforms import setup_per_subentry
-from .request import build_tool_set
-from .schema_check import check_answer
-from .selector_schema import structure_to_json_schema
-from .strict_schema import StrictUnsupported, drop_optional_nulls, strict_json_schema
-from .structured import StructuredRequest, async_climb
+from .structured.json_answer import (
+    StructureMismatch,
+    parse_json_answer,
+    validate_result,
+)
+from .structured.rungs import StructuredRequest, async_climb
+from .structured.schema_check import check_answer
+from .structured.selector_schema import structure_to_json_schema
+from .structured.strict_schema import (
+    StrictUnsupported,
+    drop_optional_nulls,
+    strict_json_schema,
+)
+from .wire.request import build_tool_set
 
 PARALLEL_UPDATES = 0
 

@@ -11,8 +11,6 @@ from homeassistant.core import HomeAssistant
 from yarl import URL
 
 from .const import CONF_BASE_URL, VALIDATION_TIMEOUT_SECONDS
-from .error_answers import error_for_status
-from .error_text import error_text
 from .errors import (
     AuthError,
     ConnectError,
@@ -22,8 +20,10 @@ from .errors import (
     ServerError,
 )
 from .models.providers import URL_PLACEHOLDER
-from .route_errors import names_unknown_model
-from .transport import Answer, Budget, Transport, parse_json
+from .server_errors.answers import error_for_status
+from .server_errors.routes import names_unknown_model
+from .server_errors.text import error_text
+from .wire.transport import Answer, Budget, Transport, parse_json
 
 # Answers to the probe that mean "no such route here", not "the server failed".
 MISSING_ENDPOINT_STATUSES = frozenset({400, 404, 405, 415, 422, 501})

@@ -28,7 +28,6 @@ from .const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
-from .discovery import async_answering_presets
 from .flows.chat_subentry import ModelSubentryFlowHandler
 from .flows.connection import (
     API_KEY_SELECTOR,
@@ -47,6 +46,7 @@ from .flows.voice_subentry import (
     SpeechToTextSubentryFlowHandler,
     TextToSpeechSubentryFlowHandler,
 )
+from .models.discovery import async_answering_presets
 from .models.kinds import chat_models_first, pick_chat_model
 from .models.providers import PROVIDER_CUSTOM, PROVIDERS, provider_for
 

@@ -33,8 +33,8 @@ from .errors import ServerError
 from .models.capabilities import server_fingerprint
 from .models.providers import provider_for
 from .models.reports import ServerReport
-from .server_info import async_server_report
-from .transport import Transport
+from .models.server_info import async_server_report
+from .wire.transport import Transport
 
 if TYPE_CHECKING:
     from . import OpenAICompatibleConfigEntry

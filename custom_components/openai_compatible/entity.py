@@ -13,7 +13,6 @@ from homeassistant.config_entries import ConfigSubentry
 from homeassistant.helpers import device_registry as dr, llm
 from homeassistant.helpers.update_coordinator import CoordinatorEntity
 
-from .chat_completions import ChatCompletionsDialect
 from .const import (
     CONF_API,
     CONF_AUDIO_MODEL,
@@ -32,18 +31,19 @@ from .const import (
 )
 from .coordinator import ServerCoordinator
 from .errors import AuthError, ModelError, ServerError
-from .model_fit import chat_log_attachments, check_model_takes, learning_refusals
 from .models.capabilities import ModelCapabilities
 from .models.features import Feature, WireApi, api_setting
+from .models.fit import chat_log_attachments, check_model_takes, learning_refusals
 from .models.provider_tools import responses_options
 from .models.providers import provider_for
-from .request import RequestSettings, ToolSet, build_tool_set
-from .responses import ResponsesDialect
-from .round_trip import Dialect, RoundTrip
 from .tool_answers import unanswerable_error
-from .transport import Budget
-from .window import ContextWindow, default_answer_limit
-from .wire_api import Adapter, FallbackAdapter
+from .window.context_window import ContextWindow, default_answer_limit
+from .wire.chat_completions import ChatCompletionsDialect
+from .wire.request import RequestSettings, ToolSet, build_tool_set
+from .wire.responses import ResponsesDialect
+from .wire.round_trip import Dialect, RoundTrip
+from .wire.route_fallback import Adapter, FallbackAdapter
+from .wire.transport import Budget
 
 if TYPE_CHECKING:
     from . import OpenAICompatibleConfigEntry

@@ -17,7 +17,7 @@ from homeassistant.exceptions import HomeAssistantError
 from .const import DOMAIN
 from .models.features import Feature
 from .models.lessons import rejection_source
-from .redact import redact
+from .server_errors.redact import redact
 
 
 class TranslatedError(HomeAssistantError):

@@ -19,20 +19,20 @@ from homeassistant.const import CONF_PROMPT
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import area_registry as ar
 
-from .audio import (
-    MAX_RECORDING_BYTES,
-    TranscriptionRequest,
-    TranscriptPart,
-    async_transcribe,
-)
-from .audio_files import pcm_wav
-from .audio_models import transcription_languages
 from .const import CONF_AUDIO_MODEL, CONF_HINT_NAMES, LOGGER, SUBENTRY_STT
 from .entity import OpenAICompatibleSubentryEntity
 from .errors import InputError, RequestRejectedError, TranslatedError
 from .models.features import Feature
 from .platforms import setup_per_subentry
-from .sse import mebibytes
+from .voice.audio import (
+    MAX_RECORDING_BYTES,
+    TranscriptionRequest,
+    TranscriptPart,
+    async_transcribe,
+)
+from .voice.audio_files import pcm_wav
+from .voice.audio_models import transcription_languages
+from .wire.sse import mebibytes
 
 PARALLEL_UPDATES = 0
 

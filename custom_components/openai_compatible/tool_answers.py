@@ -16,7 +16,7 @@ from homeassistant.components import conversation
 from homeassistant.helpers import llm
 
 from .errors import ModelError
-from .tool_calls import PendingCall, offered_name
+from .wire.tool_calls import PendingCall, offered_name
 
 type Answer = conversation.ToolResultContentDeltaDict
 

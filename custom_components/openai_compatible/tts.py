@@ -27,14 +27,6 @@ from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import callback
 
 from . import OpenAICompatibleConfigEntry
-from .audio import MAX_SPEECH_BYTES, SpeechRequest, async_fetch_voices, async_speak
-from .audio_files import JOINABLE_FORMATS, async_join
-from .audio_models import (
-    known_voices,
-    speech_languages,
-    takes_instructions,
-    voice_language,
-)
 from .const import (
     CONF_AUDIO_FORMAT,
     CONF_AUDIO_MODEL,
@@ -51,9 +43,22 @@ from .entity import OpenAICompatibleSubentryEntity
 from .errors import InputError, RequestRejectedError
 from .models.features import Feature
 from .platforms import setup_per_subentry
-from .speech_text import async_spoken_lines, spoken_sentence, spoken_text
-from .sse import async_capped
-from .transport import Budget
+from .voice.audio import (
+    MAX_SPEECH_BYTES,
+    SpeechRequest,
+    async_fetch_voices,
+    async_speak,
+)
+from .voice.audio_files import JOINABLE_FORMATS, async_join
+from .voice.audio_models import (
+    known_voices,
+    speech_languages,
+    takes_instructions,
+    voice_language,
+)
+from .voice.speech_text import async_spoken_lines, spoken_sentence, spoken_text
+from .wire.sse import async_capped
+from .wire.transport import Budget
 
 PARALLEL_UPDATES = 0
 

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from custom_components.openai_compatible.attachments import LoadedFile
 from custom_components.openai_compatible.errors import ModelError
 from custom_components.openai_compatible.evaluate.decisions_api import (
     decisions_body,
@@ -16,6 +15,7 @@ from custom_components.openai_compatible.evaluate.decisions_api import (
     read_decision,
 )
 from custom_components.openai_compatible.evaluate.questions import Question
+from custom_components.openai_compatible.media.attachments import LoadedFile
 
 DOOR = Question("door", "noul", "Open?", (("yes", ""), ("no", "")))
 VEHICLE = Question("vehicle", "choice", "Which?", (("car", "A car"), ("bike", "")))

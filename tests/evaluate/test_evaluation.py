@@ -25,7 +25,7 @@ from custom_components.openai_compatible.evaluate.chat_answers import TOP_LOGPRO
 from custom_components.openai_compatible.evaluate.chat_paths import ChatPaths
 from custom_components.openai_compatible.evaluate.evaluation import MAX_QUESTIONS
 from custom_components.openai_compatible.models.features import Feature, WireApi
-from custom_components.openai_compatible.structured import (
+from custom_components.openai_compatible.structured.rungs import (
     RUNG_INSTRUCTIONS,
     RUNG_JSON_OBJECT,
     RUNG_SCHEMA,

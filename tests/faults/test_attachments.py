@@ -10,7 +10,7 @@ from homeassistant.exceptions import HomeAssistantError
 from homeassistant.setup import async_setup_component
 import pytest
 
-from custom_components.openai_compatible.attachments import (
+from custom_components.openai_compatible.media.attachments import (
     ATTACHMENT_MAX_BYTES,
     ATTACHMENTS_MAX_TOTAL_BYTES,
 )

@@ -9,19 +9,19 @@ from typing import Any
 from homeassistant.exceptions import HomeAssistantError
 import pytest
 
-from custom_components.openai_compatible import image_fetch
 from custom_components.openai_compatible.const import CONF_TIMEOUT
-from custom_components.openai_compatible.error_answers import MAX_ERROR_BYTES
-from custom_components.openai_compatible.image_fetch import (
+from custom_components.openai_compatible.media import image_fetch
+from custom_components.openai_compatible.media.image_fetch import (
     IMAGE_FETCH_SECONDS,
     IMAGE_MAX_BYTES,
     IMAGE_MAX_REDIRECTS,
 )
-from custom_components.openai_compatible.images import (
+from custom_components.openai_compatible.media.images import (
     GENERATIONS_ROUTE,
     IMAGE_ANSWER_MAX_BYTES,
     IMAGE_MAX_BASE64_CHARS,
 )
+from custom_components.openai_compatible.server_errors.answers import MAX_ERROR_BYTES
 from simulator import OpenAISimulator, Pause
 
 from .conftest import FaultHarness, FaultHarnessFactory

@@ -18,8 +18,11 @@ from homeassistant.helpers import intent
 import probatio
 import pytest
 
-from custom_components.openai_compatible.sse import MAX_ANSWER_BYTES, MAX_LINE_BYTES
-from custom_components.openai_compatible.tool_calls import MAX_TOOL_CALLS
+from custom_components.openai_compatible.wire.sse import (
+    MAX_ANSWER_BYTES,
+    MAX_LINE_BYTES,
+)
+from custom_components.openai_compatible.wire.tool_calls import MAX_TOOL_CALLS
 from simulator import chunk, sse_text
 
 from .conftest import FaultHarness, FaultHarnessFactory

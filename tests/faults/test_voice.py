@@ -15,8 +15,11 @@ from homeassistant.components import stt, tts
 from homeassistant.exceptions import HomeAssistantError
 import pytest
 
-from custom_components.openai_compatible.audio import MAX_SPEECH_BYTES, MAX_TEXT_BYTES
 from custom_components.openai_compatible.const import SUBENTRY_STT, SUBENTRY_TTS
+from custom_components.openai_compatible.voice.audio import (
+    MAX_SPEECH_BYTES,
+    MAX_TEXT_BYTES,
+)
 from simulator import AUDIO_MODELS, OpenAISimulator
 from simulator.audio import synthesize
 from tests.conftest import STT_ENTITY, TTS_ENTITY, voice_subentry

@@ -58,7 +58,7 @@ from custom_components.openai_compatible.models.providers import (
     PROVIDER_CUSTOM,
     PROVIDERS,
 )
-from custom_components.openai_compatible.transport import Budget
+from custom_components.openai_compatible.wire.transport import Budget
 from simulator import OpenAISimulator
 from tests.conftest import KEYED_SIMULATOR_KEY, TEST_API_KEY, MakeConfigEntry, served
 

@@ -11,7 +11,6 @@ from homeassistant.data_entry_flow import FlowResultType
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.openai_compatible.audio_models import OPENAI_VOICES
 from custom_components.openai_compatible.const import (
     CONF_AUDIO_FORMAT,
     CONF_AUDIO_MODEL,
@@ -29,6 +28,7 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_TTS,
 )
 from custom_components.openai_compatible.models.providers import PROVIDER_CUSTOM
+from custom_components.openai_compatible.voice.audio_models import OPENAI_VOICES
 from simulator import AUDIO_MODELS, OpenAISimulator
 from tests.conftest import SetupEntry
 

@@ -20,8 +20,8 @@ import math
 from typing import Any, Final, TypeGuard
 
 from ..errors import ModelError
-from ..json_answer import StructureMismatch, parse_json_answer
 from ..models.reports import ServerKind
+from ..structured.json_answer import StructureMismatch, parse_json_answer
 from .questions import Question, probability
 
 TOP_LOGPROBS: Final = 20

@@ -12,16 +12,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Final
 
-from ..attachments import LoadedFile
-from ..chat_completions import attachment_part
 from ..const import LOGGER
 from ..errors import ModelError, RequestRejectedError
+from ..media.attachments import LoadedFile
 from ..models.capabilities import ModelCapabilities
 from ..models.features import Feature
-from ..request import RequestSettings
-from ..strict_schema import strict_json_schema
-from ..structured import RUNG_NAMES, StructuredRequest, async_climb
-from ..wire_api import Adapter
+from ..structured.rungs import RUNG_NAMES, StructuredRequest, async_climb
+from ..structured.strict_schema import strict_json_schema
+from ..wire.chat_completions import attachment_part
+from ..wire.request import RequestSettings
+from ..wire.route_fallback import Adapter
 from .chat_answers import (
     MIN_LABEL_COVERAGE,
     REPAIRABLE,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from ..attachments import LoadedFile
 from ..errors import ModelError
+from ..media.attachments import LoadedFile
 from .questions import Kind, Outcome, Question, normalised, probability
 
 DECISIONS_MAX_LEVELS: Final = 10

@@ -33,14 +33,14 @@ from homeassistant.components import ai_task, conversation
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.json import json_dumps
 
-from ..attachments import LoadedFile, async_load_attachments
 from ..const import LOGGER
 from ..errors import InputError, RequestRejectedError, ServerError, TranslatedError
+from ..media.attachments import LoadedFile, async_load_attachments
 from ..models.capabilities import ModelCapabilities
 from ..models.features import Feature
-from ..request import RequestSettings
-from ..transport import Budget, Transport
-from ..wire_api import Adapter
+from ..wire.request import RequestSettings
+from ..wire.route_fallback import Adapter
+from ..wire.transport import Budget, Transport
 from .chat_paths import ChatPaths
 from .decisions_api import (
     decisions_body,

@@ -13,8 +13,8 @@ from typing import Any, Final, Literal
 
 from homeassistant.components import ai_task
 
-from ..error_text import shown
 from ..errors import ModelError
+from ..server_errors.text import shown
 
 type Path = Literal["decisions", "logprobs", "stated"]
 type Kind = Literal["noul", "choice", "score"]

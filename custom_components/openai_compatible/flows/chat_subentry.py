@@ -39,7 +39,7 @@ from ..const import (
 from ..models.kinds import chat_models_first, image_models_first
 from ..models.lifecycle import lasting_models
 from ..models.providers import Provider
-from ..window import default_answer_limit
+from ..window.context_window import default_answer_limit
 from .defaults import chat_defaults
 from .fields import dropdown, whole_number
 from .responses_step import responses_data, responses_schema, suggested_values

@@ -28,7 +28,7 @@ from ..errors import (
     ServerError,
 )
 from ..models.providers import PROVIDER_CUSTOM, provider_for
-from ..server_info import guess_kind
+from ..models.server_info import guess_kind
 from .url_completion import completed_url
 
 _LOGGER = logging.getLogger(__name__)

@@ -9,7 +9,6 @@ from homeassistant.config_entries import ConfigSubentryData
 from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT
 from homeassistant.helpers import llm
 
-from ..audio_models import known_voices, pick_speech_model, pick_transcription_model
 from ..const import (
     CONF_AUDIO_FORMAT,
     CONF_AUDIO_MODEL,
@@ -30,6 +29,11 @@ from ..const import (
 from ..models.kinds import pick_chat_model, pick_image_model
 from ..models.lifecycle import lasting_models
 from ..models.providers import provider_for
+from ..voice.audio_models import (
+    known_voices,
+    pick_speech_model,
+    pick_transcription_model,
+)
 from .titles import subentry_title
 
 # What a new entry gets where its server lists a chat model.

@@ -17,14 +17,6 @@ from homeassistant.helpers.selector import (
 from homeassistant.helpers.typing import VolDictType
 import probatio
 
-from ..audio import async_fetch_voices
-from ..audio_models import (
-    is_speech_model,
-    is_transcription_model,
-    known_voices,
-    pick_speech_model,
-    pick_transcription_model,
-)
 from ..const import (
     CONF_AUDIO_FORMAT,
     CONF_AUDIO_MODEL,
@@ -39,6 +31,14 @@ from ..const import (
 )
 from ..models.kinds import ModelKind, model_kind
 from ..models.providers import Provider
+from ..voice.audio import async_fetch_voices
+from ..voice.audio_models import (
+    is_speech_model,
+    is_transcription_model,
+    known_voices,
+    pick_speech_model,
+    pick_transcription_model,
+)
 from .defaults import stt_defaults, tts_defaults
 from .fields import choice, dropdown
 from .subentry_base import SubentryFlow

@@ -31,7 +31,7 @@ from ..const import (
     CONF_WEB_SEARCH_CONTEXT_SIZE,
     CONF_WEB_SEARCH_USER_LOCATION,
 )
-from ..responses import ResponsesOptions
+from ..wire.responses import ResponsesOptions
 
 REASONING_EFFORTS: Final = ("minimal", "low", "medium", "high")
 VERBOSITIES: Final = ("low", "medium", "high")

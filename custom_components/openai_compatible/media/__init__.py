@@ -1,0 +1,1 @@
+"""Attachments and images: loading what a task attaches, generating images and fetching them."""

@@ -1,0 +1,123 @@
+"""Reading and encoding task and chat attachments, off the event loop."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from homeassistant.components import conversation
+from homeassistant.core import HomeAssistant
+
+from ..errors import InputError
+from ..wire.sse import mebibytes
+
+# The largest attachment sent; a bigger file is refused before it is read.
+ATTACHMENT_MAX_BYTES: Final = 20 * 1024 * 1024
+# The most the attachments of one message or task may hold together, as
+# OpenAI takes in one request; the file that goes past it is refused unread.
+ATTACHMENTS_MAX_TOTAL_BYTES: Final = 50 * 1024 * 1024
+# The first bytes read to tell a file's type when the declared one will not do.
+SNIFF_BYTES: Final = 16
+
+IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/webp", "image/gif"})
+PDF_TYPE = "application/pdf"
+_ALIASES = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}
+_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"%PDF-", PDF_TYPE),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedFile:
+    """One attachment's bytes with its real media type."""
+
+    name: str
+    mime_type: str
+    data: bytes
+    # Encoded once, in the executor: requests may embed it several times.
+    data_url: str
+
+
+def sniff_mime_type(data: bytes) -> str | None:
+    """Return the media type the bytes announce, if we know it."""
+    for signature, mime_type in _SIGNATURES:
+        if data.startswith(signature):
+            return mime_type
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def normalise_mime_type(mime_type: str | None) -> str:
+    """Return the canonical, lower-case form of a media type."""
+    cleaned = (mime_type or "").split(";", 1)[0].strip().lower()
+    return _ALIASES.get(cleaned, cleaned)
+
+
+def _read(path: Path, declared: str, allowed: frozenset[str], room: int) -> LoadedFile:
+    """Read one file, its size and type checked before its content is read.
+
+    `room` is what the attachments read before it leave of the total.
+    """
+    try:
+        _check_size(path, path.stat().st_size, room)
+        with path.open("rb") as file:
+            mime_type = normalise_mime_type(declared)
+            head = b""
+            if mime_type not in allowed:
+                head = file.read(SNIFF_BYTES)
+                mime_type = sniff_mime_type(head) or mime_type
+            if mime_type not in allowed:
+                raise InputError(
+                    "unsupported_attachment",
+                    mime_type=mime_type or "unknown",
+                    name=path.name,
+                )
+            # One byte past the limit at most: the file may have grown since.
+            rest = min(ATTACHMENT_MAX_BYTES, room) + 1 - len(head)
+            data = head + file.read(max(rest, 0))
+    except OSError as err:
+        raise InputError("attachment_unreadable", name=path.name) from err
+    _check_size(path, len(data), room)
+    encoded = base64.b64encode(data).decode("ascii")
+    return LoadedFile(path.name, mime_type, data, f"data:{mime_type};base64,{encoded}")
+
+
+def _check_size(path: Path, size: int, room: int) -> None:
+    """Refuse a file over the size limit, or one with no room left in the total."""
+    if size > ATTACHMENT_MAX_BYTES:
+        raise InputError(
+            "attachment_too_large",
+            name=path.name,
+            limit=mebibytes(ATTACHMENT_MAX_BYTES),
+        )
+    if size > room:
+        raise InputError(
+            "attachments_too_large",
+            name=path.name,
+            limit=mebibytes(ATTACHMENTS_MAX_TOTAL_BYTES),
+        )
+
+
+async def async_load_attachments(
+    hass: HomeAssistant,
+    attachments: list[conversation.Attachment],
+    allowed: frozenset[str] = IMAGE_TYPES | {PDF_TYPE},
+) -> list[LoadedFile]:
+    """Read attachments in the executor; refuse types the server cannot take."""
+
+    def read_all() -> list[LoadedFile]:
+        loaded: list[LoadedFile] = []
+        room = ATTACHMENTS_MAX_TOTAL_BYTES
+        for attachment in attachments:
+            loaded.append(_read(attachment.path, attachment.mime_type, allowed, room))
+            room -= len(loaded[-1].data)
+        return loaded
+
+    return await hass.async_add_executor_job(read_all)

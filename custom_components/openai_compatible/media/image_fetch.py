@@ -1,0 +1,215 @@
+"""Downloading an image the server names by URL, without trusting the URL.
+
+A server's answer may name any address. Only http(s) is fetched; the host's
+addresses are resolved once, off the event loop, all of them checked, and the
+request goes to a checked address, so a name cannot be switched to another
+between check and connection. Loopback, link-local and private addresses are
+fetched only when the base URL is on such a network itself. Each redirect is
+checked the same way. No credentials are sent, the download is capped after
+decompression and has a deadline, and errors never repeat the URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+import ipaddress
+import socket
+from typing import Final
+import zlib
+
+from homeassistant.core import HomeAssistant, callback
+from homeassistant.helpers.httpx_client import create_async_httpx_client
+from homeassistant.util.hass_dict import HassKey
+import httpx2
+
+from ..const import DOMAIN
+from ..errors import ServerError
+
+# The largest image downloaded, counted after decompression.
+IMAGE_MAX_BYTES: Final = 32 * 1024 * 1024
+# The time a whole download may take, redirects included.
+IMAGE_FETCH_SECONDS: Final = 60.0
+# The most redirects followed, each checked like the first URL.
+IMAGE_MAX_REDIRECTS: Final = 3
+
+type _Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+_CLIENT: HassKey[httpx2.AsyncClient] = HassKey(f"{DOMAIN}_image_client")
+_REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
+_PUBLIC: Final = "public"
+_ENCODINGS: Final = frozenset({"identity", "gzip", "deflate"})
+
+
+class _Redirect(Exception):
+    """The image moved: fetch the URL in `location` instead."""
+
+    def __init__(self, location: httpx2.URL) -> None:
+        """Keep where the image went."""
+        super().__init__()
+        self.location = location
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """A URL with the checked addresses to reach its host at."""
+
+    url: httpx2.URL
+    addresses: list[_Address]
+
+
+async def async_fetch_image(hass: HomeAssistant, url: str, base_url: str) -> bytes:
+    """Return the bytes at an image URL the server at `base_url` gave.
+
+    Raises ServerError `image_generation_failed` saying why, never with the URL.
+    """
+    try:
+        async with asyncio.timeout(IMAGE_FETCH_SECONDS):
+            networks = await _async_networks(hass, base_url)
+            current = _parsed(url)
+            for _ in range(IMAGE_MAX_REDIRECTS + 1):
+                target = await _async_target(hass, current, networks)
+                try:
+                    return await _async_download(hass, target)
+                except _Redirect as redirect:
+                    current = redirect.location
+    except TimeoutError as err:
+        raise _failed(f"it took longer than {IMAGE_FETCH_SECONDS:g} s") from err
+    raise _failed(f"it was redirected more than {IMAGE_MAX_REDIRECTS} times")
+
+
+def _failed(reason: str) -> ServerError:
+    """Return the error for an image that could not be fetched, and why."""
+    return ServerError(
+        "image_generation_failed", message=f"the image could not be fetched: {reason}"
+    )
+
+
+def _parsed(url: str) -> httpx2.URL:
+    """Return an http(s) URL with a host; raise image_generation_failed."""
+    try:
+        parsed = httpx2.URL(url)
+    except httpx2.InvalidURL as err:
+        raise _failed("its address is not a valid URL") from err
+    if parsed.scheme not in ("http", "https") or not parsed.raw_host:
+        raise _failed("its address is not an http(s) URL")
+    if not 0 < (parsed.port or 80) < 2**16:
+        raise _failed("its address is not a valid URL")
+    return parsed
+
+
+def _network(address: _Address) -> str | None:
+    """Return the kind of network an address is on; None for one never fetched."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        address = address.ipv4_mapped
+    if address.is_loopback or address.is_unspecified:
+        return "loopback"
+    if address.is_link_local:
+        return "link-local"
+    if address.is_multicast or address.is_reserved:
+        return None
+    return _PUBLIC if address.is_global else "private"
+
+
+async def _async_addresses(hass: HomeAssistant, url: httpx2.URL) -> list[_Address]:
+    """Return the addresses of the URL's host, resolved in the executor."""
+    host = url.raw_host.decode("ascii")
+    port = url.port or (443 if url.scheme == "https" else 80)
+    infos = await hass.loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [ipaddress.ip_address(info[4][0]) for info in infos]
+
+
+async def _async_networks(hass: HomeAssistant, base_url: str) -> set[str]:
+    """Return the networks images may come from: public, and the base URL's."""
+    try:
+        addresses = await _async_addresses(hass, httpx2.URL(base_url))
+    except OSError, UnicodeError:
+        addresses = []
+    return {_PUBLIC} | {kind for kind in map(_network, addresses) if kind}
+
+
+async def _async_target(
+    hass: HomeAssistant, url: httpx2.URL, networks: set[str]
+) -> _Target:
+    """Return the URL with its host's addresses, all on allowed networks."""
+    try:
+        addresses = await _async_addresses(hass, url)
+    except (OSError, UnicodeError) as err:
+        raise _failed("its host name could not be resolved") from err
+    for address in addresses:
+        if (kind := _network(address)) not in networks:
+            raise _failed(f"its address is on a {kind or 'reserved'} network")
+    return _Target(url, addresses)
+
+
+async def _async_download(hass: HomeAssistant, target: _Target) -> bytes:
+    """Download from the first checked address that connects."""
+    error: httpx2.HTTPError | None = None
+    for address in target.addresses:
+        try:
+            return await _async_get(hass, target.url, address)
+        except httpx2.ConnectError as err:
+            error = err
+    raise _failed("the connection failed") from error
+
+
+async def _async_get(hass: HomeAssistant, url: httpx2.URL, address: _Address) -> bytes:
+    """GET the URL from one address, naming the host as the URL does."""
+    host = url.raw_host.decode("ascii")
+    try:
+        async with _client(hass).stream(
+            "GET",
+            url.copy_with(host=str(address)),
+            headers={
+                "Host": url.netloc.decode("ascii"),
+                "Accept-Encoding": "gzip, deflate",
+                "Connection": "close",
+            },
+            # TLS names and checks the host of the URL, not the address.
+            extensions={"sni_hostname": host},
+            timeout=IMAGE_FETCH_SECONDS,
+        ) as response:
+            if response.status_code in _REDIRECTS and (
+                location := response.headers.get("Location")
+            ):
+                raise _Redirect(_parsed(str(url.join(location))))
+            if response.status_code != 200:
+                raise _failed(f"the server answered HTTP {response.status_code}")
+            return await _async_read_capped(response)
+    except httpx2.ConnectError:
+        raise
+    except httpx2.HTTPError as err:
+        raise _failed(f"the download failed ({type(err).__name__})") from err
+
+
+async def _async_read_capped(response: httpx2.Response) -> bytes:
+    """Return the body, decompressed, refusing more than IMAGE_MAX_BYTES."""
+    encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding not in _ENCODINGS:
+        raise _failed(f"it came in the unsupported encoding {encoding!r}")
+    # Header detection takes gzip and zlib alike.
+    inflater = None if encoding == "identity" else zlib.decompressobj(47)
+    chunks: list[bytes] = []
+    size = 0
+    async for raw in response.aiter_raw():
+        try:
+            data = (
+                raw
+                if inflater is None
+                else inflater.decompress(raw, IMAGE_MAX_BYTES - size + 1)
+            )
+        except zlib.error as err:
+            raise _failed("it could not be decompressed") from err
+        size += len(data)
+        if size > IMAGE_MAX_BYTES:
+            raise _failed(f"it is larger than {IMAGE_MAX_BYTES // 2**20} MiB")
+        chunks.append(data)
+    return b"".join(chunks)
+
+
+@callback
+def _client(hass: HomeAssistant) -> httpx2.AsyncClient:
+    """Return the client for image downloads, of its own: no shared cookies."""
+    if (client := hass.data.get(_CLIENT)) is None:
+        client = hass.data[_CLIENT] = create_async_httpx_client(hass)
+    return client

@@ -1,0 +1,101 @@
+"""What a model cannot take at all: tools, images, files.
+
+These are the request itself, not a way of asking that can change, so a
+model known to refuse one (as the server reports it, or as a refusal taught
+it) gets a clear error before any request. Tools are never left out silently:
+the model would then claim actions it never did. A report that says nothing
+changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, Final
+
+from homeassistant.components import conversation
+
+from ..errors import InputError, ModelError, RequestRejectedError
+from ..media.attachments import normalise_mime_type
+from .capabilities import ModelCapabilities
+from .features import Feature
+
+# Tools estimated at fewer tokens than this say nothing about a prompt's size.
+MIN_TOOL_TOKENS: Final = 500
+# A prompt counted below this share of its tools' estimate cannot hold them.
+_DROPPED_TOOLS_SHARE: Final = 0.8
+
+# What the request itself may hold, and the error for a model that refuses it.
+_ERROR_KEYS: Final = {
+    Feature.TOOLS: "model_takes_no_tools",
+    Feature.IMAGE_INPUT: "model_takes_no_images",
+    Feature.FILE_INPUT: "model_takes_no_files",
+}
+
+
+def attachment_feature(attachment: conversation.Attachment) -> Feature:
+    """Return what an attachment asks of the model: to see an image, or read a file."""
+    if normalise_mime_type(attachment.mime_type).startswith("image/"):
+        return Feature.IMAGE_INPUT
+    return Feature.FILE_INPUT
+
+
+def chat_log_attachments(
+    chat_log: conversation.ChatLog,
+) -> Iterator[conversation.Attachment]:
+    """Yield every attachment of the chat log: each is sent again with it."""
+    for content in chat_log.content:
+        if isinstance(content, conversation.UserContent):
+            yield from content.attachments or ()
+
+
+def check_model_takes(
+    capabilities: ModelCapabilities,
+    *,
+    tools: bool,
+    attachments: Iterable[conversation.Attachment],
+) -> None:
+    """Raise InputError when the model is known to refuse what the request holds."""
+    wanted = {attachment_feature(attachment) for attachment in attachments}
+    if tools:
+        wanted.add(Feature.TOOLS)
+    for feature, key in _ERROR_KEYS.items():
+        if feature in wanted and capabilities.refuses(feature):
+            raise InputError(key, model=capabilities.model)
+
+
+@contextmanager
+def learning_refusals(capabilities: ModelCapabilities) -> Iterator[None]:
+    """Remember a general refusal of tools, images or files raised in the block."""
+    try:
+        yield
+    except RequestRejectedError as err:
+        if err.general and err.feature in _ERROR_KEYS:
+            capabilities.learn_refused(err.feature, err.lesson_source)
+        raise
+
+
+def check_tools_kept(
+    capabilities: ModelCapabilities, tool_tokens: int, prompt_tokens: Any
+) -> None:
+    """Raise when the server's prompt was too small to hold the tools sent.
+
+    A chat template that has no tool format (llama-cpp-python's chatml) takes
+    `tools` and leaves them out of the prompt; its model then claims actions
+    it never did. Such a model is learned to refuse tools. Not where the
+    server reports that the model takes tools (llama.cpp's template
+    capabilities, Ollama's): a template may render the tools far shorter than
+    their schemas, which no count tells from leaving them out.
+    """
+    if (
+        capabilities.report.tools is True
+        or tool_tokens < MIN_TOOL_TOKENS
+        or not isinstance(prompt_tokens, int)
+        or not 0 < prompt_tokens < tool_tokens * _DROPPED_TOOLS_SHARE
+    ):
+        return
+    capabilities.learn_refused(
+        Feature.TOOLS,
+        f"{prompt_tokens} prompt tokens counted for about {tool_tokens} of tools",
+    )
+    raise ModelError("template_drops_tools", model=capabilities.model)

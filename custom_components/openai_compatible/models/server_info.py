@@ -1,0 +1,228 @@
+"""What a server reports about itself and its models, from the routes it has.
+
+Hosted services say it in their `/models` entries (a context length, input
+modalities, supported parameters); local servers in a native route of their
+own: llama.cpp's `/props`, Ollama's `/api/show`, `/api/ps` and `/api/version`,
+vLLM's `max_model_len` and `/version`, LM Studio's `/api/v0/models`. Every
+route is asked briefly and may be missing: what cannot be read is unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+import re
+from typing import Any, Final
+
+from ..api import ModelListing
+from ..const import LOGGER
+from ..errors import ServerError
+from ..wire.transport import Budget, Transport
+from .lifecycle import listed_shutdown
+from .reports import ModelReport, ServerKind, ServerReport
+
+# Native routes are a bonus: asked briefly, read up to a small size.
+NATIVE_BUDGET: Final = Budget(5.0)
+MAX_NATIVE_BYTES: Final = 1024 * 1024
+# Ollama's context window when neither the model nor the server sets one.
+OLLAMA_DEFAULT_CONTEXT: Final = 4096
+_CONTEXT_KEYS: Final = (
+    "loaded_context_length",
+    "max_model_len",
+    "context_length",
+    "context_window",
+    "max_context_length",
+)
+# Within one line, in linear time; a figure of ten digits or more is none.
+_NUM_CTX: Final = re.compile(r"^[ \t]*num_ctx[ \t]+(\d{1,9})(?!\d)", re.MULTILINE)
+_OWNERS: Final = {"llamacpp": ServerKind.LLAMA_CPP, "vllm": ServerKind.VLLM}
+
+
+def guess_kind(listing: ModelListing | None) -> ServerKind | None:
+    """Return the server software its models list gives away, if it does."""
+    for entry in (listing.entries if listing else {}).values():
+        if (kind := _OWNERS.get(str(entry.get("owned_by", "")).lower())) is not None:
+            return kind
+        if "max_model_len" in entry:
+            return ServerKind.VLLM
+    return None
+
+
+def listed_reports(
+    listing: ModelListing | None,
+) -> tuple[ServerKind | None, dict[str, ModelReport]]:
+    """Return the server software a models list gives away, and each model's report.
+
+    Runs in the executor, in one pass per entry: a list may be long.
+    """
+    if listing is None:
+        return None, {}
+    reports = {
+        model_id: listed_report(entry) for model_id, entry in listing.entries.items()
+    }
+    return guess_kind(listing), reports
+
+
+def listed_report(entry: Mapping[str, Any]) -> ModelReport:
+    """Return what a `/models` entry says about its model."""
+    architecture = entry.get("architecture")
+    modalities = (
+        architecture.get("input_modalities") if isinstance(architecture, dict) else None
+    )
+    parameters = entry.get("supported_parameters")
+    capabilities = entry.get("capabilities")
+    vision = _flag(capabilities, "vision")
+    if isinstance(modalities, list):
+        vision = "image" in modalities
+    tools = _flag(capabilities, "function_calling")
+    if isinstance(parameters, list):
+        tools = "tools" in parameters
+    return ModelReport(
+        context_window=_context(entry),
+        vision=vision,
+        tools=tools,
+        shutdown=listed_shutdown(entry),
+    )
+
+
+def _context(entry: Mapping[str, Any]) -> int | None:
+    """Return the first positive context length an entry names."""
+    for key in _CONTEXT_KEYS:
+        value = entry.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def _flag(capabilities: Any, name: str) -> bool | None:
+    """Return a capability flag of a `capabilities` object, if it has it."""
+    if isinstance(capabilities, dict) and isinstance(capabilities.get(name), bool):
+        return bool(capabilities[name])
+    return None
+
+
+async def async_server_report(
+    transport: Transport,
+    kind: ServerKind | None,
+    listing: ModelListing | None,
+    models_in_use: Iterable[str],
+) -> ServerReport:
+    """Return what the server reports, asking its native routes where it has them."""
+    guessed, models = await transport.hass.async_add_executor_job(
+        listed_reports, listing
+    )
+    kind = kind or guessed
+    version: str | None = None
+    if kind is ServerKind.LLAMA_CPP:
+        version = await _async_llama_cpp(transport, models)
+    elif kind is ServerKind.OLLAMA:
+        version = await _async_ollama(transport, models, sorted(set(models_in_use)))
+    elif kind is ServerKind.VLLM:
+        version = _text(await _async_native(transport, "GET", "//version"), "version")
+    elif kind is ServerKind.LM_STUDIO:
+        await _async_lm_studio(transport, models)
+    return ServerReport(kind=kind, version=version, models=models)
+
+
+async def _async_native(
+    transport: Transport, method: str, path: str, body: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """Return a native route's JSON object, or None when it has none for us."""
+    try:
+        answer = await transport.async_exchange(
+            method, path, budget=NATIVE_BUDGET, body=body, limit=MAX_NATIVE_BYTES
+        )
+    except ServerError as err:
+        LOGGER.debug("No answer from %s: %s", path, err)
+        return None
+    data = answer.json() if answer.status == 200 else None
+    return data if isinstance(data, dict) else None
+
+
+def _text(data: dict[str, Any] | None, key: str) -> str | None:
+    """Return a string field of a native answer, if it has one."""
+    value = data.get(key) if data else None
+    return value if isinstance(value, str) and value else None
+
+
+async def _async_llama_cpp(
+    transport: Transport, models: dict[str, ModelReport]
+) -> str | None:
+    """Read llama.cpp's /props: the context of its slots, vision, tools, its build.
+
+    A chat template without a tool format takes `tools` and drops them
+    unread: its `chat_template_caps` say so (`supports_tools`).
+    """
+    props = await _async_native(transport, "GET", "//props")
+    if props is None:
+        return None
+    settings = props.get("default_generation_settings")
+    window = _context({"context_length": (settings or {}).get("n_ctx")})
+    if window is None:
+        window = _context({"context_length": props.get("n_ctx")})
+    vision = _flag(props.get("modalities"), "vision")
+    tools = _flag(props.get("chat_template_caps"), "supports_tools")
+    for name, report in models.items():
+        models[name] = ModelReport(window or report.context_window, vision, tools)
+    build = props.get("build_info")
+    return str(build) if isinstance(build, (str, int)) and build else None
+
+
+async def _async_ollama(
+    transport: Transport, models: dict[str, ModelReport], in_use: list[str]
+) -> str | None:
+    """Read Ollama's version, and per model in use its window and capabilities."""
+    version = _text(await _async_native(transport, "GET", "//api/version"), "version")
+    running = await _async_native(transport, "GET", "//api/ps")
+    loaded = {
+        str(item.get("name")): _context(item)
+        for item in (running or {}).get("models") or ()
+        if isinstance(item, dict)
+    }
+    for model in in_use:
+        shown = await _async_native(transport, "POST", "//api/show", {"model": model})
+        if shown is None:
+            continue
+        capabilities = shown.get("capabilities")
+        flags = set(capabilities) if isinstance(capabilities, list) else None
+        models[model] = ModelReport(
+            context_window=loaded.get(model) or _ollama_context(shown),
+            vision=None if flags is None else "vision" in flags,
+            tools=None if flags is None else "tools" in flags,
+        )
+    return version
+
+
+def _ollama_context(shown: dict[str, Any]) -> int:
+    """Return the context Ollama gives a model: its num_ctx, else the default.
+
+    Never more than the model was trained for.
+    """
+    parameters = shown.get("parameters")
+    match = _NUM_CTX.search(parameters) if isinstance(parameters, str) else None
+    window = int(match[1]) if match else OLLAMA_DEFAULT_CONTEXT
+    info = shown.get("model_info")
+    trained = [
+        value
+        for key, value in (info.items() if isinstance(info, dict) else ())
+        if key.endswith(".context_length") and isinstance(value, int) and value > 0
+    ]
+    return min([window, *trained])
+
+
+async def _async_lm_studio(
+    transport: Transport, models: dict[str, ModelReport]
+) -> None:
+    """Read LM Studio's model list: loaded context, vision, tool use."""
+    listed = await _async_native(transport, "GET", "//api/v0/models")
+    for item in (listed or {}).get("data") or ():
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            continue
+        capabilities = item.get("capabilities")
+        models[item["id"]] = ModelReport(
+            context_window=_context(item),
+            # An entry without a type says nothing about vision.
+            vision=None if "type" not in item else item["type"] == "vlm",
+            tools=None
+            if not isinstance(capabilities, list)
+            else "tool_use" in capabilities,
+        )

@@ -1,0 +1,349 @@
+"""Reading error answers: what a server's error means, in its own words.
+
+Servers refuse what they do not take with any status (400, 404, 422, 500,
+501, ...) and any body: OpenAI's error object, FastAPI's ``{"detail": [...]}``,
+a gateway's rewrapped text, HTML or plain text. `error_for_status` is the one
+error mapper; `classify_rejection` the one place that decides whether such an
+answer names a feature we sent, and whether it refuses the feature in general
+or only this use of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+import json
+import math
+import re
+from typing import Any, Final
+
+from ..const import LOGGER
+from ..errors import (
+    AuthError,
+    ContextOverflowError,
+    RateLimitedError,
+    RequestRejectedError,
+    ServerError,
+)
+from ..models.features import Feature
+from .overflow import parse_overflow
+from .redact import redact
+from .routes import FEATURE_ROUTES, names_unknown_model, route_errors
+from .text import error_text, is_page, shown, status_line
+
+# Error bodies are read up to this many bytes: enough for any message.
+MAX_ERROR_BYTES: Final = 64 * 1024
+
+# A chat template that takes text only, given content parts: as said, and as
+# a JSON error body escapes it.
+_LIST_REFUSED: Final = ('(not "list")', '(not \\"list\\")')
+# Words of an answer that refuses what it was sent, whatever it was.
+_GENERAL: Final = (
+    "not supported",
+    "unsupported",
+    "not support",
+    "extra inputs are not permitted",
+    "extra_forbidden",
+    "unknown parameter",
+    "unknown field",
+    "unknown argument",
+    "unrecognized",
+    "unrecognised",
+    "unexpected keyword",
+    "not allowed",
+    "not permitted",
+    "not implemented",
+    "literal_error",
+    "input should be",
+    "is not one of",
+    "invalid value",
+    "not available",
+    "unavailable",
+    "invalid_value",
+    "unsupported_value",
+    "unsupported_parameter",
+    "cannot be used",
+    "only the default",
+    "requires",
+    # An organization that is not verified gets no reasoning summaries.
+    "must be verified",
+    *_LIST_REFUSED,
+)
+# Words of an answer about one schema, not about strict mode or JSON output.
+_ONE_SCHEMA: Final = (
+    "invalid schema",
+    "schema is invalid",
+    "invalid json schema",
+    "in context=",
+    "nesting",
+    "too many",
+    "exceeds",
+    "additionalproperties",
+    "is required to be supplied",
+)
+# A server that could not parse the model's answer by the chat template's tool
+# format (llama-server): this answer failed, not the request.
+_UNPARSED_ANSWER: Final = re.compile(
+    r"failed to parse|does not match the expected|peg-native"
+)
+# A 429 that says the chosen service tier has no room now, not that we asked
+# too often.
+_TIER_BUSY: Final = "resource unavailable"
+# Statuses of a route or method the server lacks.
+_NO_ROUTE: Final = frozenset({404, 405, 501})
+# An answer that says nothing but that the route or method is not there.
+_ROUTE_NOT_FOUND: Final = re.compile(
+    r"^(?:\d{3}\W*)?(?:page |file |resource )?"
+    r"(?:not found|method not allowed|not implemented)\b"
+    r"|^(?:unexpected|unknown) endpoint|^cannot post\b"
+)
+# FastAPI's answer for a route it lacks, as a gateway quotes the server behind.
+_QUOTED_ROUTE_NOT_FOUND: Final = re.compile(
+    r"""['"]detail['"]\s*:\s*['"]not found['"]"""
+)
+# Where a feature may appear in an answer, per feature; checked in this order.
+_NAMES: Final[tuple[tuple[Feature, tuple[str, ...]], ...]] = (
+    (Feature.STREAM_OPTIONS, ("stream_options", "include_usage")),
+    (Feature.PROMPT_CACHE_KEY, ("prompt_cache_key",)),
+    (Feature.SERVICE_TIER, ("service_tier", "service tier")),
+    (Feature.LOGPROBS, ("logprobs", "log_probs", "log probabilities")),
+    # Before reasoning: "not supported with minimal reasoning effort".
+    (Feature.WEB_SEARCH, ("web_search",)),
+    (Feature.CODE_INTERPRETER, ("code_interpreter", "container")),
+    (Feature.IMAGE_GENERATION, ("image_generation",)),
+    (Feature.REASONING_SUMMARY, ("reasoning.summary", "reasoning summar")),
+    (Feature.REASONING, ("reasoning",)),
+    (Feature.VERBOSITY, ("verbosity",)),
+    (Feature.MAX_COMPLETION_TOKENS, ("max_completion_tokens",)),
+    (Feature.MAX_TOKENS, ("max_tokens",)),
+    (Feature.SAMPLING, ("temperature", "top_p")),
+    (Feature.STRICT_SCHEMA, ("strict",)),
+    (
+        Feature.JSON_SCHEMA,
+        (
+            "json_schema",
+            "response_format",
+            "response format",
+            "text.format",
+            "schema",
+            "guided",
+        ),
+    ),
+    (Feature.JSON_OBJECT_SCHEMA, ("schema",)),
+    (
+        Feature.JSON_OBJECT,
+        (
+            "json_object",
+            "response_format",
+            "response format",
+            "text.format",
+            "json mode",
+        ),
+    ),
+    (
+        Feature.IMAGE_INPUT,
+        ("image_url", "image", "vision", "multimodal", *_LIST_REFUSED),
+    ),
+    (Feature.FILE_INPUT, ("file_data", "file", "pdf", "document", *_LIST_REFUSED)),
+    (Feature.TOOL_CHOICE, ("tool_choice", "tool choice")),
+    (Feature.STREAM_WITH_TOOLS, ("stream",)),
+    (Feature.TRANSCRIPT_STREAM, ("stream",)),
+    (Feature.SPEECH_SPEED, ("speed",)),
+    (Feature.SPEECH_INSTRUCTIONS, ("instructions",)),
+    (Feature.TOOLS, ("tool", "function")),
+)
+# Each name counts where a word starts with it: "stream" is in "streaming", not
+# in the "upstream" of a proxy's outage page, "vision" not in "revision".
+_NAMED: Final = tuple(
+    (
+        feature,
+        re.compile("|".join(rf"(?<![a-z0-9]){re.escape(name)}" for name in names)),
+    )
+    for feature, names in _NAMES
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """A refused request feature, and whether the refusal holds for any request."""
+
+    feature: Feature
+    general: bool
+
+
+def classify_rejection(
+    status: int, text: str, sent: frozenset[Feature]
+) -> Rejection | None:
+    """Return the feature an error answer refuses, among those we sent.
+
+    None when the answer names none of them (an outage, a bad key): such an
+    answer is not walked down any ladder. `error_for_status` tells context
+    overflows apart before it asks. A 429 refuses only a service tier that is
+    full for now (flex processing), never anything in general.
+    """
+    lowered = text.casefold()
+    if status == 429:
+        busy = Feature.SERVICE_TIER in sent and _TIER_BUSY in lowered
+        return Rejection(Feature.SERVICE_TIER, general=False) if busy else None
+    if status in (401, 403, 408) or status < 400:
+        return None
+    if Feature.TOOLS in sent and _UNPARSED_ANSWER.search(lowered):
+        # Asked again unstreamed; the next answer may parse. Never learned.
+        return Rejection(Feature.STREAM_WITH_TOOLS, general=False)
+    for feature, route in FEATURE_ROUTES.items():
+        if feature in sent and _missing_route(status, lowered, route):
+            return Rejection(feature, general=True)
+    for feature, pattern in _NAMED:
+        if feature in sent and pattern.search(lowered):
+            return Rejection(feature, _is_general(feature, lowered, status))
+    return None
+
+
+def _missing_route(status: int, lowered: str, route: str) -> bool:
+    """Tell whether an answer says the route itself is not there.
+
+    A server that has the route may answer 404 too (an item or a model not
+    found); only an answer that names the route, says nothing else, or
+    quotes FastAPI's answer for a missing route counts.
+    """
+    if status not in _NO_ROUTE:
+        return False
+    return (
+        route in lowered
+        or bool(_ROUTE_NOT_FOUND.match(error_text(lowered.encode())))
+        or bool(_QUOTED_ROUTE_NOT_FOUND.search(lowered))
+    )
+
+
+def _is_general(feature: Feature, lowered: str, status: int) -> bool:
+    """Tell whether a refusal holds for the feature itself, not this one use."""
+    if feature in (Feature.STRICT_SCHEMA, Feature.JSON_SCHEMA) and any(
+        words in lowered for words in _ONE_SCHEMA
+    ):
+        return False
+    # A route or method the server lacks refuses everything sent there.
+    return status in _NO_ROUTE or any(words in lowered for words in _GENERAL)
+
+
+def answer_error(message: str, *, tools: bool) -> ServerError:
+    """Return the error an answer tells in its body, such as a stream's error event.
+
+    With tools offered, one that a request without streaming may avoid (a tool
+    call the server could not parse) is a refusal of streaming with tools.
+    """
+    sent = frozenset({Feature.TOOLS, Feature.STREAM_WITH_TOOLS} if tools else ())
+    rejection = classify_rejection(500, message, sent)
+    if rejection is not None and rejection.feature is Feature.STREAM_WITH_TOOLS:
+        return RequestRejectedError(shown(message), rejection.feature, status=500)
+    return ServerError("api_error", message=message)
+
+
+# Words of a 401/403 that is about one model or feature, not about the key.
+_PERMISSION: Final = (
+    "missing scopes",
+    "missing_scope",
+    "insufficient permissions",
+    "must be verified",
+    "not allowed to access",
+    "does not have access to",
+)
+
+
+def error_for_status(
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    sent: frozenset[Feature] = frozenset(),
+    path: str = "",
+) -> ServerError:
+    """Return our translated error for an error answer of the server.
+
+    Only the first MAX_ERROR_BYTES count, also where a client read more. An
+    error page (HTML) is told by its status; its first words are only logged.
+    """
+    body = body[:MAX_ERROR_BYTES]
+    raw = redact(body.decode("utf-8", errors="replace"))
+    text = redact(error_text(body))
+    page = is_page(headers, raw)
+    logged = shown(text) if page else text
+    LOGGER.debug("%s answered %s: %s", path or "The server", status, logged)
+    message = shown(text) if text and not page else status_line(status)
+    lowered = raw.casefold()
+    if status in (401, 403):
+        if any(words in lowered for words in _PERMISSION):
+            # The key is fine; a new one would not help.
+            return ServerError("permission_denied", message=message)
+        return AuthError("invalid_auth")
+    if status == 429:
+        if (rejection := classify_rejection(status, raw, sent)) is not None:
+            return RequestRejectedError(
+                message, rejection.feature, general=False, status=status
+            )
+        return _rate_limited(headers, lowered, message)
+    data = _json_or_none(raw)
+    if (overflow := parse_overflow(text, data)) is not None:
+        return ContextOverflowError(overflow.window, overflow.prompt_tokens)
+    if (rejection := classify_rejection(status, raw, sent)) is not None:
+        return RequestRejectedError(
+            message, rejection.feature, general=rejection.general, status=status
+        )
+    if status in route_errors(path).model_statuses and names_unknown_model(text, data):
+        return ServerError("model_not_found", message=message)
+    if 400 <= status < 500 or status == 501:
+        # 501: the server does not implement what was asked, it is not down.
+        return RequestRejectedError(message, status=status)
+    if page or not text:
+        return _failed(status)
+    return ServerError("api_error", message=message)
+
+
+def _failed(status: int) -> ServerError:
+    """Return the error of a failure that says nothing but its status."""
+    if status in (502, 504):
+        # A proxy or gateway answered for the server behind it.
+        return ServerError("gateway_failed", status=str(status))
+    if status == 503:
+        return ServerError("server_unavailable", status=str(status))
+    return ServerError("server_failed", status=str(status))
+
+
+def _json_or_none(text: str) -> Any:
+    """Return the JSON value of an error body, or None when it is no JSON."""
+    try:
+        return json.loads(text)
+    except ValueError, RecursionError:
+        return None
+
+
+def _rate_limited(
+    headers: Mapping[str, str], lowered: str, message: str
+) -> ServerError:
+    """Return the error of a 429: a spent quota, or a limit with or without a hint."""
+    if "insufficient_quota" in lowered:
+        return ServerError("insufficient_quota", message=message)
+    for name in ("retry-after", "x-ratelimit-reset-requests", "x-ratelimit-reset"):
+        if value := headers.get(name):
+            return RateLimitedError("rate_limited_retry", retry_after=shown(value))
+    return RateLimitedError("rate_limited")
+
+
+def retry_after(value: str | None) -> float | None:
+    """Return the seconds a Retry-After header asks to wait, if it says."""
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except TypeError, ValueError:
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    if math.isnan(seconds):
+        return None
+    return max(seconds, 0.0)

@@ -1,0 +1,141 @@
+"""What an error answer means on each route: one table, one rule for an unknown model.
+
+error_answers reads what any answer says (a bad key, a rate limit, an
+overflow, a refused feature). This table holds what an answer means on one
+route beyond that: the feature the route itself is, the error of a server
+without the route, at which statuses an answer may name the model as unknown
+and which error tells it, and whether a refusal may be about a voice.
+`names_unknown_model` is the one rule for "unknown model".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import re
+from typing import Any, Final
+
+from ..errors import InputError, RequestRejectedError, ServerError, TranslatedError
+from ..models.features import Feature
+
+# Statuses of an answer that says a route or method is not there.
+_MISSING_STATUSES: Final = frozenset({404, 405})
+# Audio servers name an unknown model with any refusal (Kokoro-FastAPI: 400).
+_ANY_REFUSAL: Final = frozenset({*range(400, 500), 501})
+# Statuses at which a refusal may be about the voice asked for.
+_VOICE_STATUSES: Final = frozenset({400, 404, 422})
+
+
+@dataclass(frozen=True, slots=True)
+class RouteErrors:
+    """What error answers mean on one route, beyond what any answer says.
+
+    `feature`: the feature the route itself is (a server without the route
+    refuses it); `missing`: our error for a server without the route;
+    `model_statuses`: where an answer may name the model as unknown;
+    `unknown_model`: our error for that, naming the model, if not the
+    server's words (`model_not_found`); `voices`: a refusal may be about
+    the voice.
+    """
+
+    feature: Feature | None = None
+    missing: str | None = None
+    model_statuses: frozenset[int] = frozenset({404})
+    unknown_model: str | None = None
+    voices: bool = False
+
+
+_ANY_ROUTE: Final = RouteErrors()
+ROUTES: Final[dict[str, RouteErrors]] = {
+    "/chat/completions": _ANY_ROUTE,
+    "/models": _ANY_ROUTE,
+    "/responses": RouteErrors(Feature.RESPONSES_API),
+    "/decisions": RouteErrors(Feature.DECISIONS),
+    "/images/generations": RouteErrors(Feature.IMAGES_GENERATIONS),
+    "/images/edits": RouteErrors(Feature.IMAGES_EDITS),
+    "/audio/transcriptions": RouteErrors(
+        missing="no_transcription_route",
+        model_statuses=_ANY_REFUSAL,
+        unknown_model="audio_model_not_found",
+    ),
+    "/audio/speech": RouteErrors(
+        missing="no_speech_route",
+        model_statuses=_ANY_REFUSAL,
+        unknown_model="audio_model_not_found",
+        voices=True,
+    ),
+}
+# The routes that are themselves a feature, in the table's order.
+FEATURE_ROUTES: Final = {
+    route.feature: path for path, route in ROUTES.items() if route.feature is not None
+}
+
+# "model ... not found" is looked for in two steps, in linear time.
+_MODEL_WORD: Final = re.compile(r"model\b", re.IGNORECASE)
+_NOT_FOUND_WORDS: Final = re.compile(
+    r"\b(not found|does not exist|not exist|unknown|no such|not installed)",
+    re.IGNORECASE,
+)
+_UNKNOWN_MODEL: Final = re.compile(
+    r"(unknown|no such|invalid|unsupported) model", re.IGNORECASE
+)
+
+
+def route_errors(path: str) -> RouteErrors:
+    """Return what error answers mean on a route; any other route has no quirks."""
+    return ROUTES.get(path, _ANY_ROUTE)
+
+
+def names_unknown_model(text: str, body: Any = None) -> bool:
+    """Tell whether an error answer says that the model is not there.
+
+    Its code says so (OpenAI's `model_not_found`), or its words: "unknown
+    model", or "model" followed by "not found", "does not exist" and the like.
+    """
+    if _error_code(body) == "model_not_found" or _UNKNOWN_MODEL.search(text):
+        return True
+    model = _MODEL_WORD.search(text)
+    return model is not None and bool(_NOT_FOUND_WORDS.search(text, model.end()))
+
+
+def _error_code(body: Any) -> Any:
+    """Return the `code` of a parsed error body, if it has one."""
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    return inner.get("code") if isinstance(inner, dict) else None
+
+
+def is_missing_route(err: ServerError) -> bool:
+    """Tell whether a refusal says nothing but that the route is not there."""
+    return (
+        isinstance(err, RequestRejectedError)
+        and err.feature is None
+        and err.status in _MISSING_STATUSES
+    )
+
+
+def route_error(
+    err: ServerError, path: str, model: str, voice: str | None = None
+) -> TranslatedError | None:
+    """Return the error a route tells a failure with, if it has one of its own.
+
+    An unknown model, a missing route and an unknown voice; None where the
+    error as it is tells it (a refused feature the caller may drop, too).
+    """
+    route = route_errors(path)
+    if err.translation_key == "model_not_found" and route.unknown_model:
+        message = (err.translation_placeholders or {}).get("message", "")
+        return ServerError(route.unknown_model, model=model, message=message)
+    if not isinstance(err, RequestRejectedError) or err.feature is not None:
+        return None
+    if route.voices and voice is not None and _names_voice(err, voice):
+        return InputError("unknown_voice", voice=voice, message=err.server_message)
+    if route.missing and is_missing_route(err):
+        return ServerError(route.missing)
+    return None
+
+
+def _names_voice(err: RequestRejectedError, voice: str) -> bool:
+    """Tell whether a refusal is about the voice: it says so, or quotes the name."""
+    lowered, name = err.server_message.lower(), voice.lower()
+    return err.status in _VOICE_STATUSES and (
+        "voice" in lowered or f"'{name}'" in lowered or f'"{name}"' in lowered
+    )

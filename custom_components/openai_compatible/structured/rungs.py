@@ -1,0 +1,119 @@
+"""The structured-output ladder: how to ask a server for JSON of a schema.
+
+Servers differ: some take a strict `json_schema`, some only a plain one, some
+only `json_object`, some nothing. Each rung is tried only when the server
+refuses the one above it, whatever the status of its refusal, when the refusal
+names the format (or names nothing at all, as some validation errors do). A
+rung the model refuses in general is learned (see capabilities.py) when the
+request had no tools: a schema past a strict-mode limit, or a server that
+takes no JSON mode next to tools, says nothing about the next request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ..const import LOGGER
+from ..errors import RequestRejectedError
+from ..models.capabilities import ModelCapabilities
+from ..models.features import RESPONSE_FORMATS, Feature
+from .json_answer import schema_instructions
+
+RUNG_STRICT: Final = 0
+RUNG_SCHEMA: Final = 1
+RUNG_JSON_OBJECT: Final = 2
+RUNG_INSTRUCTIONS: Final = 3
+RUNG_NAMES: Final = ("json_schema strict", "json_schema", "json_object", "prompt")
+
+
+@dataclass(frozen=True, slots=True)
+class StructuredRequest:
+    """How one rung asks for JSON: a response format and extra instructions."""
+
+    rung: int
+    response_format: dict[str, Any] | None
+    instructions: str | None
+
+
+def structured_request(
+    rung: int, name: str, schema: dict[str, Any], strict: dict[str, Any] | None
+) -> StructuredRequest:
+    """Return the request of a rung of the ladder for a schema."""
+    if rung == RUNG_STRICT and strict is not None:
+        return StructuredRequest(
+            rung,
+            {
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": strict, "strict": True},
+            },
+            None,
+        )
+    if rung <= RUNG_SCHEMA:
+        return StructuredRequest(
+            RUNG_SCHEMA,
+            {"type": "json_schema", "json_schema": {"name": name, "schema": schema}},
+            None,
+        )
+    # The schema goes next to json_object too: llama.cpp's servers hold the
+    # answer to it; a server that refuses it gets plain json_object.
+    response_format = (
+        {"type": "json_object", "schema": schema} if rung == RUNG_JSON_OBJECT else None
+    )
+    return StructuredRequest(rung, response_format, schema_instructions(schema))
+
+
+def start_rung(capabilities: ModelCapabilities) -> int:
+    """Return the strongest rung the model is not known to refuse."""
+    start = capabilities.structured_output_start()
+    return RUNG_INSTRUCTIONS if start is None else RESPONSE_FORMATS.index(start)
+
+
+def _next_rung(rung: int, refused: Feature | None) -> int:
+    """Return the rung after a refusal: below the refused format, at least."""
+    if refused in RESPONSE_FORMATS:
+        return max(rung, RESPONSE_FORMATS.index(refused)) + 1
+    return rung + 1
+
+
+async def async_climb[T](
+    capabilities: ModelCapabilities,
+    name: str,
+    schema: dict[str, Any],
+    strict: dict[str, Any] | None,
+    attempt: Callable[[StructuredRequest], Awaitable[T]],
+    on_rejected: Callable[[StructuredRequest, RequestRejectedError], None]
+    | None = None,
+    *,
+    learn: bool = True,
+) -> tuple[StructuredRequest, T]:
+    """Run `attempt` from the strongest rung not known refused, down until one works.
+
+    A refusal that names the format, or names no feature, moves this request
+    down a rung; one that names another feature is raised, as is one of the
+    last rung. With `learn` (the request has no tools), a refusal that holds
+    for any request is remembered for the model.
+    """
+    rung = start_rung(capabilities)
+    if strict is None:
+        rung = max(rung, RUNG_SCHEMA)
+    while True:
+        request = structured_request(rung, name, schema, strict)
+        try:
+            return request, await attempt(request)
+        except RequestRejectedError as err:
+            if rung == RUNG_INSTRUCTIONS or (
+                err.feature is not None and err.feature not in RESPONSE_FORMATS
+            ):
+                raise
+            LOGGER.debug(
+                "Structured output as %s refused: %s",
+                RUNG_NAMES[rung],
+                err.server_message,
+            )
+            if on_rejected is not None:
+                on_rejected(request, err)
+            if learn and err.general and err.feature in RESPONSE_FORMATS:
+                capabilities.learn_refused(err.feature, err.lesson_source)
+            rung = _next_rung(rung, err.feature)

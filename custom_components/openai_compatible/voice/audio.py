@@ -1,0 +1,293 @@
+"""The audio routes of a server: transcription, speech and the voice list.
+
+Every answer is read in pieces, up to a size cap and before a deadline, so
+nothing a server sends can hold the event loop or grow memory without bound;
+every failure becomes one of our translated errors. Every route goes through
+the entry's transport; transcription uploads the recording as a form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+import json
+from typing import Any, Final
+
+import httpx2
+
+from ..api import VALIDATION_BUDGET
+from ..const import LOGGER
+from ..errors import ServerError
+from ..models.features import Feature
+from ..server_errors.routes import is_missing_route, route_error
+from ..wire.sse import EventStream, async_capped, async_read_body
+from ..wire.transport import Budget, Transport
+
+TRANSCRIPTION_ROUTE: Final = "/audio/transcriptions"
+SPEECH_ROUTE: Final = "/audio/speech"
+VOICES_ROUTE: Final = "/audio/voices"
+
+# OpenAI's upload limit; local servers take as much.
+MAX_RECORDING_BYTES: Final = 25 * 1024 * 1024
+# The audio of one speech request: 10 minutes of 24 kHz WAV fit.
+MAX_SPEECH_BYTES: Final = 32 * 1024 * 1024
+# A transcript or a voice list.
+MAX_TEXT_BYTES: Final = 1024 * 1024
+MAX_VOICES: Final = 1000
+
+
+# --- errors -------------------------------------------------------------------
+
+
+@contextmanager
+def audio_errors(route: str, model: str, voice: str | None = None) -> Iterator[None]:
+    """Raise the error an audio route's failure means.
+
+    A missing route, an unknown model and an unknown voice get errors of
+    their own.
+    """
+    try:
+        yield
+    except ServerError as err:
+        if specific := route_error(err, route, model, voice):
+            raise specific from err
+        raise
+
+
+def _media_type(headers: httpx2.Headers) -> str:
+    """Return the media type of an answer, lower-case, without parameters."""
+    return headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+# --- transcription ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptionRequest:
+    """A recording to transcribe and how."""
+
+    model: str
+    recording: bytes
+    filename: str
+    language: str | None = None
+    prompt: str | None = None
+    # Ask for transcript events; servers that cannot stream answer whole.
+    stream: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptPart:
+    """The transcript so far, or, when final, all of it."""
+
+    text: str
+    final: bool
+
+
+async def async_transcribe(
+    transport: Transport, request: TranscriptionRequest, budget: Budget
+) -> AsyncIterator[TranscriptPart]:
+    """Yield the transcript as the server gives it, ending with the final one.
+
+    A refused `stream` raises RequestRejectedError naming
+    Feature.TRANSCRIPT_STREAM.
+    """
+    body: dict[str, Any] = {"model": request.model, "response_format": "json"}
+    if request.language:
+        body["language"] = request.language
+    if request.prompt:
+        body["prompt"] = request.prompt
+    sent: frozenset[Feature] = frozenset()
+    if request.stream:
+        body["stream"] = True
+        sent = frozenset({Feature.TRANSCRIPT_STREAM})
+    with audio_errors(TRANSCRIPTION_ROUTE, request.model):
+        async with transport.async_open(
+            "POST",
+            TRANSCRIPTION_ROUTE,
+            budget=budget,
+            body=body,
+            files=[("file", (request.filename, request.recording))],
+            sent=sent,
+        ) as opened:
+            media_type = _media_type(opened.response.headers)
+            if media_type == "text/event-stream":
+                events = EventStream(opened.aiter_bytes(), max_bytes=MAX_TEXT_BYTES)
+                async for part in _transcript_events(events):
+                    yield part
+            else:
+                raw = await async_read_body(opened.aiter_bytes(), MAX_TEXT_BYTES)
+                yield TranscriptPart(_transcript_text(raw, media_type), True)
+
+
+def _transcript_text(raw: bytes, media_type: str) -> str:
+    """Return the text of a whole transcription answer (JSON or plain text)."""
+    if media_type.startswith("text/plain"):
+        return _plain_text(raw)
+    try:
+        answer = json.loads(raw)
+    except (ValueError, RecursionError) as err:
+        raise ServerError(
+            "transcript_unreadable", problem="the answer is not JSON"
+        ) from err
+    if not isinstance(answer, dict) or not isinstance(answer.get("text"), str):
+        raise ServerError("transcript_unreadable", problem="the answer has no text")
+    return str(answer["text"]).strip()
+
+
+def _plain_text(raw: bytes) -> str:
+    """Return a plain-text transcript; refuse bytes that are no text (audio)."""
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError:
+        text = "\x00"
+    if any(ord(char) < 32 and char not in "\t\n\r" for char in text):
+        raise ServerError("transcript_unreadable", problem="the answer is no text")
+    return text.strip()
+
+
+def _event_text(event: dict[str, Any]) -> str:
+    """Return the new text of one transcript event.
+
+    OpenAI sends `transcript.text.delta` events, vLLM chat-like chunks,
+    Speaches one `{"text": ...}` per segment.
+    """
+    if event.get("type") == "transcript.text.delta":
+        return str(event.get("delta") or "")
+    if event.get("object") == "transcription.chunk":
+        choices = event.get("choices") or [{}]
+        delta = choices[0].get("delta") if isinstance(choices[0], dict) else None
+        return str((delta or {}).get("content") or "")
+    if "type" not in event and isinstance(event.get("text"), str):
+        return str(event["text"])
+    return ""
+
+
+async def _transcript_events(events: EventStream) -> AsyncIterator[TranscriptPart]:
+    """Yield the growing transcript of an event stream, then the final one."""
+    heard = ""
+    final: str | None = None
+    async for batch in events:
+        for event in batch:
+            if error := event.get("error"):
+                message = error.get("message") if isinstance(error, dict) else error
+                raise ServerError("api_error", message=str(message))
+            if event.get("type") == "transcript.text.done":
+                final = str(event.get("text") or heard)
+            elif piece := _event_text(event):
+                heard += piece
+                yield TranscriptPart(heard.strip(), False)
+    yield TranscriptPart((heard if final is None else final).strip(), True)
+
+
+# --- speech -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SpeechRequest:
+    """A text to speak and how."""
+
+    model: str
+    voice: str
+    text: str
+    audio_format: str
+    speed: float = 1.0
+    instructions: str | None = None
+
+
+async def async_speak(
+    transport: Transport, request: SpeechRequest, budget: Budget
+) -> AsyncIterator[bytes]:
+    """Yield the audio of a text as the server sends it.
+
+    A refused `speed` or `instructions` raises RequestRejectedError naming
+    Feature.SPEECH_SPEED or Feature.SPEECH_INSTRUCTIONS.
+    """
+    body: dict[str, Any] = {
+        "model": request.model,
+        "voice": request.voice,
+        "input": request.text,
+        "response_format": request.audio_format,
+    }
+    sent: set[Feature] = set()
+    if request.speed != 1.0:
+        body["speed"] = request.speed
+        sent.add(Feature.SPEECH_SPEED)
+    if request.instructions:
+        body["instructions"] = request.instructions
+        sent.add(Feature.SPEECH_INSTRUCTIONS)
+    with audio_errors(SPEECH_ROUTE, request.model, request.voice):
+        async with transport.async_open(
+            "POST", SPEECH_ROUTE, budget=budget, body=body, sent=frozenset(sent)
+        ) as opened:
+            media_type = _media_type(opened.response.headers)
+            if media_type.startswith(("application/json", "text/")):
+                raise ServerError(
+                    "speech_unreadable",
+                    problem=f"the server sent {media_type} instead of audio",
+                )
+            pieces = async_capped(opened.aiter_bytes(), MAX_SPEECH_BYTES)
+            async for piece in _audio_only(pieces, request.audio_format):
+                yield piece
+
+
+async def _audio_only(
+    pieces: AsyncIterator[bytes], audio_format: str
+) -> AsyncIterator[bytes]:
+    """Yield speech; refuse an answer that starts as JSON or HTML does.
+
+    Servers send their error pages labelled as audio; raw PCM can start with
+    any byte, so it is not checked.
+    """
+    checked = audio_format == "pcm"
+    async for piece in pieces:
+        if not checked and (start := piece.lstrip()[:1]):
+            checked = True
+            if start in (b"{", b"[", b"<"):
+                raise ServerError(
+                    "speech_unreadable", problem="the server sent text instead of audio"
+                )
+        yield piece
+
+
+# --- the voice list -----------------------------------------------------------
+
+
+async def async_fetch_voices(transport: Transport) -> list[str] | None:
+    """Return the voices the server lists at /audio/voices, None if it lists none.
+
+    Kokoro-FastAPI and others have this route; OpenAI has not. The list only
+    helps choosing, so a failure is logged and counts as no list.
+    """
+    try:
+        answer = await transport.async_json(
+            "GET", VOICES_ROUTE, budget=VALIDATION_BUDGET, limit=MAX_TEXT_BYTES
+        )
+    except ServerError as err:
+        if not is_missing_route(err):
+            LOGGER.debug("The voice list could not be read: %s", err)
+        return None
+    return parse_voices(answer)
+
+
+def parse_voices(answer: Any) -> list[str] | None:
+    """Return the voice names of a voice list, whatever its usual shape.
+
+    Seen: `{"voices": ["a", ...]}`, `{"voices": [{"id": "a", "name": ...}]}`,
+    `{"data": [...]}` and a bare list; items name the voice in `id`,
+    `voice_id` or `name`.
+    """
+    if isinstance(answer, dict):
+        answer = answer.get("voices", answer.get("data"))
+    if not isinstance(answer, list):
+        return None
+    names: list[str] = []
+    for item in answer[:MAX_VOICES]:
+        name = item
+        if isinstance(item, dict):
+            name = next(
+                (item[key] for key in ("id", "voice_id", "name") if item.get(key)), None
+            )
+        if isinstance(name, str) and name.strip() and name not in names:
+            names.append(name.strip())
+    return names or None

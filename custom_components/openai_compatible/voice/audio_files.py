@@ -1,0 +1,201 @@
+"""Audio formats: WAV headers, and one stream from several speech answers.
+
+Text-to-speech speaks a streamed text sentence by sentence, one request each;
+the answers are joined here into the one stream a pipeline plays. Nothing is
+read past what a header needs before the samples flow on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+import struct
+from typing import Final
+
+from ..errors import ServerError
+
+# Formats that several answers can be joined in, piece after piece.
+JOINABLE_FORMATS: Final = ("mp3", "wav", "pcm")
+_WAV_HEADER_LIMIT: Final = 64 * 1024
+# Data sizes that mean "until the end" in a streamed WAV header.
+_WAV_OPEN_SIZES: Final = frozenset({0, 0xFFFFFFFF})
+_WAV_PCM: Final = 1
+_WAV_EXTENSIBLE: Final = 0xFFFE
+
+
+async def async_join(
+    audio_format: str, answers: AsyncIterator[AsyncIterator[bytes]]
+) -> AsyncIterator[bytes]:
+    """Yield one stream of audio from the answers of several speech requests.
+
+    MP3 frames and raw PCM follow each other as they are (the ID3 tags of
+    later answers dropped); WAV gets one header, then every answer's samples.
+    """
+    wav_format: bytes | None = None
+    first = True
+    async for answer in answers:
+        if audio_format == "wav":
+            header, rest = await _read_wav_header(answer)
+            if wav_format is None:
+                wav_format = header.format
+                yield streaming_wav_header(header.format)
+            elif header.format != wav_format:
+                raise ServerError(
+                    "speech_unreadable", problem="the audio format changed"
+                )
+            pieces = _wav_samples(header, rest, answer)
+        elif audio_format == "mp3" and not first:
+            pieces = _without_id3(answer)
+        else:
+            pieces = answer
+        first = False
+        async for piece in pieces:
+            yield piece
+
+
+@dataclass(frozen=True, slots=True)
+class _WavHeader:
+    """The part of a WAV header that matters for joining."""
+
+    # The fmt chunk's first 16 bytes, as a PCM header writes them.
+    format: bytes
+    # Bytes of samples, None when the header leaves it open.
+    data_size: int | None
+
+
+async def _read_wav_header(answer: AsyncIterator[bytes]) -> tuple[_WavHeader, bytes]:
+    """Read an answer up to its samples; return the header and what follows."""
+    buffer = b""
+    async for piece in answer:
+        buffer += piece
+        parsed = parse_wav_header(buffer)
+        if parsed is not None:
+            return parsed
+        if len(buffer) > _WAV_HEADER_LIMIT:
+            break
+    raise ServerError("speech_unreadable", problem="the answer is no WAV audio")
+
+
+def parse_wav_header(data: bytes) -> tuple[_WavHeader, bytes] | None:
+    """Return the header of a WAV file and the bytes after it, once complete.
+
+    Raise speech_unreadable when the data is no PCM WAV at all.
+    """
+    if len(data) < 12:
+        return None
+    if data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        raise ServerError("speech_unreadable", problem="the answer is no WAV audio")
+    position, wav_format = 12, None
+    while position + 8 <= len(data):
+        kind = data[position : position + 4]
+        (size,) = struct.unpack_from("<I", data, position + 4)
+        start = position + 8
+        if kind == b"data":
+            if wav_format is None:
+                raise ServerError(
+                    "speech_unreadable", problem="the WAV audio has no format"
+                )
+            open_size = size in _WAV_OPEN_SIZES
+            return _WavHeader(wav_format, None if open_size else size), data[start:]
+        if start + size > len(data):
+            return None
+        if kind == b"fmt ":
+            wav_format = _pcm_format(data[start : start + size])
+        position = start + size + size % 2
+    return None
+
+
+def _pcm_format(chunk: bytes) -> bytes:
+    """Return a fmt chunk as plain PCM; raise unless it holds integer samples."""
+    if len(chunk) < 16:
+        raise ServerError("speech_unreadable", problem="the WAV format is cut short")
+    (tag,) = struct.unpack_from("<H", chunk)
+    # WAVE_FORMAT_EXTENSIBLE names the sample type in its first GUID bytes.
+    if tag == _WAV_EXTENSIBLE and len(chunk) >= 26:
+        (tag,) = struct.unpack_from("<H", chunk, 24)
+    if tag != _WAV_PCM:
+        raise ServerError("speech_unreadable", problem="the WAV audio is not PCM")
+    return struct.pack("<H", _WAV_PCM) + chunk[2:16]
+
+
+def pcm_wav(pcm: bytes, sample_rate: int, sample_width: int, channels: int) -> bytes:
+    """Return raw little-endian PCM samples as a WAV file."""
+    block = sample_width * channels
+    wav_format = struct.pack(
+        "<HHIIHH", _WAV_PCM, channels, sample_rate, sample_rate * block, block,
+        8 * sample_width,
+    )  # fmt: skip
+    return (
+        b"RIFF"
+        + struct.pack("<I", 20 + len(wav_format) + len(pcm))
+        + b"WAVEfmt "
+        + struct.pack("<I", len(wav_format))
+        + wav_format
+        + b"data"
+        + struct.pack("<I", len(pcm))
+        + pcm
+    )
+
+
+def streaming_wav_header(wav_format: bytes) -> bytes:
+    """Return a WAV header whose sizes are left open, for audio still coming."""
+    return (
+        b"RIFF"
+        + struct.pack("<I", 0xFFFFFFFF)
+        + b"WAVEfmt "
+        + struct.pack("<I", len(wav_format))
+        + wav_format
+        + b"data"
+        + struct.pack("<I", 0xFFFFFFFF)
+    )
+
+
+async def _wav_samples(
+    header: _WavHeader, rest: bytes, answer: AsyncIterator[bytes]
+) -> AsyncIterator[bytes]:
+    """Yield the samples of a WAV answer, stopping where its data chunk ends."""
+    remaining = header.data_size
+
+    def cut(piece: bytes) -> bytes:
+        nonlocal remaining
+        if remaining is None:
+            return piece
+        piece, remaining = piece[:remaining], max(0, remaining - len(piece))
+        return piece
+
+    if rest and (piece := cut(rest)):
+        yield piece
+    async for piece in answer:
+        if piece := cut(piece):
+            yield piece
+
+
+async def _without_id3(answer: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """Yield an MP3 answer without the ID3v2 tag it may start with."""
+    buffer = b""
+    skip: int | None = None
+    async for piece in answer:
+        if skip is None:
+            buffer += piece
+            if len(buffer) < 10:
+                continue
+            skip = _id3_size(buffer)
+            piece, buffer = buffer, b""
+        if skip:
+            dropped = min(skip, len(piece))
+            piece, skip = piece[dropped:], skip - dropped
+        if piece:
+            yield piece
+    if buffer:
+        yield buffer
+
+
+def _id3_size(head: bytes) -> int:
+    """Return the length of the ID3v2 tag at the start of an MP3, or 0."""
+    if not head.startswith(b"ID3"):
+        return 0
+    size = 0
+    for byte in head[6:10]:
+        size = (size << 7) | (byte & 0x7F)
+    footer = 10 if head[5] & 0x10 else 0
+    return 10 + size + footer

@@ -1,0 +1,345 @@
+"""The context window of each agent and task, and fitting each request into it.
+
+`ContextWindow`, one per subentry, knows the window (the subentry's setting,
+and what the server reports or named in an overflow error: the smallest of
+them), keeps the token estimate calibrated by the server's own counts,
+remembers per conversation what was left out, and keeps a repair issue open
+while the prompt alone is too large. `RequestFit` is what the wire adapter asks
+for one run of rounds, over either wire API: fit each request's messages or
+input items and the answer's limit, after an overflow error fit the same
+request again to what the error taught, once, and learn from the server's
+prompt count a chat template that drops system messages.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from homeassistant.components import conversation
+from homeassistant.config_entries import ConfigSubentry
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import issue_registry as ir
+
+from ..const import (
+    CONF_CHAT_MODEL,
+    CONF_CONTEXT_WINDOW,
+    CONF_HISTORY_TURNS,
+    DOMAIN,
+    LOGGER,
+)
+from ..errors import ContextOverflowError, ContextWindowError
+from ..models.features import Feature
+from ..models.fit import check_tools_kept
+from ..models.reports import ServerKind
+from ..wire.chat_stream import usage_stats
+from .prompt_fit import (
+    DEFAULT_ANSWER_TOKENS,
+    ConversationCut,
+    Fitted,
+    Limits,
+    TokenEstimate,
+    fit,
+    raw_message,
+    split_turns,
+)
+from .prompt_items import Message, PromptItem
+
+if TYPE_CHECKING:
+    from ..models.capabilities import Capabilities, ModelCapabilities
+    from ..wire.request import RequestSettings
+
+# Conversations whose cuts are remembered, the most recent ones.
+MAX_CONVERSATIONS = 32
+# Where a request body holds the conversation: Chat Completions, Responses.
+CONVERSATION_KEYS = ("messages", "input")
+# Where a request body holds the answer's limit: Chat Completions (under
+# either name), Responses.
+LIMIT_KEYS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+# A local server's answer limit is at most this share of the window.
+LOCAL_ANSWER_SHARE = 4
+# A server that counts a request as fewer tokens than this share of the raw
+# estimate of its system messages alone left them out: no tokenizer counts
+# text that short (the calibration's lowest ratio).
+DROPPED_SYSTEM_SHARE = 0.25
+
+
+def known_window(
+    options: Mapping[str, Any], capabilities: ModelCapabilities
+) -> int | None:
+    """Return the window requests must fit: the smallest of the setting and the server's."""
+    known = [
+        window
+        for window in (options.get(CONF_CONTEXT_WINDOW), capabilities.context_window)
+        if window
+    ]
+    return min(known) if known else None
+
+
+def default_answer_limit(
+    server: Capabilities, options: Mapping[str, Any]
+) -> int | None:
+    """Return the answer limit of a subentry whose settings set none.
+
+    A local server gets one, so that a model that does not stop ends there
+    rather than at the end of its window: the answer's usual room, or a
+    quarter of the window where that is less. Hosted services get none.
+    """
+    if not (server.provider.local or server.report.kind):
+        return None
+    window = known_window(options, server.model(str(options.get(CONF_CHAT_MODEL))))
+    if window is None:
+        return DEFAULT_ANSWER_TOKENS
+    return max(1, min(DEFAULT_ANSWER_TOKENS, window // LOCAL_ANSWER_SHARE))
+
+
+class ContextWindow:
+    """One subentry's window, calibrated estimate and conversation cuts."""
+
+    def __init__(self, entry_id: str, subentry: ConfigSubentry) -> None:
+        """Start uncalibrated, with no conversation cut yet."""
+        self._entry_id = entry_id
+        self._subentry = subentry
+        self.estimate = TokenEstimate()
+        self._cuts: OrderedDict[str, ConversationCut] = OrderedDict()
+
+    @property
+    def issue_id(self) -> str:
+        """Return the id of the subentry's "prompt too large" repair issue."""
+        return f"prompt_too_large_{self._subentry.subentry_id}"
+
+    def request(
+        self,
+        chat_log: conversation.ChatLog,
+        capabilities: ModelCapabilities,
+        settings: RequestSettings,
+    ) -> RequestFit:
+        """Return the fitting for a run of rounds on this chat log."""
+        return RequestFit(self, chat_log, capabilities, settings)
+
+    def limits(
+        self, capabilities: ModelCapabilities, settings: RequestSettings
+    ) -> Limits:
+        """Return what requests must fit in now."""
+        options = self._subentry.data
+        return Limits(
+            window=known_window(options, capabilities),
+            answer_tokens=settings.max_tokens or DEFAULT_ANSWER_TOKENS,
+            history_turns=options.get(CONF_HISTORY_TURNS),
+        )
+
+    def cut(self, conversation_id: str) -> ConversationCut:
+        """Return what was left out of a conversation so far."""
+        cut = self._cuts.pop(conversation_id, None) or ConversationCut()
+        self._cuts[conversation_id] = cut
+        while len(self._cuts) > MAX_CONVERSATIONS:
+            self._cuts.popitem(last=False)
+        return cut
+
+    def report(self, chat_log: conversation.ChatLog, err: ContextWindowError) -> None:
+        """Open the repair issue when the prompt alone does not fit."""
+        if err.translation_key != "prompt_too_large":
+            return
+        ir.async_create_issue(
+            chat_log.hass,
+            DOMAIN,
+            self.issue_id,
+            config_entry_id=self._entry_id,
+            is_fixable=False,
+            severity=ir.IssueSeverity.WARNING,
+            translation_key="prompt_too_large",
+            translation_placeholders={
+                "name": self._subentry.title,
+                **(err.translation_placeholders or {}),
+            },
+        )
+
+    def resolve(self, hass: HomeAssistant) -> None:
+        """Close the repair issue: a request fitted, or the agent is removed."""
+        ir.async_delete_issue(hass, DOMAIN, self.issue_id)
+
+
+class RequestFit:
+    """Fitting for the requests of one run of rounds."""
+
+    def __init__(
+        self,
+        owner: ContextWindow,
+        chat_log: conversation.ChatLog,
+        capabilities: ModelCapabilities,
+        settings: RequestSettings,
+    ) -> None:
+        """Bind the subentry's window to one chat log."""
+        self._owner = owner
+        self._chat_log = chat_log
+        self._capabilities = capabilities
+        self._settings = settings
+        self._cut = owner.cut(chat_log.conversation_id)
+        # The request last asked for, before fitting; the raw estimates of
+        # it as sent, and of its system messages; and whether it was sent
+        # again after an overflow.
+        self._asked: tuple[list[PromptItem], list[dict[str, Any]]] = ([], [])
+        self._sent_raw = 0.0
+        self._sent_system_raw = 0.0
+        self._sent_tools: list[dict[str, Any]] = []
+        self._retried = False
+        self._answer_limit: int | None = None
+
+    def limited(self, body: dict[str, Any], key: str, least: int = 1) -> dict[str, Any]:
+        """Return the body with the answer's limit under `key`, at least `least`.
+
+        The settings' limit, or less where the window leaves the answer of the
+        request last fitted less room; none where neither sets one.
+        """
+        limit = self._answer_limit or self._settings.max_tokens
+        rest = {name: value for name, value in body.items() if name not in LIMIT_KEYS}
+        return rest if limit is None else {**rest, key: max(limit, least)}
+
+    def messages(
+        self, messages: list[PromptItem], tools: list[dict[str, Any]]
+    ) -> list[Message]:
+        """Return the messages of a new request, fitted into the window."""
+        self._retried = False
+        self._asked = (messages, tools)
+        return self._fitted(messages, tools)
+
+    def after_overflow(
+        self, body: dict[str, Any], err: ContextOverflowError
+    ) -> dict[str, Any]:
+        """Return the body to send again, fitted to what the error taught.
+
+        Raises the translated error when trimming cannot help, or when the
+        request was already sent again once.
+        """
+        LOGGER.debug(
+            "The request overflowed the context (window %s, prompt %s tokens)",
+            err.window,
+            err.prompt_tokens,
+        )
+        if self._retried:
+            raise self._unfixable(err)
+        self._retried = True
+        before = self._owner.estimate.ratio
+        self._owner.estimate.calibrate(self._sent_raw, err.prompt_tokens)
+        window = self._owner.limits(self._capabilities, self._settings).window
+        if err.window and (window is None or err.window < window):
+            self._capabilities.learn_context_window(err.window)
+        elif window is None or self._owner.estimate.ratio == before:
+            # Nothing new to fit by: trimming again would send the same.
+            raise self._unfixable(err)
+        # Fitted again from what was asked: the body may hold it reshaped.
+        key = next(key for key in CONVERSATION_KEYS if key in body)
+        return {**body, key: self._fitted(*self._asked)}
+
+    def observe(self, usage: dict[str, Any]) -> None:
+        """Calibrate the estimate with the tokens the server counted.
+
+        A count too small to hold the system messages teaches that the
+        server's chat template drops them; one too small for the tools sent
+        tells of tools left out (raised).
+        """
+        estimate = self._owner.estimate
+        counted = usage.get("prompt_tokens")
+        tool_tokens = estimate.tokens(estimate.raw_tools(self._sent_tools))
+        if self._dropped_system(counted):
+            LOGGER.info(
+                "%s counted %s prompt tokens for a system prompt of about %d: its "
+                "chat template drops system messages, so the system prompt now "
+                "goes at the start of the first user message",
+                self._capabilities.model,
+                counted,
+                estimate.tokens(self._sent_system_raw),
+            )
+            self._capabilities.learn_refused(
+                Feature.SYSTEM_MESSAGES,
+                f"{counted} prompt tokens counted for a longer system prompt",
+            )
+        else:
+            estimate.calibrate(self._sent_raw, counted)
+        check_tools_kept(self._capabilities, tool_tokens, counted)
+
+    def _dropped_system(self, counted: Any) -> bool:
+        """Tell whether the server's count is too small to hold the system messages.
+
+        Not on Ollama, some versions of which count only the prompt tokens
+        that did not come from their cache.
+        """
+        return (
+            isinstance(counted, int)
+            and 0 < counted < self._sent_system_raw * DROPPED_SYSTEM_SHARE
+            and self._capabilities.kind is not ServerKind.OLLAMA
+            and not self._capabilities.refuses(Feature.SYSTEM_MESSAGES)
+        )
+
+    def _fitted(
+        self, messages: list[PromptItem], tools: list[dict[str, Any]]
+    ) -> list[Message]:
+        """Fit the messages, trace what was done, and keep the repair current."""
+        limits = self._owner.limits(self._capabilities, self._settings)
+        estimate = self._owner.estimate
+        try:
+            fitted = fit(messages, tools, limits, estimate, self._cut)
+        except ContextWindowError as err:
+            self._owner.report(self._chat_log, err)
+            raise
+        self._owner.resolve(self._chat_log.hass)
+        self._sent_raw = estimate.raw_request(fitted.items, tools)
+        self._sent_tools = tools
+        head, _turns = split_turns(fitted.items)
+        self._sent_system_raw = sum(map(raw_message, head))
+        self._answer_limit = (
+            fitted.answer_tokens
+            if fitted.answer_tokens < limits.answer_tokens
+            else None
+        )
+        self._trace(limits, fitted)
+        return fitted.messages
+
+    def _trace(self, limits: Limits, fitted: Fitted) -> None:
+        """Tell the conversation's trace what fitting did."""
+        self._chat_log.async_trace(
+            {
+                "context": {
+                    "window": limits.window,
+                    "estimated_tokens": fitted.tokens,
+                    "answer_tokens": fitted.answer_tokens,
+                    "kept_turns": fitted.kept_turns,
+                    "dropped_turns": fitted.dropped_turns,
+                    "system_folded": self._capabilities.refuses(
+                        Feature.SYSTEM_MESSAGES
+                    ),
+                }
+            }
+        )
+
+    def _unfixable(self, err: ContextOverflowError) -> Exception:
+        """Return the translated error for an overflow that trimming cannot fix."""
+        limits = self._owner.limits(self._capabilities, self._settings)
+        window = err.window or limits.window
+        if window is None:
+            return err
+        needed = (
+            max(err.prompt_tokens or 0, self._owner.estimate.tokens(self._sent_raw))
+            + limits.least_answer_tokens
+        )
+        error = ContextWindowError(
+            "prompt_too_large", needed=f"{needed:,}", window=f"{window:,}"
+        )
+        self._owner.report(self._chat_log, error)
+        return error
+
+
+def observe_usage(
+    chat_log: conversation.ChatLog,
+    usage: dict[str, Any] | None,
+    on_usage: Callable[[dict[str, Any]], None],
+    fit: RequestFit | None,
+) -> None:
+    """Trace the tokens an answer reports, and calibrate the fitting by them."""
+    if not usage:
+        return
+    chat_log.async_trace({"stats": usage_stats(usage), "usage": usage})
+    on_usage(usage)
+    if fit is not None:
+        fit.observe(usage)

@@ -1,0 +1,254 @@
+"""The Chat Completions dialect: chat log to messages, answer to deltas.
+
+The messages are rendered as render.py says; `without_feature` says what of
+a body can go when a server refuses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+import hashlib
+import re
+from typing import Any, Final
+
+from homeassistant.components import conversation
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers.json import json_dumps
+
+from ..media.attachments import LoadedFile
+from ..models.features import Feature
+from ..tool_answers import model_calls
+from ..window.prompt_fit import fold_system
+from ..window.prompt_items import PromptItem, chat_items
+from .chat_stream import ChatStreamParser, Delta, async_read_answer
+from .render import ChatLogRenderer, Instructions
+from .request import RequestSettings, ToolSet, without_keys
+
+_MISTRAL_ID = re.compile(r"^[a-zA-Z0-9]{9}$")
+
+type Message = dict[str, Any]
+
+
+def _wire_call_id(call_id: str, short: bool) -> str:
+    """Return the call id in a form the server accepts, always the same one."""
+    if not short or _MISTRAL_ID.match(call_id):
+        return call_id
+    digest = hashlib.sha256(call_id.encode()).hexdigest()
+    return format(int(digest, 16), "x")[:9]
+
+
+def attachment_part(file: LoadedFile) -> dict[str, Any]:
+    """Return the content part for one attachment."""
+    if file.mime_type.startswith("image/"):
+        return {"type": "image_url", "image_url": {"url": file.data_url}}
+    return {"type": "file", "file": {"filename": file.name, "file_data": file.data_url}}
+
+
+class MessageRenderer(ChatLogRenderer):
+    """Render chat log content as Chat Completions messages."""
+
+    _text_type = "text"
+    _attachment_part = staticmethod(attachment_part)
+
+    def __init__(
+        self, hass: HomeAssistant, tool_set: ToolSet, settings: RequestSettings
+    ) -> None:
+        """Prepare an empty cache."""
+        super().__init__(hass, tool_set)
+        self._short_ids = settings.short_tool_call_ids
+
+    def _message(self, role: str, content: str | list[dict[str, Any]]) -> Message:
+        """Return a message of a role."""
+        return {"role": role, "content": content}
+
+    def _result(self, call_id: str, data: Any) -> Message:
+        """Return the result of a tool call."""
+        return {
+            "role": "tool",
+            "tool_call_id": _wire_call_id(call_id, self._short_ids),
+            "content": json_dumps(data),
+        }
+
+    def _call_ids(
+        self, content: conversation.AssistantContent, rendered: list[Message]
+    ) -> list[str]:
+        """Return the ids of the calls the model made (provider-run ones aside)."""
+        return [call.id for call in model_calls(content)]
+
+    def _assistant(self, content: conversation.AssistantContent) -> list[Message]:
+        """Convert an answer: its text, and its calls."""
+        calls = model_calls(content)
+        if not calls and not content.content:
+            if content.tool_calls:
+                return []  # only provider-run calls: nothing to replay
+            return [{"role": "assistant", "content": ""}]
+        # Empty text, not null: llama-cpp-python refuses null next to tool calls.
+        message: Message = {"role": "assistant", "content": content.content or ""}
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": _wire_call_id(call.id, self._short_ids),
+                    "type": "function",
+                    "function": {
+                        "name": self._tool_set.to_wire.get(
+                            call.tool_name, call.tool_name
+                        ),
+                        "arguments": json_dumps(call.tool_args),
+                    },
+                }
+                for call in calls
+            ]
+        return [message]
+
+
+def body_features(body: dict[str, Any]) -> frozenset[Feature]:
+    """Return the request features a Chat Completions body holds."""
+    features: set[Feature] = set()
+    response_format = body.get("response_format") or {}
+    kind = response_format.get("type")
+    if kind == "json_schema":
+        features.add(Feature.JSON_SCHEMA)
+        if response_format.get("json_schema", {}).get("strict"):
+            features.add(Feature.STRICT_SCHEMA)
+    elif kind == "json_object":
+        features.add(Feature.JSON_OBJECT)
+        if "schema" in response_format:
+            features.add(Feature.JSON_OBJECT_SCHEMA)
+    if body.get("tools"):
+        features.add(Feature.TOOLS)
+        if body.get("stream"):
+            features.add(Feature.STREAM_WITH_TOOLS)
+    for key, feature in _FIELD_FEATURES.items():
+        if key in body:
+            features.add(feature)
+    for message in body.get("messages") or ():
+        if message.get("role") in _SYSTEM_ROLES:
+            features.add(Feature.SYSTEM_MESSAGES)
+        if isinstance(content := message.get("content"), list):
+            kinds = {part.get("type") for part in content}
+            if "image_url" in kinds:
+                features.add(Feature.IMAGE_INPUT)
+            if "file" in kinds:
+                features.add(Feature.FILE_INPUT)
+    return frozenset(features)
+
+
+_SYSTEM_ROLES: Final = ("system", "developer")
+_FIELD_FEATURES: Final = {
+    "logprobs": Feature.LOGPROBS,
+    "stream_options": Feature.STREAM_OPTIONS,
+    "max_completion_tokens": Feature.MAX_COMPLETION_TOKENS,
+    "max_tokens": Feature.MAX_TOKENS,
+    "temperature": Feature.SAMPLING,
+    "top_p": Feature.SAMPLING,
+    "prompt_cache_key": Feature.PROMPT_CACHE_KEY,
+    "tool_choice": Feature.TOOL_CHOICE,
+}
+
+
+# The fields that go with a feature that can go.
+_DROPPED_KEYS: Final = {
+    Feature.STREAM_OPTIONS: ("stream_options",),
+    Feature.STREAM_WITH_TOOLS: ("stream", "stream_options"),
+    Feature.PROMPT_CACHE_KEY: ("prompt_cache_key",),
+    Feature.TOOL_CHOICE: ("tool_choice",),
+    Feature.SAMPLING: ("temperature", "top_p"),
+}
+
+
+def without_feature(body: dict[str, Any], feature: Feature) -> dict[str, Any] | None:
+    """Return the body asking the same without the feature; None if it cannot.
+
+    Only what changes how the answer is sent or tuned can go: a response
+    format, log-probabilities, tools or attachments are the request itself.
+    The system prompt is not left out but moved into the first user message.
+    """
+    if keys := _DROPPED_KEYS.get(feature):
+        return without_keys(body, keys)
+    changed = dict(body)
+    if feature is Feature.JSON_OBJECT_SCHEMA:
+        changed["response_format"] = without_keys(body["response_format"], ("schema",))
+    elif feature is Feature.MAX_COMPLETION_TOKENS and "max_tokens" not in body:
+        changed["max_tokens"] = changed.pop("max_completion_tokens", None)
+    elif feature is Feature.MAX_TOKENS and "max_completion_tokens" not in body:
+        changed["max_completion_tokens"] = changed.pop("max_tokens", None)
+    elif feature is Feature.SYSTEM_MESSAGES:
+        changed["messages"] = fold_system(body["messages"])
+    else:
+        return None
+    return changed
+
+
+class ChatCompletionsDialect:
+    """`/chat/completions`: messages in, a chat completion or its chunks out.
+
+    A stream next to tools that is empty is asked again unstreamed.
+    """
+
+    route: str = "/chat/completions"
+    proves: Feature | None = None
+    retries_unstreamed: bool = True
+    least_limit: int = 1
+    body_features = staticmethod(body_features)
+    without_feature = staticmethod(without_feature)
+
+    def __init__(
+        self, hass: HomeAssistant, settings: RequestSettings, tool_set: ToolSet
+    ) -> None:
+        """Prepare the renderer for a run of rounds."""
+        self.settings = settings
+        self.tool_set = tool_set
+        self.tools = tool_set.tools
+        self.limit_key = settings.limit_key
+        self._renderer = MessageRenderer(hass, tool_set, settings)
+
+    async def async_render(
+        self, contents: list[conversation.Content], instructions: Instructions | None
+    ) -> list[Message]:
+        """Return the chat log as messages."""
+        return await self._renderer.async_render(contents, instructions)
+
+    def prompt_items(self, conversation: list[Message]) -> list[PromptItem]:
+        """Return the messages, each with its kind told."""
+        return chat_items(conversation)
+
+    def body(
+        self, conversation: list[Message], response_format: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """Return the request body around the messages."""
+        body: dict[str, Any] = {"model": self.settings.model, "messages": conversation}
+        if self.tools:
+            body["tools"] = self.tools
+            # The default where tools are offered; some servers only consider
+            # tools when it is said.
+            body["tool_choice"] = "auto"
+        body.update(self.settings.body())
+        if response_format:
+            body["response_format"] = response_format
+        return body
+
+    def streamed(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Return the body asking for a stream that ends with the usage."""
+        return {**body, "stream": True, "stream_options": {"include_usage": True}}
+
+    def parser(self, body: dict[str, Any]) -> ChatStreamParser:
+        """Return a parser for the answer to a body."""
+        return ChatStreamParser(
+            self.tool_set.from_wire,
+            short_call_ids=self.settings.short_tool_call_ids,
+            structured="response_format" in body,
+        )
+
+    def read(
+        self, parser: ChatStreamParser, chunks: AsyncIterator[bytes], streamed: bool
+    ) -> AsyncIterator[Delta]:
+        """Yield the deltas of an answer."""
+        return async_read_answer(parser, chunks, streamed=streamed)
+
+    def wire_request(self, chat_body: dict[str, Any]) -> dict[str, Any]:
+        """Return the request as it is: it is of this form."""
+        return chat_body
+
+    def completion(self, answer: dict[str, Any]) -> dict[str, Any]:
+        """Return the answer as it is: it is a chat completion."""
+        return answer

@@ -1,0 +1,260 @@
+"""Chat Completions answers read into chat log deltas.
+
+Every part of a chunk is checked where it is read: a server that sends an
+unexpected shape gets a translated error, never a traceback. An answer that
+was cut off is told as such and runs no tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
+from uuid import uuid4
+
+from homeassistant.components import conversation
+from homeassistant.util.json import json_loads
+import httpx2
+
+from ..const import LOGGER
+from ..errors import ContextOverflowError, ModelError, ServerError, TranslatedError
+from ..server_errors.answers import answer_error
+from ..server_errors.overflow import parse_overflow
+from ..tool_answers import answered_calls, tool_inputs
+from .readers import (
+    ChoiceDelta,
+    JSONObject,
+    error_message,
+    read_choices,
+    read_list,
+    read_object,
+)
+from .sse import EventStream, async_read_body
+from .think_tags import ThinkTagSplitter
+from .tool_calls import LONGEST_MARKER, ToolCallAssembler, calls_in_text, may_be_call
+
+type Delta = (
+    conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
+)
+
+# Finish reasons of an answer that stopped before the model was done.
+_CUT_ERRORS = {
+    "length": "answer_cut_at_token_limit",
+    "content_filter": "answer_cut_by_content_filter",
+}
+
+
+class ChatStreamParser:
+    """Turn the chunks of one answer into chat log deltas.
+
+    `tool_names` maps the offered tools' wire names to their names in Home
+    Assistant. While tools are offered, the start of the answer is held back
+    for as long as it can be a tool call written as text.
+    """
+
+    def __init__(
+        self,
+        tool_names: Mapping[str, str],
+        *,
+        short_call_ids: bool = False,
+        structured: bool = False,
+    ) -> None:
+        """Prepare for one answer; a `structured` one is whole or none."""
+        self._tool_names = tool_names
+        self._structured = structured
+        self._short_ids = short_call_ids
+        self._calls = ToolCallAssembler()
+        self._think = ThinkTagSplitter()
+        self._finished = False
+        # Why the answer stopped short, if it did: a finish reason or "unended".
+        self._cut: str | None = None
+        # Whether a tool call (native, or written as text) was under way when
+        # the answer was cut.
+        self._cut_call = False
+        # Spoken text held back because it may be a tool call written as text;
+        # None once the answer speaks.
+        self._held: list[str] | None = [] if tool_names else None
+        # The held text without whitespace, kept until its verdict is settled.
+        self._held_start = ""
+        self._held_settled = False
+        # The token usage the server reported, if it did.
+        self.usage: JSONObject | None = None
+
+    def feed(self, chunk: JSONObject) -> list[Delta]:
+        """Return the deltas one chunk adds."""
+        if error := chunk.get("error"):
+            message = error_message(error)
+            if (overflow := parse_overflow(message, chunk)) is not None:
+                raise ContextOverflowError(overflow.window, overflow.prompt_tokens)
+            raise answer_error(message, tools=bool(self._tool_names))
+        if (usage := chunk.get("usage")) is not None:
+            self.usage = read_object(usage, "usage")
+        deltas: list[Delta] = []
+        for choice in read_choices(chunk):
+            self._choice(choice, deltas)
+        return deltas
+
+    def close(self, *, ended: bool) -> list[Delta]:
+        """Return what remains when the answer is over.
+
+        `ended`: the server said the answer was whole (`data: [DONE]`, or a
+        whole answer not streamed).
+        """
+        thinking, spoken = self._think.flush()
+        deltas: list[Delta] = []
+        self._text(thinking, spoken, deltas)
+        if not self._finished and not ended:
+            self._cut = "unended"
+        deltas.extend(self._finish(None))
+        return deltas
+
+    def raise_if_cut(self) -> None:
+        """Raise the error that tells why the answer stopped short, if it did.
+
+        Text cut at the answer's token limit, with no tool call under way, is
+        the answer: what the limit let the model say (a local model that does
+        not stop is cut there on every turn).
+        """
+        if self._cut == "unended":
+            raise ServerError("answer_cut_short")
+        if self._cut == "length" and not (self._cut_call or self._structured):
+            LOGGER.debug("The answer reached its token limit; its text so far stands")
+            return
+        if self._cut is not None:
+            raise ModelError(_CUT_ERRORS[self._cut])
+
+    def _choice(self, choice: ChoiceDelta, deltas: list[Delta]) -> None:
+        """Add the deltas of the first choice of a chunk."""
+        text = choice.text
+        thinking, spoken = self._think.feed(text) if text is not None else ("", "")
+        if choice.reasoning is not None:
+            thinking = choice.reasoning + thinking
+        self._text(thinking, spoken, deltas)
+        for fragment in choice.tool_calls:
+            self._calls.add(fragment)
+        if choice.finish_reason:
+            deltas.extend(self._finish(choice.finish_reason))
+
+    def _text(self, thinking: str, spoken: str, deltas: list[Delta]) -> None:
+        """Add deltas for thinking and spoken text, holding back a possible call."""
+        if thinking:
+            deltas.append({"thinking_content": thinking})
+        if not spoken:
+            return
+        held = self._held
+        if held is None:
+            deltas.append({"content": spoken})
+            return
+        held.append(spoken)
+        if not self._held_settled:
+            self._held_start += "".join(spoken.split())
+            if not may_be_call(self._held_start):
+                deltas.extend(self._speak_held())
+            # Past the longest marker the verdict cannot change.
+            self._held_settled = len(self._held_start) > LONGEST_MARKER
+
+    def _speak_held(self) -> list[Delta]:
+        """Let the held text go as spoken text."""
+        text = "".join(self._held or ())
+        self._held = None
+        return [{"content": text}] if text else []
+
+    def _finish(self, reason: str | None) -> list[Delta]:
+        """Hand over held text and the assembled calls, once, unless cut off."""
+        if self._finished:
+            return []
+        self._finished = True
+        if reason in _CUT_ERRORS:
+            self._cut = reason
+        if self._cut is not None:
+            self._cut_call = self._held is not None or bool(self._calls.calls)
+            return self._speak_held()
+        deltas: list[Delta] = []
+        if self._held is not None:
+            calls = calls_in_text("".join(self._held), self._tool_names)
+            if calls is None:
+                deltas.extend(self._speak_held())
+            else:
+                self._held = None
+                # With native calls too, the text only repeats them: say nothing.
+                self._calls.adopt(calls)
+        inputs, answers = tool_inputs(
+            self._calls.named_calls(), self._tool_names, self._new_call_id
+        )
+        if inputs:
+            handed: conversation.AssistantContentDeltaDict = {"tool_calls": inputs}
+            if answers:
+                handed["native"] = answered_calls(answers)
+            deltas += [handed, *answers]
+        return deltas
+
+    def _new_call_id(self) -> str:
+        """Make an id for a call the server sent without one."""
+        if self._short_ids:
+            return uuid4().hex[:9]
+        return f"call_{uuid4().hex[:24]}"
+
+
+def whole_answer_chunk(raw: bytes) -> JSONObject:
+    """Return a whole (non-streamed) answer in the form of one stream chunk."""
+    try:
+        decoded = json_loads(raw)
+    except ValueError as err:
+        raise ServerError("answer_not_json") from err
+    answer = read_object(decoded, "the answer")
+    choices = (
+        read_object(choice, "choices")
+        for choice in read_list(answer.get("choices"), "choices")
+    )
+    chunk: JSONObject = {
+        "choices": [
+            {
+                "index": choice.get("index", 0),
+                "delta": choice.get("message"),
+                "finish_reason": choice.get("finish_reason"),
+            }
+            for choice in choices
+        ],
+        "usage": answer.get("usage"),
+    }
+    if error := answer.get("error"):
+        chunk["error"] = error
+    return chunk
+
+
+def usage_stats(usage: Mapping[str, object]) -> dict[str, object]:
+    """Return the token figures Home Assistant's trace view shows."""
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return {
+        "input_tokens": usage.get("prompt_tokens"),
+        "cached_input_tokens": cached or 0,
+        "output_tokens": usage.get("completion_tokens"),
+    }
+
+
+async def async_read_answer(
+    parser: ChatStreamParser, body: AsyncIterable[bytes], *, streamed: bool
+) -> AsyncIterator[Delta]:
+    """Yield the deltas of an answer read from a response body, within bounds.
+
+    When reading fails or the answer was cut off, a new message is started
+    before the error is raised, so the chat log keeps the words already
+    streamed to the user.
+    """
+    try:
+        if streamed:
+            stream = EventStream(body)
+            async for events in stream:
+                for event in events:
+                    for delta in parser.feed(event):
+                        yield delta
+            ended = stream.done
+        else:
+            for delta in parser.feed(whole_answer_chunk(await async_read_body(body))):
+                yield delta
+            ended = True
+        for delta in parser.close(ended=ended):
+            yield delta
+        parser.raise_if_cut()
+    except TranslatedError, httpx2.HTTPError:
+        yield {"role": "assistant"}
+        raise

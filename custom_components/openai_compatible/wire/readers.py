@@ -1,0 +1,140 @@
+"""Typed readers of what servers answer: untrusted JSON in, typed values out.
+
+Each reader takes a decoded JSON value and the name of the part it is, and
+returns it typed or raises MalformedAnswerError naming the part (the user is
+told which), never a traceback. Where the API lets a part be left out, null
+reads as an empty one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..errors import MalformedAnswerError
+
+type JSONObject = dict[str, object]
+
+
+def read_object(value: object, part: str) -> JSONObject:
+    """Return an object of the answer."""
+    if not isinstance(value, dict):
+        raise MalformedAnswerError(part=part)
+    return value
+
+
+def read_object_or_empty(value: object, part: str) -> JSONObject:
+    """Return an object of the answer; null means an empty one."""
+    return {} if value is None else read_object(value, part)
+
+
+def read_list(value: object, part: str) -> list[object]:
+    """Return a list of the answer; null means an empty one."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise MalformedAnswerError(part=part)
+    return value
+
+
+def read_optional_string(value: object, part: str) -> str | None:
+    """Return a string of the answer, or None when it is null."""
+    if value is None or isinstance(value, str):
+        return value
+    raise MalformedAnswerError(part=part)
+
+
+def read_string(value: object, part: str) -> str:
+    """Return a string of the answer; null means an empty one."""
+    return read_optional_string(value, part) or ""
+
+
+def read_index(value: object, part: str) -> int:
+    """Return an index of the answer: an integer, never a boolean."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise MalformedAnswerError(part=part)
+    return value
+
+
+def string_or_none(value: object) -> str | None:
+    """Return a value that may be a string, where any other is ignored."""
+    return value if isinstance(value, str) else None
+
+
+def error_message(error: object) -> str:
+    """Return the message of an error the server sent: an object, or else."""
+    return str(error.get("message") if isinstance(error, dict) else error)
+
+
+@dataclass(slots=True)
+class ChoiceDelta:
+    """What one first choice of a Chat Completions chunk adds."""
+
+    # The spoken text: the content, or else a refusal.
+    text: str | None
+    reasoning: str | None
+    # The `tool_calls` fragments, read by `read_call_fragment`.
+    tool_calls: Sequence[object]
+    # Why the answer ended; None while it goes on.
+    finish_reason: str | None
+
+
+def read_choices(chunk: JSONObject) -> list[ChoiceDelta]:
+    """Return the deltas of a chunk's first choice (index 0), as often as sent."""
+    choices = chunk.get("choices")
+    if not choices:
+        return []
+    if not isinstance(choices, list):
+        raise MalformedAnswerError(part="choices")
+    for choice in choices:
+        if not isinstance(choice, dict):
+            raise MalformedAnswerError(part="choices")
+    return [_choice_delta(choice) for choice in choices if choice.get("index", 0) == 0]
+
+
+def _choice_delta(choice: JSONObject) -> ChoiceDelta:
+    """Return what one choice adds; read for every streamed token, in few calls."""
+    delta = choice.get("delta")
+    if not isinstance(delta, dict):
+        delta = read_object_or_empty(delta, "choices.delta")
+    text = delta.get("content")
+    if not isinstance(text, str):
+        text = string_or_none(delta.get("refusal"))
+    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+    calls = delta.get("tool_calls")
+    reason = choice.get("finish_reason")
+    return ChoiceDelta(
+        text,
+        reasoning if isinstance(reasoning, str) else None,
+        read_list(calls, "tool_calls") if calls else (),
+        read_optional_string(reason, "choices.finish_reason") or None,
+    )
+
+
+@dataclass(slots=True)
+class CallFragment:
+    """One `tool_calls` fragment of a Chat Completions chunk."""
+
+    index: int | None
+    call_id: str | None
+    name: str | None
+    # A piece of the JSON text, or (from some servers) the decoded object.
+    arguments: str | JSONObject | None
+
+
+def read_call_fragment(value: object) -> CallFragment:
+    """Return a tool call fragment; empty strings mean absent."""
+    fragment = read_object(value, "tool_calls")
+    function = read_object_or_empty(fragment.get("function"), "tool_calls.function")
+    call_id = read_optional_string(fragment.get("id"), "tool_calls.id")
+    name = read_optional_string(function.get("name"), "tool_calls.function.name")
+    arguments = function.get("arguments")
+    if not isinstance(arguments, (str, dict, type(None))):
+        raise MalformedAnswerError(part="tool_calls.function.arguments")
+    index = fragment.get("index")
+    return CallFragment(
+        index if isinstance(index, int) else None,
+        call_id or None,
+        name or None,
+        arguments,
+    )

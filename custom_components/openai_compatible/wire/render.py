@@ -1,0 +1,123 @@
+"""The chat log rendered for a request, the same way over either wire API.
+
+Rendering is deterministic: every request of one conversation repeats the
+previous request at its start, which lets servers reuse their prompt cache.
+Within one round trip each content object is rendered once and attachments
+are read once. A call left without a result is answered with a placeholder
+(servers refuse it otherwise); a result whose call the server never saw
+(another agent's, or a provider-run one) is left out.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from homeassistant.components import conversation
+from homeassistant.core import HomeAssistant
+
+from ..media.attachments import LoadedFile, async_load_attachments
+from .request import ToolSet
+
+type Item = dict[str, Any]
+type Instructions = tuple[conversation.UserContent, str]
+
+
+class ChatLogRenderer(ABC):
+    """Render chat log content as one wire API's messages or items."""
+
+    # The type of a text part, and the content part of an attachment.
+    _text_type: str
+    _attachment_part: Callable[[LoadedFile], dict[str, Any]]
+
+    def __init__(self, hass: HomeAssistant, tool_set: ToolSet) -> None:
+        """Prepare an empty cache."""
+        self._hass = hass
+        self._tool_set = tool_set
+        self._rendered: dict[int, tuple[conversation.Content, list[Item]]] = {}
+
+    async def async_render(
+        self,
+        contents: list[conversation.Content],
+        instructions: Instructions | None = None,
+    ) -> list[Item]:
+        """Return the whole log.
+
+        `instructions` adds text to one user message (the task's own), so it
+        stays in place when later rounds add to the log.
+        """
+        items: list[Item] = []
+        open_calls: dict[str, None] = {}
+        for content in contents:
+            if not isinstance(content, conversation.ToolResultContent):
+                items.extend(self._unanswered(open_calls))
+                open_calls = {}
+            rendered = await self._async_cached(content, instructions)
+            if isinstance(content, conversation.ToolResultContent):
+                if content.tool_call_id not in open_calls:
+                    continue
+                del open_calls[content.tool_call_id]
+            elif isinstance(content, conversation.AssistantContent):
+                open_calls = dict.fromkeys(self._call_ids(content, rendered))
+            items.extend(rendered)
+        return items
+
+    async def _async_cached(
+        self, content: conversation.Content, instructions: Instructions | None
+    ) -> list[Item]:
+        """Return one piece of content rendered, once per content object."""
+        cached = self._rendered.get(id(content))
+        if cached is None or cached[0] is not content:
+            extra = (
+                instructions[1] if instructions and instructions[0] is content else None
+            )
+            cached = (content, await self._async_convert(content, extra))
+            self._rendered[id(content)] = cached
+        return cached[1]
+
+    def _unanswered(self, open_calls: Iterable[str]) -> list[Item]:
+        """Return placeholder results for calls that never got one."""
+        return [self._result(call_id, {"error": "no result"}) for call_id in open_calls]
+
+    async def _async_convert(
+        self, content: conversation.Content, extra: str | None
+    ) -> list[Item]:
+        """Convert one piece of content."""
+        if isinstance(content, conversation.SystemContent):
+            return [self._message("system", content.content)]
+        if isinstance(content, conversation.UserContent):
+            return [await self._async_user(content, extra)]
+        if isinstance(content, conversation.AssistantContent):
+            return self._assistant(content)
+        return [self._result(content.tool_call_id, content.result.data)]
+
+    async def _async_user(
+        self, content: conversation.UserContent, extra: str | None
+    ) -> Item:
+        """Convert a user message, its attachments read."""
+        text = f"{content.content}\n\n{extra}" if extra else content.content
+        if not content.attachments:
+            return self._message("user", text)
+        files = await async_load_attachments(self._hass, content.attachments)
+        text_part = {"type": self._text_type, "text": text}
+        parts = [text_part, *map(self._attachment_part, files)]
+        return self._message("user", parts)
+
+    @abstractmethod
+    def _message(self, role: str, content: str | list[dict[str, Any]]) -> Item:
+        """Return a message of a role."""
+
+    @abstractmethod
+    def _assistant(self, content: conversation.AssistantContent) -> list[Item]:
+        """Convert an answer."""
+
+    @abstractmethod
+    def _result(self, call_id: str, data: Any) -> Item:
+        """Return the result of a tool call."""
+
+    @abstractmethod
+    def _call_ids(
+        self, content: conversation.AssistantContent, rendered: list[Item]
+    ) -> Iterable[str]:
+        """Return the ids of the calls the server sees in a rendered answer."""

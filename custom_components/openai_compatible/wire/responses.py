@@ -1,0 +1,314 @@
+"""The Responses API dialect: chat log to input items, events to deltas.
+
+Requests are stateless: the whole conversation is sent each round, reasoning
+items with their encrypted content, so the request prefix stays stable for
+the prompt cache. Nothing is stored at the provider (`store: false`) unless
+the subentry opts in. Requests of the Chat Completions form go as the same
+Responses request (responses_chat_form.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+from homeassistant.components import conversation
+from homeassistant.core import HomeAssistant
+
+from ..models.capabilities import ModelCapabilities
+from ..models.features import PROVIDER_TOOLS, Feature
+from ..window.prompt_items import PromptItem, responses_items
+from .render import Instructions
+from .request import RequestSettings, ToolSet, without_keys
+from .responses_chat_form import (
+    MIN_OUTPUT_TOKENS,
+    OUTPUT_LOGPROBS,
+    chat_completion,
+    responses_format,
+    responses_request,
+)
+from .responses_render import InputRenderer, function_tools
+from .responses_stream import ResponsesStreamParser, async_read_events
+from .round_trip import Delta
+
+ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
+# The feature each provider-run tool type, and each include, stands for.
+_TOOL_FEATURES: Final = {
+    "web_search": Feature.WEB_SEARCH,
+    "web_search_preview": Feature.WEB_SEARCH,
+    "code_interpreter": Feature.CODE_INTERPRETER,
+    "image_generation": Feature.IMAGE_GENERATION,
+}
+_INCLUDE_FEATURES: Final = {
+    ENCRYPTED_REASONING: Feature.REASONING,
+    OUTPUT_LOGPROBS: Feature.LOGPROBS,
+    "web_search_call.action.sources": Feature.WEB_SEARCH,
+    "code_interpreter_call.outputs": Feature.CODE_INTERPRETER,
+}
+# What the request includes of the calls of each provider-run tool.
+_TOOL_INCLUDES: Final = {
+    "web_search": "web_search_call.action.sources",
+    "code_interpreter": "code_interpreter_call.outputs",
+}
+_FIELD_FEATURES: Final = {
+    "temperature": Feature.SAMPLING,
+    "top_p": Feature.SAMPLING,
+    "prompt_cache_key": Feature.PROMPT_CACHE_KEY,
+    "top_logprobs": Feature.LOGPROBS,
+    "service_tier": Feature.SERVICE_TIER,
+}
+_PART_FEATURES: Final = {
+    "input_image": Feature.IMAGE_INPUT,
+    "input_file": Feature.FILE_INPUT,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ResponsesOptions:
+    """What a subentry asks of the Responses API beyond the common settings."""
+
+    # None: the model's own default.
+    reasoning_effort: str | None = None
+    reasoning_summary: bool = False
+    verbosity: str | None = None
+    # None: the default tier, which is not sent.
+    service_tier: str | None = None
+    # The provider keeps the requests and answers (and shows them in its logs).
+    store: bool = False
+    # Provider-run tools in their wire form (see provider_tools.py).
+    provider_tools: tuple[dict[str, Any], ...] = ()
+    # Inline web-search citations are taken out of the spoken answer.
+    remove_citations: bool = False
+
+
+def settings_body(
+    settings: RequestSettings,
+    options: ResponsesOptions,
+    capabilities: ModelCapabilities,
+) -> dict[str, Any]:
+    """Return the request parameters of the settings and options."""
+    params: dict[str, Any] = {}
+    if settings.max_tokens is not None:
+        params["max_output_tokens"] = max(settings.max_tokens, MIN_OUTPUT_TOKENS)
+    params.update(settings.sampling())
+    reasoning: dict[str, Any] = {}
+    if options.reasoning_effort:
+        reasoning["effort"] = options.reasoning_effort
+    if options.reasoning_summary:
+        reasoning["summary"] = "auto"
+    if reasoning:
+        params["reasoning"] = reasoning
+    if options.verbosity:
+        params["text"] = {"verbosity": options.verbosity}
+    include = [
+        _TOOL_INCLUDES[tool["type"]]
+        for tool in options.provider_tools
+        if tool["type"] in _TOOL_INCLUDES
+    ]
+    if not capabilities.refuses(Feature.REASONING):
+        # Stateless: the chain of thought goes back encrypted.
+        include.append(ENCRYPTED_REASONING)
+    if include:
+        params["include"] = include
+    return params
+
+
+def handling_body(options: ResponsesOptions) -> dict[str, Any]:
+    """Return how the provider is to handle the request: its tier, and storing."""
+    params: dict[str, Any] = {}
+    if options.service_tier:
+        params["service_tier"] = options.service_tier
+    params["store"] = options.store
+    return params
+
+
+def body_features(body: dict[str, Any]) -> frozenset[Feature]:
+    """Return the request features a Responses body holds."""
+    features: set[Feature] = {Feature.RESPONSES_API}
+    text = body.get("text") or {}
+    text_format = text.get("format") or {}
+    kind = text_format.get("type")
+    if kind == "json_schema":
+        features.add(Feature.JSON_SCHEMA)
+        if text_format.get("strict"):
+            features.add(Feature.STRICT_SCHEMA)
+    elif kind == "json_object":
+        features.add(Feature.JSON_OBJECT)
+    if "verbosity" in text:
+        features.add(Feature.VERBOSITY)
+    reasoning = body.get("reasoning") or {}
+    if "effort" in reasoning:
+        features.add(Feature.REASONING)
+    if "summary" in reasoning:
+        features.add(Feature.REASONING_SUMMARY)
+    for tool in body.get("tools") or ():
+        if tool["type"] == "function":
+            features.add(Feature.TOOLS)
+            if body.get("stream"):
+                features.add(Feature.STREAM_WITH_TOOLS)
+        elif feature := _TOOL_FEATURES.get(tool["type"]):
+            features.add(feature)
+    features.update(
+        _INCLUDE_FEATURES[value]
+        for value in body.get("include") or ()
+        if value in _INCLUDE_FEATURES
+    )
+    features.update(feature for key, feature in _FIELD_FEATURES.items() if key in body)
+    for item in body.get("input") or ():
+        if isinstance(content := item.get("content"), list):
+            features.update(
+                _PART_FEATURES[part["type"]]
+                for part in content
+                if part.get("type") in _PART_FEATURES
+            )
+    return frozenset(features)
+
+
+# The fields that go with a feature that can go.
+_DROPPED_KEYS: Final = {
+    Feature.PROMPT_CACHE_KEY: ("prompt_cache_key",),
+    Feature.SERVICE_TIER: ("service_tier",),
+    Feature.SAMPLING: ("temperature", "top_p"),
+    Feature.STREAM_WITH_TOOLS: ("stream",),
+}
+
+
+def without_feature(body: dict[str, Any], feature: Feature) -> dict[str, Any] | None:
+    """Return the body asking the same without the feature; None if it cannot.
+
+    What only tunes the answer can go: sampling, the cache key, reasoning
+    settings, the verbosity, the service tier, streaming next to tools, and a
+    provider-run tool (the model answers without it). A response format,
+    function tools, log-probabilities or attachments are the request itself.
+    """
+    if keys := _DROPPED_KEYS.get(feature):
+        return without_keys(body, keys)
+    changed = dict(body)
+    if feature is Feature.REASONING:
+        changed.pop("reasoning", None)
+        _drop_include(changed, ENCRYPTED_REASONING)
+    elif feature is Feature.REASONING_SUMMARY:
+        _drop_key(changed, "reasoning", "summary")
+    elif feature is Feature.VERBOSITY:
+        _drop_key(changed, "text", "verbosity")
+    elif feature in PROVIDER_TOOLS:
+        _drop_provider_tool(changed, feature)
+    else:
+        return None
+    return changed
+
+
+def _drop_key(body: dict[str, Any], field: str, key: str) -> None:
+    """Remove a key of an object field, and the field once it is empty."""
+    rest = {name: value for name, value in body.get(field, {}).items() if name != key}
+    if rest:
+        body[field] = rest
+    else:
+        body.pop(field, None)
+
+
+def _drop_include(body: dict[str, Any], value: str) -> None:
+    """Remove one value of `include`, and the field once it is empty."""
+    rest = [item for item in body.get("include") or () if item != value]
+    if rest:
+        body["include"] = rest
+    else:
+        body.pop("include", None)
+
+
+def _drop_provider_tool(body: dict[str, Any], feature: Feature) -> None:
+    """Remove a provider-run tool and what the request includes of its calls."""
+    tools = [
+        tool
+        for tool in body.get("tools") or ()
+        if _TOOL_FEATURES.get(tool["type"]) is not feature
+    ]
+    if tools:
+        body["tools"] = tools
+    else:
+        body.pop("tools", None)
+    for value, included in _INCLUDE_FEATURES.items():
+        if included is feature:
+            _drop_include(body, value)
+
+
+class ResponsesDialect:
+    """`/responses`: input items in, a response or its events out.
+
+    Requests are stateless: the whole conversation is sent each round.
+    """
+
+    route: str = "/responses"
+    proves: Feature | None = Feature.RESPONSES_API
+    retries_unstreamed: bool = False
+    limit_key: str = "max_output_tokens"
+    least_limit: int = MIN_OUTPUT_TOKENS
+    body_features = staticmethod(body_features)
+    without_feature = staticmethod(without_feature)
+
+    def __init__(
+        self,
+        hass: HomeAssistant,
+        capabilities: ModelCapabilities,
+        settings: RequestSettings,
+        options: ResponsesOptions,
+        tool_set: ToolSet,
+    ) -> None:
+        """Prepare the renderer for a run of rounds."""
+        self.settings = settings
+        self.tool_set = tool_set
+        self.tools = [*function_tools(tool_set), *options.provider_tools]
+        self._capabilities = capabilities
+        self._options = options
+        self._renderer = InputRenderer(hass, tool_set)
+
+    async def async_render(
+        self, contents: list[conversation.Content], instructions: Instructions | None
+    ) -> list[dict[str, Any]]:
+        """Return the chat log as input items."""
+        return await self._renderer.async_render(contents, instructions)
+
+    def prompt_items(self, conversation: list[dict[str, Any]]) -> list[PromptItem]:
+        """Return the input items, each with its kind told."""
+        return responses_items(conversation)
+
+    def body(
+        self, conversation: list[dict[str, Any]], response_format: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """Return the request body around the input items."""
+        body: dict[str, Any] = {"model": self.settings.model, "input": conversation}
+        if self.tools:
+            body["tools"] = self.tools
+        body.update(settings_body(self.settings, self._options, self._capabilities))
+        if text_format := responses_format(response_format):
+            body["text"] = {**body.get("text", {}), "format": text_format}
+        body.update(handling_body(self._options))
+        return body
+
+    def streamed(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Return the body asking for a stream of events."""
+        return {**body, "stream": True}
+
+    def parser(self, body: dict[str, Any]) -> ResponsesStreamParser:
+        """Return a parser for the answer to a body."""
+        return ResponsesStreamParser(
+            self.tool_set.from_wire, remove_citations=self._options.remove_citations
+        )
+
+    def read(
+        self,
+        parser: ResponsesStreamParser,
+        chunks: AsyncIterator[bytes],
+        streamed: bool,
+    ) -> AsyncIterator[Delta]:
+        """Yield the deltas of an answer."""
+        return async_read_events(parser, chunks, streamed=streamed)
+
+    def wire_request(self, chat_body: dict[str, Any]) -> dict[str, Any]:
+        """Return a Chat Completions request as the Responses request to send."""
+        return responses_request(chat_body) | handling_body(self._options)
+
+    def completion(self, answer: dict[str, Any]) -> dict[str, Any]:
+        """Return a whole response as a chat completion."""
+        return chat_completion(answer)

@@ -1,0 +1,83 @@
+"""The chat log rendered as Responses API input items (see render.py).
+
+Messages of this integration's Responses answers go back exactly as the
+server gave them (`ResponsesReplay`: reasoning with its encrypted content,
+provider-run calls); anything else (other agents, Chat Completions rounds)
+goes back as messages and function calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from homeassistant.components import conversation
+from homeassistant.helpers.json import json_dumps
+
+from ..media.attachments import LoadedFile
+from ..tool_answers import model_calls
+from .render import ChatLogRenderer, Item
+from .request import ToolSet
+from .responses_stream import ResponsesReplay
+
+
+def function_tools(tool_set: ToolSet) -> list[dict[str, Any]]:
+    """Return the tools in the Responses form, not strict (the API's default is)."""
+    return [
+        {"type": "function", **tool["function"], "strict": False}
+        for tool in tool_set.tools
+    ]
+
+
+def input_attachment(file: LoadedFile) -> dict[str, Any]:
+    """Return the content part of one attachment."""
+    if file.mime_type.startswith("image/"):
+        return {"type": "input_image", "image_url": file.data_url, "detail": "auto"}
+    return {"type": "input_file", "filename": file.name, "file_data": file.data_url}
+
+
+class InputRenderer(ChatLogRenderer):
+    """Render chat log content as Responses API input items."""
+
+    _text_type = "input_text"
+    _attachment_part = staticmethod(input_attachment)
+
+    def _message(self, role: str, content: str | list[dict[str, Any]]) -> Item:
+        """Return a message item."""
+        return {"type": "message", "role": role, "content": content}
+
+    def _result(self, call_id: str, data: Any) -> Item:
+        """Return the output of a function call."""
+        return {
+            "type": "function_call_output",
+            "call_id": call_id,
+            "output": json_dumps(data),
+        }
+
+    def _call_ids(
+        self, content: conversation.AssistantContent, rendered: list[Item]
+    ) -> list[str]:
+        """Return the ids of the function calls the rendered answer holds."""
+        return [item["call_id"] for item in rendered if item["type"] == "function_call"]
+
+    def _assistant(self, content: conversation.AssistantContent) -> list[Item]:
+        """Convert an answer: as the server gave it, or as text and calls."""
+        if isinstance(content.native, ResponsesReplay):
+            return list(content.native.items)
+        calls = model_calls(content)
+        if not calls and not content.content:
+            if content.tool_calls:
+                return []  # only provider-run calls of another agent
+            return [self._message("assistant", "")]
+        items: list[Item] = []
+        if content.content:
+            items.append(self._message("assistant", content.content))
+        items.extend(
+            {
+                "type": "function_call",
+                "call_id": call.id,
+                "name": self._tool_set.to_wire.get(call.tool_name, call.tool_name),
+                "arguments": json_dumps(call.tool_args),
+            }
+            for call in calls
+        )
+        return items

@@ -1,0 +1,407 @@
+"""Responses API answers read into chat log deltas.
+
+An answer is a list of output items: messages, function calls, reasoning and
+the calls of tools the provider runs itself (web search, code interpreter,
+image generation). One chat log message holds the items up to a provider-run
+call, whose result follows as a tool result; its `native` value keeps those
+items as they go back to the server (`ResponsesReplay`), so that reasoning
+models keep their chain across rounds. Function calls are handed over only
+once the answer is complete: an answer cut off runs no tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from homeassistant.components import conversation
+from homeassistant.helpers import llm
+from homeassistant.helpers.json import json_dumps
+import httpx2
+
+from ..errors import (
+    ContextOverflowError,
+    MalformedAnswerError,
+    ModelError,
+    ServerError,
+    TranslatedError,
+)
+from ..server_errors.overflow import parse_overflow
+from ..tool_answers import call_input
+from .citations import CitationFilter
+from .provider_calls import PROVIDER_CALLS, provider_view, replayed_call
+from .readers import (
+    JSONObject,
+    read_index,
+    read_list,
+    read_object,
+    read_string,
+    string_or_none,
+)
+from .sse import EventStream, async_read_body
+from .think_tags import ThinkTagSplitter
+from .tool_calls import MAX_TOOL_CALLS, PendingCall, too_many_calls
+from .transport import parse_json
+
+type Delta = (
+    conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
+)
+type Item = JSONObject
+
+
+# Why an answer stopped short, in the words of our errors.
+_INCOMPLETE: Final = {
+    "max_output_tokens": "answer_cut_at_token_limit",
+    "content_filter": "answer_cut_by_content_filter",
+}
+_TEXT_DELTAS: Final = ("response.output_text.delta", "response.refusal.delta")
+_THINKING_DELTAS: Final = (
+    "response.reasoning_summary_text.delta",
+    "response.reasoning_text.delta",
+)
+# What of a reasoning item goes back to the server.
+_REASONING_KEYS: Final = ("type", "id", "summary", "content", "encrypted_content")
+
+
+@dataclass(frozen=True, slots=True)
+class ResponsesReplay:
+    """The output items of one chat log message, as they go back to the server."""
+
+    items: tuple[Item, ...]
+
+
+class ResponsesStreamParser:
+    """Turn the events of one Responses API answer into chat log deltas."""
+
+    def __init__(
+        self, tool_names: Mapping[str, str], *, remove_citations: bool = False
+    ) -> None:
+        """Prepare for one answer; `tool_names` maps wire names to Home Assistant's."""
+        self._tool_names = tool_names
+        self._think = ThinkTagSplitter()
+        self._citations = CitationFilter() if remove_citations else None
+        # The items of the current chat log message, to be sent back.
+        self._replay: list[Item] = []
+        # Function calls, handed over when the answer is complete.
+        self._calls: list[llm.ToolInput] = []
+        # The answers to calls that cannot run, handed over after them.
+        self._answers: list[Delta] = []
+        self._call_count = 0
+        # The spoken text of the message item being read.
+        self._spoken: list[str] = []
+        # Output indexes whose deltas were read; the items read, by their ids.
+        self._streamed: set[int] = set()
+        self._seen: set[tuple[str, object]] = set()
+        # (output index, summary index) of the last thinking delta.
+        self._summary_at: tuple[object, object] | None = None
+        # The status the answer ended with, once it did.
+        self._status: str | None = None
+        self._incomplete_reason: str | None = None
+        # Nothing was said since the last provider-run call.
+        self._silent = False
+        # The token usage in the Chat Completions form, if the server reported it.
+        self.usage: JSONObject | None = None
+
+    def feed(self, event: JSONObject) -> list[Delta]:
+        """Return the deltas one event adds."""
+        kind = event.get("type")
+        deltas: list[Delta] = []
+        if kind in _TEXT_DELTAS:
+            self._streamed.add(_index(event))
+            self._text(read_string(event.get("delta"), "delta"), deltas)
+        elif kind in _THINKING_DELTAS:
+            self._streamed.add(_index(event))
+            self._thinking(event, deltas)
+        elif kind == "response.output_item.done":
+            self._item_done(
+                _index(event), read_object(event.get("item"), "item"), deltas
+            )
+        elif kind in ("response.completed", "response.incomplete"):
+            self._finish(read_object(event.get("response"), "response"), deltas)
+        elif kind in ("response.failed", "error"):
+            raise _failure(event)
+        return deltas
+
+    def feed_whole(self, response: JSONObject) -> list[Delta]:
+        """Return the deltas of a whole answer that was not streamed."""
+        deltas: list[Delta] = []
+        self._finish(response, deltas)
+        return deltas
+
+    def close(self) -> list[Delta]:
+        """Return what remains when the body is over; note an unended answer."""
+        deltas: list[Delta] = []
+        self._flush_text(deltas)
+        if self._status is None:
+            self._status = "unended"
+        return deltas
+
+    def raise_if_cut(self) -> None:
+        """Raise the error that tells why the answer stopped short, if it did."""
+        if self._status == "unended":
+            raise ServerError("answer_cut_short")
+        if self._status == "incomplete":
+            key = _INCOMPLETE.get(self._incomplete_reason or "", "answer_cut_short")
+            if key == "answer_cut_short":
+                raise ServerError(key)
+            raise ModelError(key)
+
+    # --- text and thinking --------------------------------------------------------
+
+    def _text(self, text: str, deltas: list[Delta]) -> None:
+        """Add spoken text; thinking in `<think>` tags and citations are split off."""
+        thinking, spoken = self._think.feed(text)
+        if thinking:
+            deltas.append({"thinking_content": thinking})
+        if self._citations is not None:
+            spoken = self._citations.feed(spoken)
+        self._speak(spoken, deltas)
+
+    def _speak(self, spoken: str, deltas: list[Delta]) -> None:
+        """Add text that will be spoken, and keep it for the message item."""
+        if spoken:
+            self._silent = False
+            self._spoken.append(spoken)
+            deltas.append({"content": spoken})
+
+    def _flush_text(self, deltas: list[Delta]) -> None:
+        """Hand over the text held back by the tag and citation filters."""
+        thinking, spoken = self._think.flush()
+        if thinking:
+            deltas.append({"thinking_content": thinking})
+        if self._citations is not None:
+            spoken = self._citations.feed(spoken) + self._citations.flush()
+        self._speak(spoken, deltas)
+
+    def _thinking(self, event: JSONObject, deltas: list[Delta]) -> None:
+        """Add a piece of a reasoning summary (or of the reasoning itself)."""
+        text = read_string(event.get("delta"), "delta")
+        at = (event.get("output_index"), event.get("summary_index"))
+        if self._summary_at is not None and at != self._summary_at:
+            text = f"\n\n{text}"
+        self._summary_at = at
+        if text:
+            deltas.append({"thinking_content": text})
+
+    # --- items ------------------------------------------------------------------------
+
+    def _item_done(self, index: int, item: Item, deltas: list[Delta]) -> None:
+        """Take one finished output item, once: the same item or call id is skipped."""
+        seen: set[tuple[str, object]] = {
+            (key, value)
+            for key in ("id", "call_id")
+            if isinstance(value := item.get(key), str) and value
+        } or {("output_index", index)}
+        if seen & self._seen:
+            return
+        self._seen |= seen
+        kind = item.get("type")
+        streamed = index in self._streamed
+        if kind == "message":
+            self._message_done(item, streamed, deltas)
+        elif kind == "reasoning":
+            self._reasoning_done(item, streamed, deltas)
+        elif kind == "function_call":
+            self._call_done(item)
+        elif kind in PROVIDER_CALLS:
+            self._provider_call_done(item, deltas)
+
+    def _message_done(self, item: Item, streamed: bool, deltas: list[Delta]) -> None:
+        """Finish a message: its text, said once, goes back as it was spoken."""
+        if not streamed:
+            for part in read_list(item.get("content"), "message.content"):
+                part = read_object(part, "message.content")
+                text = part.get("text", part.get("refusal"))
+                if isinstance(text, str):
+                    self._text(text, deltas)
+        self._flush_text(deltas)
+        self._close_message()
+
+    def _close_message(self) -> None:
+        """Keep the text spoken since the last message, to send it back."""
+        if self._spoken:
+            text = "".join(self._spoken)
+            self._spoken = []
+            self._replay.append(
+                {"type": "message", "role": "assistant", "content": text}
+            )
+
+    def _reasoning_done(self, item: Item, streamed: bool, deltas: list[Delta]) -> None:
+        """Keep a reasoning item to send back; show its summary as thinking."""
+        if not streamed:
+            texts = [
+                part.get("text")
+                for key in ("summary", "content")
+                for part in read_list(item.get(key), f"reasoning.{key}")
+                if isinstance(part, dict)
+            ]
+            if thinking := "\n\n".join(t for t in texts if isinstance(t, str) and t):
+                deltas.append({"thinking_content": thinking})
+        # Without its content (encrypted or plain), the server cannot take it back.
+        if item.get("encrypted_content") or item.get("content"):
+            self._replay.append(
+                {key: item[key] for key in _REASONING_KEYS if item.get(key) is not None}
+            )
+
+    def _call_done(self, item: Item) -> None:
+        """Keep a function call until the answer is complete."""
+        name = read_string(item.get("name"), "function_call.name")
+        call_id = read_string(item.get("call_id"), "function_call.call_id")
+        arguments = item.get("arguments")
+        if not name or not call_id:
+            return
+        if self._call_count >= MAX_TOOL_CALLS:
+            raise too_many_calls()
+        self._call_count += 1
+        pending = PendingCall(call_id, name)
+        if isinstance(arguments, dict):
+            pending.decoded = arguments
+        elif isinstance(arguments, str):
+            pending.add_arguments(arguments)
+        elif arguments is not None:
+            raise MalformedAnswerError(part="function_call.arguments")
+        tool_input, answer = call_input(pending, call_id, self._tool_names)
+        self._calls.append(tool_input)
+        self._answers.extend([answer] if answer else [])
+        self._replay.append(
+            {
+                "type": "function_call",
+                "call_id": call_id,
+                "name": name,
+                "arguments": arguments
+                if isinstance(arguments, str)
+                else json_dumps(tool_input.tool_args),
+            }
+        )
+
+    def _provider_call_done(self, item: Item, deltas: list[Delta]) -> None:
+        """Show a call the provider ran as an external tool call and its result."""
+        kind = str(item["type"])
+        call_id = read_string(item.get("id"), f"{kind}.id")
+        if not call_id:
+            return
+        name = PROVIDER_CALLS[kind]
+        arguments, result = provider_view(kind, item)
+        status = string_or_none(item.get("status"))
+        self._replay.append(replayed_call(kind, item))
+        deltas.append(
+            {"tool_calls": [llm.ToolInput(name, arguments, id=call_id, external=True)]}
+        )
+        self._end_message(deltas)
+        deltas.append(
+            {
+                "role": "tool_result",
+                "tool_call_id": call_id,
+                "tool_name": name,
+                "result": llm.ToolResult(
+                    {"status": status, **result}, error=status == "failed"
+                ),
+            }
+        )
+        deltas.append({"role": "assistant"})
+        self._silent = True
+
+    def _end_message(self, deltas: list[Delta]) -> None:
+        """Hand over what the current chat log message holds before it ends."""
+        self._close_message()
+        if self._calls:
+            deltas.append({"tool_calls": self._calls})
+            self._calls = []
+        if self._replay:
+            deltas.append({"native": ResponsesReplay(tuple(self._replay))})
+            self._replay = []
+        deltas.extend(self._answers)
+        self._answers = []
+
+    # --- the end ------------------------------------------------------------------------
+
+    def _finish(self, response: JSONObject, deltas: list[Delta]) -> None:
+        """End the answer: items never streamed, usage, calls, and the status."""
+        output = response.get("output")
+        if response.get("status") == "failed" or (response.get("error") and not output):
+            raise _failure({"response": response})
+        for index, item in enumerate(read_list(output, "response.output")):
+            self._item_done(index, read_object(item, "response.output"), deltas)
+        if (usage := response.get("usage")) is not None:
+            self.usage = chat_usage(read_object(usage, "response.usage"))
+        self._flush_text(deltas)
+        status = response.get("status")
+        if status == "incomplete":
+            self._status = "incomplete"
+            details = response.get("incomplete_details")
+            reason = details.get("reason") if isinstance(details, dict) else None
+            self._incomplete_reason = reason if isinstance(reason, str) else None
+            return
+        self._status = "completed"
+        if self._silent and not self._calls:
+            # Nothing said after a provider-run call: the answer ends there.
+            deltas.append({"content": ""})
+        self._end_message(deltas)
+
+
+def chat_usage(usage: Mapping[str, object]) -> JSONObject:
+    """Return Responses API usage in the Chat Completions form the engine counts."""
+    input_details = usage.get("input_tokens_details")
+    output_details = usage.get("output_tokens_details")
+    cached = (
+        input_details.get("cached_tokens") if isinstance(input_details, dict) else None
+    )
+    reasoning = (
+        output_details.get("reasoning_tokens")
+        if isinstance(output_details, dict)
+        else None
+    )
+    return {
+        "prompt_tokens": usage.get("input_tokens"),
+        "completion_tokens": usage.get("output_tokens"),
+        "total_tokens": usage.get("total_tokens"),
+        "prompt_tokens_details": {"cached_tokens": cached or 0},
+        "completion_tokens_details": {"reasoning_tokens": reasoning or 0},
+    }
+
+
+def _failure(event: JSONObject) -> ServerError:
+    """Return the error of a failed answer or an error event.
+
+    A context overflow (OpenAI's `context_length_exceeded`) is told apart, so
+    the request can be fitted and sent again.
+    """
+    response = event.get("response")
+    error = response.get("error") if isinstance(response, dict) else event
+    details = error if isinstance(error, dict) else {}
+    message = str(details.get("message") or "the server reported an error")
+    if (overflow := parse_overflow(message, details)) is not None:
+        return ContextOverflowError(overflow.window, overflow.prompt_tokens)
+    return ServerError("api_error", message=message)
+
+
+def _index(event: JSONObject) -> int:
+    """Return the output index an event is about."""
+    return read_index(event.get("output_index", 0), "output_index")
+
+
+async def async_read_events(
+    parser: ResponsesStreamParser, body: AsyncIterable[bytes], *, streamed: bool
+) -> AsyncIterator[Delta]:
+    """Yield the deltas of an answer read from a response body, within bounds.
+
+    When reading fails or the answer was cut off, a new message is started
+    before the error is raised, so the chat log keeps the words already said.
+    """
+    try:
+        if streamed:
+            async for events in EventStream(body):
+                for event in events:
+                    for delta in parser.feed(event):
+                        yield delta
+        else:
+            answer = read_object(parse_json(await async_read_body(body)), "the answer")
+            for delta in parser.feed_whole(answer):
+                yield delta
+        for delta in parser.close():
+            yield delta
+        parser.raise_if_cut()
+    except TranslatedError, httpx2.HTTPError:
+        yield {"role": "assistant"}
+        raise

@@ -1,0 +1,352 @@
+"""The one round trip over either wire API: send, drop what is refused, refit.
+
+A `Dialect` says how one wire API (chat_completions.py, responses.py) renders
+the chat log, which features a body holds and how each can go, and how its
+answer is parsed. `RoundTrip` runs every request through the same loop:
+
+1. shape the body as the model takes it (streamed where it may be, without
+   what the model is known to refuse);
+2. open it; a refusal of a feature that can go is sent again at once without
+   it (learned when it holds for any request), a context overflow is fitted
+   again to what the error taught and sent again;
+3. read the answer into chat log deltas, tracing and counting its usage; an
+   overflow a gateway tells in the stream before the answer said anything is
+   taken like one told by the status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+
+from homeassistant.components import conversation
+
+from ..const import LOGGER
+from ..errors import ContextOverflowError, MalformedAnswerError, RequestRejectedError
+from ..models.capabilities import ModelCapabilities
+from ..models.features import Feature
+from ..window.context_window import observe_usage
+from ..window.prompt_items import PromptItem
+from .render import Instructions
+from .request import RequestSettings, ToolSet
+from .sse import async_read_body
+from .transport import Budget, Transport, parse_json
+
+if TYPE_CHECKING:
+    from ..window.context_window import RequestFit
+
+type Delta = (
+    conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
+)
+
+
+class BodyAsk(TypedDict, total=False):
+    """How a request body is asked for, beyond the chat log."""
+
+    response_format: dict[str, Any] | None
+    instructions: Instructions | None
+
+
+class AnswerParser(Protocol):
+    """A wire API's stream parser: the usage it read, once read."""
+
+    usage: dict[str, Any] | None
+
+
+class Dialect[P: AnswerParser](Protocol):
+    """What one wire API tells the round trip."""
+
+    route: str
+    # What opening an answer proves the model takes; None: nothing.
+    proves: Feature | None
+    # Whether an empty stream next to tools is asked again unstreamed.
+    retries_unstreamed: bool
+    settings: RequestSettings
+    tool_set: ToolSet
+    # The tools as the body holds them, for the window to count.
+    tools: list[dict[str, Any]]
+    # Where the body holds the answer's limit, and the least it may be.
+    limit_key: str
+    least_limit: int
+
+    async def async_render(
+        self, contents: list[conversation.Content], instructions: Instructions | None
+    ) -> list[dict[str, Any]]:
+        """Return the chat log as the body's conversation."""
+
+    def prompt_items(self, conversation: list[dict[str, Any]]) -> list[PromptItem]:
+        """Return the conversation as the window fits it: each part's kind told."""
+
+    def body(
+        self, conversation: list[dict[str, Any]], response_format: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """Return the request body around a conversation, unlimited."""
+
+    def streamed(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Return the body asking for a streamed answer."""
+
+    def body_features(self, body: dict[str, Any]) -> frozenset[Feature]:
+        """Return the request features a body holds."""
+
+    def without_feature(
+        self, body: dict[str, Any], feature: Feature
+    ) -> dict[str, Any] | None:
+        """Return the body asking the same without the feature; None if it cannot."""
+
+    def parser(self, body: dict[str, Any]) -> P:
+        """Return a parser for the answer to a body."""
+
+    def read(
+        self, parser: P, chunks: AsyncIterator[bytes], streamed: bool
+    ) -> AsyncIterator[Delta]:
+        """Yield the deltas of an answer."""
+
+    def wire_request(self, chat_body: dict[str, Any]) -> dict[str, Any]:
+        """Return a request of the Chat Completions form as this API's body."""
+
+    def completion(self, answer: dict[str, Any]) -> dict[str, Any]:
+        """Return a whole answer of this API as a chat completion."""
+
+
+def says_something(delta: Delta) -> bool:
+    """Tell whether a delta holds more than its role: words, thinking, calls."""
+    return any(value for key, value in delta.items() if key != "role")
+
+
+class RoundTrip:
+    """Round trips over one wire API, streamed or whole."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        capabilities: ModelCapabilities,
+        dialect: Dialect[Any],
+        budget: Budget,
+        *,
+        on_request: Callable[[], None],
+        on_usage: Callable[[dict[str, Any]], None],
+        fit: RequestFit | None = None,
+    ) -> None:
+        """Prepare a run of rounds.
+
+        `on_request` hears of every request sent, `on_usage` of the tokens
+        each answer reports. With `fit`, each request is fitted into the
+        model's context window.
+        """
+        self._transport = transport
+        self._capabilities = capabilities
+        self._dialect = dialect
+        self._budget = budget
+        self._on_request = on_request
+        self._on_usage = on_usage
+        self._fit = fit
+        self.tool_set = dialect.tool_set
+
+    async def async_build_body(
+        self,
+        chat_log: conversation.ChatLog,
+        *,
+        response_format: dict[str, Any] | None = None,
+        instructions: Instructions | None = None,
+    ) -> dict[str, Any]:
+        """Return the request body for the chat log as it is now.
+
+        `instructions` adds text to one user message (the task's own), so it
+        stays in place when later rounds add to the log.
+        """
+        dialect = self._dialect
+        rendered = await dialect.async_render(chat_log.content, instructions)
+        if self._fit is None:
+            return dialect.body(rendered, response_format)
+        body = dialect.body(
+            self._fit.messages(dialect.prompt_items(rendered), dialect.tools),
+            response_format,
+        )
+        return self._fit.limited(body, dialect.limit_key, dialect.least_limit)
+
+    async def async_stream(
+        self, chat_log: conversation.ChatLog, body: dict[str, Any]
+    ) -> AsyncIterator[Delta]:
+        """Send the request and yield the answer as chat log deltas.
+
+        Where the dialect says so, an empty streamed answer next to tools (a
+        gateway's rendering of a server that cannot stream when it may choose
+        a tool) is asked again unstreamed; when that answers, the model's
+        refusal is learned. So is a stream that ends in a tool call the server
+        could not parse, unlearned.
+        """
+        yield {"role": "assistant"}
+        body = self._shaped(body, self._dialect.settings.stream)
+        said, learn = False, True
+        try:
+            async for delta in self._async_answer(chat_log, body):
+                said = said or says_something(delta)
+                yield delta
+        except RequestRejectedError as err:
+            if said or not self._refuses_stream_with_tools(body, err):
+                raise
+            learn = False
+        if said or not self._streams_with_tools(body):
+            return
+        LOGGER.debug("Empty streamed answer next to tools; asking unstreamed")
+        unstreamed = self._dialect.without_feature(body, Feature.STREAM_WITH_TOOLS)
+        async for delta in self._async_answer(chat_log, unstreamed or body):
+            if says_something(delta) and not said:
+                said = True
+                if learn:
+                    self._capabilities.learn_refused(
+                        Feature.STREAM_WITH_TOOLS,
+                        "an empty stream, answered unstreamed",
+                    )
+            yield delta
+
+    async def async_complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Send a request of the Chat Completions form; return a chat completion."""
+        request = self._shaped(self._dialect.wire_request(body), stream=False)
+        async with self._async_open(request) as (chunks, _):
+            raw = await async_read_body(chunks)
+        answer = parse_json(raw)
+        if not isinstance(answer, dict):
+            raise MalformedAnswerError(part="the answer")
+        completion = self._dialect.completion(answer)
+        if isinstance(usage := completion.get("usage"), dict):
+            self._on_usage(usage)
+        return completion
+
+    def _streams_with_tools(self, body: dict[str, Any]) -> bool:
+        """Tell whether an empty answer to the body is asked again unstreamed."""
+        return self._dialect.retries_unstreamed and bool(
+            body.get("stream") and body.get("tools")
+        )
+
+    def _refuses_stream_with_tools(
+        self, body: dict[str, Any], err: RequestRejectedError
+    ) -> bool:
+        """Tell whether a refusal while reading is one of streaming with tools."""
+        return (
+            self._dialect.retries_unstreamed
+            and bool(body.get("stream"))
+            and err.feature is Feature.STREAM_WITH_TOOLS
+        )
+
+    def _shaped(self, body: dict[str, Any], stream: bool) -> dict[str, Any]:
+        """Return the body as the model takes it, streamed when it may be."""
+        dialect = self._dialect
+        if stream:
+            body = dialect.streamed(body)
+        for feature in dialect.body_features(body):
+            if self._capabilities.refuses(feature) and (
+                changed := dialect.without_feature(body, feature)
+            ):
+                body = changed
+        return body
+
+    def _refitted(
+        self, body: dict[str, Any], err: ContextOverflowError, fit: RequestFit
+    ) -> dict[str, Any]:
+        """Return the body fitted again after an overflow, as the model takes it."""
+        dialect = self._dialect
+        refitted = fit.limited(
+            fit.after_overflow(body, err), dialect.limit_key, dialect.least_limit
+        )
+        return self._shaped(refitted, stream=False)
+
+    async def _async_answer(
+        self, chat_log: conversation.ChatLog, body: dict[str, Any]
+    ) -> AsyncIterator[Delta]:
+        """Send one request and yield its answer's deltas; trace its usage."""
+        while True:
+            parser = self._dialect.parser(body)
+            said = False
+            try:
+                async with self._async_open(body) as (chunks, streamed):
+                    async for delta in self._dialect.read(parser, chunks, streamed):
+                        said = said or says_something(delta)
+                        yield delta
+            except ContextOverflowError as err:
+                if said or self._fit is None:
+                    raise
+                body = self._refitted(body, err, self._fit)
+            else:
+                return
+            finally:
+                observe_usage(chat_log, parser.usage, self._on_usage, self._fit)
+
+    @asynccontextmanager
+    async def _async_open(
+        self, body: dict[str, Any]
+    ) -> AsyncIterator[tuple[AsyncIterator[bytes], bool]]:
+        """Open the answer, dropping each feature the server refuses that can go.
+
+        Gives the answer's bytes and whether it is streamed.
+        """
+        async with AsyncExitStack() as stack:
+            while True:
+                self._on_request()
+                try:
+                    chunks = await self._async_attempt(stack, body)
+                    break
+                except RequestRejectedError as err:
+                    body = self._without_refused(body, err)
+                except ContextOverflowError as err:
+                    if self._fit is None:
+                        raise
+                    body = self._refitted(body, err, self._fit)
+            yield chunks, bool(body.get("stream"))
+
+    async def _async_attempt(
+        self, stack: AsyncExitStack, body: dict[str, Any]
+    ) -> AsyncIterator[bytes]:
+        """Send the request; return its body, whose closing `stack` takes on.
+
+        A stream next to tools that ends before its first byte (llama-cpp-python
+        when it may choose a tool) is a refusal of streaming with tools.
+        """
+        dialect = self._dialect
+        async with AsyncExitStack() as attempt:
+            opened = await attempt.enter_async_context(
+                self._transport.async_open(
+                    "POST",
+                    dialect.route,
+                    budget=self._budget,
+                    body=body,
+                    sent=dialect.body_features(body),
+                )
+            )
+            if dialect.proves is not None:
+                self._capabilities.learn_proven(dialect.proves)
+            chunks = opened.aiter_bytes()
+            first = await anext(chunks, None)
+            if first is None and self._streams_with_tools(body):
+                raise RequestRejectedError(
+                    "the stream ended before it began",
+                    Feature.STREAM_WITH_TOOLS,
+                    general=True,
+                )
+            stack.push_async_exit(attempt.pop_all())
+        return _prepended(first, chunks)
+
+    def _without_refused(
+        self, body: dict[str, Any], err: RequestRejectedError
+    ) -> dict[str, Any]:
+        """Return the body without the feature the server refused; else raise."""
+        changed = (
+            self._dialect.without_feature(body, err.feature) if err.feature else None
+        )
+        if changed is None or changed == body:
+            raise err
+        LOGGER.debug("Sending again without %s: %s", err.feature, err.server_message)
+        if err.general and err.feature is not None:
+            self._capabilities.learn_refused(err.feature, err.lesson_source)
+        return changed
+
+
+async def _prepended(
+    first: bytes | None, rest: AsyncIterator[bytes]
+) -> AsyncIterator[bytes]:
+    """Yield the first chunk of a body read ahead, then the rest."""
+    if first is not None:
+        yield first
+    async for chunk in rest:
+        yield chunk

@@ -1,0 +1,96 @@
+"""Which wire API a round trip takes, and the fall back from one to the other.
+
+A round trip (round_trip.py) speaks one dialect. With the automatic setting,
+a preset that has the Responses API (OpenAI, Azure) uses it; a server that
+refuses the `/responses` route is answered over Chat Completions instead, and
+the model's refusal is learned, so later requests go there directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Unpack
+
+from homeassistant.components import conversation
+
+from ..const import LOGGER
+from ..errors import RequestRejectedError
+from ..models.capabilities import ModelCapabilities
+from ..models.features import Feature
+from .round_trip import BodyAsk, Delta, RoundTrip
+
+
+def refuses_route(err: RequestRejectedError) -> bool:
+    """Tell whether a refusal says the server has no Responses API."""
+    return err.feature is Feature.RESPONSES_API
+
+
+class FallbackAdapter:
+    """The Responses API, or Chat Completions once the server refused it."""
+
+    def __init__(
+        self,
+        responses: RoundTrip,
+        chat: Callable[[], RoundTrip],
+        capabilities: ModelCapabilities,
+    ) -> None:
+        """Start on the Responses API; `chat` makes the adapter to fall back to."""
+        self._current = responses
+        self._chat = chat
+        self._capabilities = capabilities
+        self._fallen_back = False
+        self.tool_set = responses.tool_set
+        # How the last body was asked for, to build it again for the fallback.
+        self._asked: BodyAsk = {}
+
+    async def async_build_body(
+        self, chat_log: conversation.ChatLog, **asked: Unpack[BodyAsk]
+    ) -> dict[str, Any]:
+        """Return the request body of the round trip in use."""
+        self._asked = asked
+        return await self._current.async_build_body(chat_log, **asked)
+
+    async def async_stream(
+        self, chat_log: conversation.ChatLog, body: dict[str, Any]
+    ) -> AsyncIterator[Delta]:
+        """Stream the answer; over Chat Completions if the route is refused."""
+        try:
+            async for delta in self._current.async_stream(chat_log, body):
+                yield delta
+        except RequestRejectedError as err:
+            self._fall_back(err)
+        else:
+            return
+        body = await self._current.async_build_body(chat_log, **self._asked)
+        async for delta in self._current.async_stream(chat_log, body):
+            yield delta
+
+    async def async_complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Answer a Chat Completions request; over Chat Completions if refused."""
+        try:
+            return await self._current.async_complete(body)
+        except RequestRejectedError as err:
+            self._fall_back(err)
+        return await self._current.async_complete(body)
+
+    def _fall_back(self, err: RequestRejectedError) -> None:
+        """Switch to Chat Completions for a refused route; raise anything else.
+
+        Requests sent at once (evaluate) may all be refused; the first switches.
+        """
+        if not refuses_route(err):
+            raise err
+        if self._fallen_back:
+            return
+        LOGGER.debug(
+            "%s has no Responses API (%s); using Chat Completions",
+            self._capabilities.model,
+            err.server_message,
+        )
+        self._capabilities.learn_refused(Feature.RESPONSES_API, err.lesson_source)
+        self._fallen_back = True
+        self._current = self._chat()
+
+
+# What the entities and evaluate run their requests through.
+type Adapter = RoundTrip | FallbackAdapter

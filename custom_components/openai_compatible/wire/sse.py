@@ -1,0 +1,188 @@
+"""Answers read from raw bytes within bounds; server-sent events by the spec.
+
+Lines end only at CR, LF or CRLF (never at U+2028, U+2029 or U+0085, which
+servers send raw inside JSON strings). Lines are split on bytes: in UTF-8 a CR
+or LF byte is never part of another character, so a character cut between two
+network chunks is decoded whole with the rest of its line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator
+import re
+
+from homeassistant.util.json import json_loads
+
+from ..const import LOGGER
+from ..errors import ServerError
+from ..server_errors.redact import redact
+from .readers import JSONObject, read_object
+
+# The longest line of an event stream we read.
+MAX_LINE_BYTES = 1024 * 1024
+# The most bytes of one answer we read, streamed or not, after decompression.
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
+
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+_BOM = b"\xef\xbb\xbf"
+_DONE = b"[DONE]"
+# What the error names an event that is no JSON object.
+_EVENT = "a stream event"
+# How much of a line that is not JSON the debug log shows.
+_LOGGED_BYTES = 200
+
+
+def mebibytes(size: int) -> str:
+    """Return a byte count as users read it, such as "16 MiB"."""
+    return f"{size / (1024 * 1024):g} MiB"
+
+
+async def async_capped(
+    chunks: AsyncIterable[bytes], limit: int = MAX_ANSWER_BYTES
+) -> AsyncIterator[bytes]:
+    """Yield the chunks of a body; raise once it grows past the limit."""
+    total = 0
+    async for chunk in chunks:
+        total += len(chunk)
+        if total > limit:
+            raise ServerError("answer_too_large", limit=mebibytes(limit))
+        yield chunk
+
+
+async def async_read_body(
+    chunks: AsyncIterable[bytes], limit: int = MAX_ANSWER_BYTES
+) -> bytes:
+    """Return a whole body; raise once it grows past the limit."""
+    return b"".join([chunk async for chunk in async_capped(chunks, limit)])
+
+
+class SSEDecoder:
+    """Turn the bytes of an event stream into the data of its events.
+
+    Comments and fields other than `data` are ignored; the `data` lines of one
+    event are joined with LF. An event not closed by a blank line when the
+    stream ends is still given (servers often omit the last blank line).
+    """
+
+    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES) -> None:
+        """Start at the beginning of a stream."""
+        self._max_line = max_line_bytes
+        # The start of a line that has not ended yet, in pieces.
+        self._partial: list[bytes] = []
+        self._partial_size = 0
+        # The data lines of the event being read.
+        self._data: list[bytes] = []
+        # The last chunk ended with CR: an LF starting the next one ends nothing.
+        self._after_cr = False
+        self._first_line = True
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """Return the data of the events that this chunk completes."""
+        if not chunk:
+            return []
+        if self._after_cr and chunk[:1] == b"\n":
+            chunk = chunk[1:]
+        self._after_cr = chunk[-1:] == b"\r"
+        lines = _LINE_END.split(chunk) if b"\r" in chunk else chunk.split(b"\n")
+        rest = lines.pop()
+        events: list[bytes] = []
+        if lines:
+            if self._partial:
+                lines[0] = b"".join([*self._partial, lines[0]])
+                self._partial = []
+                self._partial_size = 0
+            for line in lines:
+                self._line(line, events)
+        if rest:
+            self._partial_size += len(rest)
+            self._check_size(self._partial_size)
+            self._partial.append(rest)
+        return events
+
+    def close(self) -> list[bytes]:
+        """Return the data of the event left open when the stream ends."""
+        events: list[bytes] = []
+        if self._partial:
+            self._line(b"".join(self._partial), events)
+            self._partial = []
+            self._partial_size = 0
+        self._line(b"", events)
+        return events
+
+    def _check_size(self, size: int) -> None:
+        """Raise if a line is longer than the limit."""
+        if size > self._max_line:
+            raise ServerError("answer_line_too_long", limit=mebibytes(self._max_line))
+
+    def _line(self, line: bytes, events: list[bytes]) -> None:
+        """Interpret one line: a data field, a blank line ending an event, or else."""
+        if len(line) > self._max_line:
+            self._check_size(len(line))
+        if line.startswith(b"data:"):
+            self._data.append(line[6:] if line[5:6] == b" " else line[5:])
+        elif not line:
+            if self._data:
+                data = self._data
+                events.append(data[0] if len(data) == 1 else b"\n".join(data))
+                self._data = []
+        elif self._first_line and line.startswith(_BOM):
+            self._first_line = False
+            self._line(line[len(_BOM) :], events)
+        elif line == b"data":
+            self._data.append(b"")
+        self._first_line = False
+
+
+class EventStream:
+    """The JSON objects of an OpenAI-style event stream, read within bounds.
+
+    Iterate over it once, for lists of objects (one list per network chunk,
+    so that the objects cost no asynchronous step each); `done` then tells whether the server ended the
+    stream with `data: [DONE]`. The stream is read to its end, past `[DONE]`,
+    so that the connection can be reused. Data that is not JSON is skipped.
+    """
+
+    def __init__(
+        self,
+        chunks: AsyncIterable[bytes],
+        *,
+        max_line_bytes: int = MAX_LINE_BYTES,
+        max_bytes: int = MAX_ANSWER_BYTES,
+    ) -> None:
+        """Prepare to read the body's chunks."""
+        self._chunks = chunks
+        self._max_line = max_line_bytes
+        self._max_bytes = max_bytes
+        self.done = False
+
+    async def __aiter__(self) -> AsyncIterator[list[JSONObject]]:
+        """Yield the JSON objects of the events each network chunk completes."""
+        decoder = SSEDecoder(self._max_line)
+        async for chunk in async_capped(self._chunks, self._max_bytes):
+            yield [
+                event for data in decoder.feed(chunk) for event in self._events(data)
+            ]
+        yield [event for data in decoder.close() for event in self._events(data)]
+
+    def _events(self, data: bytes) -> list[JSONObject]:
+        """Return the objects in one event's data; note `[DONE]`."""
+        if self.done:
+            return []
+        if data.strip() == _DONE:
+            self.done = True
+            return []
+        try:
+            return [read_object(json_loads(data), _EVENT)]
+        except ValueError:
+            pass
+        if b"\n" in data:
+            # A server that ends events with one LF instead of two.
+            return [event for line in data.split(b"\n") for event in self._events(line)]
+        try:
+            return [read_object(json_loads(data.decode("utf-8", "replace")), _EVENT)]
+        except ValueError:
+            LOGGER.debug(
+                "Skipping stream data that is not JSON: %r",
+                redact(data[:_LOGGED_BYTES].decode("utf-8", "replace")),
+            )
+            return []

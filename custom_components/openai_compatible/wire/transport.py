@@ -1,0 +1,343 @@
+"""Sending requests to the server: one way for every path, bounded in time and size.
+
+Requests go over Home Assistant's shared HTTP client as plain JSON, or as a
+form with files for uploads. Every round trip has a deadline for sending and
+reading the whole answer; a redirect is never followed (it would take the
+key elsewhere) but told, with where it leads; a 429 or 503 that says when to come back is retried
+once that time has come, at most twice and never sooner than 0.5 s, then 1 s
+(whatever the server says), if the round trip's retry budget allows; nothing
+else is retried. Error bodies are read up to a cap, and every error becomes our
+translated error (see api.error_for_status).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import aclosing, asynccontextmanager
+from dataclasses import dataclass
+import json
+from typing import Any, Final
+
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers.httpx_client import get_async_client
+from homeassistant.helpers.json import json_bytes
+from homeassistant.util.json import json_loads
+import httpx2
+
+from ..const import LOGGER
+from ..errors import ConnectError, ServerError
+from ..models.features import Feature
+from ..server_errors.answers import MAX_ERROR_BYTES, error_for_status, retry_after
+from ..server_errors.redact import remember_key
+from ..server_errors.text import shown
+from .sse import MAX_ANSWER_BYTES, async_read_body
+
+# Local servers ignore the key, but some gateways insist on the header.
+PLACEHOLDER_API_KEY: Final = "no-key"
+_RETRY_STATUSES: Final = frozenset({429, 503})
+# The least wait before each retry of a round trip, and so how many it gets.
+RETRY_MIN_WAITS: Final = (0.5, 1.0)
+
+# Files of a form: (field, (file name, content[, media type])); without a
+# media type, the file name's extension tells it.
+type FormFiles = Sequence[tuple[str, tuple[str, bytes] | tuple[str, bytes, str]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """How long one round trip may take, and how long it may wait to retry."""
+
+    # Seconds for sending the request and reading the whole answer.
+    deadline: float
+    # Seconds a 429 or 503 with a Retry-After may be waited out, in total.
+    retry_wait: float = 0.0
+
+
+class Opened:
+    """An answer whose status was good, to be read before the deadline."""
+
+    def __init__(self, response: httpx2.Response, deadline_at: float) -> None:
+        """Keep the response and the loop time by which it must be read."""
+        self.response = response
+        self.deadline_at = deadline_at
+
+    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+        """Yield the body as it arrives; raise timeout_answer past the deadline."""
+        async with aclosing(self.response.aiter_bytes()) as chunks:
+            while True:
+                try:
+                    async with asyncio.timeout_at(self.deadline_at):
+                        chunk = await anext(chunks, None)
+                except TimeoutError as err:
+                    raise ConnectError("timeout_answer") from err
+                except httpx2.TimeoutException as err:
+                    raise ConnectError("timeout_connect") from err
+                except httpx2.HTTPError as err:
+                    raise ConnectError("cannot_connect") from err
+                if chunk is None:
+                    return
+                yield chunk
+
+    async def aread_head(self, limit: int) -> bytes:
+        """Return the body's first `limit` bytes; the rest is not read."""
+        parts: list[bytes] = []
+        size = 0
+        async for chunk in self.aiter_bytes():
+            parts.append(chunk[: limit - size])
+            size += len(parts[-1])
+            if size >= limit:
+                break
+        return b"".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A whole answer, whatever its status: for callers that read statuses."""
+
+    status: int
+    headers: httpx2.Headers
+    body: bytes
+
+    def json(self) -> Any:
+        """Return the body as JSON; None when it is no JSON."""
+        try:
+            return json_loads(self.body)
+        except ValueError, RecursionError:
+            return None
+
+
+class Transport:
+    """Requests to one server's API, with its key, for every request path."""
+
+    def __init__(
+        self,
+        hass: HomeAssistant,
+        base_url: str,
+        api_key: str | None,
+        *,
+        on_reachable: Callable[[bool], None] | None = None,
+    ) -> None:
+        """Talk to `base_url` on Home Assistant's shared HTTP client."""
+        self.hass = hass
+        self._client = get_async_client(hass)
+        self.base_url = base_url.rstrip("/")
+        self._headers = {
+            "Authorization": f"Bearer {api_key or PLACEHOLDER_API_KEY}",
+            "Accept": "application/json",
+        }
+        self._on_reachable = on_reachable
+        remember_key(api_key)
+
+    def url(self, path: str) -> str:
+        """Return the URL of a path under the base URL (or the server root: '//')."""
+        if path.startswith("//"):
+            root = httpx2.URL(self.base_url).copy_with(path="/", query=None)
+            return str(root.join(path[2:]))
+        return f"{self.base_url}/{path.lstrip('/')}"
+
+    async def async_json(
+        self,
+        method: str,
+        path: str,
+        *,
+        budget: Budget,
+        body: Mapping[str, Any] | None = None,
+        sent: frozenset[Feature] = frozenset(),
+        limit: int = MAX_ANSWER_BYTES,
+    ) -> Any:
+        """Send a request and return its JSON answer (any JSON value)."""
+        raw = await self.async_read(
+            method, path, budget=budget, body=body, sent=sent, limit=limit
+        )
+        return parse_json(raw)
+
+    async def async_read(
+        self,
+        method: str,
+        path: str,
+        *,
+        budget: Budget,
+        body: Mapping[str, Any] | None = None,
+        sent: frozenset[Feature] = frozenset(),
+        limit: int = MAX_ANSWER_BYTES,
+    ) -> bytes:
+        """Send a request and return its whole answer; raise past `limit` bytes."""
+        async with self.async_open(
+            method, path, budget=budget, body=body, sent=sent
+        ) as opened:
+            return await async_read_body(opened.aiter_bytes(), limit)
+
+    async def async_exchange(
+        self,
+        method: str,
+        path: str,
+        *,
+        budget: Budget,
+        body: Mapping[str, Any] | None = None,
+        limit: int = MAX_ERROR_BYTES,
+    ) -> Answer:
+        """Send a request and return the whole answer, error statuses included.
+
+        Only an unreachable server raises (ConnectError); the body is read up
+        to `limit` bytes.
+        """
+        loop = asyncio.get_running_loop()
+        deadline_at = loop.time() + budget.deadline
+        response = await self._async_send(
+            method, path, _payload(body, None), deadline_at
+        )
+        try:
+            data = await Opened(response, deadline_at).aread_head(limit)
+        finally:
+            await response.aclose()
+        return Answer(response.status_code, response.headers, data)
+
+    @asynccontextmanager
+    async def async_open(
+        self,
+        method: str,
+        path: str,
+        *,
+        budget: Budget,
+        body: Mapping[str, Any] | None = None,
+        files: FormFiles | None = None,
+        sent: frozenset[Feature] = frozenset(),
+    ) -> AsyncIterator[Opened]:
+        """Send a request; give its answer once the status is good.
+
+        With `files`, the body's fields go as a multipart form next to them.
+        Error answers become our translated errors; a 429 or 503 is retried
+        when it says when and the budget allows (see RETRY_MIN_WAITS). The
+        answer is closed on exit.
+        """
+        loop = asyncio.get_running_loop()
+        deadline_at = loop.time() + budget.deadline
+        retry_left = budget.retry_wait
+        payload = _payload(body, files)
+        for least in (*RETRY_MIN_WAITS, None):
+            response = await self._async_send(method, path, payload, deadline_at)
+            if response.status_code < 400:
+                break
+            error, asked = await self._async_error(response, path, sent, deadline_at)
+            if asked is None or least is None:
+                raise error
+            wait = max(asked, least)
+            if wait > retry_left or loop.time() + wait > deadline_at:
+                raise error
+            LOGGER.debug("%s answered %s; retrying in %s s", path, error, wait)
+            retry_left -= wait
+            await asyncio.sleep(wait)
+        try:
+            yield Opened(response, deadline_at)
+        finally:
+            await response.aclose()
+
+    async def _async_send(
+        self, method: str, path: str, payload: dict[str, Any], deadline_at: float
+    ) -> httpx2.Response:
+        """Send the request and return the answer once its headers are in."""
+        remaining = max(deadline_at - asyncio.get_running_loop().time(), 0.001)
+        headers = dict(self._headers)
+        if payload.get("content") is not None:
+            headers["Content-Type"] = "application/json"
+        request = self._client.build_request(
+            method,
+            self.url(path),
+            headers=headers,
+            timeout=httpx2.Timeout(remaining),
+            **payload,
+        )
+        try:
+            async with asyncio.timeout_at(deadline_at):
+                response = await self._client.send(
+                    request, stream=True, follow_redirects=False
+                )
+        except (TimeoutError, httpx2.TimeoutException) as err:
+            self._reachable(False)
+            raise ConnectError("timeout_connect") from err
+        except httpx2.HTTPError as err:
+            self._reachable(False)
+            raise ConnectError("cannot_connect") from err
+        self._reachable(True)
+        if 300 <= response.status_code < 400:
+            await response.aclose()
+            raise redirected(response)
+        return response
+
+    async def _async_error(
+        self,
+        response: httpx2.Response,
+        path: str,
+        sent: frozenset[Feature],
+        deadline_at: float,
+    ) -> tuple[ServerError, float | None]:
+        """Return the error an answer means, and when to retry it (None: never)."""
+        try:
+            body = await Opened(response, deadline_at).aread_head(MAX_ERROR_BYTES)
+        except ConnectError:
+            body = b""  # a cut or endless error body: the status still tells
+        finally:
+            await response.aclose()
+        error = error_for_status(
+            response.status_code, response.headers, body, sent=sent, path=path
+        )
+        wait = None
+        if response.status_code in _RETRY_STATUSES:
+            wait = retry_after(response.headers.get("retry-after"))
+        return error, wait
+
+    def _reachable(self, reachable: bool) -> None:
+        """Tell the entry whether the server answers at all."""
+        if self._on_reachable is not None:
+            self._on_reachable(reachable)
+
+
+def redirected(response: httpx2.Response) -> ServerError:
+    """Return the error of a redirect, naming where it leads (not followed).
+
+    Following it would send the key to another address; the address is told
+    without its credentials, query or fragment.
+    """
+    location = response.headers.get("location")
+    if location is None:
+        return ServerError("redirected_nowhere", status=str(response.status_code))
+    try:
+        target = response.url.join(location)
+    except httpx2.InvalidURL:
+        return ServerError("redirected_nowhere", status=str(response.status_code))
+    bare = target.copy_with(username=None, password=None, query=None, fragment=None)
+    return ServerError(
+        "redirected", status=str(response.status_code), location=shown(str(bare))
+    )
+
+
+def _payload(body: Mapping[str, Any] | None, files: FormFiles | None) -> dict[str, Any]:
+    """Return what a request carries, as the HTTP client takes it.
+
+    A form's fields are text: booleans as `true` and `false`, as OpenAI's
+    client writes them.
+    """
+    if files is None:
+        return {"content": None if body is None else json_bytes(body)}
+    fields = {
+        key: str(value).lower() if isinstance(value, bool) else str(value)
+        for key, value in (body or {}).items()
+    }
+    return {"data": fields, "files": list(files)}
+
+
+def parse_json(raw: bytes) -> Any:
+    """Return the JSON value of an answer; raise answer_not_json if it is none.
+
+    Servers written in Python may send -Infinity or NaN (a log-probability of
+    an impossible token), which only Python's own parser reads.
+    """
+    try:
+        return json_loads(raw)
+    except ValueError:
+        pass
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as err:
+        raise ServerError("answer_not_json") from err

@@ -1,0 +1,213 @@
+"""What servers report about their models, read at setup through their routes."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.openai_compatible.models.capabilities import ModelCapabilities
+from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.models.reports import ServerKind
+from custom_components.openai_compatible.models.server_info import (
+    OLLAMA_DEFAULT_CONTEXT,
+)
+from simulator import OpenAISimulator
+from simulator.native import TRAINED_CONTEXT, VERSIONS
+from tests.conftest import SetupEntry
+
+MODEL = "gpt-4o-mini"
+
+
+def model_of(entry: MockConfigEntry, model: str = MODEL) -> ModelCapabilities:
+    """Return what the loaded entry knows about a model."""
+    capabilities: ModelCapabilities = entry.runtime_data.capabilities.model(model)
+    return capabilities
+
+
+@pytest.mark.parametrize(
+    ("provider", "native", "kind"),
+    [
+        ("llama_cpp", "llama_cpp", ServerKind.LLAMA_CPP),
+        ("custom", "llama_cpp", ServerKind.LLAMA_CPP),
+        ("ollama", "ollama", ServerKind.OLLAMA),
+        ("vllm", "vllm", ServerKind.VLLM),
+        ("custom", "vllm", ServerKind.VLLM),
+        ("lm_studio", "lm_studio", ServerKind.LM_STUDIO),
+    ],
+)
+async def test_context_window_from_the_native_route(
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    provider: str,
+    native: Any,
+    kind: ServerKind,
+) -> None:
+    """Each local server tells the context in use, found by preset or by its list."""
+    simulator.settings.native = native
+    simulator.settings.context_window = 8192
+
+    entry = await setup_entry(provider=provider)
+
+    report = entry.runtime_data.capabilities.report
+    assert report.kind is kind
+    assert report.version == (
+        None if kind is ServerKind.LM_STUDIO else VERSIONS[native]
+    )
+    assert model_of(entry).context_window == 8192
+
+
+async def test_ollama_default_context_and_capabilities(
+    simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """Without num_ctx, Ollama's default window; tools from its capabilities."""
+    simulator.settings.native = "ollama"
+
+    entry = await setup_entry(provider="ollama")
+
+    model = model_of(entry)
+    assert model.context_window == OLLAMA_DEFAULT_CONTEXT < TRAINED_CONTEXT
+    assert model.report.tools is True
+    assert model.report.vision is False
+    assert model.refuses(Feature.IMAGE_INPUT)
+    shown = [r for r in simulator.requests if r.path == "/api/show"]
+    assert [request.json for request in shown] == [{"model": MODEL}]
+
+
+@pytest.mark.parametrize(
+    ("parameters", "window"),
+    [
+        ("  num_ctx   2048\nstop x", 2048),
+        ("stop x\n\tnum_ctx 8192", 8192),
+        ("\n" * 100_000 + "num_ctx", OLLAMA_DEFAULT_CONTEXT),
+        ("num_ctx\n2048", OLLAMA_DEFAULT_CONTEXT),
+        (f"num_ctx {'9' * 5000}", OLLAMA_DEFAULT_CONTEXT),
+    ],
+    ids=["indented", "later_line", "blank_lines", "split_line", "endless_figure"],
+)
+async def test_ollama_num_ctx_is_read_from_one_line(
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    parameters: str,
+    window: int,
+) -> None:
+    """num_ctx and its figure share a line; a figure of thousands of digits is none."""
+    simulator.settings.native = "ollama"
+    simulator.enqueue("/api/show", json={"parameters": parameters})
+
+    entry = await setup_entry(provider="ollama")
+
+    assert model_of(entry).context_window == window
+
+
+async def test_hosted_listing(
+    simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A hosted /models entry tells context length, modalities, parameters, shutdown."""
+    simulator.enqueue(
+        "/models",
+        json={
+            "data": [
+                {
+                    "id": MODEL,
+                    "context_length": 128000,
+                    "architecture": {"input_modalities": ["text"]},
+                    "supported_parameters": ["temperature", "response_format"],
+                    "expiration_date": "2027-01-14",
+                },
+                {
+                    "id": "mistral-small",
+                    "max_context_length": 32768,
+                    "capabilities": {"vision": True, "function_calling": True},
+                    "expiration_date": None,
+                },
+            ]
+        },
+    )
+
+    entry = await setup_entry(provider="openrouter")
+
+    model = model_of(entry)
+    assert (model.context_window, model.report.vision, model.report.tools) == (
+        128000,
+        False,
+        False,
+    )
+    assert model.refuses(Feature.TOOLS)
+    assert model.report.shutdown == date(2027, 1, 14)
+    mistral = model_of(entry, "mistral-small")
+    assert (mistral.context_window, mistral.report.vision) == (32768, True)
+    assert mistral.report.shutdown is None
+    assert not mistral.refuses(Feature.TOOLS)
+
+
+@pytest.mark.parametrize("tools", [True, False])
+async def test_llama_cpp_template_without_tools(
+    simulator: OpenAISimulator, setup_entry: SetupEntry, tools: bool
+) -> None:
+    """llama.cpp's template capabilities tell whether its model takes tools.
+
+    A template without a tool format (ChatML's, Gemma's) drops the tools of a
+    request without a word: the agent says so before it sends anything.
+    """
+    simulator.settings.native = "llama_cpp"
+    simulator.settings.supports_tools = tools
+
+    entry = await setup_entry(provider="llama_cpp")
+
+    assert model_of(entry).report.tools is tools
+    assert model_of(entry).refuses(Feature.TOOLS) is not tools
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"status": 404},
+        {"raw": "<html>no</html>"},
+        {"json": ["not", "an", "object"]},
+        {"status": 500, "json": {"error": {"message": "down"}}},
+    ],
+)
+async def test_native_route_that_fails_is_unknown(
+    simulator: OpenAISimulator, setup_entry: SetupEntry, answer: dict[str, Any]
+) -> None:
+    """A native route that does not answer usefully leaves the facts unknown."""
+    simulator.settings.native = "llama_cpp"
+    simulator.enqueue("/props", **answer)
+
+    entry = await setup_entry(provider="llama_cpp")
+
+    assert entry.runtime_data.capabilities.report.version is None
+    assert model_of(entry).context_window is None
+
+
+@pytest.mark.parametrize(
+    ("entry", "vision", "tools"),
+    [
+        ({"type": "vlm", "capabilities": ["tool_use"]}, True, True),
+        ({"type": "llm", "capabilities": []}, False, False),
+        # What an entry does not say stays unknown, and changes nothing.
+        ({}, None, None),
+    ],
+)
+async def test_lm_studio_vision_and_tools(
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    entry: dict[str, Any],
+    vision: bool | None,
+    tools: bool | None,
+) -> None:
+    """LM Studio's model type and capabilities tell vision and tool use."""
+    simulator.settings.native = "lm_studio"
+    simulator.enqueue(
+        "/api/v0/models", json={"data": [{"id": MODEL, "object": "model", **entry}]}
+    )
+
+    loaded = await setup_entry(provider="lm_studio")
+
+    assert (model_of(loaded).report.vision, model_of(loaded).report.tools) == (
+        vision,
+        tools,
+    )

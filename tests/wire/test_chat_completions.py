@@ -1,0 +1,383 @@
+"""The Chat Completions adapter: tools and the chat log rendered as requests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from freezegun.api import FrozenDateTimeFactory
+from homeassistant.components import conversation
+from homeassistant.const import CONF_LLM_HASS_API
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.helpers import chat_session, llm
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from custom_components.openai_compatible.const import CONF_API
+from custom_components.openai_compatible.models.features import Feature, WireApi
+from custom_components.openai_compatible.wire.request import build_tool_set
+from simulator import OpenAISimulator, sse_text
+from tests.conftest import AGENT, SetupEntry, converse, speech
+
+
+def test_tool_names_are_sanitized_and_mapped_back() -> None:
+    """Names the server would refuse get a stable safe form and map back."""
+
+    class NamedTool(llm.Tool):
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        async def async_call(
+            self,
+            hass: HomeAssistant,
+            tool_input: llm.ToolInput,
+            llm_context: llm.LLMContext,
+        ) -> llm.ToolResult:
+            raise NotImplementedError
+
+    class EmptyAPI(llm.API):
+        async def async_get_api_instance(
+            self, llm_context: llm.LLMContext
+        ) -> llm.APIInstance:
+            raise NotImplementedError
+
+    long_name = "x" * 70
+    api = llm.APIInstance(
+        api=EmptyAPI(hass=None, id="empty", name="Empty"),
+        api_prompt="",
+        llm_context=llm.LLMContext(None, None, None, None, None),
+        tools=[NamedTool("lights.on"), NamedTool("lights_on"), NamedTool(long_name)],
+    )
+    tool_set = build_tool_set(api)
+    wire = [tool["function"]["name"] for tool in tool_set.tools]
+    assert wire[0] == "lights_on"
+    assert wire[1].startswith("lights_on_")
+    assert len(wire[2]) == 64
+    assert {tool_set.from_wire[name] for name in wire} == {
+        "lights.on",
+        "lights_on",
+        long_name,
+    }
+    assert build_tool_set(api) == tool_set
+
+
+async def test_history_from_other_agents_converts(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    tmp_path: Path,
+    freezer: FrozenDateTimeFactory,
+    snapshot: SnapshotAssertion,
+) -> None:
+    """Thinking, provider-run tool calls, orphans and attachments convert cleanly."""
+    freezer.move_to("2026-11-29 12:00:00+00:00")
+    await setup_entry(conversation={CONF_LLM_HASS_API: []})
+    image = tmp_path / "photo.png"
+    image.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16)
+    document = tmp_path / "manual.pdf"
+    document.write_bytes(b"%PDF-1.4 test")
+    with (
+        chat_session.async_get_chat_session(hass, context=Context()) as session,
+        conversation.async_get_chat_log(hass, session) as chat_log,
+    ):
+        conversation_id = session.conversation_id
+        chat_log.async_add_user_content(
+            conversation.UserContent(
+                "What is this?",
+                attachments=[
+                    conversation.Attachment("media://1", "image/png", image),
+                    conversation.Attachment("media://2", "application/pdf", document),
+                ],
+            )
+        )
+        chat_log.async_add_assistant_content_without_tools(
+            conversation.AssistantContent(
+                agent_id="conversation.other",
+                thinking_content="Let me search.",
+                tool_calls=[
+                    llm.ToolInput("web_search", {"q": "x"}, id="ext1", external=True)
+                ],
+            )
+        )
+        chat_log.async_add_assistant_content_without_tools(
+            conversation.ToolResultContent(
+                agent_id="conversation.other",
+                tool_call_id="ext1",
+                tool_name="web_search",
+                result=llm.ToolResult({"hits": 1}),
+            )
+        )
+        chat_log.async_add_assistant_content_without_tools(
+            conversation.AssistantContent(
+                agent_id="conversation.other", content="A photo of a manual."
+            )
+        )
+    simulator.enqueue("/chat/completions", sse=sse_text("Sure."))
+
+    await converse(hass, "Thanks", conversation_id)
+
+    messages = simulator.chat_requests()[0]["messages"]
+    assert [m["role"] for m in messages] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+    ]
+    parts = messages[1]["content"]
+    assert parts[0] == {"type": "text", "text": "What is this?"}
+    assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert parts[2]["type"] == "file"
+    assert parts[2]["file"]["filename"] == "manual.pdf"
+    assert messages[2] == {"role": "assistant", "content": "A photo of a manual."}
+    assert simulator.chat_requests()[0] == snapshot
+
+
+async def test_unanswered_calls_get_a_result(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A call left without a result (an aborted turn) is answered; Mistral rules."""
+    await setup_entry(provider="mistral", conversation={CONF_LLM_HASS_API: []})
+    with (
+        chat_session.async_get_chat_session(hass, context=Context()) as session,
+        conversation.async_get_chat_log(hass, session) as chat_log,
+    ):
+        conversation_id = session.conversation_id
+        chat_log.async_add_user_content(conversation.UserContent("Lights on"))
+        chat_log.content.append(
+            conversation.AssistantContent(
+                agent_id=AGENT,
+                tool_calls=[
+                    llm.ToolInput("HassTurnOn", {}, id="01JABCDEFGHJKMNPQRSTVWXYZ0")
+                ],
+            )
+        )
+    simulator.enqueue("/chat/completions", sse=sse_text("Sorry."))
+
+    await converse(hass, "Hello?", conversation_id)
+
+    body = simulator.chat_requests()[0]
+    assert "stream_options" not in body  # Mistral refuses the field
+    messages = body["messages"]
+    call_id = messages[2]["tool_calls"][0]["id"]
+    assert len(call_id) == 9
+    assert messages[3] == {
+        "role": "tool",
+        "tool_call_id": call_id,
+        "content": json.dumps({"error": "no result"}, separators=(",", ":")),
+    }
+
+
+# ---------------------------------------------------------------------------
+# Features a server refuses: sent again at once without them, and learned
+# ---------------------------------------------------------------------------
+
+
+def _refusal(message: str) -> dict[str, Any]:
+    """Return an OpenAI-style error body."""
+    return {"error": {"message": message, "type": "invalid_request_error"}}
+
+
+@pytest.mark.parametrize(
+    ("settings", "refusal", "gone"),
+    [
+        pytest.param(
+            {},
+            "Streaming is not supported when tools are specified",
+            ("stream", "stream_options"),
+            id="streaming with tools",
+        ),
+        pytest.param(
+            {},
+            "Unrecognized request argument supplied: stream_options",
+            ("stream_options",),
+            id="stream options",
+        ),
+        pytest.param(
+            {"recommended": False, "temperature": 0.5, "top_p": 0.9},
+            "Unsupported value: 'temperature' does not support 0.5 with this "
+            "model. Only the default (1) value is supported.",
+            ("temperature", "top_p"),
+            id="sampling",
+        ),
+    ],
+)
+async def test_a_refused_feature_is_dropped_and_learned(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    settings: dict[str, Any],
+    refusal: str,
+    gone: tuple[str, ...],
+) -> None:
+    """The same round goes again without it; the next turn never sends it."""
+    await setup_entry(conversation=settings)
+    simulator.enqueue("/chat/completions", status=400, json=_refusal(refusal))
+
+    first = await converse(hass, "Hello")
+    second = await converse(hass, "Hello again")
+
+    assert "Hello" in speech(first)
+    assert "Hello again" in speech(second)
+    refused, accepted, later = simulator.chat_requests()
+    assert all(key in refused for key in gone)
+    assert not any(key in accepted for key in gone)
+    assert not any(key in later for key in gone)
+    assert accepted["messages"] == refused["messages"]
+
+
+async def test_the_name_of_the_token_limit_is_switched(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A model that wants max_completion_tokens gets it, and keeps getting it."""
+    entry = await setup_entry(conversation={"recommended": False, "max_tokens": 99})
+    simulator.enqueue(
+        "/chat/completions",
+        status=400,
+        json=_refusal(
+            "Unsupported parameter: 'max_tokens' is not supported with this "
+            "model. Use 'max_completion_tokens' instead."
+        ),
+    )
+
+    await converse(hass, "Hello")
+    await converse(hass, "Hello again")
+
+    assert [
+        (body.get("max_tokens"), body.get("max_completion_tokens"))
+        for body in simulator.chat_requests()
+    ] == [(99, None), (None, 99), (None, 99)]
+    model = entry.runtime_data.capabilities.model("gpt-4o-mini")
+    assert model.refuses(Feature.MAX_TOKENS)
+
+
+async def test_a_model_without_tools_says_so(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """Tools cannot be dropped from an agent that controls the home: a clear error."""
+    await setup_entry()
+    simulator.settings.supports_tools = False
+
+    result = await converse(hass, "Turn on the light")
+
+    assert speech(result).startswith(
+        "The model cannot call tools: registry.ollama.ai/library/gemma:2b does "
+        "not support tools."
+    )
+    assert len(simulator.chat_requests()) == 1
+
+
+async def test_a_refusal_that_names_nothing_is_not_repeated(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A 400 that names no feature we can drop is the turn's error, sent once."""
+    await setup_entry()
+    simulator.enqueue(
+        "/chat/completions", status=400, json=_refusal("Something is wrong")
+    )
+
+    result = await converse(hass, "Hello")
+
+    assert "Something is wrong" in speech(result)
+    assert len(simulator.chat_requests()) == 1
+
+
+async def test_a_proxy_outage_is_not_taken_for_a_refusal(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A proxy's 502 about its upstream names no feature: sent once, not learned."""
+    entry = await setup_entry()
+    simulator.enqueue(
+        "/chat/completions",
+        status=502,
+        raw="<html><body>Upstream server is not available</body></html>",
+        headers={"Content-Type": "text/html"},
+    )
+
+    result = await converse(hass, "Hello")
+
+    assert "A proxy in front of the model server answered 502" in speech(result)
+    assert len(simulator.chat_requests()) == 1
+    model = entry.runtime_data.capabilities.model("gpt-4o-mini")
+    assert not model.lessons.refused
+
+
+async def test_tool_choice_refused_is_dropped(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """VLLM without its auto tool choice flag: the request goes without it."""
+    entry = await setup_entry()
+    simulator.enqueue(
+        "/chat/completions",
+        status=400,
+        json=_refusal(
+            '"auto" tool choice requires --enable-auto-tool-choice and '
+            "--tool-call-parser to be set"
+        ),
+    )
+
+    await converse(hass, "Hello")
+    await converse(hass, "Hello again")
+
+    assert [body.get("tool_choice") for body in simulator.chat_requests()] == [
+        "auto",
+        None,
+        None,
+    ]
+    model = entry.runtime_data.capabilities.model("gpt-4o-mini")
+    assert model.refuses(Feature.TOOL_CHOICE)
+
+
+async def test_a_stream_that_ends_before_it_begins_next_to_tools(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """llama-cpp-python ends a stream at once when it may choose a tool: unstreamed."""
+    entry = await setup_entry()
+    simulator.enqueue(
+        "/chat/completions", raw="", headers={"Content-Type": "text/event-stream"}
+    )
+
+    first = await converse(hass, "Hello")
+    await converse(hass, "Hello again")
+
+    assert "Hello" in speech(first)
+    assert [body.get("stream") for body in simulator.chat_requests()] == [
+        True,
+        None,
+        None,
+    ]
+    model = entry.runtime_data.capabilities.model("gpt-4o-mini")
+    assert model.refuses(Feature.STREAM_WITH_TOOLS)
+
+
+@pytest.mark.parametrize("api", [WireApi.CHAT_COMPLETIONS, WireApi.RESPONSES])
+async def test_a_refused_cache_key_is_dropped_and_learned(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    api: WireApi,
+) -> None:
+    """A server behind the OpenAI preset that refuses prompt_cache_key.
+
+    The turn is sent again at once without it and answered; the next turn
+    never sends it.
+    """
+    simulator.settings.prompt_cache_key = False
+    entry = await setup_entry(
+        provider="openai",
+        conversation={CONF_LLM_HASS_API: []},
+        options={CONF_API: api},
+    )
+
+    first = await converse(hass, "Hello")
+    second = await converse(hass, "Hello again")
+
+    assert speech(first) and speech(second)
+    bodies = (
+        simulator.chat_requests()
+        if api is WireApi.CHAT_COMPLETIONS
+        else simulator.responses_requests()
+    )
+    assert ["prompt_cache_key" in body for body in bodies] == [True, False, False]
+    model = entry.runtime_data.capabilities.model("gpt-4o-mini")
+    assert set(model.lessons.refused) == {Feature.PROMPT_CACHE_KEY}

@@ -1,0 +1,435 @@
+"""Chat Completions answers read into chat log deltas."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+import json
+from typing import Any
+
+from homeassistant.helpers import llm
+import httpx2
+import pytest
+
+from custom_components.openai_compatible.errors import ModelError, ServerError
+from custom_components.openai_compatible.tool_answers import AnsweredCalls
+from custom_components.openai_compatible.wire.chat_stream import (
+    ChatStreamParser,
+    async_read_answer,
+    usage_stats,
+    whole_answer_chunk,
+)
+from simulator import chunk
+
+LIGHT_TOOLS = {"intent__HassTurnOn": "HassTurnOn"}
+WRITTEN_CALL = '{"name": "HassTurnOn", "arguments": {"name": "Kitchen"}}'
+
+
+def parse(
+    chunks: list[dict[str, Any]],
+    tool_names: dict[str, str] | None = None,
+    *,
+    short_call_ids: bool = False,
+) -> list[dict[str, Any]]:
+    """Feed chunks to a parser and return every delta of a whole answer."""
+    parser = ChatStreamParser(tool_names or {}, short_call_ids=short_call_ids)
+    deltas = [delta for item in chunks for delta in parser.feed(item)]
+    return [*deltas, *parser.close(ended=True)]
+
+
+def parse_with_tools(pieces: list[str]) -> list[list[dict[str, Any]]]:
+    """Feed text pieces with tools offered; return the deltas of each step."""
+    parser = ChatStreamParser(LIGHT_TOOLS)
+    steps = [parser.feed(chunk({"content": piece})) for piece in pieces]
+    return [*steps, parser.close(ended=True)]
+
+
+def call_fragment(**fields: Any) -> dict[str, Any]:
+    """Return a chunk with one tool call fragment."""
+    return chunk({"tool_calls": [{"index": 0, **fields}]})
+
+
+async def body(*chunks: bytes) -> AsyncIterator[bytes]:
+    """Yield the chunks as a response body would."""
+    for piece in chunks:
+        yield piece
+
+
+async def read(
+    parser: ChatStreamParser, *chunks: bytes, streamed: bool = True
+) -> list[dict[str, Any]]:
+    """Return the deltas of an answer read from the body's chunks."""
+    return await read_from(parser, body(*chunks), streamed=streamed)
+
+
+async def read_from(
+    parser: ChatStreamParser,
+    source: AsyncIterator[bytes],
+    *,
+    streamed: bool = True,
+    into: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """Collect the deltas of an answer into a list, which stays if it fails."""
+    deltas = [] if into is None else into
+    async for delta in async_read_answer(parser, source, streamed=streamed):
+        deltas.append(delta)  # noqa: PERF401 (what came before an error counts)
+    return deltas
+
+
+def sse(*events: dict[str, Any], done: bool = True) -> bytes:
+    """Return a stream of events, ended with [DONE] or not."""
+    text = "".join(f"data: {json.dumps(event)}\n\n" for event in events)
+    return (text + ("data: [DONE]\n\n" if done else "")).encode()
+
+
+def test_reasoning_think_tags_and_refusals() -> None:
+    """Reasoning fields and think blocks think; refusals are spoken."""
+    deltas = parse(
+        [
+            chunk({"reasoning_content": "plan "}),
+            chunk({"reasoning": "more", "content": "<think>own</think>Hi"}),
+            chunk({"content": None, "refusal": "No."}),
+        ]
+    )
+    assert deltas == [
+        {"thinking_content": "plan "},
+        {"thinking_content": "moreown"},
+        {"content": "Hi"},
+        {"content": "No."},
+    ]
+
+
+def test_unclosed_think_tag_stays_thinking() -> None:
+    """A stream that ends inside a think block never speaks it."""
+    assert parse([chunk({"content": "<think>still pondering <"})]) == [
+        {"thinking_content": "still pondering "},
+        {"thinking_content": "<"},
+    ]
+
+
+def test_only_the_first_choice_speaks() -> None:
+    """Servers asked for one answer sometimes send more choices."""
+    parser = ChatStreamParser({})
+    token = {"token": "yes", "logprob": -0.1, "top_logprobs": []}
+    deltas = parser.feed(
+        {
+            "choices": [
+                {"index": 1, "delta": {"content": "other"}},
+                {
+                    "index": 0,
+                    "delta": {"content": "yes"},
+                    "logprobs": {"content": [token]},
+                },
+            ]
+        }
+    )
+    assert deltas == [{"content": "yes"}]
+
+
+def test_calls_are_handed_over_once_at_the_finish() -> None:
+    """Calls go out with the first finish; ids are made for calls without."""
+    parser = ChatStreamParser({"a": "A"}, short_call_ids=True)
+    assert parser.feed(call_fragment(function={"name": "a", "arguments": "{}"})) == []
+    (delta,) = parser.feed(chunk({}, finish_reason="tool_calls"))
+    (call,) = delta["tool_calls"]
+    assert (call.tool_name, call.tool_args, len(call.id)) == ("A", {}, 9)
+    assert parser.feed(chunk({}, finish_reason="tool_calls")) == []
+    assert parser.close(ended=True) == []
+    parser.raise_if_cut()
+    (delta,) = parse([call_fragment(function={"name": "a"})], {"a": "A"})
+    assert delta["tool_calls"][0].id.startswith("call_")
+
+
+def test_invalid_arguments_are_answered_to_the_model() -> None:
+    """A call whose arguments are no JSON is not run: a result tells the model."""
+    calls, answer = parse(
+        [call_fragment(id="x", function={"name": "a", "arguments": "{oops"})],
+        {"a": "A"},
+    )
+    assert calls == {
+        "tool_calls": [llm.ToolInput("A", {}, id="x", external=True)],
+        "native": AnsweredCalls(frozenset({"x"})),
+    }
+    assert answer["role"] == "tool_result"
+    assert answer["tool_call_id"] == "x"
+    assert answer["result"].error
+    assert answer["result"].data["error"] == "invalid_tool_arguments"
+
+
+@pytest.mark.parametrize(
+    ("bad", "part"),
+    [
+        ({"choices": "none"}, "choices"),
+        ({"choices": ["a"]}, "choices"),
+        ({"choices": [{"index": 0, "delta": ["a"]}]}, "choices.delta"),
+        ({"choices": [{"index": 0, "delta": "a"}]}, "choices.delta"),
+        (
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": 1}]},
+            "choices.finish_reason",
+        ),
+        ({"choices": [{"index": 0, "delta": {"tool_calls": {"a": 1}}}]}, "tool_calls"),
+        (call_fragment(function={"name": {"a": 1}}), "tool_calls.function.name"),
+        (
+            call_fragment(function={"name": "a", "arguments": 5}),
+            "tool_calls.function.arguments",
+        ),
+        ({"usage": "many"}, "usage"),
+    ],
+)
+def test_chunks_of_the_wrong_shape(bad: dict[str, Any], part: str) -> None:
+    """Any part of the wrong shape is an unreadable answer, naming the part."""
+    with pytest.raises(ServerError) as err:
+        parse([bad])
+    assert err.value.translation_key == "answer_malformed"
+    assert err.value.translation_placeholders == {"part": part}
+
+
+def test_an_error_event_is_raised() -> None:
+    """An error inside the stream becomes the server's error."""
+    with pytest.raises(ServerError) as err:
+        parse([{"error": {"message": "model crashed"}}])
+    assert err.value.translation_placeholders == {"message": "model crashed"}
+    with pytest.raises(ServerError) as err:
+        parse([{"error": "overloaded"}])
+    assert err.value.translation_placeholders == {"message": "overloaded"}
+
+
+def test_usage_is_kept() -> None:
+    """The last usage figures are kept; null usage changes nothing."""
+    parser = ChatStreamParser({})
+    parser.feed(chunk(None, usage={"prompt_tokens": 3}))
+    parser.feed({"choices": [], "usage": None})
+    assert parser.usage == {"prompt_tokens": 3}
+
+
+def test_usage_stats() -> None:
+    """Cached tokens come from the details when they are an object."""
+    assert usage_stats(
+        {
+            "prompt_tokens": 10,
+            "completion_tokens": 2,
+            "prompt_tokens_details": {"cached_tokens": 4},
+        }
+    ) == {"input_tokens": 10, "cached_input_tokens": 4, "output_tokens": 2}
+    assert usage_stats({"prompt_tokens_details": [1]})["cached_input_tokens"] == 0
+
+
+def test_text_that_cannot_be_a_call_streams_at_once() -> None:
+    """Held text is let go as soon as it can no longer be a call."""
+    steps = parse_with_tools(["`", "light.kitchen", "` is on.", " More."])
+    assert steps == [
+        [],
+        [{"content": "`light.kitchen"}],
+        [{"content": "` is on."}],
+        [{"content": " More."}],
+        [],
+    ]
+    assert parse_with_tools(["{", " 42 }"])[1] == [{"content": "{ 42 }"}]
+
+
+def test_held_whitespace_is_spoken_with_the_words() -> None:
+    """Whitespace before the first word is held, then spoken with it."""
+    steps = parse_with_tools(["\n", " " * 100, "\n", "Hi"])
+    assert steps == [[], [], [], [{"content": "\n" + " " * 100 + "\nHi"}], []]
+    assert parse_with_tools(["  "]) == [[], [{"content": "  "}]]
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "\n\n[" + WRITTEN_CALL + "]",
+        '{"name": "HassTurnOn", "arguments": "{\\"name\\": \\"Kitchen\\"}"}',
+        "<tool_call>" + WRITTEN_CALL + "</tool_call>",
+    ],
+)
+def test_calls_written_as_text(written: str) -> None:
+    """Arrays of calls and string arguments work; nothing is spoken."""
+    steps = parse_with_tools([written[:5], written[5:]])
+    *spoken, last = steps
+    assert not any(spoken)
+    (delta,) = last
+    (call,) = delta["tool_calls"]
+    assert (call.tool_name, call.tool_args) == ("HassTurnOn", {"name": "Kitchen"})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<tool_call>" + WRITTEN_CALL + "</tool_call>\nDone, it is on.",
+        "<tool_call>" + WRITTEN_CALL + "</tool_call><tool_call>{",
+        '{"name": "HassTurnOn", "arguments": "the kitchen"}',
+        "[1, 2, 3]",
+        "[" * 5000,
+    ],
+)
+def test_text_that_is_not_only_calls_is_spoken(text: str) -> None:
+    """Words besides the calls, a call cut short or odd arguments: all spoken."""
+    steps = parse_with_tools([text])
+    assert "".join(d["content"] for step in steps for d in step) == text
+
+
+def test_text_repeating_native_calls_is_not_spoken() -> None:
+    """A server that sends a call natively and as text runs it once, silently."""
+    parser = ChatStreamParser(LIGHT_TOOLS)
+    deltas = parser.feed(
+        chunk(
+            {
+                "content": '{"name": "HassTurnOn", "arguments": {}}',
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "c1",
+                        "function": {"name": "intent__HassTurnOn", "arguments": "{}"},
+                    }
+                ],
+            },
+            finish_reason="tool_calls",
+        )
+    )
+    assert deltas == [
+        {"tool_calls": [llm.ToolInput(tool_name="HassTurnOn", tool_args={}, id="c1")]}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("finish_reason", "error", "key"),
+    [
+        ("length", ModelError, "answer_cut_at_token_limit"),
+        ("content_filter", ModelError, "answer_cut_by_content_filter"),
+        (None, ServerError, "answer_cut_short"),
+    ],
+)
+def test_a_cut_answer_runs_no_tool_and_says_why(
+    finish_reason: str | None, error: type[Exception], key: str
+) -> None:
+    """Held text is spoken, calls are dropped, and the cause is raised."""
+    parser = ChatStreamParser(LIGHT_TOOLS)
+    chunks = [
+        chunk({"content": '{"name": "HassTurnOn", "argu'}),
+        call_fragment(id="c1", function={"name": "intent__HassTurnOn"}),
+        call_fragment(function={"arguments": '{"na'}),
+    ]
+    if finish_reason:
+        chunks.append(chunk({}, finish_reason=finish_reason))
+    deltas = [delta for item in chunks for delta in parser.feed(item)]
+    deltas += parser.close(ended=False)
+    assert deltas == [{"content": '{"name": "HassTurnOn", "argu'}]
+    with pytest.raises(error) as err:
+        parser.raise_if_cut()
+    assert getattr(err.value, "translation_key", None) == key
+
+
+def test_an_answer_without_finish_but_with_done_is_whole() -> None:
+    """[DONE] without a finish reason ends the answer as it is."""
+    parser = ChatStreamParser({"a": "A"})
+    parser.feed(call_fragment(id="c1", function={"name": "a", "arguments": "{}"}))
+    (delta,) = parser.close(ended=True)
+    assert delta["tool_calls"][0].id == "c1"
+    parser.raise_if_cut()
+
+
+def test_whole_answer_as_a_chunk() -> None:
+    """A whole answer's message is the delta of its one chunk."""
+    answer = {
+        "choices": [
+            {"index": 0, "message": {"content": "Hi"}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 1},
+    }
+    assert whole_answer_chunk(json.dumps(answer).encode()) == {
+        "choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1},
+    }
+    error = whole_answer_chunk(b'{"error": {"message": "overloaded"}}')
+    assert error["error"] == {"message": "overloaded"}
+
+
+@pytest.mark.parametrize(
+    ("raw", "key", "placeholders"),
+    [
+        (b"<html>oops</html>", "answer_not_json", None),
+        (b"[1]", "answer_malformed", {"part": "the answer"}),
+        (b'{"choices": "none"}', "answer_malformed", {"part": "choices"}),
+        (b'{"choices": [1]}', "answer_malformed", {"part": "choices"}),
+    ],
+)
+def test_whole_answers_that_are_no_chat_completion(
+    raw: bytes, key: str, placeholders: dict[str, str] | None
+) -> None:
+    """A whole answer that cannot be read says so."""
+    with pytest.raises(ServerError) as err:
+        whole_answer_chunk(raw)
+    assert err.value.translation_key == key
+    assert err.value.translation_placeholders == placeholders
+
+
+async def test_read_a_streamed_answer() -> None:
+    """A streamed answer is read from bytes cut anywhere."""
+    stream = sse(
+        chunk({"content": "Hello\u2028world"}), chunk({}, finish_reason="stop")
+    )
+    parser = ChatStreamParser({})
+    assert await read(parser, stream[:11], stream[11:]) == [
+        {"content": "Hello\u2028world"}
+    ]
+
+
+async def test_read_what_the_end_of_the_stream_releases() -> None:
+    """A cut tag start held at the end is spoken once the stream is over."""
+    stream = sse(chunk({"content": "Hi <"}), {"choices": [{"index": 0, "delta": None}]})
+    parser = ChatStreamParser({})
+    assert await read(parser, stream) == [{"content": "Hi "}, {"content": "<"}]
+
+
+async def test_text_cut_at_the_token_limit_is_the_answer() -> None:
+    """Text the limit cut, with no tool call under way, stands as the answer."""
+    parser = ChatStreamParser(LIGHT_TOOLS)
+    stream = sse(
+        chunk({"content": "You may call these "}),
+        chunk({"content": "functions"}, finish_reason="length"),
+    )
+    deltas = await read(parser, stream)
+    assert "".join(d.get("content", "") for d in deltas) == (
+        "You may call these functions"
+    )
+    parser.raise_if_cut()
+
+
+async def test_read_a_whole_answer() -> None:
+    """A whole answer is read the same way, in one chunk."""
+    answer = {"choices": [{"message": {"content": "Hi"}, "finish_reason": "stop"}]}
+    raw = json.dumps(answer).encode()
+    parser = ChatStreamParser({})
+    assert await read(parser, raw[:5], raw[5:], streamed=False) == [{"content": "Hi"}]
+
+
+@pytest.mark.parametrize(
+    ("stream", "key"),
+    [
+        (sse(chunk({"content": "Hel"}), done=False), "answer_cut_short"),
+        (sse(chunk({"content": "Hel"}), {"choices": 5}), "answer_malformed"),
+    ],
+)
+async def test_reading_that_fails_keeps_the_streamed_words(
+    stream: bytes, key: str
+) -> None:
+    """The words already streamed are closed as a message before the error."""
+    parser = ChatStreamParser({})
+    deltas: list[dict[str, Any]] = []
+    with pytest.raises((ServerError, ModelError)) as err:
+        await read_from(parser, body(stream), into=deltas)
+    assert getattr(err.value, "translation_key", None) == key
+    assert deltas == [{"content": "Hel"}, {"role": "assistant"}]
+
+
+async def test_a_connection_lost_mid_answer_keeps_the_words() -> None:
+    """A transport error mid-answer also closes the words as a message first."""
+
+    async def broken() -> AsyncIterator[bytes]:
+        yield sse(chunk({"content": "Hel"}), done=False)
+        raise httpx2.ReadError("reset")
+
+    parser = ChatStreamParser({})
+    deltas: list[dict[str, Any]] = []
+    with pytest.raises(httpx2.ReadError):
+        await read_from(parser, broken(), into=deltas)
+    assert deltas == [{"content": "Hel"}, {"role": "assistant"}]

@@ -1,0 +1,849 @@
+"""The Responses API adapter: conversations over /responses against the simulator."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from freezegun.api import FrozenDateTimeFactory
+from homeassistant.components import conversation
+from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import chat_session, intent, llm
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from custom_components.openai_compatible.const import (
+    CONF_API,
+    CONF_SERVICE_TIER,
+    CONF_STORE_RESPONSES,
+    CONF_STREAMING,
+)
+from custom_components.openai_compatible.errors import MalformedAnswerError, ServerError
+from custom_components.openai_compatible.models.capabilities import ModelCapabilities
+from custom_components.openai_compatible.models.features import Feature, WireApi
+from custom_components.openai_compatible.models.lessons import Lessons
+from custom_components.openai_compatible.models.providers import PROVIDERS
+from custom_components.openai_compatible.models.reports import ModelReport
+from custom_components.openai_compatible.wire.request import RequestSettings
+from custom_components.openai_compatible.wire.responses import (
+    ResponsesOptions,
+    body_features,
+    handling_body,
+    settings_body,
+    without_feature,
+)
+from custom_components.openai_compatible.wire.responses_chat_form import (
+    chat_completion,
+    responses_request,
+)
+from simulator import (
+    OpenAISimulator,
+    function_call_item,
+    message_item,
+    reasoning_item,
+    response_stream,
+    usage_block,
+)
+from tests.conftest import SetupEntry, converse, speech, stored_chat_log
+
+REASONING_MODEL = "gpt-5-mini"
+NO_TOOLS = {CONF_LLM_HASS_API: [], CONF_PROMPT: "You are a test assistant."}
+
+
+@pytest.fixture(autouse=True)
+def frozen_time(freezer: FrozenDateTimeFactory) -> None:
+    """Keep the date in the system prompt stable for snapshots."""
+    freezer.move_to("2026-11-29 12:00:00+00:00")
+
+
+def paths(simulator: OpenAISimulator) -> list[str]:
+    """Return the API routes the integration posted to, in order."""
+    return [
+        request.path.removeprefix("/v1")
+        for request in simulator.requests
+        if request.method == "POST"
+    ]
+
+
+def without_cache_key(body: dict[str, Any]) -> dict[str, Any]:
+    """Return a request body without its cache key (the random subentry id)."""
+    assert body["prompt_cache_key"]
+    return {key: value for key, value in body.items() if key != "prompt_cache_key"}
+
+
+def last_answer(
+    hass: HomeAssistant, conversation_id: str
+) -> conversation.AssistantContent:
+    """Return the last message of the conversation's chat log."""
+    last = stored_chat_log(hass, conversation_id).content[-1]
+    assert isinstance(last, conversation.AssistantContent)
+    return last
+
+
+async def test_plain_answer(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    snapshot: SnapshotAssertion,
+) -> None:
+    """The OpenAI preset talks to /responses, statelessly, by default."""
+    entry = await setup_entry(provider="openai", conversation=NO_TOOLS)
+
+    result = await converse(hass, "Hello")
+
+    assert speech(result) == "You said: Hello"
+    assert paths(simulator) == ["/responses"]
+    [body] = simulator.responses_requests()
+    assert body["store"] is False
+    assert body["stream"] is True
+    assert without_cache_key(body) == snapshot
+    counts = entry.runtime_data.usage.counts(
+        next(iter(entry.subentries.values())).subentry_id
+    )
+    assert (counts.requests, counts.completion_tokens) == (1, 4)
+
+
+async def test_tool_loop_turns_on_light(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    kitchen_light: str,
+    snapshot: SnapshotAssertion,
+) -> None:
+    """A function call runs in Home Assistant; its output goes back as an item."""
+    await setup_entry(provider="openai")
+    simulator.enqueue(
+        "/responses",
+        sse=response_stream(
+            [
+                function_call_item(
+                    "call_light1", "intent__HassTurnOn", '{"name": "Kitchen light"}'
+                )
+            ]
+        ),
+    )
+
+    result = await converse(hass, "Turn on the kitchen light")
+
+    assert hass.states.get(kitchen_light).state == "on"
+    assert speech(result) == "Turned on Kitchen light."
+    first, second = simulator.responses_requests()
+    assert second["input"][: len(first["input"])] == first["input"]
+    call, output = second["input"][-2:]
+    assert call["type"] == "function_call"
+    assert call["name"] == "intent__HassTurnOn"
+    assert output["type"] == "function_call_output"
+    assert output["call_id"] == call["call_id"]
+    assert all(tool.get("strict") is False for tool in first["tools"])
+    assert first["prompt_cache_key"] == second["prompt_cache_key"]
+    assert [without_cache_key(first), without_cache_key(second)] == snapshot
+
+
+async def test_reasoning_chain_goes_back_encrypted(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    kitchen_light: str,
+) -> None:
+    """A reasoning model's items go back as given, across rounds and turns."""
+    await setup_entry(provider="openai", conversation={"chat_model": REASONING_MODEL})
+
+    first = await converse(hass, "Turn on the kitchen light")
+    second = await converse(hass, "Thanks", first.conversation_id)
+
+    assert speech(first) == "Turned on Kitchen light."
+    assert speech(second).startswith("You said: Thanks")
+    requests = simulator.responses_requests()
+    assert len(requests) == 3
+    assert all(body["include"] == ["reasoning.encrypted_content"] for body in requests)
+    kinds = [item["type"] for item in requests[2]["input"]]
+    assert kinds[1:] == [
+        "message",  # the user's first message
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "reasoning",
+        "message",  # the answer
+        "message",  # the user's thanks
+    ]
+    assert requests[1]["input"] == requests[2]["input"][: len(requests[1]["input"])]
+
+
+async def test_thinking_is_shown_not_spoken(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """Reasoning summaries and think tags become thinking, never speech."""
+    await setup_entry(provider="openai", conversation=NO_TOOLS)
+    simulator.enqueue(
+        "/responses",
+        sse=response_stream(
+            [
+                reasoning_item("The user greets."),
+                reasoning_item("Answer kindly."),
+                message_item("<think>hidden</think>Hi there"),
+            ],
+            usage=usage_block(20, 8, cached=16, reasoning=5),
+        ),
+    )
+
+    result = await converse(hass, "Hello")
+
+    assert speech(result) == "Hi there"
+    answer = last_answer(hass, result.conversation_id)
+    assert answer.thinking_content == "The user greets.\n\nAnswer kindly.hidden"
+
+
+async def test_whole_answer_when_streaming_is_off(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """With streaming off, the whole response object is read."""
+    await setup_entry(
+        provider="openai",
+        conversation={**NO_TOOLS, "chat_model": REASONING_MODEL, CONF_STREAMING: False},
+    )
+    simulator.enqueue(
+        "/responses",
+        json={
+            "status": "completed",
+            "output": [
+                reasoning_item("Plan."),
+                message_item("Hi"),
+            ],
+            "usage": usage_block(10, 2),
+        },
+    )
+
+    result = await converse(hass, "Hello")
+
+    assert speech(result) == "Hi"
+    assert last_answer(hass, result.conversation_id).thinking_content == "Plan."
+    assert "stream" not in simulator.responses_requests()[0]
+
+
+@pytest.mark.parametrize(
+    ("events", "error"),
+    [
+        (
+            [{"type": "error", "code": "server_error", "message": "Boom"}],
+            "Boom",
+        ),
+        (
+            [
+                {
+                    "type": "response.failed",
+                    "response": {"status": "failed", "error": {"message": "Overload"}},
+                }
+            ],
+            "Overload",
+        ),
+        (
+            response_stream(
+                [message_item("Hello wor")],
+                status="incomplete",
+                reason="max_output_tokens",
+            ),
+            "maximum number of tokens",
+        ),
+        (response_stream([message_item("Hello wor")])[:-1], "before it was complete"),
+        ([{"type": "response.output_item.done", "item": "not an item"}], "item"),
+        (
+            [{"type": "response.output_text.delta", "delta": "Hello <thi"}],
+            "before it was complete",
+        ),
+    ],
+)
+async def test_answers_that_end_badly(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    events: list[dict[str, Any]],
+    error: str,
+) -> None:
+    """An error, a failure, a cut or a malformed event is told in our words."""
+    await setup_entry(provider="openai", conversation=NO_TOOLS)
+    simulator.enqueue("/responses", sse=events)
+
+    result = await converse(hass, "Hello")
+
+    assert result.response.response_type is intent.IntentResponseType.ERROR
+    assert error in speech(result)
+
+
+async def test_calls_of_a_cut_answer_do_not_run(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    kitchen_light: str,
+) -> None:
+    """A function call in an answer cut at the token limit is not run."""
+    await setup_entry(provider="openai")
+    simulator.enqueue(
+        "/responses",
+        sse=response_stream(
+            [
+                function_call_item(
+                    "call_1", "intent__HassTurnOn", '{"name": "Kitchen light"}'
+                )
+            ],
+            status="incomplete",
+            reason="max_output_tokens",
+        ),
+    )
+
+    result = await converse(hass, "Turn on the kitchen light")
+
+    assert result.response.response_type is intent.IntentResponseType.ERROR
+    assert hass.states.get(kitchen_light).state == "off"
+
+
+async def test_history_from_chat_completions_and_other_agents(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    kitchen_light: str,
+) -> None:
+    """A conversation begun over Chat Completions goes on over Responses."""
+    entry = await setup_entry(
+        provider="openai", options={CONF_API: WireApi.CHAT_COMPLETIONS}
+    )
+    first = await converse(hass, "Turn on the kitchen light")
+    hass.config_entries.async_update_entry(entry, options={CONF_API: WireApi.RESPONSES})
+    await hass.async_block_till_done()
+
+    second = await converse(hass, "Thanks", first.conversation_id)
+
+    assert speech(second).startswith("You said: Thanks")
+    body = simulator.responses_requests()[0]
+    kinds = [item["type"] for item in body["input"]]
+    assert kinds == [
+        "message",
+        "message",
+        "function_call",
+        "function_call_output",
+        "message",
+        "message",
+    ]
+
+
+# ---------------------------------------------------------------------------
+# AI tasks over the Responses API
+# ---------------------------------------------------------------------------
+
+TASK = "ai_task.openai_compatible_ai_task"
+WEATHER = {
+    "condition": {
+        "required": True,
+        "selector": {"select": {"options": ["sunny", "cloudy", "rainy"]}},
+    },
+    "temperature": {"required": True, "selector": {"number": {"min": -50, "max": 60}}},
+}
+DOOR = {"type": "noul", "instructions": "Is the garage door open?"}
+PNG = b"\x89PNG\r\n\x1a\n" + b"garage camera"
+PDF = b"%PDF-1.4 delivery note"
+
+
+async def task(hass: HomeAssistant, action: str, **data: Any) -> dict[str, Any]:
+    """Call an ai_task action on our entity and return its response."""
+    response = await hass.services.async_call(
+        "ai_task",
+        action,
+        {"task_name": "Test task", "entity_id": TASK, **data},
+        blocking=True,
+        return_response=True,
+    )
+    assert isinstance(response, dict)
+    return response
+
+
+def attachment(name: str, mime_type: str) -> dict[str, str]:
+    """Return an attachment of the local media folder."""
+    return {
+        "media_content_id": f"media-source://media_source/local/{name}",
+        "media_content_type": mime_type,
+    }
+
+
+async def test_structured_data_through_text_format(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup: SetupEntry,
+    snapshot: SnapshotAssertion,
+) -> None:
+    """A structure is asked for as a strict `text.format` and validated."""
+    await setup(provider="openai")
+
+    response = await task(
+        hass, "generate_data", instructions="Describe the weather", structure=WEATHER
+    )
+
+    assert response["data"]["condition"] in ("sunny", "cloudy", "rainy")
+    [body] = simulator.responses_requests()
+    assert body["text"]["format"]["strict"] is True
+    assert without_cache_key(body) == snapshot
+
+
+async def test_structured_ladder_over_text_format(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """A server without json_schema is asked for a JSON object, then remembered."""
+    entry = await setup(provider="openai")
+    simulator.settings.json_schema = "json_object"
+
+    response = await task(
+        hass, "generate_data", instructions="Describe the weather", structure=WEATHER
+    )
+
+    assert response["data"]["condition"] in ("sunny", "cloudy", "rainy")
+    formats = [
+        body["text"]["format"]["type"] for body in simulator.responses_requests()
+    ]
+    assert formats == ["json_schema", "json_object"]
+    assert entry.runtime_data.capabilities.model("gpt-4o-mini").refuses(
+        Feature.JSON_SCHEMA
+    )
+
+
+async def test_attachments_as_input_parts(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry, media_dir: Any
+) -> None:
+    """Images go as input_image, PDFs as input_file, both as data URLs."""
+    await setup(provider="openai")
+    (media_dir / "cam.png").write_bytes(PNG)
+    (media_dir / "note.pdf").write_bytes(PDF)
+
+    response = await task(
+        hass,
+        "generate_data",
+        instructions="What is this?",
+        attachments=[
+            attachment("cam.png", "image/png"),
+            attachment("note.pdf", "application/pdf"),
+        ],
+    )
+
+    assert response["data"].startswith("You asked: What is this?")
+    [body] = simulator.responses_requests()
+    text, image, document = body["input"][-1]["content"]
+    assert text == {"type": "input_text", "text": "What is this?"}
+    assert image["type"] == "input_image"
+    assert image["image_url"].startswith("data:image/png;base64,")
+    assert document["type"] == "input_file"
+    assert document["filename"] == "note.pdf"
+    assert document["file_data"].startswith("data:application/pdf;base64,")
+
+
+async def test_generate_image_on_a_responses_entry(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """Images come from the image model, whichever API the chat goes over."""
+    await setup(provider="openai")
+
+    response = await task(hass, "generate_image", instructions="A red fox in snow")
+
+    assert response["mime_type"] == "image/png"
+    assert paths(simulator)[-1] == "/images/generations"
+
+
+async def test_evaluate_reads_logprobs_over_responses(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """The label path asks for output logprobs through `include`."""
+    simulator.settings.decisions = False
+    entry = await setup(provider="openai")
+
+    response = await task(hass, "evaluate", questions={"door": DOOR}, state="open")
+
+    assert response["answers"]["door"]["noul"] > 0.9
+    assert paths(simulator)[-2:] == ["/decisions", "/responses"]
+    body = simulator.responses_requests()[-1]
+    assert body["include"] == ["message.output_text.logprobs"]
+    assert body["top_logprobs"] == 20
+    assert body["max_output_tokens"] == 16
+    assert learned_logprobs(entry)
+
+
+def learned_logprobs(entry: Any) -> bool:
+    """Tell whether the entry learned that its task model gives logprobs."""
+    return bool(
+        entry.runtime_data.capabilities.model("gpt-4o-mini").proven(Feature.LOGPROBS)
+    )
+
+
+async def test_evaluate_states_probabilities_over_responses(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry, media_dir: Any
+) -> None:
+    """A reasoning model states probabilities as JSON through `text.format`."""
+    simulator.settings.decisions = False
+    await setup(provider="openai", ai_task={"chat_model": REASONING_MODEL})
+    (media_dir / "cam.png").write_bytes(PNG)
+    simulator.enqueue(
+        "/responses",
+        json={
+            "status": "completed",
+            "output": [message_item('{"yes": 0.8, "no": 0.2}')],
+            "usage": usage_block(50, 9),
+        },
+    )
+
+    response = await task(
+        hass,
+        "evaluate",
+        questions={"door": DOOR},
+        state="open",
+        attachments=[attachment("cam.png", "image/png")],
+    )
+
+    assert response["answers"]["door"]["noul"] == pytest.approx(0.8)
+    body = simulator.responses_requests()[-1]
+    assert body["text"]["format"]["type"] == "json_schema"
+    assert [part["type"] for part in body["input"][-1]["content"]] == [
+        "input_text",
+        "input_image",
+        "input_text",
+    ]
+
+
+async def test_evaluate_without_logprobs_states_them_over_responses(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """A server that gives no logprobs is asked for stated ones, then only those."""
+    simulator.settings.decisions = False
+    simulator.settings.logprobs = False
+    entry = await setup(provider="openai")
+    simulator.enqueue(
+        "/responses",
+        json={
+            "status": "completed",
+            "output": [message_item("Yes")],
+            "usage": usage_block(50, 1),
+        },
+    )
+    for stated in ('{"yes": 0.7, "no": 0.3}', '{"yes": 0.4, "no": 0.6}'):
+        simulator.enqueue(
+            "/responses",
+            json={
+                "status": "completed",
+                "output": [message_item(stated)],
+                "usage": usage_block(50, 9),
+            },
+        )
+
+    first = await task(hass, "evaluate", questions={"door": DOOR}, state="open")
+    second = await task(hass, "evaluate", questions={"door": DOOR}, state="open")
+
+    assert first["answers"]["door"]["noul"] == pytest.approx(0.7)
+    assert second["answers"]["door"]["noul"] == pytest.approx(0.4)
+    asked = [
+        (body.get("include"), body.get("text", {}).get("format", {}).get("type"))
+        for body in simulator.responses_requests()
+    ]
+    assert asked == [
+        (["message.output_text.logprobs"], None),
+        (None, "json_schema"),
+        (None, "json_schema"),
+    ]
+    model = entry.runtime_data.capabilities.model("gpt-4o-mini")
+    assert model.refuses(Feature.LOGPROBS)
+
+
+async def test_evaluate_falls_back_to_chat_completions(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """Every question of a task on a server without /responses is answered."""
+    simulator.settings.decisions = False
+    simulator.settings.responses = False
+    await setup(provider="openai")
+
+    response = await task(
+        hass,
+        "evaluate",
+        questions={"door": DOOR, "window": {**DOOR, "instructions": "Window open?"}},
+        state="open",
+    )
+
+    assert set(response["answers"]) == {"door", "window"}
+    assert "/chat/completions" in paths(simulator)
+
+
+# ---------------------------------------------------------------------------
+# History, and requests reshaped
+# ---------------------------------------------------------------------------
+
+
+async def test_history_of_other_agents_and_unanswered_calls(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    tmp_path: Any,
+) -> None:
+    """Other agents' answers go as text and calls; provider-run calls stay out."""
+    await setup_entry(provider="openai", conversation=NO_TOOLS)
+    image = tmp_path / "photo.png"
+    image.write_bytes(PNG)
+    with (
+        chat_session.async_get_chat_session(hass, context=Context()) as session,
+        conversation.async_get_chat_log(hass, session) as chat_log,
+    ):
+        conversation_id = session.conversation_id
+        chat_log.async_add_user_content(
+            conversation.UserContent(
+                "What is this?",
+                attachments=[conversation.Attachment("media://1", "image/png", image)],
+            )
+        )
+        chat_log.async_add_assistant_content_without_tools(
+            conversation.AssistantContent(
+                agent_id="conversation.other",
+                thinking_content="Let me search.",
+                tool_calls=[
+                    llm.ToolInput("web_search", {"q": "x"}, id="ws1", external=True)
+                ],
+            )
+        )
+        chat_log.async_add_assistant_content_without_tools(
+            conversation.ToolResultContent(
+                agent_id="conversation.other",
+                tool_call_id="ws1",
+                tool_name="web_search",
+                result=llm.ToolResult({"hits": 1}),
+            )
+        )
+        chat_log.async_add_assistant_content_without_tools(
+            conversation.AssistantContent(agent_id="conversation.other")
+        )
+        chat_log.content.append(
+            conversation.AssistantContent(
+                agent_id="conversation.other",
+                content="Checking.",
+                tool_calls=[llm.ToolInput("HassTurnOn", {}, id="call_open")],
+            )
+        )
+
+    await converse(hass, "Thanks", conversation_id)
+
+    items = simulator.responses_requests()[0]["input"]
+    assert [item["content"][0]["type"] for item in items[1:2]] == ["input_text"]
+    assert items[1]["content"][1]["type"] == "input_image"
+    assert items[2:] == [
+        {"type": "message", "role": "assistant", "content": ""},
+        {"type": "message", "role": "assistant", "content": "Checking."},
+        {
+            "type": "function_call",
+            "call_id": "call_open",
+            "name": "HassTurnOn",
+            "arguments": "{}",
+        },
+        {
+            "type": "function_call_output",
+            "call_id": "call_open",
+            "output": '{"error":"no result"}',
+        },
+        {"type": "message", "role": "user", "content": "Thanks"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("feature", "expected"),
+    [
+        (Feature.PROMPT_CACHE_KEY, {"prompt_cache_key"}),
+        (Feature.SAMPLING, {"temperature", "top_p"}),
+        (Feature.STREAM_WITH_TOOLS, {"stream"}),
+        (Feature.REASONING, {"reasoning", "include"}),
+        (Feature.REASONING_SUMMARY, {"reasoning"}),
+        (Feature.VERBOSITY, {"text"}),
+        (Feature.SERVICE_TIER, {"service_tier"}),
+        (Feature.WEB_SEARCH, {"tools"}),
+    ],
+)
+def test_features_that_can_go(feature: Feature, expected: set[str]) -> None:
+    """What only tunes the answer is dropped, and nothing else."""
+    body = {
+        "model": "m",
+        "input": [],
+        "tools": [{"type": "web_search"}],
+        "temperature": 1,
+        "top_p": 1,
+        "prompt_cache_key": "k",
+        "stream": True,
+        "reasoning": {"summary": "auto"},
+        "text": {"verbosity": "low"},
+        "include": ["reasoning.encrypted_content"],
+        "service_tier": "flex",
+    }
+
+    changed = without_feature(body, feature)
+
+    assert changed is not None
+    assert set(body) - set(changed) == expected
+    assert without_feature(body, Feature.JSON_SCHEMA) is None
+
+
+def test_a_provider_tool_goes_with_what_is_included_of_it() -> None:
+    """Dropping a provider-run tool keeps the others and their includes."""
+    body = {
+        "tools": [{"type": "web_search"}, {"type": "code_interpreter"}],
+        "include": ["web_search_call.action.sources", "code_interpreter_call.outputs"],
+        "reasoning": {"effort": "low", "summary": "auto"},
+    }
+
+    changed = without_feature(body, Feature.WEB_SEARCH)
+    assert changed == {
+        "tools": [{"type": "code_interpreter"}],
+        "include": ["code_interpreter_call.outputs"],
+        "reasoning": {"effort": "low", "summary": "auto"},
+    }
+    assert without_feature(body, Feature.REASONING_SUMMARY) == {
+        **body,
+        "reasoning": {"effort": "low"},
+    }
+
+
+def test_settings_and_options_in_the_body() -> None:
+    """Tuned settings, reasoning options and verbosity become request fields."""
+    settings = RequestSettings(
+        model="gpt-5-mini", max_tokens=5, temperature=0.2, reasoning_model=True
+    )
+    options = ResponsesOptions(
+        reasoning_effort="low", reasoning_summary=True, verbosity="high"
+    )
+    capabilities = ModelCapabilities(
+        "gpt-5-mini", PROVIDERS["openai"], ModelReport(), Lessons(), lambda: None
+    )
+
+    assert settings_body(settings, options, capabilities) == {
+        "max_output_tokens": 16,
+        "reasoning": {"effort": "low", "summary": "auto"},
+        "text": {"verbosity": "high"},
+        "include": ["reasoning.encrypted_content"],
+    }
+
+
+def test_sampling_settings_of_other_models() -> None:
+    """Models that do not reason take the sampling settings."""
+    settings = RequestSettings(model="gpt-4o-mini", temperature=0.2, top_p=0.5)
+    capabilities = ModelCapabilities(
+        "gpt-4o-mini", PROVIDERS["openai"], ModelReport(), Lessons(), lambda: None
+    )
+
+    assert settings_body(settings, ResponsesOptions(), capabilities) == {
+        "temperature": 0.2,
+        "top_p": 0.5,
+    }
+
+
+def test_chat_completion_requests_in_the_responses_form() -> None:
+    """A Chat Completions request (evaluate's) keeps its meaning."""
+    request = responses_request(
+        {
+            "model": "m",
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "Look"},
+                        {
+                            "type": "file",
+                            "file": {"filename": "a.pdf", "file_data": "d"},
+                        },
+                    ],
+                }
+            ],
+            "max_completion_tokens": 100,
+            "top_p": 0.5,
+            "response_format": {"type": "json_object"},
+        }
+    )
+
+    assert request == {
+        "model": "m",
+        "input": [
+            {
+                "type": "message",
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": "Look"},
+                    {"type": "input_file", "filename": "a.pdf", "file_data": "d"},
+                ],
+            }
+        ],
+        "max_output_tokens": 100,
+        "top_p": 0.5,
+        "text": {"format": {"type": "json_object"}},
+    }
+
+
+def test_how_the_provider_handles_the_request() -> None:
+    """A chosen tier is sent and named as a feature; storing is opted into."""
+    chosen = handling_body(ResponsesOptions(service_tier="flex"))
+
+    assert chosen == {"service_tier": "flex", "store": False}
+    assert Feature.SERVICE_TIER in body_features(chosen)
+    assert handling_body(ResponsesOptions()) == {"store": False}
+    assert handling_body(ResponsesOptions(store=True)) == {"store": True}
+
+
+async def test_evaluate_keeps_the_service_tier_and_storing(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """Requests in the Chat Completions form go as the task's options say too."""
+    simulator.settings.decisions = False
+    await setup(
+        provider="openai",
+        ai_task={
+            "chat_model": REASONING_MODEL,
+            CONF_SERVICE_TIER: "flex",
+            CONF_STORE_RESPONSES: True,
+        },
+    )
+    simulator.enqueue(
+        "/responses",
+        json={
+            "status": "completed",
+            "output": [message_item('{"yes": 0.8, "no": 0.2}')],
+            "usage": usage_block(50, 9),
+        },
+    )
+
+    await task(hass, "evaluate", questions={"door": DOOR}, state="open")
+
+    body = simulator.responses_requests()[-1]
+    assert body["service_tier"] == "flex"
+    assert body["store"] is True
+
+
+def test_answers_in_the_chat_completion_form() -> None:
+    """A refusal, a cut answer and a failure read as a chat completion would."""
+    answer = chat_completion(
+        {
+            "status": "incomplete",
+            "incomplete_details": {"reason": "max_output_tokens"},
+            "output": [
+                {"type": "reasoning"},
+                {"type": "message", "content": [{"type": "refusal", "refusal": "No."}]},
+            ],
+        }
+    )
+    assert answer["choices"][0]["message"]["refusal"] == "No."
+    assert answer["choices"][0]["finish_reason"] == "length"
+    assert answer["usage"] is None
+
+    with pytest.raises(ServerError) as failed:
+        chat_completion({"status": "failed", "error": {"message": "Overload"}})
+    assert failed.value.translation_placeholders == {"message": "Overload"}
+    with pytest.raises(MalformedAnswerError):
+        chat_completion({"output": {}})
+    with pytest.raises(MalformedAnswerError):
+        chat_completion({"output": [{"type": "message", "content": [1]}]})
+
+
+async def test_evaluate_answer_that_is_no_object(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """An answer that is JSON but no object is told as malformed."""
+    simulator.settings.decisions = False
+    await setup(provider="openai", ai_task={"chat_model": REASONING_MODEL})
+    simulator.enqueue("/responses", json=[1, 2])
+
+    with pytest.raises(HomeAssistantError, match="the answer"):
+        await task(hass, "evaluate", questions={"door": DOOR}, state="open")

@@ -1,0 +1,263 @@
+"""Tool calls assembled from fragments, or written as text."""
+
+from __future__ import annotations
+
+from itertools import count
+from typing import Any
+
+import pytest
+
+from custom_components.openai_compatible.errors import ModelError, ServerError
+from custom_components.openai_compatible.tool_answers import tool_inputs
+from custom_components.openai_compatible.wire.tool_calls import (
+    MAX_TOOL_CALLS,
+    PendingCall,
+    ToolCallAssembler,
+    calls_in_text,
+    may_be_call,
+)
+
+KITCHEN_CALL = '{"name": "HassTurnOn", "arguments": {"name": "Kitchen"}}'
+NAMES = {
+    "intent__HassTurnOn": "HassTurnOn",
+    "intent__HassTurnOff": "HassTurnOff",
+    **{name: name for name in ("a", "b", "c", "d", "e", "f", "other")},
+}
+
+
+def assemble(*fragments: Any) -> list[tuple[str, str, dict[str, Any]]]:
+    """Assemble the fragments; return (id, name, arguments) of each call."""
+    assembler = ToolCallAssembler()
+    for fragment in fragments:
+        assembler.add(fragment)
+    numbers = count()
+    inputs, _ = tool_inputs(
+        assembler.named_calls(), NAMES, lambda: f"new{next(numbers)}"
+    )
+    return [(call.id, call.tool_name, call.tool_args) for call in inputs]
+
+
+def fragment(
+    index: int | None = 0,
+    call_id: str | None = None,
+    name: str | None = None,
+    arguments: Any = None,
+) -> dict[str, Any]:
+    """Return one `tool_calls` fragment as servers send it."""
+    function: dict[str, Any] = {}
+    if name is not None:
+        function["name"] = name
+    if arguments is not None:
+        function["arguments"] = arguments
+    result: dict[str, Any] = {"function": function}
+    if index is not None:
+        result["index"] = index
+    if call_id is not None:
+        result["id"] = call_id
+    return result
+
+
+def test_fragments_merge_by_index_and_names_map_back() -> None:
+    """Fragments of one index form one call; wire names map to tool names."""
+    assert assemble(
+        fragment(0, "c1", "intent__HassTurnOn", ""),
+        fragment(0, arguments='{"name": '),
+        fragment(0, arguments='"Kitchen"}'),
+        fragment(1, "c2", "other", {"a": 1}),
+    ) == [
+        ("c1", "HassTurnOn", {"name": "Kitchen"}),
+        ("c2", "other", {"a": 1}),
+    ]
+
+
+def test_calls_sharing_an_index() -> None:
+    """A new id, or a new name after complete arguments, starts a call."""
+    assert assemble(
+        fragment(0, name="a", arguments="{}"),
+        fragment(0, name="b", arguments='{"x": 1}'),
+        fragment(0, name="b"),  # a trailing fragment repeating the name
+        fragment(0, name="e", arguments={"y": 2}),
+        fragment(0, name="f", arguments="{}"),
+        fragment(1, "id1", "c"),
+        fragment(1, "id2", "d", {}),
+    ) == [
+        ("new0", "a", {}),
+        ("new1", "b", {"x": 1}),
+        ("new2", "e", {"y": 2}),
+        ("new3", "f", {}),
+        ("id1", "c", {}),
+        ("id2", "d", {}),
+    ]
+
+
+def test_calls_without_index_and_double_encoded_arguments() -> None:
+    """Calls without an index each stand alone; string-encoded JSON is decoded."""
+    assert assemble(
+        fragment(None, "1", "a", '"{}"'),
+        fragment(None, "2", "b", "null"),
+        fragment(None, "3", arguments="{}"),
+        fragment(None, "4", "e", "[1]"),
+    ) == [("1", "a", {}), ("2", "b", {}), ("4", "e", {})]
+
+
+def test_repeated_call_ids_are_dropped() -> None:
+    """A call id seen before is a repeat: it runs once."""
+    assert assemble(
+        fragment(0, "same", "a", "{}"),
+        fragment(1, "same", "a", "{}"),
+        fragment(2, "other", "b", "{}"),
+    ) == [("same", "a", {}), ("other", "b", {})]
+
+
+def test_at_most_max_calls() -> None:
+    """One answer asks for at most MAX_TOOL_CALLS calls."""
+    assert MAX_TOOL_CALLS == 32
+    fragments = [fragment(i, f"c{i}", "a", "{}") for i in range(MAX_TOOL_CALLS)]
+    assert len(assemble(*fragments)) == MAX_TOOL_CALLS
+    with pytest.raises(ModelError) as err:
+        assemble(*fragments, fragment(MAX_TOOL_CALLS, "last", "a", "{}"))
+    assert err.value.translation_key == "too_many_tool_calls"
+    assert err.value.translation_placeholders == {"limit": "32"}
+
+
+@pytest.mark.parametrize(
+    ("bad", "part"),
+    [
+        ("call", "tool_calls"),
+        ({"index": 0, "function": "a"}, "tool_calls.function"),
+        ({"index": 0, "id": 7}, "tool_calls.id"),
+        (fragment(0, name={"n": 1}), "tool_calls.function.name"),  # type: ignore[arg-type]
+        (fragment(0, name="a", arguments=12), "tool_calls.function.arguments"),
+        (fragment(0, name="a", arguments=[1]), "tool_calls.function.arguments"),
+    ],
+)
+def test_fragments_of_the_wrong_shape(bad: Any, part: str) -> None:
+    """A fragment of the wrong shape is an unreadable answer, naming the part."""
+    with pytest.raises(ServerError) as err:
+        assemble(bad)
+    assert err.value.translation_key == "answer_malformed"
+    assert err.value.translation_placeholders == {"part": part}
+
+
+@pytest.mark.parametrize(
+    "arguments", ["{oops", "[" * 100_000, '{"a":' * 300 + "1" + "}" * 300]
+)
+def test_unusable_arguments_are_answered(arguments: str) -> None:
+    """Arguments that are not JSON, too deep to parse or to write back: answered."""
+    assembler = ToolCallAssembler()
+    assembler.add(fragment(0, "x", "intent__HassTurnOn", arguments))
+    (call,), (answer,) = tool_inputs(assembler.named_calls(), NAMES, str)
+    assert (call.tool_name, call.external) == ("HassTurnOn", True)
+    assert answer["result"].data["error"] == "invalid_tool_arguments"
+    with pytest.raises(ModelError) as err:
+        PendingCall("x", "a", [arguments]).arguments()
+    assert err.value.translation_key == "invalid_tool_arguments"
+
+
+def test_raw_control_characters_in_arguments_are_taken() -> None:
+    """A control character written raw inside a JSON string is read as it is."""
+    assert PendingCall("x", "a", ['{"name": "Kitchen\x01 light\n"}']).arguments() == {
+        "name": "Kitchen\x01 light\n"
+    }
+
+
+def test_calls_of_tools_not_offered_are_answered() -> None:
+    """A call of a tool that was not offered is answered with the offered names."""
+    assembler = ToolCallAssembler()
+    assembler.add(fragment(0, "x", "intent__HassTurnOnn", "{}"))
+    (call,), (answer,) = tool_inputs(assembler.named_calls(), NAMES, str)
+    assert call.external
+    assert answer["result"].data["error"] == "unknown_tool"
+    assert "intent__HassTurnOn, intent__HassTurnOff" in str(answer["result"].data)
+
+
+def test_completeness_checks_back_off() -> None:
+    """A failed check is repeated only after the arguments have doubled."""
+    call = PendingCall("c", "a")
+    call.add_arguments('{"a": ')
+    assert not call.arguments_complete()
+    call.add_arguments("1}")
+    assert not call.arguments_complete()  # 8 characters, not yet 2 * 6 + 1
+    call.add_arguments(" " * 5)
+    assert call.arguments_complete()
+
+
+@pytest.mark.parametrize(
+    ("start", "verdict"),
+    [
+        ("", True),
+        ("{", True),
+        ('{"na', True),
+        ("{4", False),
+        ("[" * 5000, True),
+        ("[" * 5000 + '{"', True),
+        ("[[1,2]]", False),
+        ("<tool_", True),
+        ("<tool_call>{", True),
+        ("``", True),
+        ("```json", True),
+        ("`light", False),
+        ("Hello", False),
+    ],
+)
+def test_may_be_call(start: str, verdict: bool) -> None:
+    """Only starts that can still become a written call are held."""
+    assert may_be_call(start) is verdict
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "HassTurnOn", "arguments": {"name": "Kitchen"}}',
+        '\n\n[{"name": "HassTurnOn", "arguments": {"name": "Kitchen"}}]',
+        '{"name": "intent__HassTurnOn", "parameters": "{\\"name\\": \\"Kitchen\\"}"}',
+        '```json\n{"name": "HassTurnOn", "arguments": {"name": "Kitchen"}}\n```',
+        f"<tool_call>\n{KITCHEN_CALL}\n</tool_call>\n",
+    ],
+)
+def test_calls_in_text(text: str) -> None:
+    """Objects, arrays, fences and tags; prefixed names and string arguments."""
+    calls = calls_in_text(text, NAMES)
+    assert calls is not None
+    assert [(call.name, call.arguments()) for call in calls] == [
+        ("intent__HassTurnOn", {"name": "Kitchen"})
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>{"name": "HassTurnOn", "arguments": {}}</tool_call>\nDone.',
+        '<tool_call>{"name": "HassTurnOn", "arguments": {}}</tool_call><tool_call>{',
+        "<tool_call>" * 10_000,
+        '<tool_call>{"name": "HassTurnOn", "arguments": {}}</tool_call>' * 2 + "x",
+        '{"name": "HassTurnOn", "arguments": "the kitchen"}',
+        '{"name": "HassTurnOn", "arguments": [1]}',
+        '{"name": "Unknown", "arguments": {}}',
+        '{"name": "Hass", "arguments": {}}',
+        '{"name": 5, "arguments": {}}',
+        "[1, 2, 3]",
+        "```",
+        "```" + " " * 10_000 + "x",
+        "[" * 100_000,
+        "",
+    ],
+)
+def test_text_that_is_not_only_calls(text: str) -> None:
+    """Words besides calls, a call cut short, odd names or arguments: no calls."""
+    assert calls_in_text(text, NAMES) is None
+
+
+def test_a_name_ending_two_offered_tools_is_ambiguous() -> None:
+    """A short name that ends two offered names names neither."""
+    names = {"a__light": "light", "b__light": "light"}
+    assert calls_in_text('{"name": "light", "arguments": {}}', names) is None
+
+
+def test_too_many_written_calls() -> None:
+    """Written calls obey the same limit."""
+    call = '{"name": "HassTurnOn", "arguments": {}}'
+    assert len(calls_in_text(f"[{','.join([call] * 32)}]", NAMES) or []) == 32
+    with pytest.raises(ModelError) as err:
+        calls_in_text(f"[{','.join([call] * 33)}]", NAMES)
+    assert err.value.translation_key == "too_many_tool_calls"
