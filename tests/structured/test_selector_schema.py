@@ -703,7 +703,7 @@ def test_output_is_the_same_in_every_process() -> None:
             "-c",
             "from tests.structured.test_selector_schema import rich_schema_bytes as out; print(out())",
         ],
-        cwd=Path(__file__).parent.parent,
+        cwd=Path(__file__).parents[2],
         env={**os.environ, "PYTHONHASHSEED": seed},
         capture_output=True,
         check=True,
