@@ -122,7 +122,7 @@ class ModelSubentryFlowHandler(SubentryFlow):
             data_schema=self.add_suggested_values_to_schema(
                 self._schema(entry.runtime_data.models), self.options
             ),
-            errors=errors,
+            errors=errors or None,
             last_step=self._responses_schema(self.options) is None,
         )
 
