@@ -16,6 +16,7 @@ validated; one repair round asks again when it does not fit.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final, override
 
 from homeassistant.components import ai_task, conversation
@@ -28,6 +29,12 @@ from .const import CONF_IMAGE_MODEL, LOGGER, MAX_TOOL_ROUNDS_AI_TASK, SUBENTRY_A
 from .entity import OpenAICompatibleEntity
 from .errors import ModelError
 from .evaluate.evaluation import Evaluation
+from .fallback import (
+    async_generate_data_with,
+    async_generate_image_with,
+    handover,
+    makes_images,
+)
 from .media.images import async_generate_image
 from .models.fit import check_model_takes, learning_refusals
 from .platforms import setup_per_subentry
@@ -111,6 +118,19 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
 
     @override
     async def _async_generate_data(
+        self, task: ai_task.GenDataTask, chat_log: conversation.ChatLog
+    ) -> ai_task.GenDataTaskResult:
+        """Answer the task here, or with the fallback when our server cannot."""
+        own = partial(self._async_own_data, task, chat_log)
+        if (other := handover(self.entity_id, self.subentry, chat_log)) is None:
+            return await own()
+        return await other.async_run(
+            self.available,
+            own,
+            partial(async_generate_data_with, self.hass, task, self._context),
+        )
+
+    async def _async_own_data(
         self, task: ai_task.GenDataTask, chat_log: conversation.ChatLog
     ) -> ai_task.GenDataTaskResult:
         """Answer a generate-data task with text, or with data of its structure."""
@@ -206,6 +226,20 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
 
     @override
     async def _async_generate_image(
+        self, task: ai_task.GenImageTask, chat_log: conversation.ChatLog
+    ) -> ai_task.GenImageTaskResult:
+        """Make the image here, or with a fallback that makes images."""
+        own = partial(self._async_own_image, task, chat_log)
+        other = handover(self.entity_id, self.subentry, chat_log)
+        if other is None or not makes_images(self.hass, other.target):
+            return await own()
+        return await other.async_run(
+            self.available,
+            own,
+            partial(async_generate_image_with, self.hass, task, self._context),
+        )
+
+    async def _async_own_image(
         self, task: ai_task.GenImageTask, chat_log: conversation.ChatLog
     ) -> ai_task.GenImageTaskResult:
         """Generate an image, or edit the attached ones, with the image model."""

@@ -21,6 +21,8 @@ CONF_STREAMING: Final = "streaming"
 # and the model's context window in tokens when the server does not say it.
 CONF_HISTORY_TURNS: Final = "history_turns"
 CONF_CONTEXT_WINDOW: Final = "context_window"
+# Agents and AI tasks: the entity that answers when our server cannot.
+CONF_FALLBACK: Final = "fallback"
 
 SUBENTRY_CONVERSATION: Final = "conversation"
 SUBENTRY_AI_TASK: Final = "ai_task_data"

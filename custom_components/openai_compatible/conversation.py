@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Final, Literal, override
 
 from homeassistant.components import conversation
@@ -13,6 +14,7 @@ from . import OpenAICompatibleConfigEntry
 from .const import DOMAIN, SUBENTRY_CONVERSATION
 from .entity import OpenAICompatibleEntity
 from .errors import ModelError
+from .fallback import async_converse_with, handover
 from .platforms import setup_per_subentry
 
 PARALLEL_UPDATES = 0
@@ -87,10 +89,21 @@ class OpenAICompatibleConversationEntity(
         except conversation.ConverseError as err:
             return err.as_conversation_result()
 
-        await self._async_handle_chat_log(chat_log)
-        if not _answered(chat_log):
-            raise ModelError("no_answer")
-        return conversation.async_get_result_from_chat_log(user_input, chat_log)
+        async def answer() -> conversation.ConversationResult:
+            await self._async_handle_chat_log(chat_log)
+            if not _answered(chat_log):
+                raise ModelError("no_answer")
+            return conversation.async_get_result_from_chat_log(user_input, chat_log)
+
+        if (other := handover(self.entity_id, self.subentry, chat_log)) is None:
+            return await answer()
+        return await other.async_run(
+            self.available,
+            answer,
+            partial(
+                async_converse_with, self.hass, user_input, chat_log.conversation_id
+            ),
+        )
 
 
 def _instructions(

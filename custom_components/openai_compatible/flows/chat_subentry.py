@@ -5,11 +5,15 @@ from __future__ import annotations
 from typing import Any, Final
 
 from homeassistant import data_entry_flow
+from homeassistant.components.ai_task import DOMAIN as AI_TASK_DOMAIN
+from homeassistant.components.conversation import DOMAIN as CONVERSATION_DOMAIN
 from homeassistant.config_entries import SubentryFlowResult
 from homeassistant.const import CONF_LLM_HASS_API, CONF_NAME, CONF_PROMPT
-from homeassistant.helpers import llm
+from homeassistant.helpers import entity_registry as er, llm
 from homeassistant.helpers.field_visibility import FieldCondition
 from homeassistant.helpers.selector import (
+    EntitySelector,
+    EntitySelectorConfig,
     NumberSelector,
     NumberSelectorConfig,
     SelectOptionDict,
@@ -24,6 +28,7 @@ import probatio
 from ..const import (
     CONF_CHAT_MODEL,
     CONF_CONTEXT_WINDOW,
+    CONF_FALLBACK,
     CONF_HISTORY_TURNS,
     CONF_IMAGE_MODEL,
     CONF_MAX_TOKENS,
@@ -31,11 +36,14 @@ from ..const import (
     CONF_STREAMING,
     CONF_TEMPERATURE,
     CONF_TOP_P,
+    DOMAIN,
     RECOMMENDED_MAX_TOKENS,
     RECOMMENDED_TEMPERATURE,
     RECOMMENDED_TOP_P,
+    SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
 )
+from ..fallback import closes_loop
 from ..models.kinds import chat_models_first, image_models_first
 from ..models.lifecycle import lasting_models
 from ..models.providers import Provider
@@ -60,6 +68,7 @@ SUBENTRY_FORM_KEYS: Final = frozenset(
     {
         *CONTEXT_KEYS,
         CONF_CHAT_MODEL,
+        CONF_FALLBACK,
         CONF_IMAGE_MODEL,
         CONF_LLM_HASS_API,
         CONF_PROMPT,
@@ -69,6 +78,11 @@ SUBENTRY_FORM_KEYS: Final = frozenset(
     }
 )
 _ADVANCED: Final[FieldCondition] = {"field": CONF_RECOMMENDED, "value": False}
+# The entity domain of each kind of subentry, for its fallback.
+_ENTITY_DOMAINS: Final = {
+    SUBENTRY_CONVERSATION: CONVERSATION_DOMAIN,
+    SUBENTRY_AI_TASK: AI_TASK_DOMAIN,
+}
 
 
 class ModelSubentryFlowHandler(SubentryFlow):
@@ -89,13 +103,18 @@ class ModelSubentryFlowHandler(SubentryFlow):
         if (entry := self._loaded_entry()) is None:
             return self.async_abort(reason="entry_not_loaded")
 
+        errors: dict[str, str] = {}
         if user_input is not None:
             data = self._form_data(user_input)
             self._name = (user_input.get(CONF_NAME) or "").strip()
-            if self._responses_schema(data) is not None:
+            if self._closes_loop(data):
+                errors[CONF_FALLBACK] = "fallback_loop"
+                self.options = data
+            elif self._responses_schema(data) is not None:
                 self.options = data
                 return await self.async_step_responses()
-            return self._async_store(data, self._name)
+            else:
+                return self._async_store(data, self._name)
 
         self._drop_stale_apis()
         return self.async_show_form(
@@ -103,6 +122,7 @@ class ModelSubentryFlowHandler(SubentryFlow):
             data_schema=self.add_suggested_values_to_schema(
                 self._schema(entry.runtime_data.models), self.options
             ),
+            errors=errors or None,
             last_step=self._responses_schema(self.options) is None,
         )
 
@@ -123,6 +143,35 @@ class ModelSubentryFlowHandler(SubentryFlow):
             ),
             last_step=True,
         )
+
+    def _own_entity_id(self) -> str | None:
+        """Return the entity of the subentry being changed; None for a new one."""
+        if self._is_new:
+            return None
+        return er.async_get(self.hass).async_get_entity_id(
+            _ENTITY_DOMAINS[self._subentry_type],
+            DOMAIN,
+            self._get_reconfigure_subentry().subentry_id,
+        )
+
+    def _closes_loop(self, data: dict[str, Any]) -> bool:
+        """Tell whether the chosen fallback leads back to this agent or task."""
+        target = data.get(CONF_FALLBACK)
+        return target is not None and closes_loop(
+            self.hass, self._own_entity_id(), target
+        )
+
+    def _fallback_field(self) -> VolDictType:
+        """Return the fallback field: an agent or task of any integration but this."""
+        own = self._own_entity_id()
+        return {
+            probatio.Optional(CONF_FALLBACK): EntitySelector(
+                EntitySelectorConfig(
+                    domain=_ENTITY_DOMAINS[self._subentry_type],
+                    exclude_entities=[own] if own else [],
+                )
+            )
+        }
 
     def _responses_schema(self, data: dict[str, Any]) -> probatio.Schema | None:
         """Return the Responses API options the subentry's model takes, if any."""
@@ -158,6 +207,7 @@ class ModelSubentryFlowHandler(SubentryFlow):
             schema[probatio.Optional(CONF_IMAGE_MODEL)] = dropdown(
                 image_models_first(models), self.options.get(CONF_IMAGE_MODEL)
             )
+        schema.update(self._fallback_field())
         schema[probatio.Optional(CONF_CONTEXT_WINDOW)] = whole_number(256, 10_000_000)
         schema[probatio.Optional(CONF_STREAMING, default=True)] = bool
         schema[probatio.Required(CONF_RECOMMENDED, default=True)] = bool
@@ -215,7 +265,7 @@ class ModelSubentryFlowHandler(SubentryFlow):
                 data[CONF_LLM_HASS_API] = apis
         elif image_model := (user_input.get(CONF_IMAGE_MODEL) or "").strip():
             data[CONF_IMAGE_MODEL] = image_model
-        for key in CONTEXT_KEYS:
+        for key in (*CONTEXT_KEYS, CONF_FALLBACK):
             if (value := user_input.get(key)) is not None:
                 data[key] = value
         if not user_input.get(CONF_STREAMING, True):
