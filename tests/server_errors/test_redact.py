@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from custom_components.openai_compatible.errors import RequestRejectedError, ServerError
+from custom_components.openai_compatible.server_errors import redact as redact_module
 from custom_components.openai_compatible.server_errors.redact import (
     MAX_KEYS,
     REMOVED,
     redact,
-    redact as redact_module,
     remember_key,
 )
 
