@@ -24,8 +24,6 @@ from pytest_homeassistant_custom_component.common import (
     async_fire_time_changed,
 )
 
-from custom_components.openai_compatible import api
-from custom_components.openai_compatible.api import MAX_LISTING_BYTES
 from custom_components.openai_compatible.const import (
     CONF_API,
     CONF_BASE_URL,
@@ -40,8 +38,9 @@ from custom_components.openai_compatible.const import (
 from custom_components.openai_compatible.diagnostics import (
     async_get_config_entry_diagnostics,
 )
-from custom_components.openai_compatible.models import server_info
+from custom_components.openai_compatible.models import listing, server_info
 from custom_components.openai_compatible.models.features import WireApi
+from custom_components.openai_compatible.models.listing import MAX_LISTING_BYTES
 from custom_components.openai_compatible.models.providers import PROVIDER_CUSTOM
 from simulator import DEFAULT_MODELS, OpenAISimulator, Pause, chunk
 
@@ -361,7 +360,7 @@ async def test_a_long_model_list_is_read_off_the_event_loop(
         return run
 
     with (
-        patch.object(api, "_listing", recorded(api._listing)),
+        patch.object(listing, "_listing", recorded(listing._listing)),
         patch.object(server_info, "listed_report", recorded(server_info.listed_report)),
     ):
         assert await hass.config_entries.async_setup(mock_config_entry.entry_id)

@@ -10,13 +10,13 @@ from homeassistant.const import Platform
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryNotReady
 
-from .api import MAX_LISTING_BYTES, ModelListing, async_fetch_models
 from .const import CONF_PROVIDER, DOMAIN, LOGGER
 from .coordinator import ServerCoordinator, Survey, async_survey
 from .errors import AuthError, ServerError
 from .flows.titles import LEGACY_TITLES, subentry_title
 from .models.capabilities import Capabilities, async_forget
 from .models.issues import ModelIssues
+from .models.listing import MAX_LISTING_BYTES, ModelListing, async_fetch_models
 from .models.providers import provider_for
 from .runtime import RuntimeData
 from .wire.sse import mebibytes

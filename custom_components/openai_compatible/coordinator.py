@@ -27,10 +27,10 @@ from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers.update_coordinator import DataUpdateCoordinator, UpdateFailed
 
-from .api import ModelListing, async_fetch_models
 from .const import CONF_BASE_URL, CONF_CHAT_MODEL, CONF_PROVIDER, LOGGER
 from .errors import ServerError
 from .models.capabilities import server_fingerprint
+from .models.listing import ModelListing, async_fetch_models
 from .models.providers import provider_for
 from .models.reports import ServerReport
 from .models.server_info import async_server_report

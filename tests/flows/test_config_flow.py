@@ -34,7 +34,6 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
 from yarl import URL
 
-from custom_components.openai_compatible.api import ModelListing
 from custom_components.openai_compatible.const import (
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
@@ -55,6 +54,7 @@ from custom_components.openai_compatible.const import (
 )
 from custom_components.openai_compatible.errors import ConnectError
 from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.models.listing import ModelListing
 from custom_components.openai_compatible.models.providers import (
     PROVIDER_CUSTOM,
     PROVIDERS,
@@ -524,7 +524,8 @@ async def test_timeout(hass: HomeAssistant, simulator: OpenAISimulator) -> None:
     simulator.settings.latency = 1.0
     result = await _connect_form(hass, PROVIDER_CUSTOM)
     with patch(
-        "custom_components.openai_compatible.api.VALIDATION_BUDGET", Budget(0.05)
+        "custom_components.openai_compatible.models.listing.VALIDATION_BUDGET",
+        Budget(0.05),
     ):
         result = await hass.config_entries.flow.async_configure(
             result["flow_id"], {CONF_BASE_URL: simulator.base_url}
@@ -785,7 +786,7 @@ async def test_probe_connection_lost(
 ) -> None:
     """A server that dies between listing and probing cannot be connected to."""
     with patch(
-        "custom_components.openai_compatible.api.async_fetch_models",
+        "custom_components.openai_compatible.models.listing.async_fetch_models",
         side_effect=_stop_then_none(simulator),
     ):
         result = await _connect_form(hass, PROVIDER_CUSTOM)

@@ -17,7 +17,6 @@ from homeassistant.helpers.selector import (
 import probatio
 from yarl import URL
 
-from ..api import ModelListing, async_validate_server, normalize_base_url
 from ..const import CONF_BASE_URL, CONF_PROVIDER, CONF_SERVER_KIND
 from ..errors import (
     AuthError,
@@ -27,9 +26,10 @@ from ..errors import (
     RateLimitedError,
     ServerError,
 )
+from ..models.listing import ModelListing, async_validate_server
 from ..models.providers import PROVIDER_CUSTOM, provider_for
 from ..models.server_info import guess_kind
-from .url_completion import completed_url
+from .base_url import completed_url, normalize_base_url
 
 _LOGGER = logging.getLogger(__name__)
 

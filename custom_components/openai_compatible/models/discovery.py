@@ -12,9 +12,9 @@ from typing import Final
 
 from homeassistant.core import HomeAssistant
 
-from ..api import async_fetch_models
 from ..errors import ServerError
 from ..wire.transport import Transport
+from .listing import async_fetch_models
 from .providers import PROVIDERS
 
 # The longest the first step waits for the answers.

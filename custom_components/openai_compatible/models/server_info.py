@@ -13,11 +13,11 @@ from collections.abc import Iterable, Mapping
 import re
 from typing import Any, Final
 
-from ..api import ModelListing
 from ..const import LOGGER
 from ..errors import ServerError
 from ..wire.transport import Budget, Transport
 from .lifecycle import listed_shutdown
+from .listing import ModelListing
 from .reports import ModelReport, ServerKind, ServerReport
 
 # Native routes are a bonus: asked briefly, read up to a small size.

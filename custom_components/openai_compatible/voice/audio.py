@@ -16,10 +16,10 @@ from typing import Any, Final
 
 import httpx2
 
-from ..api import VALIDATION_BUDGET
 from ..const import LOGGER
 from ..errors import ServerError
 from ..models.features import Feature
+from ..models.listing import VALIDATION_BUDGET
 from ..server_errors.routes import is_missing_route, route_error
 from ..wire.sse import EventStream, async_capped, async_read_body
 from ..wire.transport import Budget, Transport

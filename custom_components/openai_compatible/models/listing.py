@@ -1,29 +1,25 @@
-"""The server connection: base URLs, model listing and the probe."""
+"""What a server offers: its model listing, and the probe that proves the protocol."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Final
-from urllib.parse import unquote, urlsplit
 
 from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
-from yarl import URL
 
-from .const import CONF_BASE_URL, VALIDATION_TIMEOUT_SECONDS
-from .errors import (
+from ..const import CONF_BASE_URL, VALIDATION_TIMEOUT_SECONDS
+from ..errors import (
     AuthError,
     ConnectError,
-    InvalidURLError,
     NotCompatibleError,
     RequestRejectedError,
     ServerError,
 )
-from .models.providers import URL_PLACEHOLDER
-from .server_errors.answers import error_for_status
-from .server_errors.routes import names_unknown_model
-from .server_errors.text import error_text
-from .wire.transport import Answer, Budget, Transport, parse_json
+from ..server_errors.answers import error_for_status
+from ..server_errors.routes import names_unknown_model
+from ..server_errors.text import error_text
+from ..wire.transport import Answer, Budget, Transport, parse_json
 
 # Answers to the probe that mean "no such route here", not "the server failed".
 MISSING_ENDPOINT_STATUSES = frozenset({400, 404, 405, 415, 422, 501})
@@ -33,52 +29,6 @@ VALIDATION_BUDGET: Final = Budget(VALIDATION_TIMEOUT_SECONDS)
 MAX_LISTING_BYTES: Final = 8 * 1024 * 1024
 # Model name for the probe when the preset recommends none.
 PROBE_MODEL = "probe"
-# No server's base URL is longer; the HTTP client refuses far longer ones later.
-MAX_URL_CHARACTERS: Final = 2048
-
-
-def normalize_base_url(url: str) -> str:
-    """Return the canonical form of a base URL; raise InvalidURLError.
-
-    Lower-cases scheme and host, drops a trailing slash and a pasted
-    ``/chat/completions`` suffix, so one server always gets one spelling.
-    A user name or password in the URL is refused: the key belongs in its field;
-    so are port 0, `.` and `..` segments (plain or percent-encoded: they climb
-    out of the path given) and URLs longer than MAX_URL_CHARACTERS.
-    """
-    text = url.strip()
-    if (
-        not text
-        or len(text) > MAX_URL_CHARACTERS
-        or any(char.isspace() for char in text)
-    ):
-        raise InvalidURLError(url)
-    try:
-        parsed = URL(text)
-    except (TypeError, ValueError) as err:
-        raise InvalidURLError(url) from err
-    if (
-        parsed.scheme not in ("http", "https")
-        or not parsed.host
-        # Credentials in the URL would end up in the unique id and diagnostics.
-        or parsed.user is not None
-        or parsed.password is not None
-        or parsed.query_string
-        or parsed.fragment
-        or parsed.explicit_port == 0
-        or _has_dot_segment(text)
-        or URL_PLACEHOLDER in parsed.host.lower()
-    ):
-        raise InvalidURLError(url)
-    path = parsed.path.rstrip("/")
-    path = path.removesuffix("/chat/completions").rstrip("/")
-    return str(parsed.with_path(path or "/")).rstrip("/")
-
-
-def _has_dot_segment(text: str) -> bool:
-    """Tell whether a URL's path has a `.` or `..` segment, however it is spelled."""
-    segments = urlsplit(text).path.split("/")
-    return any(unquote(segment) in (".", "..") for segment in segments)
 
 
 @dataclass(frozen=True, slots=True)
