@@ -7,7 +7,8 @@ cache (`timings.prompt_n`, `timings.cache_n`) in every answer; a proxy in
 front of it notes the time to the first streamed token. Run it as a script
 (never as part of the test suite; 20 to 40 minutes on two cores):
 
-    .venv/bin/python bench/real_model.py [--entities 50,500] [--window-entities 40]
+    .venv/bin/python bench/real_model.py [--entities 50,500] [--repeats 3]
+        [--window-entities 120] [--parts alternating,satellites,window,evaluate]
 
 It runs pytest on bench/_real_model_pytest.py, so that the test harness
 provides a real `hass`. Four parts:
@@ -15,8 +16,9 @@ provides a real `hass`. Four parts:
 1. the five-turn Assist conversation of bench/conversation.py with each entity
    count, our agent and core's llama_cpp agent alternating on one slot
    (`--parallel 1`, the slot erased before each conversation, no host prompt
-   cache), each request's evaluated and reused tokens, time to first token
-   and the turn's time;
+   cache), several conversations each: each request's evaluated and reused
+   tokens, time to first token and the turn's time; per turn the median time
+   to the first token, and ours against core pair by pair;
 2. two conversations at once (two satellites) with our agent on
    `--parallel 2`: each must keep its own cache;
 3. the 12-turn conversation of bench/context.py in a 4,096-token window: our
@@ -52,9 +54,15 @@ def main() -> int:
         help="comma-separated counts of exposed entities (default: 50,500)",
     )
     parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="conversations per agent and entity count (default: 3)",
+    )
+    parser.add_argument(
         "--window-entities",
         type=int,
-        default=40,
+        default=120,
         help="exposed entities of the 12-turn conversation in 4,096 tokens",
     )
     parser.add_argument(
@@ -64,6 +72,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     os.environ["BENCH_ENTITIES"] = args.entities
+    os.environ["BENCH_REPEATS"] = str(args.repeats)
     os.environ["BENCH_WINDOW_ENTITIES"] = str(args.window_entities)
     os.environ["BENCH_PARTS"] = args.parts
     return run("_real_model_pytest.py")
