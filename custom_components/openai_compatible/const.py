@@ -21,6 +21,9 @@ CONF_STREAMING: Final = "streaming"
 # and the model's context window in tokens when the server does not say it.
 CONF_HISTORY_TURNS: Final = "history_turns"
 CONF_CONTEXT_WINDOW: Final = "context_window"
+# Advanced: fields merged into every request, and the thinking switch.
+CONF_EXTRA_FIELDS: Final = "extra_fields"
+CONF_THINKING: Final = "thinking"
 
 SUBENTRY_CONVERSATION: Final = "conversation"
 SUBENTRY_AI_TASK: Final = "ai_task_data"
