@@ -39,6 +39,7 @@ from custom_components.openai_compatible.const import (
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
     CONF_CONTEXT_WINDOW,
+    CONF_EXTRA_FIELDS,
     CONF_HISTORY_TURNS,
     CONF_IMAGE_MODEL,
     CONF_MAX_TOKENS,
@@ -47,6 +48,7 @@ from custom_components.openai_compatible.const import (
     CONF_SERVER_KIND,
     CONF_STREAMING,
     CONF_TEMPERATURE,
+    CONF_THINKING,
     CONF_TOP_P,
     DOMAIN,
     SUBENTRY_AI_TASK,
@@ -1173,6 +1175,8 @@ async def test_add_conversation_recommended(
         CONF_MAX_TOKENS,
         CONF_TEMPERATURE,
         CONF_TOP_P,
+        CONF_EXTRA_FIELDS,
+        CONF_THINKING,
     ]
     assert _selector_options(result, CONF_CHAT_MODEL) == [
         "gpt-4o-mini",

@@ -107,8 +107,8 @@ class ModelSubentryFlowHandler(SubentryFlow):
                 self._schema(entry.runtime_data.models),
                 {**self.options, **(user_input or {})},
             ),
-            errors=errors,
-            description_placeholders=placeholders,
+            errors=errors or None,
+            description_placeholders=placeholders or None,
             last_step=self._responses_schema(self.options) is None,
         )
 
