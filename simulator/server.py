@@ -15,6 +15,7 @@ from . import (
     chat_output,
     chat_validation,
     decisions,
+    extra_fields,
     images,
     native,
     responses_answers,
@@ -343,6 +344,7 @@ class OpenAISimulator:
         """Validate the request and answer it, streamed or not."""
         body = request["json"]
         chat_validation.validate(body, self.settings)
+        extra_fields.check(body, self.settings)
         if self.settings.drops_tools:
             body = {
                 key: body[key] for key in body if key not in ("tools", "tool_choice")
@@ -365,6 +367,7 @@ class OpenAISimulator:
             return self._not_found(request)
         body = request["json"]
         responses_validation.validate(body, self.settings)
+        extra_fields.check(body, self.settings)
         window.check(chat_body(body), self.settings)
         answer = responses_answers.respond(body, self.settings)
         if not body.get("stream"):

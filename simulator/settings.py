@@ -93,6 +93,8 @@ class SimulatorSettings:
     logprobs_before_grammar: bool = False
     # False: a request with prompt_cache_key answers 400.
     prompt_cache_key: bool = True
+    # Top-level request fields answered 400 as unknown, on chat and responses.
+    refused_fields: tuple[str, ...] = ()
     # False: streams never end with a usage chunk, even when asked.
     stream_usage: bool = True
     # Set: every API request answers this status with an OpenAI-style error.

@@ -23,6 +23,9 @@ CONF_HISTORY_TURNS: Final = "history_turns"
 CONF_CONTEXT_WINDOW: Final = "context_window"
 # Agents and AI tasks: the entity that answers when our server cannot.
 CONF_FALLBACK: Final = "fallback"
+# Advanced: fields merged into every request, and the thinking switch.
+CONF_EXTRA_FIELDS: Final = "extra_fields"
+CONF_THINKING: Final = "thinking"
 
 SUBENTRY_CONVERSATION: Final = "conversation"
 SUBENTRY_AI_TASK: Final = "ai_task_data"

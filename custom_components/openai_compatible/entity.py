@@ -39,6 +39,7 @@ from .models.providers import provider_for
 from .tool_answers import unanswerable_error
 from .window.context_window import ContextWindow, default_answer_limit
 from .wire.chat_completions import ChatCompletionsDialect
+from .wire.extra_fields import request_fields
 from .wire.request import RequestSettings, ToolSet, build_tool_set
 from .wire.responses import ResponsesDialect
 from .wire.round_trip import Dialect, RoundTrip
@@ -158,6 +159,7 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
             ),
             short_tool_call_ids=capabilities.provider.short_tool_call_ids,
             stream=bool(options.get(CONF_STREAMING, True)),
+            extra=request_fields(options, capabilities) if tuned else {},
         )
 
     def adapter(

@@ -38,6 +38,7 @@ from custom_components.openai_compatible.const import (
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
     CONF_CONTEXT_WINDOW,
+    CONF_EXTRA_FIELDS,
     CONF_FALLBACK,
     CONF_HISTORY_TURNS,
     CONF_IMAGE_MODEL,
@@ -47,6 +48,7 @@ from custom_components.openai_compatible.const import (
     CONF_SERVER_KIND,
     CONF_STREAMING,
     CONF_TEMPERATURE,
+    CONF_THINKING,
     CONF_TOP_P,
     DOMAIN,
     SUBENTRY_AI_TASK,
@@ -1176,6 +1178,8 @@ async def test_add_conversation_recommended(
         CONF_MAX_TOKENS,
         CONF_TEMPERATURE,
         CONF_TOP_P,
+        CONF_EXTRA_FIELDS,
+        CONF_THINKING,
     ]
     assert _selector_options(result, CONF_CHAT_MODEL) == [
         "gpt-4o-mini",

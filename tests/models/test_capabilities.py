@@ -302,6 +302,7 @@ async def test_lessons_stored_without_dates(
             "json_schema": {"age_seconds": 0, "source": EARLIER_VERSION},
         },
         "proven": {"logprobs": {"age_seconds": 0, "source": EARLIER_VERSION}},
+        "fields": {},
         "context_window": 4096,
         "reported_window": None,
         "window": {"age_seconds": 0, "source": EARLIER_VERSION},

@@ -50,6 +50,7 @@ from ..models.providers import Provider
 from ..window.context_window import default_answer_limit
 from .defaults import chat_defaults
 from .fields import dropdown, whole_number
+from .knobs import KNOB_KEYS, knob_data, knob_errors, knob_fields
 from .responses_step import responses_data, responses_schema, suggested_values
 from .subentry_base import SubentryFlow
 
@@ -75,6 +76,7 @@ SUBENTRY_FORM_KEYS: Final = frozenset(
         CONF_RECOMMENDED,
         CONF_STREAMING,
         *ADVANCED_DEFAULTS,
+        *KNOB_KEYS,
     }
 )
 _ADVANCED: Final[FieldCondition] = {"field": CONF_RECOMMENDED, "value": False}
@@ -103,8 +105,8 @@ class ModelSubentryFlowHandler(SubentryFlow):
         if (entry := self._loaded_entry()) is None:
             return self.async_abort(reason="entry_not_loaded")
 
-        errors: dict[str, str] = {}
-        if user_input is not None:
+        errors, placeholders = knob_errors(user_input or {})
+        if user_input is not None and not errors:
             data = self._form_data(user_input)
             self._name = (user_input.get(CONF_NAME) or "").strip()
             if self._closes_loop(data):
@@ -120,9 +122,11 @@ class ModelSubentryFlowHandler(SubentryFlow):
         return self.async_show_form(
             step_id="init",
             data_schema=self.add_suggested_values_to_schema(
-                self._schema(entry.runtime_data.models), self.options
+                self._schema(entry.runtime_data.models),
+                {**self.options, **(user_input or {})},
             ),
             errors=errors or None,
+            description_placeholders=placeholders or None,
             last_step=self._responses_schema(self.options) is None,
         )
 
@@ -212,6 +216,7 @@ class ModelSubentryFlowHandler(SubentryFlow):
         schema[probatio.Optional(CONF_STREAMING, default=True)] = bool
         schema[probatio.Required(CONF_RECOMMENDED, default=True)] = bool
         schema.update(self._tuning_fields())
+        schema.update(knob_fields(_ADVANCED))
         return probatio.Schema(schema)
 
     def _agent_fields(self) -> VolDictType:
@@ -272,6 +277,7 @@ class ModelSubentryFlowHandler(SubentryFlow):
             data[CONF_STREAMING] = False
         if not data[CONF_RECOMMENDED]:
             data.update(self._tuning(user_input))
+            data.update(knob_data(user_input))
         return data
 
     def _tuning(self, user_input: dict[str, Any]) -> dict[str, Any]:

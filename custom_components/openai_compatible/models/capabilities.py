@@ -31,7 +31,15 @@ from homeassistant.helpers.storage import Store
 
 from ..const import DOMAIN, LOGGER
 from .features import PROVIDER_TOOLS, RESPONSE_FORMATS, SERVER_ROUTES, Feature, WireApi
-from .lessons import WINDOW_LIFETIME, Lesson, Lessons, lifetime, read_lessons
+from .lessons import (
+    FALLBACK_LIFETIME,
+    WINDOW_LIFETIME,
+    Lesson,
+    Lessons,
+    holding,
+    lifetime,
+    read_lessons,
+)
 from .names import (
     is_reasoning_model,
     service_tiers,
@@ -164,6 +172,17 @@ class ModelCapabilities:
             self._server.refused[feature] = lesson
         self._on_learn()
 
+    def refused_fields(self) -> frozenset[str]:
+        """Return the extra request fields the model is known to refuse."""
+        return frozenset(holding(self.lessons.fields))
+
+    def learn_refused_fields(self, names: tuple[str, ...], source: str) -> None:
+        """Remember extra request fields the model refused, and what said so."""
+        lesson = Lesson.now(source, FALLBACK_LIFETIME)
+        self.lessons.fields.update(dict.fromkeys(names, lesson))
+        LOGGER.debug("%s refuses %s (%s)", self.model, ", ".join(names), source)
+        self._on_learn()
+
     def learn_proven(self, feature: Feature) -> None:
         """Remember that the model handled the feature."""
         if self.lessons.proved(feature) or self.lessons.refuses(feature):
@@ -191,7 +210,7 @@ class ModelCapabilities:
 STORAGE_VERSION: Final = 1
 _SAVE_DELAY: Final = 5.0
 # What a model's stored lessons hold when there is something to keep.
-_STORED_KINDS: Final = ("refused", "proven", "context_window")
+_STORED_KINDS: Final = ("refused", "proven", "fields", "context_window")
 
 
 def server_fingerprint(

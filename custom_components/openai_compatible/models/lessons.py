@@ -81,6 +81,8 @@ class Lessons[F: StrEnum]:
 
     refused: dict[F, Lesson] = field(default_factory=dict)
     proven: dict[F, Lesson] = field(default_factory=dict)
+    # Extra request fields (the user's own) refused, by name.
+    fields: dict[str, Lesson] = field(default_factory=dict)
     # Learned from an overflow error that named it (when: `window`), and what
     # the server reported as the window when it was learned.
     context_window: int | None = None
@@ -97,7 +99,12 @@ class Lessons[F: StrEnum]:
 
     def any(self) -> bool:
         """Tell whether anything learned still holds."""
-        return bool(holding(self.refused) or holding(self.proven) or self.window)
+        return bool(
+            holding(self.refused)
+            or holding(self.proven)
+            or holding(self.fields)
+            or self.window
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """Return the lessons that outlast a reload, in their stored form."""
@@ -109,32 +116,33 @@ class Lessons[F: StrEnum]:
 
     def _view(
         self,
-        each: Callable[[Mapping[F, Lesson]], dict[str, Any]],
+        each: Callable[[Mapping[Any, Lesson]], dict[str, Any]],
         window: Callable[[Lesson], dict[str, Any]],
     ) -> dict[str, Any]:
         """Return the lessons, each list through `each`, the window's through `window`."""
         return {
             "refused": each(self.refused),
             "proven": each(self.proven),
+            "fields": each(self.fields),
             "context_window": self.context_window,
             "reported_window": self.reported_window,
             "window": window(self.window) if self.window else None,
         }
 
 
-def holding[F: StrEnum](lessons: Mapping[F, Lesson]) -> dict[F, Lesson]:
-    """Return the lessons that still hold, by feature, in order."""
+def holding[K: str](lessons: Mapping[K, Lesson]) -> dict[K, Lesson]:
+    """Return the lessons that still hold, by feature or field, in order."""
     return {f: lessons[f] for f in sorted(lessons) if lessons[f].holds()}
 
 
-def _stored[F: StrEnum](lessons: Mapping[F, Lesson]) -> dict[str, dict[str, str]]:
+def _stored(lessons: Mapping[str, Lesson]) -> dict[str, dict[str, str]]:
     """Return the lessons that hold and outlast a reload, in their stored form."""
-    return {f.value: one.as_dict() for f, one in holding(lessons).items() if one.kept}
+    return {str(f): one.as_dict() for f, one in holding(lessons).items() if one.kept}
 
 
-def _aged[F: StrEnum](lessons: Mapping[F, Lesson]) -> dict[str, dict[str, Any]]:
+def _aged(lessons: Mapping[str, Lesson]) -> dict[str, dict[str, Any]]:
     """Return the lessons that hold, each with its age and source."""
-    return {f.value: lesson.diagnostics() for f, lesson in holding(lessons).items()}
+    return {str(f): lesson.diagnostics() for f, lesson in holding(lessons).items()}
 
 
 def short(text: str) -> str:
@@ -175,6 +183,7 @@ def read_lessons(data: Any) -> Lessons[Feature]:
     return Lessons(
         refused=_lessons(data.get("refused")),
         proven=_lessons(data.get("proven")),
+        fields=_field_lessons(data.get("fields")),
         context_window=window,
         reported_window=_window(data.get("reported_window")),
         window=Lesson.from_dict(data.get("window"), WINDOW_LIFETIME)
@@ -204,5 +213,17 @@ def _lessons(values: Any) -> dict[Feature, Lesson]:
             Feature(name): Lesson.from_dict(data, lifetime(Feature(name)))
             for name, data in values.items()
             if name in known
+        }
+    )
+
+
+def _field_lessons(values: Any) -> dict[str, Lesson]:
+    """Return the stored refusals of extra fields that still hold."""
+    if not isinstance(values, dict):
+        return {}
+    return holding(
+        {
+            str(name): Lesson.from_dict(data, FALLBACK_LIFETIME)
+            for name, data in values.items()
         }
     )

@@ -24,6 +24,11 @@ def takes_reasoning_effort(model: str) -> bool:
     return is_reasoning_model(model) or _base_name(model).startswith("gpt-oss")
 
 
+def least_reasoning_effort(model: str) -> str:
+    """Return the least reasoning effort a model takes: GPT-5's minimal, else low."""
+    return "minimal" if takes_verbosity(model) else "low"
+
+
 def takes_verbosity(model: str) -> bool:
     """Tell whether a model takes a verbosity (the GPT-5 reasoning family)."""
     return is_reasoning_model(model) and _base_name(model).startswith("gpt-5")

@@ -7,7 +7,7 @@ Both dialects (chat_completions.py, responses.py) and the window fitting
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import hashlib
 import re
 from typing import Any
@@ -33,6 +33,8 @@ class RequestSettings:
     short_tool_call_ids: bool = False
     # Off for servers whose streaming breaks tool calls or structured output.
     stream: bool = True
+    # The user's extra fields and the thinking switch (extra_fields.py).
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def limit_key(self) -> str:
@@ -40,11 +42,11 @@ class RequestSettings:
         return "max_completion_tokens" if self.reasoning_model else "max_tokens"
 
     def body(self) -> dict[str, Any]:
-        """Return the sampling parameters the user set; nothing otherwise."""
+        """Return the parameters the user set, extra fields last; nothing otherwise."""
         params: dict[str, Any] = {}
         if self.max_tokens is not None:
             params[self.limit_key] = self.max_tokens
-        return params | self.sampling()
+        return params | self.sampling() | self.extra
 
     def sampling(self) -> dict[str, Any]:
         """Return the sampling settings (a reasoning model takes none), the cache key."""

@@ -92,9 +92,12 @@ def settings_body(
     if settings.max_tokens is not None:
         params["max_output_tokens"] = max(settings.max_tokens, MIN_OUTPUT_TOKENS)
     params.update(settings.sampling())
+    # The thinking switch's effort goes where this API takes it; the
+    # subentry's own reasoning effort comes first.
+    params.update(without_keys(settings.extra, ("reasoning_effort",)))
     reasoning: dict[str, Any] = {}
-    if options.reasoning_effort:
-        reasoning["effort"] = options.reasoning_effort
+    if effort := options.reasoning_effort or settings.extra.get("reasoning_effort"):
+        reasoning["effort"] = effort
     if options.reasoning_summary:
         reasoning["summary"] = "auto"
     if reasoning:

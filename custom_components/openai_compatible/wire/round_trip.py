@@ -28,8 +28,9 @@ from ..models.capabilities import ModelCapabilities
 from ..models.features import Feature
 from ..window.context_window import observe_usage
 from ..window.prompt_items import PromptItem
+from .extra_fields import named_fields
 from .render import Instructions
-from .request import RequestSettings, ToolSet
+from .request import RequestSettings, ToolSet, without_keys
 from .sse import async_read_body
 from .transport import Budget, Transport, parse_json
 
@@ -240,7 +241,8 @@ class RoundTrip:
                 changed := dialect.without_feature(body, feature)
             ):
                 body = changed
-        return body
+        refused = self._capabilities.refused_fields() & set(dialect.settings.extra)
+        return without_keys(body, tuple(refused)) if refused else body
 
     def _refitted(
         self, body: dict[str, Any], err: ContextOverflowError, fit: RequestFit
@@ -330,7 +332,12 @@ class RoundTrip:
     def _without_refused(
         self, body: dict[str, Any], err: RequestRejectedError
     ) -> dict[str, Any]:
-        """Return the body without the feature the server refused; else raise."""
+        """Return the body without what the server refused; else raise.
+
+        Extra fields the refusal names go first; they are learned at once.
+        """
+        if named := self._refused_fields(body, err):
+            return without_keys(body, named)
         changed = (
             self._dialect.without_feature(body, err.feature) if err.feature else None
         )
@@ -340,6 +347,16 @@ class RoundTrip:
         if err.general and err.feature is not None:
             self._capabilities.learn_refused(err.feature, err.lesson_source)
         return changed
+
+    def _refused_fields(
+        self, body: dict[str, Any], err: RequestRejectedError
+    ) -> tuple[str, ...]:
+        """Return the extra fields of the body a refusal names, and learn them."""
+        extra = [key for key in self._dialect.settings.extra if key in body]
+        if named := named_fields(err.server_message, extra):
+            LOGGER.debug("Sending again without %s: %s", named, err.server_message)
+            self._capabilities.learn_refused_fields(named, err.lesson_source)
+        return named
 
 
 async def _prepended(

@@ -1,0 +1,44 @@
+"""The thinking switch, as each kind of server takes it in a request."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from .names import least_reasoning_effort, takes_reasoning_effort
+from .reports import ServerKind
+
+
+class Thinking(StrEnum):
+    """Whether the model thinks before it answers; default: as the server does."""
+
+    DEFAULT = "default"
+    ON = "on"
+    OFF = "off"
+
+
+def thinking_setting(value: Any) -> Thinking:
+    """Return a saved thinking setting; the server's default when unset or unknown."""
+    return Thinking(str(value)) if value in Thinking else Thinking.DEFAULT
+
+
+def thinking_fields(
+    setting: Thinking, kind: ServerKind | None, model: str
+) -> dict[str, Any]:
+    """Return the request fields (Chat Completions form) that switch thinking.
+
+    vLLM and llama.cpp pass `enable_thinking` to the chat template (Qwen-style
+    templates); Ollama's OpenAI-compatible route reads `reasoning_effort`
+    ("none" turns thinking off); a model that takes a reasoning effort gets
+    its least for off. Elsewhere, and for the default, nothing is sent.
+    """
+    if setting is Thinking.DEFAULT:
+        return {}
+    on = setting is Thinking.ON
+    if kind in (ServerKind.VLLM, ServerKind.LLAMA_CPP):
+        return {"chat_template_kwargs": {"enable_thinking": on}}
+    if kind is ServerKind.OLLAMA:
+        return {"reasoning_effort": "medium" if on else "none"}
+    if takes_reasoning_effort(model):
+        return {"reasoning_effort": "medium" if on else least_reasoning_effort(model)}
+    return {}

@@ -1,0 +1,80 @@
+"""Fields a user adds to every request of an agent or task, beside the thinking.
+
+The integration owns some fields of a request (OWNED_FIELDS); the form refuses
+extra fields that would set them, and the saved ones are read without them.
+A server that refuses an extra field names it; the round trip drops it then,
+and the model's capabilities remember it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+import re
+from typing import Any, Final
+
+from ..const import CONF_EXTRA_FIELDS, CONF_THINKING
+from ..models.capabilities import ModelCapabilities
+from ..models.thinking import thinking_fields, thinking_setting
+
+# What the integration sets itself, over either wire API.
+OWNED_FIELDS: Final = frozenset(
+    {
+        "model",
+        "messages",
+        "input",
+        "instructions",
+        "tools",
+        "tool_choice",
+        "stream",
+        "stream_options",
+        "response_format",
+        # The Responses API's answer format, and what keeps it stateless.
+        "text",
+        "include",
+        "store",
+        "previous_response_id",
+    }
+)
+
+
+def owned_fields(fields: Mapping[str, Any]) -> list[str]:
+    """Return the fields of an object that the integration owns, in order."""
+    return sorted(key for key in fields if key in OWNED_FIELDS)
+
+
+def request_fields(
+    data: Mapping[str, Any], capabilities: ModelCapabilities
+) -> dict[str, Any]:
+    """Return a subentry's extra fields with its thinking switch merged in."""
+    saved = data.get(CONF_EXTRA_FIELDS)
+    fields = (
+        {k: v for k, v in saved.items() if k not in OWNED_FIELDS}
+        if isinstance(saved, dict)
+        else {}
+    )
+    thinking = thinking_setting(data.get(CONF_THINKING))
+    return merged(
+        fields, thinking_fields(thinking, capabilities.kind, capabilities.model)
+    )
+
+
+def merged(fields: Mapping[str, Any], more: Mapping[str, Any]) -> dict[str, Any]:
+    """Return fields with more over them; objects in both are merged one deep."""
+    result = dict(fields)
+    for key, value in more.items():
+        if isinstance(value, dict) and isinstance(result.get(key), dict):
+            value = {**result[key], **value}
+        result[key] = value
+    return result
+
+
+def named_fields(message: str, names: Iterable[str]) -> tuple[str, ...]:
+    """Return the names a server's message names, each as a whole word."""
+    lowered = message.casefold()
+    return tuple(
+        name
+        for name in names
+        if re.search(
+            rf"(?<![a-z0-9_]){re.escape(name.casefold())}(?![a-z0-9_])", lowered
+        )
+    )
