@@ -39,14 +39,15 @@ from homeassistant.helpers.selector import (
 )
 import probatio
 
-type _Schema = dict[str, Any]
-type _Convert = Callable[[Any], _Schema]
-type _Handler = Callable[[Mapping[str, Any], _Convert], _Schema]
+from ..wire.shapes import JsonSchema
+
+type _Convert = Callable[[Any], JsonSchema]
+type _Handler = Callable[[Mapping[str, Any], _Convert], JsonSchema]
 
 _OPENAPI_VERSION: Final = "3.1.0"
 _ENTITY_ID_PATTERN: Final = r"^[a-z0-9_]+\.[a-z0-9_]+$"
 _TIME_PATTERN: Final = r"^([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$"
-_FREE_FORM_LIST: Final[_Schema] = {
+_FREE_FORM_LIST: Final[JsonSchema] = {
     "type": "array",
     "items": {"type": "object", "additionalProperties": True},
 }
@@ -82,7 +83,7 @@ _DEVICE_CLASSES: Final[dict[str, type[StrEnum]]] = {
 def structure_to_json_schema(
     structure: probatio.Schema,
     custom_serializer: Callable[[Any], Any] | None = None,
-) -> dict[str, Any]:
+) -> JsonSchema:
     """Return the plain JSON schema of a task structure.
 
     Optional keys are not required, descriptions are kept (with what the
@@ -134,13 +135,13 @@ class _Serializer:
             )
         return llm.selector_serializer(node)
 
-    def convert(self, node: Any) -> _Schema:
+    def convert(self, node: Any) -> JsonSchema:
         """Return the schema of a probatio schema or validator."""
         return probatio.to_openapi(
             node, custom_serializer=self, openapi_version=_OPENAPI_VERSION
         )
 
-    def convert_selector(self, value: Any) -> _Schema:
+    def convert_selector(self, value: Any) -> JsonSchema:
         """Return the schema of a nested selector, an object or its configuration."""
         if not isinstance(value, selector.Selector):
             value = selector.selector(value)
@@ -152,11 +153,11 @@ def _joined(description: str, own: str | None) -> str:
     return f"{description} ({own})" if own else description
 
 
-def _multiple(config: Mapping[str, Any], item: _Schema) -> _Schema:
+def _multiple(config: Mapping[str, Any], item: JsonSchema) -> JsonSchema:
     """Return the item, or an array of it when the selector takes several values."""
     if not config.get("multiple"):
         return item
-    result: _Schema = {"type": "array", "items": item}
+    result: JsonSchema = {"type": "array", "items": item}
     if "description" in item:
         result["description"] = item.pop("description")
     return result
@@ -167,7 +168,7 @@ def _plain_number(value: float) -> float:
     return int(value) if float(value).is_integer() else value
 
 
-def _object(properties: _Schema, required: list[str]) -> _Schema:
+def _object(properties: JsonSchema, required: list[str]) -> JsonSchema:
     """Return a closed object schema."""
     return {
         "type": "object",
@@ -177,21 +178,21 @@ def _object(properties: _Schema, required: list[str]) -> _Schema:
     }
 
 
-def _fixed(schema: _Schema) -> _Handler:
+def _fixed(schema: JsonSchema) -> _Handler:
     """Return a handler for a selector whose schema does not depend on its options."""
 
-    def handler(config: Mapping[str, Any], convert: _Convert) -> _Schema:
+    def handler(config: Mapping[str, Any], convert: _Convert) -> JsonSchema:
         return deepcopy(schema)
 
     return handler
 
 
-def _string(config: Mapping[str, Any], convert: _Convert) -> _Schema:
+def _string(config: Mapping[str, Any], convert: _Convert) -> JsonSchema:
     """Return a string (an ID, a name), or a list of them."""
     return _multiple(config, {"type": "string"})
 
 
-def _automation_behavior(config: Mapping[str, Any], convert: _Convert) -> _Schema:
+def _automation_behavior(config: Mapping[str, Any], convert: _Convert) -> JsonSchema:
     """Return the behaviors the selector's mode allows, if we know the mode."""
     if (behaviors := _AUTOMATION_BEHAVIORS.get(config["mode"])) is None:
         return {
@@ -201,10 +202,10 @@ def _automation_behavior(config: Mapping[str, Any], convert: _Convert) -> _Schem
     return {"type": "string", "enum": [str(behavior) for behavior in behaviors]}
 
 
-def _choose(config: Mapping[str, Any], convert: _Convert) -> _Schema:
+def _choose(config: Mapping[str, Any], convert: _Convert) -> JsonSchema:
     """Return the selection form of a choose selector: the choice and its value."""
     choices: Mapping[str, Any] = config["choices"]
-    properties: _Schema = {
+    properties: JsonSchema = {
         "active_choice": {"type": "string", "enum": list(choices)},
     }
     for name, choice in choices.items():
@@ -214,9 +215,9 @@ def _choose(config: Mapping[str, Any], convert: _Convert) -> _Schema:
     return result
 
 
-def _color_temp(config: Mapping[str, Any], convert: _Convert) -> _Schema:
+def _color_temp(config: Mapping[str, Any], convert: _Convert) -> JsonSchema:
     """Return a whole color temperature within the selector's range."""
-    result: _Schema = {"type": "integer"}
+    result: JsonSchema = {"type": "integer"}
     minimum = config.get("min", config.get("min_mireds"))
     maximum = config.get("max", config.get("max_mireds"))
     if minimum is not None:
@@ -227,7 +228,7 @@ def _color_temp(config: Mapping[str, Any], convert: _Convert) -> _Schema:
     return result
 
 
-def _constant(config: Mapping[str, Any], convert: _Convert) -> _Schema:
+def _constant(config: Mapping[str, Any], convert: _Convert) -> JsonSchema:
     """Return the one value a constant selector takes."""
     value = config["value"]
     if isinstance(value, bool):
@@ -237,29 +238,32 @@ def _constant(config: Mapping[str, Any], convert: _Convert) -> _Schema:
     return {"type": "string", "enum": [value]}
 
 
-def _country(config: Mapping[str, Any], convert: _Convert) -> _Schema:
+def _country(config: Mapping[str, Any], convert: _Convert) -> JsonSchema:
     """Return an ISO 3166-1 alpha-2 code, one of the selector's if it lists any."""
     if countries := config.get("countries"):
         return {"type": "string", "enum": list(countries)}
     return {"type": "string", "pattern": "^[A-Z]{2}$"}
 
 
-def _device_class(config: Mapping[str, Any], convert: _Convert) -> _Schema:
+def _device_class(config: Mapping[str, Any], convert: _Convert) -> JsonSchema:
     """Return the device classes of the selector's domain, if we know the domain."""
     domain = config["domain"]
     if (classes := _DEVICE_CLASSES.get(domain)) is None:
-        item: _Schema = {"type": "string", "description": f"a device class of {domain}"}
+        item: JsonSchema = {
+            "type": "string",
+            "description": f"a device class of {domain}",
+        }
     else:
         item = {"type": "string", "enum": [str(value) for value in classes]}
     return _multiple(config, item)
 
 
-def _duration(config: Mapping[str, Any], convert: _Convert) -> _Schema:
+def _duration(config: Mapping[str, Any], convert: _Convert) -> JsonSchema:
     """Return the parts of a duration that the selector shows, all required."""
     positive = selector.DurationSelectorMode.POSITIVE
     negative = config.get("mode", positive) != positive or config.get("allow_negative")
     bound = {} if negative else {"minimum": 0}
-    properties: _Schema = {}
+    properties: JsonSchema = {}
     if config.get("enable_day"):
         properties["days"] = {"type": "integer", **bound}
     properties["hours"] = {"type": "integer", **bound}
@@ -271,9 +275,9 @@ def _duration(config: Mapping[str, Any], convert: _Convert) -> _Schema:
     return _object(properties, list(properties))
 
 
-def _entity(config: Mapping[str, Any], convert: _Convert) -> _Schema:
+def _entity(config: Mapping[str, Any], convert: _Convert) -> JsonSchema:
     """Return an entity ID, limited to the selector's entities or domains."""
-    item: _Schema = {"type": "string"}
+    item: JsonSchema = {"type": "string"}
     if include := config.get("include_entities"):
         exclude = config.get("exclude_entities", [])
         item["enum"] = [entity for entity in include if entity not in exclude]
@@ -294,16 +298,16 @@ def _entity_domains(config: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def _language(config: Mapping[str, Any], convert: _Convert) -> _Schema:
+def _language(config: Mapping[str, Any], convert: _Convert) -> JsonSchema:
     """Return a language code, one of the selector's if it lists any."""
     if languages := config.get("languages"):
         return {"type": "string", "enum": list(languages)}
     return {"type": "string"}
 
 
-def _location(config: Mapping[str, Any], convert: _Convert) -> _Schema:
+def _location(config: Mapping[str, Any], convert: _Convert) -> JsonSchema:
     """Return a latitude and longitude, with a radius if the selector has one."""
-    properties: _Schema = {
+    properties: JsonSchema = {
         "latitude": {"type": "number", "minimum": -90, "maximum": 90},
         "longitude": {"type": "number", "minimum": -180, "maximum": 180},
     }
@@ -316,9 +320,9 @@ def _location(config: Mapping[str, Any], convert: _Convert) -> _Schema:
     return _object(properties, ["latitude", "longitude"])
 
 
-def _media(config: Mapping[str, Any], convert: _Convert) -> _Schema:
+def _media(config: Mapping[str, Any], convert: _Convert) -> JsonSchema:
     """Return a media item (the entity playing it when the selector needs one)."""
-    properties: _Schema = {}
+    properties: JsonSchema = {}
     if "accept" not in config:
         properties["entity_id"] = {"type": "string", "pattern": _ENTITY_ID_PATTERN}
     properties["media_content_id"] = {"type": "string"}
@@ -326,7 +330,7 @@ def _media(config: Mapping[str, Any], convert: _Convert) -> _Schema:
     return _multiple(config, _object(properties, list(properties)))
 
 
-def _number(config: Mapping[str, Any], convert: _Convert) -> _Schema:
+def _number(config: Mapping[str, Any], convert: _Convert) -> JsonSchema:
     """Return a number within the selector's range.
 
     It is an integer where the selector's input gives whole numbers only: steps
@@ -339,7 +343,7 @@ def _number(config: Mapping[str, Any], convert: _Convert) -> _Schema:
         and float(config.get("min", 0)).is_integer()
         and (config.get("mode") == selector.NumberSelectorMode.SLIDER or step != 1)
     )
-    result: _Schema = {"type": "integer" if integer else "number"}
+    result: JsonSchema = {"type": "integer" if integer else "number"}
     if "min" in config:
         result["minimum"] = _plain_number(config["min"])
     if "max" in config:
@@ -349,7 +353,7 @@ def _number(config: Mapping[str, Any], convert: _Convert) -> _Schema:
     return result
 
 
-def _numeric_threshold(config: Mapping[str, Any], convert: _Convert) -> _Schema:
+def _numeric_threshold(config: Mapping[str, Any], convert: _Convert) -> JsonSchema:
     """Return a threshold: its type and one value, or a lower and an upper one."""
     types = [
         selector.NumericThresholdType.ABOVE,
@@ -362,8 +366,8 @@ def _numeric_threshold(config: Mapping[str, Any], convert: _Convert) -> _Schema:
     number = _number({"step": "any", **config.get("number", {})}, convert)
     units = [unit for unit in config.get("unit_of_measurement", []) if unit]
 
-    def entry() -> _Schema:
-        properties: _Schema = {
+    def entry() -> JsonSchema:
+        properties: JsonSchema = {
             "number": dict(number),
             "entity": {"type": "string", "pattern": _ENTITY_ID_PATTERN},
         }
@@ -392,11 +396,11 @@ def _numeric_threshold(config: Mapping[str, Any], convert: _Convert) -> _Schema:
     return result
 
 
-def _object_selector(config: Mapping[str, Any], convert: _Convert) -> _Schema:
+def _object_selector(config: Mapping[str, Any], convert: _Convert) -> JsonSchema:
     """Return the selector's fields as an object, or any object if it has none."""
     if not (fields := config.get("fields")):
         return _multiple(config, {"type": "object", "additionalProperties": True})
-    properties: _Schema = {}
+    properties: JsonSchema = {}
     for name, field in fields.items():
         properties[name] = convert(field["selector"])
         if label := field.get("label"):
@@ -407,7 +411,7 @@ def _object_selector(config: Mapping[str, Any], convert: _Convert) -> _Schema:
     return _multiple(config, _object(properties, required))
 
 
-def _select(config: Mapping[str, Any], convert: _Convert) -> _Schema:
+def _select(config: Mapping[str, Any], convert: _Convert) -> JsonSchema:
     """Return one of the options (or several), with their labels described."""
     options = config["options"]
     values = [
@@ -419,7 +423,7 @@ def _select(config: Mapping[str, Any], convert: _Convert) -> _Schema:
         else value
         for option, value in zip(options, values, strict=True)
     ]
-    item: _Schema = {"type": "string"}
+    item: JsonSchema = {"type": "string"}
     if config["custom_value"]:
         item["description"] = f"Suggested values: {', '.join(labelled)}"
     else:
@@ -432,7 +436,7 @@ def _select(config: Mapping[str, Any], convert: _Convert) -> _Schema:
     return result
 
 
-def _state_class(config: Mapping[str, Any], convert: _Convert) -> _Schema:
+def _state_class(config: Mapping[str, Any], convert: _Convert) -> JsonSchema:
     """Return the sensor state classes the selector allows."""
     allowed = config.get("state_classes")
     options = [
@@ -443,9 +447,9 @@ def _state_class(config: Mapping[str, Any], convert: _Convert) -> _Schema:
     return _multiple(config, {"type": "string", "enum": options})
 
 
-def _target(config: Mapping[str, Any], convert: _Convert) -> _Schema:
+def _target(config: Mapping[str, Any], convert: _Convert) -> JsonSchema:
     """Return lists of entity, device, area, floor and label IDs."""
-    properties: _Schema = {
+    properties: JsonSchema = {
         "entity_id": {
             "type": "array",
             "items": {"type": "string", "pattern": _ENTITY_ID_PATTERN},
@@ -456,7 +460,7 @@ def _target(config: Mapping[str, Any], convert: _Convert) -> _Schema:
     return _object(properties, [])
 
 
-_TEXT_TYPES: Final[dict[str, _Schema]] = {
+_TEXT_TYPES: Final[dict[str, JsonSchema]] = {
     selector.TextSelectorType.COLOR: {"pattern": "^#[0-9a-fA-F]{6}$"},
     selector.TextSelectorType.DATE: {"format": "date"},
     selector.TextSelectorType.EMAIL: {"format": "email"},
@@ -464,13 +468,13 @@ _TEXT_TYPES: Final[dict[str, _Schema]] = {
 }
 
 
-def _text(config: Mapping[str, Any], convert: _Convert) -> _Schema:
+def _text(config: Mapping[str, Any], convert: _Convert) -> JsonSchema:
     """Return text, in the form its input type suggests, or a list of texts."""
-    item: _Schema = {"type": "string", **_TEXT_TYPES.get(config.get("type", ""), {})}
+    item: JsonSchema = {"type": "string", **_TEXT_TYPES.get(config.get("type", ""), {})}
     return _multiple(config, item)
 
 
-def _unit_of_measurement(config: Mapping[str, Any], convert: _Convert) -> _Schema:
+def _unit_of_measurement(config: Mapping[str, Any], convert: _Convert) -> JsonSchema:
     """Return a unit, one of those the selector's device and state classes allow."""
     units: set[Any] | None = None
     if device_classes := config.get("device_classes"):

@@ -140,6 +140,27 @@ class ResponsesBody(TypedDict, total=False):
     top_logprobs: int
 
 
+class TranscriptionBody(TypedDict, total=False):
+    """The fields of an `/audio/transcriptions` form, beside the file."""
+
+    model: Required[str]
+    response_format: str
+    language: str
+    prompt: str
+    stream: bool
+
+
+class SpeechBody(TypedDict, total=False):
+    """An `/audio/speech` request body."""
+
+    model: Required[str]
+    voice: str
+    input: str
+    response_format: str
+    speed: float
+    instructions: str
+
+
 type WireBody = ChatBody | ResponsesBody
 type WireItem = ChatMessage | ResponsesItem
 
