@@ -17,7 +17,7 @@ number to its bounds.
 from __future__ import annotations
 
 import math
-from typing import Any, Final, TypeGuard, cast
+from typing import Final, TypeGuard, cast
 
 from ..errors import ModelError
 from ..models.reports import ServerKind
@@ -224,8 +224,8 @@ def stated_weights(choice: JsonObject, question: Question) -> list[float] | None
         value = _stated_values(choice, question)
     except ModelError:
         return None
-    numbers = [value[name] for name in question.names]
-    if not all(_is_number(number) for number in numbers):
+    numbers = [n for name in question.names if _is_number(n := value[name])]
+    if len(numbers) < len(question.names):
         return None
     weights = [max(float(number), 0.0) for number in numbers]
     total = sum(weights)
@@ -246,7 +246,7 @@ def stated_text(choice: JsonObject, question: Question) -> str:
     return text
 
 
-def _stated_values(choice: JsonObject, question: Question) -> dict[str, Any]:
+def _stated_values(choice: JsonObject, question: Question) -> JsonObject:
     """Return the JSON object of a stated answer, holding exactly the options."""
     try:
         value = parse_json_answer(stated_text(choice, question))
@@ -261,7 +261,7 @@ def _stated_values(choice: JsonObject, question: Question) -> dict[str, Any]:
     return value
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> TypeGuard[float]:
     """Tell whether a JSON value is a number, minus infinity included."""
     return (
         isinstance(value, int | float)

@@ -70,7 +70,7 @@ class Lesson:
         """Return the lesson in its stored form."""
         return {"learned": self.learned.isoformat(), "source": self.source}
 
-    def diagnostics(self) -> dict[str, Any]:
+    def diagnostics(self) -> dict[str, int | str]:
         """Return the lesson's age in whole seconds, and its source."""
         return {"age_seconds": int(self.age().total_seconds()), "source": self.source}
 
@@ -99,19 +99,19 @@ class Lessons[F: StrEnum]:
         """Tell whether anything learned still holds."""
         return bool(holding(self.refused) or holding(self.proven) or self.window)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """Return the lessons that outlast a reload, in their stored form."""
         return self._view(_stored, Lesson.as_dict)
 
-    def diagnostics(self) -> dict[str, Any]:
+    def diagnostics(self) -> dict[str, object]:
         """Return each lesson that holds with its age and source."""
         return self._view(_aged, Lesson.diagnostics)
 
     def _view(
         self,
-        each: Callable[[Mapping[F, Lesson]], dict[str, Any]],
-        window: Callable[[Lesson], dict[str, Any]],
-    ) -> dict[str, Any]:
+        each: Callable[[Mapping[F, Lesson]], Mapping[str, object]],
+        window: Callable[[Lesson], Mapping[str, object]],
+    ) -> dict[str, object]:
         """Return the lessons, each list through `each`, the window's through `window`."""
         return {
             "refused": each(self.refused),
@@ -132,7 +132,7 @@ def _stored[F: StrEnum](lessons: Mapping[F, Lesson]) -> dict[str, dict[str, str]
     return {f.value: one.as_dict() for f, one in holding(lessons).items() if one.kept}
 
 
-def _aged[F: StrEnum](lessons: Mapping[F, Lesson]) -> dict[str, dict[str, Any]]:
+def _aged[F: StrEnum](lessons: Mapping[F, Lesson]) -> dict[str, dict[str, int | str]]:
     """Return the lessons that hold, each with its age and source."""
     return {f.value: lesson.diagnostics() for f, lesson in holding(lessons).items()}
 

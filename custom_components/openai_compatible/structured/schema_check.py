@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from probatio.error import render_path
 
-from ..wire.shapes import JsonSchema
+from ..wire.shapes import JsonObject, JsonSchema
 from .json_answer import StructureMismatch
 
 # The most problems named in one answer's description.
@@ -93,7 +93,7 @@ def _check_any(
 
 
 def _check_object(
-    value: dict[str, Any], schema: JsonSchema, path: list[Any], problems: list[str]
+    value: JsonObject, schema: JsonSchema, path: list[Any], problems: list[str]
 ) -> None:
     """Add the problems of an object's keys: required ones missing or null."""
     properties = schema.get("properties")
