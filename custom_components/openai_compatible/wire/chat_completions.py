@@ -111,8 +111,8 @@ class MessageRenderer(ChatLogRenderer[Message, ChatPart]):
 def body_features(body: ChatBody) -> frozenset[Feature]:
     """Return the request features a Chat Completions body holds."""
     features: set[Feature] = set()
-    response_format = body.get("response_format") or ResponseFormat(type="text")
-    kind = response_format["type"]
+    response_format = body.get("response_format") or ResponseFormat(type="")
+    kind = response_format.get("type")
     if kind == "json_schema":
         features.add(Feature.JSON_SCHEMA)
         if response_format.get("json_schema", {}).get("strict"):
