@@ -50,29 +50,55 @@ def test_manifest_key_order(manifest: dict[str, Any]) -> None:
 
 
 def test_imports_are_home_assistants() -> None:
-    """Every package the integration imports is one Home Assistant requires."""
+    """Every package the integration imports at run time is one Home Assistant requires."""
     required = {
         Requirement(item).name.lower()
         for item in metadata.requires("homeassistant") or []
     }
     distributions = metadata.packages_distributions()
-    imported = {
-        name.split(".")[0]
-        for path in INTEGRATION_DIR.rglob("*.py")
-        for name in _imported_modules(path)
-    }
-    third_party = imported - set(sys.stdlib_module_names) - {"homeassistant"}
-    assert third_party
-    for module in third_party:
+    for module in _third_party(type_only=False):
         names = {name.lower() for name in distributions.get(module, [])}
         assert names & required, f"{module} is not a requirement of Home Assistant"
 
 
-def _imported_modules(path: Path) -> list[str]:
-    """Return the absolute modules a source file imports."""
+def test_type_only_imports_are_pinned_for_tests() -> None:
+    """A package imported only for type checking is pinned where mypy runs."""
+    pinned = {
+        Requirement(line).name.lower()
+        for line in (REPO_ROOT / "requirements_test.txt").read_text().splitlines()
+        if line.strip() and not line.startswith(("#", "-"))
+    }
+    type_only = _third_party(type_only=True) - _third_party(type_only=False)
+    assert type_only == {"openai"}
+    assert type_only <= pinned
+
+
+def _third_party(*, type_only: bool) -> set[str]:
+    """Return the top-level packages imported at run time, or for type checking."""
+    imported = {
+        name.split(".")[0]
+        for path in INTEGRATION_DIR.rglob("*.py")
+        for name in _imported_modules(path, type_only=type_only)
+    }
+    third_party = imported - set(sys.stdlib_module_names) - {"homeassistant"}
+    assert third_party
+    return third_party
+
+
+def _imported_modules(path: Path, *, type_only: bool) -> list[str]:
+    """Return the absolute modules a file imports: at run time, or for types only."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    checking = {
+        id(node)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
+        for statement in block.body
+        for node in ast.walk(statement)
+    }
     modules: list[str] = []
     for node in ast.walk(tree):
+        if (id(node) in checking) is not type_only:
+            continue
         if isinstance(node, ast.Import):
             modules += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:

@@ -52,6 +52,7 @@ from .structured.strict_schema import (
     strict_json_schema,
 )
 from .wire.request import build_tool_set
+from .wire.shapes import JsonSchema
 
 PARALLEL_UPDATES = 0
 
@@ -159,7 +160,7 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
             structure, llm_api.custom_serializer if llm_api else None
         )
         try:
-            strict: dict[str, Any] | None = strict_json_schema(schema)
+            strict: JsonSchema | None = strict_json_schema(schema)
         except StrictUnsupported as err:
             LOGGER.debug("No strict form of the structure (%s)", err)
             strict = None
@@ -285,7 +286,7 @@ def _answer(chat_log: conversation.ChatLog) -> str:
 
 
 def _structured_answer(
-    chat_log: conversation.ChatLog, structure: probatio.Schema, schema: dict[str, Any]
+    chat_log: conversation.ChatLog, structure: probatio.Schema, schema: JsonSchema
 ) -> Any:
     """Return the last answer as data of the structure; raise StructureMismatch."""
     data = drop_optional_nulls(parse_json_answer(_answer(chat_log)), schema)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from homeassistant.components.diagnostics import async_redact_data
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.const import CONF_API_KEY, CONF_PROMPT
@@ -18,9 +16,9 @@ SUBENTRY_TO_REDACT = {CONF_API_KEY, CONF_PROMPT}
 
 async def async_get_config_entry_diagnostics(
     hass: HomeAssistant, entry: OpenAICompatibleConfigEntry
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Return what helps to understand a report, without secrets."""
-    diagnostics: dict[str, Any] = {
+    diagnostics: dict[str, object] = {
         "title": entry.title,
         "entry_version": f"{entry.version}.{entry.minor_version}",
         "state": entry.state.value,

@@ -44,6 +44,7 @@ from .wire.request import RequestSettings, ToolSet, build_tool_set
 from .wire.responses import ResponsesDialect
 from .wire.round_trip import Dialect, RoundTrip
 from .wire.route_fallback import Adapter, FallbackAdapter
+from .wire.shapes import ResponseFormat
 from .wire.transport import Budget
 
 if TYPE_CHECKING:
@@ -195,7 +196,7 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
 
     def _round_trip(
         self,
-        dialect: Callable[[RequestSettings, ToolSet], Dialect[Any]],
+        dialect: Callable[[RequestSettings, ToolSet], Dialect[Any, Any, Any]],
         tool_set: ToolSet,
         chat_log: conversation.ChatLog | None,
     ) -> RoundTrip:
@@ -232,7 +233,7 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
         *,
         max_rounds: int = MAX_TOOL_ROUNDS_CONVERSATION,
         slots: asyncio.Semaphore | None = None,
-        response_format: dict[str, Any] | None = None,
+        response_format: ResponseFormat | None = None,
         instructions: tuple[conversation.UserContent, str] | None = None,
     ) -> None:
         """Run the model on the chat log until no tool result is unanswered.

@@ -17,11 +17,12 @@ number to its bounds.
 from __future__ import annotations
 
 import math
-from typing import Any, Final, TypeGuard
+from typing import Final, TypeGuard, cast
 
 from ..errors import ModelError
 from ..models.reports import ServerKind
 from ..structured.json_answer import StructureMismatch, parse_json_answer
+from ..wire.shapes import ChatBody, ChatFields, ChatMessage, JsonObject, JsonSchema
 from .questions import Question, probability
 
 TOP_LOGPROBS: Final = 20
@@ -34,7 +35,7 @@ HELD_LABEL_TOKENS: Final = 4
 # llama.cpp's probabilities after its sampling chain, which then cuts nothing
 # (no top-k, top-p or min-p) but what the grammar rules out; a fixed seed, so
 # that what comes before the label is the same for the same evidence.
-LLAMA_CPP_AFTER_GRAMMAR: Final = {
+LLAMA_CPP_AFTER_GRAMMAR: Final[ChatFields] = {
     "post_sampling_probs": True,
     "top_k": 0,
     "top_p": 1.0,
@@ -60,10 +61,10 @@ _PUNCTUATION: Final = ".,:;!?()[]\"'`*"
 
 
 def logprobs_body(
-    model: str, messages: list[dict[str, Any]], cache_key: str | None
-) -> dict[str, Any]:
+    model: str, messages: list[ChatMessage], cache_key: str | None
+) -> ChatBody:
     """Return the request for a one-token label with its alternatives."""
-    body: dict[str, Any] = {
+    body: ChatBody = {
         "model": model,
         "messages": messages,
         "max_tokens": 1,
@@ -77,7 +78,7 @@ def logprobs_body(
     return body
 
 
-def stated_schema(question: Question) -> dict[str, Any]:
+def stated_schema(question: Question) -> JsonSchema:
     """Return the JSON schema of stated probabilities for the question."""
     names = question.names
     return {
@@ -90,15 +91,15 @@ def stated_schema(question: Question) -> dict[str, Any]:
     }
 
 
-def first_choice(data: dict[str, Any]) -> dict[str, Any]:
+def first_choice(data: JsonObject) -> JsonObject:
     """Return the first choice of a chat completion."""
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise ModelError("no_answer")
-    return choices[0]
+    return cast("JsonObject", choices[0])
 
 
-def top_logprobs(choice: dict[str, Any]) -> dict[str, float] | None:
+def top_logprobs(choice: JsonObject) -> dict[str, float] | None:
     """Return the first answer token's alternatives and their log-probabilities.
 
     None when the server gave no log-probabilities, or only the chosen token's.
@@ -107,9 +108,7 @@ def top_logprobs(choice: dict[str, Any]) -> dict[str, float] | None:
     return _alternatives(content[0]) if content else None
 
 
-def held_label_masses(
-    choice: dict[str, Any], labels: list[str]
-) -> dict[str, float] | None:
+def held_label_masses(choice: JsonObject, labels: list[str]) -> dict[str, float] | None:
     """Return the labels' masses at the first token of an answer held to them.
 
     The answer is a JSON string, so the label comes after its opening quote;
@@ -123,8 +122,8 @@ def held_label_masses(
 
 
 def held_to_labels(
-    body: dict[str, Any], labels: list[str], kind: ServerKind | None = None
-) -> dict[str, Any]:
+    body: ChatBody, labels: list[str], kind: ServerKind | None = None
+) -> ChatBody:
     """Return the label request again, its answer held to the labels by a schema.
 
     A server's grammar then leaves the model only the labels to choose from,
@@ -132,9 +131,12 @@ def held_to_labels(
     llama.cpp reports the model's odds before its grammar unless asked for
     those after sampling, with nothing cut but the grammar.
     """
+    after_grammar: ChatFields = (
+        LLAMA_CPP_AFTER_GRAMMAR if kind is ServerKind.LLAMA_CPP else {}
+    )
     return {
         **body,
-        **(LLAMA_CPP_AFTER_GRAMMAR if kind is ServerKind.LLAMA_CPP else {}),
+        **after_grammar,
         "max_tokens": HELD_LABEL_TOKENS,
         "response_format": {
             "type": "json_schema",
@@ -146,14 +148,14 @@ def held_to_labels(
     }
 
 
-def _logprob_content(choice: dict[str, Any]) -> list[Any] | None:
+def _logprob_content(choice: JsonObject) -> list[object] | None:
     """Return the per-token log-probabilities of an answer, if any."""
     logprobs = choice.get("logprobs")
     content = logprobs.get("content") if isinstance(logprobs, dict) else None
     return content if isinstance(content, list) and content else None
 
 
-def _alternatives(first: Any) -> dict[str, float] | None:
+def _alternatives(first: object) -> dict[str, float] | None:
     """Return one token's alternatives and their log-probabilities, if it has any.
 
     OpenAI's form (`top_logprobs`, each with a `logprob`) or llama.cpp's after
@@ -171,7 +173,7 @@ def _alternatives(first: Any) -> dict[str, float] | None:
     return top
 
 
-def _logprob(entry: dict[str, Any]) -> tuple[str, float] | None:
+def _logprob(entry: JsonObject) -> tuple[str, float] | None:
     """Return an alternative's token and log-probability, if it states them."""
     token, logprob, prob = entry.get("token"), entry.get("logprob"), entry.get("prob")
     if _finite(prob) and prob > 0:
@@ -181,7 +183,7 @@ def _logprob(entry: dict[str, Any]) -> tuple[str, float] | None:
     return None
 
 
-def _finite(value: Any) -> TypeGuard[float]:
+def _finite(value: object) -> TypeGuard[float]:
     """Tell whether a value is a finite number (not a bool)."""
     return (
         isinstance(value, int | float)
@@ -205,13 +207,13 @@ def label_masses(top: dict[str, float], labels: list[str]) -> dict[str, float]:
     return masses
 
 
-def stated_answer(choice: dict[str, Any], question: Question) -> dict[str, float]:
+def stated_answer(choice: JsonObject, question: Question) -> dict[str, float]:
     """Return the stated probability per option name, checked one by one."""
     value = _stated_values(choice, question)
     return {name: probability(value[name], question) for name in question.names}
 
 
-def stated_weights(choice: dict[str, Any], question: Question) -> list[float] | None:
+def stated_weights(choice: JsonObject, question: Question) -> list[float] | None:
     """Return stated numbers read as weights, scaled to add up to 1.
 
     For an answer that stays out of range when asked again: a number below 0
@@ -222,8 +224,8 @@ def stated_weights(choice: dict[str, Any], question: Question) -> list[float] | 
         value = _stated_values(choice, question)
     except ModelError:
         return None
-    numbers = [value[name] for name in question.names]
-    if not all(_is_number(number) for number in numbers):
+    numbers = [n for name in question.names if _is_number(n := value[name])]
+    if len(numbers) < len(question.names):
         return None
     weights = [max(float(number), 0.0) for number in numbers]
     total = sum(weights)
@@ -232,7 +234,7 @@ def stated_weights(choice: dict[str, Any], question: Question) -> list[float] | 
     return [weight / total for weight in weights]
 
 
-def stated_text(choice: dict[str, Any], question: Question) -> str:
+def stated_text(choice: JsonObject, question: Question) -> str:
     """Return the text of a stated answer; refuse a refusal or no answer."""
     message = choice.get("message")
     message = message if isinstance(message, dict) else {}
@@ -244,7 +246,7 @@ def stated_text(choice: dict[str, Any], question: Question) -> str:
     return text
 
 
-def _stated_values(choice: dict[str, Any], question: Question) -> dict[str, Any]:
+def _stated_values(choice: JsonObject, question: Question) -> JsonObject:
     """Return the JSON object of a stated answer, holding exactly the options."""
     try:
         value = parse_json_answer(stated_text(choice, question))
@@ -259,7 +261,7 @@ def _stated_values(choice: dict[str, Any], question: Question) -> dict[str, Any]
     return value
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> TypeGuard[float]:
     """Tell whether a JSON value is a number, minus infinity included."""
     return (
         isinstance(value, int | float)

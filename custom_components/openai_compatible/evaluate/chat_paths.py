@@ -10,7 +10,8 @@ ladder (structured.py) and are repaired once where they do not fit.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Final, cast
 
 from ..const import LOGGER
 from ..errors import ModelError, RequestRejectedError
@@ -22,6 +23,7 @@ from ..structured.strict_schema import strict_json_schema
 from ..wire.chat_completions import attachment_part
 from ..wire.request import RequestSettings
 from ..wire.route_fallback import Adapter
+from ..wire.shapes import ChatBody, ChatMessage, ChatPart, JsonObject
 from .chat_answers import (
     MIN_LABEL_COVERAGE,
     REPAIRABLE,
@@ -82,18 +84,18 @@ class ChatPaths:
             return outcome
         return await self._async_stated(question)
 
-    async def _async_complete(self, body: dict[str, Any]) -> dict[str, Any]:
+    async def _async_complete(self, body: ChatBody) -> JsonObject:
         """Send one chat request when a slot is free; return its answer."""
         async with self._slots:
             return await self._adapter.async_complete(body)
 
-    def _messages(self, prompt: str) -> list[dict[str, Any]]:
+    def _messages(self, prompt: str) -> list[ChatMessage]:
         """Return the messages: evidence first (shared by all questions), then one."""
         if not self._files:
             text = f"{self._evidence}\n\n{prompt}"
-            user: dict[str, Any] = {"role": "user", "content": text}
+            user: ChatMessage = {"role": "user", "content": text}
         else:
-            parts: list[dict[str, Any]] = [{"type": "text", "text": self._evidence}]
+            parts: list[ChatPart] = [{"type": "text", "text": self._evidence}]
             parts.extend(attachment_part(file) for file in self._files)
             parts.append({"type": "text", "text": prompt})
             user = {"role": "user", "content": parts}
@@ -124,7 +126,7 @@ class ChatPaths:
             return None
         self._capabilities.learn_proven(Feature.LOGPROBS)
         raw = label_masses(top, labels)
-        extra: dict[str, Any] = {}
+        extra: dict[str, object] = {}
         if sum(raw.values()) < MIN_LABEL_COVERAGE:
             self.skipped[question.key].append(
                 "logprobs: the labels are not what the model answers "
@@ -144,7 +146,7 @@ class ChatPaths:
         )
 
     async def _async_held(
-        self, question: Question, body: dict[str, Any], labels: list[str]
+        self, question: Question, body: ChatBody, labels: list[str]
     ) -> dict[str, float] | None:
         """Ask again with the answer held to the labels; None when it tells nothing."""
         if self._capabilities.refuses(Feature.JSON_SCHEMA):
@@ -173,7 +175,7 @@ class ChatPaths:
         """Ask the model to state a probability per option, as JSON."""
         schema = stated_schema(question)
 
-        async def attempt(request: StructuredRequest) -> dict[str, Any]:
+        async def attempt(request: StructuredRequest) -> JsonObject:
             return await self._async_complete(self._stated_body(question, request))
 
         def on_rejected(request: StructuredRequest, err: RequestRejectedError) -> None:
@@ -215,7 +217,7 @@ class ChatPaths:
 
     def _stated_body(
         self, question: Question, request: StructuredRequest, answer: str = ""
-    ) -> dict[str, Any]:
+    ) -> ChatBody:
         """Return the request for stated probabilities on one rung of the ladder.
 
         With the model's answer that did not fit, it asks once more.
@@ -229,18 +231,18 @@ class ChatPaths:
                 {"role": "assistant", "content": answer},
                 {"role": "user", "content": STATED_REPAIR},
             ]
-        body: dict[str, Any] = {
+        body: JsonObject = {
             "model": self._settings.model,
             "messages": messages,
             **self._settings.body(),
         }
         if request.response_format:
             body["response_format"] = request.response_format
-        return body
+        return cast("ChatBody", body)
 
 
 def _stated_outcome(
-    question: Question, choice: dict[str, Any], extra: dict[str, Any]
+    question: Question, choice: JsonObject, extra: Mapping[str, object]
 ) -> Outcome:
     """Return the outcome of a stated answer; raise ModelError where it does not fit."""
     stated = stated_answer(choice, question)

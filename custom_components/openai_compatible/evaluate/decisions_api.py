@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from ..errors import ModelError
 from ..media.attachments import LoadedFile
+from ..wire.shapes import JsonObject
 from .questions import Kind, Outcome, Question, normalised, probability
 
 DECISIONS_MAX_LEVELS: Final = 10
@@ -38,9 +39,9 @@ def question_fits(question: Question) -> bool:
 
 def decisions_body(
     model: str, evidence: str, files: list[LoadedFile], questions: list[Question]
-) -> dict[str, Any]:
+) -> JsonObject:
     """Return the request for the questions, the evidence and images first."""
-    content: list[dict[str, Any]] = [{"type": "input_text", "text": evidence}]
+    content: list[JsonObject] = [{"type": "input_text", "text": evidence}]
     content.extend(
         {"type": "input_image", "image_url": file.data_url} for file in files
     )
@@ -51,9 +52,9 @@ def decisions_body(
     }
 
 
-def _question(question: Question) -> dict[str, Any]:
+def _question(question: Question) -> JsonObject:
     """Return the Decisions API form of a question."""
-    base: dict[str, Any] = {
+    base: JsonObject = {
         "type": _TYPES[question.kind],
         "name": question.key,
         "instructions": question.instructions,
@@ -81,7 +82,7 @@ def read_decision(
             "evaluate_failed", problem="an answer of the decision is not an object"
         )
     asked = {q.key: q for q in questions}
-    by_key: dict[str, dict[str, Any]] = {}
+    by_key: dict[str, JsonObject] = {}
     for position, answer in enumerate(answers):
         name = answer.get("name")
         if name is None and position < len(questions):
@@ -99,7 +100,7 @@ def read_decision(
     return outcomes
 
 
-def _outcome(question: Question, answer: dict[str, Any]) -> Outcome:
+def _outcome(question: Question, answer: JsonObject) -> Outcome:
     """Return one question's outcome from its Decisions API answer."""
     kind = answer.get("type")
     if kind == "refusal":
@@ -133,7 +134,7 @@ def _outcome(question: Question, answer: dict[str, Any]) -> Outcome:
     return Outcome(probabilities, "decisions", raw)
 
 
-def _level_key(question: Question, entry: dict[str, Any]) -> str | None:
+def _level_key(question: Question, entry: JsonObject) -> str | None:
     """Return the option name of a score level the server answered for, if ours."""
     value = entry.get("value")
     if (

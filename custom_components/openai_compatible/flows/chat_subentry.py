@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 from homeassistant import data_entry_flow
@@ -177,7 +178,7 @@ class ModelSubentryFlowHandler(SubentryFlow):
             )
         }
 
-    def _responses_schema(self, data: dict[str, Any]) -> probatio.Schema | None:
+    def _responses_schema(self, data: Mapping[str, Any]) -> probatio.Schema | None:
         """Return the Responses API options the subentry's model takes, if any."""
         entry = self._get_entry()
         model = entry.runtime_data.capabilities.model(str(data.get(CONF_CHAT_MODEL)))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from homeassistant.config_entries import SubentryFlowResult
@@ -80,7 +80,7 @@ class _VoiceSubentryFlow(SubentryFlow):
         return {}
 
     async def _async_model_taken(
-        self, user_input: dict[str, Any]
+        self, user_input: Mapping[str, Any]
     ) -> SubentryFlowResult:
         """Go on once the model step is filled in."""
         raise NotImplementedError
@@ -115,7 +115,7 @@ class _VoiceSubentryFlow(SubentryFlow):
         )
 
     def _model_from(
-        self, user_input: dict[str, Any], errors: dict[str, str]
+        self, user_input: Mapping[str, Any], errors: dict[str, str]
     ) -> str | None:
         """Return the model typed or picked; note an error when it is blank."""
         if model := str(user_input[CONF_AUDIO_MODEL]).strip():
@@ -155,7 +155,7 @@ class SpeechToTextSubentryFlowHandler(_VoiceSubentryFlow):
         }
 
     async def _async_model_taken(
-        self, user_input: dict[str, Any]
+        self, user_input: Mapping[str, Any]
     ) -> SubentryFlowResult:
         """Save the subentry with its prompt, if one is given."""
         _keep_text(self.options, CONF_PROMPT, user_input.get(CONF_PROMPT))
@@ -176,7 +176,7 @@ class TextToSpeechSubentryFlowHandler(_VoiceSubentryFlow):
         return tts_defaults(pick_speech_model(models) or preset.speech_model)
 
     async def _async_model_taken(
-        self, user_input: dict[str, Any]
+        self, user_input: Mapping[str, Any]
     ) -> SubentryFlowResult:
         """Ask for the model's voice next."""
         return await self.async_step_voice()

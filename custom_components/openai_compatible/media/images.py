@@ -14,7 +14,7 @@ import base64
 import binascii
 from dataclasses import dataclass
 import struct
-from typing import Any, Final
+from typing import Final
 
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
@@ -23,6 +23,7 @@ from homeassistant.util.json import json_loads
 from ..errors import RequestRejectedError, ServerError
 from ..models.capabilities import ModelCapabilities
 from ..models.features import Feature
+from ..wire.shapes import JsonObject
 from ..wire.sse import async_read_body
 from ..wire.transport import Budget, FormFiles, Transport
 from .attachments import (
@@ -187,14 +188,14 @@ def _read_answer(raw: bytes) -> _Drawn:
     revised = item.get("revised_prompt")
     revised_prompt = revised if isinstance(revised, str) and revised else None
     if _has_text(item, "b64_json"):
-        return _Drawn(_decode_base64(item["b64_json"]), revised_prompt)
-    url: str = item["url"]
+        return _Drawn(_decode_base64(str(item["b64_json"])), revised_prompt)
+    url = str(item["url"])
     if url.startswith("data:"):
         return _Drawn(_decode_base64(url.partition(",")[2]), revised_prompt)
     return _Drawn(url, revised_prompt)
 
 
-def _first_image(items: Any) -> dict[str, Any] | None:
+def _first_image(items: object) -> JsonObject | None:
     """Return the first item of the answer's `data` that holds an image."""
     if not isinstance(items, list):
         return None
@@ -209,7 +210,7 @@ def _first_image(items: Any) -> dict[str, Any] | None:
     )
 
 
-def _has_text(item: dict[str, Any], key: str) -> bool:
+def _has_text(item: JsonObject, key: str) -> bool:
     """Tell whether the item holds a text that is not empty under the key."""
     value = item.get(key)
     return isinstance(value, str) and bool(value)

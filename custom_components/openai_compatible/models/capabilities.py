@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from datetime import date
 import hashlib
-from typing import Any, Final
+from typing import Final
 
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.storage import Store
@@ -300,7 +300,7 @@ class Capabilities:
         self._closed = True
         await self._store.async_save(self.as_dict())
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """Return the lessons that outlast a restart, in their stored form."""
         stored = {name: lessons.as_dict() for name, lessons in self._lessons.items()}
         return {
@@ -312,7 +312,7 @@ class Capabilities:
             },
         }
 
-    def diagnostics(self, models: Iterable[str]) -> dict[str, Any]:
+    def diagnostics(self, models: Iterable[str]) -> dict[str, object]:
         """Return what is known, for the given models and those with lessons."""
         learned = (name for name, lessons in self._lessons.items() if lessons.any())
         names = sorted({*models, *learned})
@@ -327,7 +327,7 @@ class Capabilities:
             "models": {name: self._model_diagnostics(name) for name in names},
         }
 
-    def _model_diagnostics(self, name: str) -> dict[str, Any]:
+    def _model_diagnostics(self, name: str) -> dict[str, object]:
         """Return what is known about one model, and what it adds up to."""
         model = self.model(name)
         return {
@@ -343,7 +343,7 @@ class Capabilities:
             self._store.async_delay_save(self.as_dict, _SAVE_DELAY)
 
 
-def _store(hass: HomeAssistant, entry_id: str) -> Store[dict[str, Any]]:
+def _store(hass: HomeAssistant, entry_id: str) -> Store[dict[str, object]]:
     """Return where an entry's lessons are kept."""
     return Store(hass, STORAGE_VERSION, f"{DOMAIN}.{entry_id}.capabilities")
 

@@ -70,7 +70,7 @@ class Lesson:
         """Return the lesson in its stored form."""
         return {"learned": self.learned.isoformat(), "source": self.source}
 
-    def diagnostics(self) -> dict[str, Any]:
+    def diagnostics(self) -> dict[str, int | str]:
         """Return the lesson's age in whole seconds, and its source."""
         return {"age_seconds": int(self.age().total_seconds()), "source": self.source}
 
@@ -106,11 +106,11 @@ class Lessons[F: StrEnum]:
             or self.window
         )
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """Return the lessons that outlast a reload, in their stored form."""
         return self._view(_stored, Lesson.as_dict)
 
-    def diagnostics(self) -> dict[str, Any]:
+    def diagnostics(self) -> dict[str, object]:
         """Return each lesson that holds with its age and source."""
         return self._view(_aged, Lesson.diagnostics)
 

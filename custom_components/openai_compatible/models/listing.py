@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -131,7 +132,7 @@ async def async_probe(transport: Transport, model: str) -> None:
 
 
 async def async_validate_server(
-    hass: HomeAssistant, data: dict[str, Any], probe_model: str | None
+    hass: HomeAssistant, data: Mapping[str, Any], probe_model: str | None
 ) -> ModelListing:
     """Connect with the given settings; return the models listing.
 

@@ -32,6 +32,7 @@ from ..const import (
     CONF_WEB_SEARCH_USER_LOCATION,
 )
 from ..wire.responses import ResponsesOptions
+from ..wire.shapes import JsonObject
 
 REASONING_EFFORTS: Final = ("minimal", "low", "medium", "high")
 VERBOSITIES: Final = ("low", "medium", "high")
@@ -48,7 +49,7 @@ def responses_options(
     hass: HomeAssistant, options: Mapping[str, Any]
 ) -> ResponsesOptions:
     """Return what a subentry's options ask of the Responses API."""
-    tools: list[dict[str, Any]] = []
+    tools: list[JsonObject] = []
     web_search = bool(options.get(CONF_WEB_SEARCH))
     if web_search:
         tools.append(web_search_tool(hass, options))
@@ -69,9 +70,9 @@ def responses_options(
     )
 
 
-def web_search_tool(hass: HomeAssistant, options: Mapping[str, Any]) -> dict[str, Any]:
+def web_search_tool(hass: HomeAssistant, options: Mapping[str, Any]) -> JsonObject:
     """Return the web search tool, with the home's approximate location if asked."""
-    tool: dict[str, Any] = {
+    tool: JsonObject = {
         "type": "web_search",
         "search_context_size": _choice(
             options.get(CONF_WEB_SEARCH_CONTEXT_SIZE), SEARCH_CONTEXT_SIZES
@@ -79,7 +80,7 @@ def web_search_tool(hass: HomeAssistant, options: Mapping[str, Any]) -> dict[str
         or DEFAULT_SEARCH_CONTEXT_SIZE,
     }
     if options.get(CONF_WEB_SEARCH_USER_LOCATION):
-        location: dict[str, Any] = {"type": "approximate"}
+        location: dict[str, str] = {"type": "approximate"}
         if hass.config.country:
             location["country"] = hass.config.country
         if hass.config.time_zone:

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from ..const import LOGGER
 from ..errors import ServerError
+from ..wire.shapes import JsonObject
 from ..wire.transport import Budget, Transport
 from .lifecycle import listed_shutdown
 from .listing import ModelListing
@@ -124,8 +125,8 @@ async def async_server_report(
 
 
 async def _async_native(
-    transport: Transport, method: str, path: str, body: dict[str, Any] | None = None
-) -> dict[str, Any] | None:
+    transport: Transport, method: str, path: str, body: JsonObject | None = None
+) -> JsonObject | None:
     """Return a native route's JSON object, or None when it has none for us."""
     try:
         answer = await transport.async_exchange(
@@ -138,7 +139,17 @@ async def _async_native(
     return data if isinstance(data, dict) else None
 
 
-def _text(data: dict[str, Any] | None, key: str) -> str | None:
+def _object(value: object) -> JsonObject:
+    """Return a native answer's object; anything else reads as an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> list[object]:
+    """Return a native answer's list; anything else reads as an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def _text(data: JsonObject | None, key: str) -> str | None:
     """Return a string field of a native answer, if it has one."""
     value = data.get(key) if data else None
     return value if isinstance(value, str) and value else None
@@ -156,7 +167,7 @@ async def _async_llama_cpp(
     if props is None:
         return None
     settings = props.get("default_generation_settings")
-    window = _context({"context_length": (settings or {}).get("n_ctx")})
+    window = _context({"context_length": _object(settings).get("n_ctx")})
     if window is None:
         window = _context({"context_length": props.get("n_ctx")})
     vision = _flag(props.get("modalities"), "vision")
@@ -175,7 +186,7 @@ async def _async_ollama(
     running = await _async_native(transport, "GET", "//api/ps")
     loaded = {
         str(item.get("name")): _context(item)
-        for item in (running or {}).get("models") or ()
+        for item in _list((running or {}).get("models"))
         if isinstance(item, dict)
     }
     for model in in_use:
@@ -192,7 +203,7 @@ async def _async_ollama(
     return version
 
 
-def _ollama_context(shown: dict[str, Any]) -> int:
+def _ollama_context(shown: JsonObject) -> int:
     """Return the context Ollama gives a model: its num_ctx, else the default.
 
     Never more than the model was trained for.
@@ -214,7 +225,7 @@ async def _async_lm_studio(
 ) -> None:
     """Read LM Studio's model list: loaded context, vision, tool use."""
     listed = await _async_native(transport, "GET", "//api/v0/models")
-    for item in (listed or {}).get("data") or ():
+    for item in _list((listed or {}).get("data")):
         if not isinstance(item, dict) or not isinstance(item.get("id"), str):
             continue
         capabilities = item.get("capabilities")

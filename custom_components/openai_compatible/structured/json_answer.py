@@ -17,6 +17,8 @@ from typing import Any, Final
 import probatio
 from probatio.error import render_path
 
+from ..wire.shapes import JsonSchema
+
 # The most fenced blocks, and the most places in prose, where JSON is tried.
 JSON_TRIES: Final = 1000
 
@@ -69,7 +71,7 @@ def _integer(text: str) -> int | float:
 _DECODER: Final = json.JSONDecoder(strict=False, parse_int=_integer)
 
 
-def schema_instructions(schema: dict[str, Any]) -> str:
+def schema_instructions(schema: JsonSchema) -> str:
     """Return the instruction that asks for JSON matching the schema."""
     return _INSTRUCTIONS + json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from ..const import LOGGER
 from ..errors import RequestRejectedError
 from ..models.capabilities import ModelCapabilities
 from ..models.features import RESPONSE_FORMATS, Feature
+from ..wire.shapes import JsonSchema, ResponseFormat
 from .json_answer import schema_instructions
 
 RUNG_STRICT: Final = 0
@@ -33,12 +34,12 @@ class StructuredRequest:
     """How one rung asks for JSON: a response format and extra instructions."""
 
     rung: int
-    response_format: dict[str, Any] | None
+    response_format: ResponseFormat | None
     instructions: str | None
 
 
 def structured_request(
-    rung: int, name: str, schema: dict[str, Any], strict: dict[str, Any] | None
+    rung: int, name: str, schema: JsonSchema, strict: JsonSchema | None
 ) -> StructuredRequest:
     """Return the request of a rung of the ladder for a schema."""
     if rung == RUNG_STRICT and strict is not None:
@@ -58,7 +59,7 @@ def structured_request(
         )
     # The schema goes next to json_object too: llama.cpp's servers hold the
     # answer to it; a server that refuses it gets plain json_object.
-    response_format = (
+    response_format: ResponseFormat | None = (
         {"type": "json_object", "schema": schema} if rung == RUNG_JSON_OBJECT else None
     )
     return StructuredRequest(rung, response_format, schema_instructions(schema))
@@ -80,8 +81,8 @@ def _next_rung(rung: int, refused: Feature | None) -> int:
 async def async_climb[T](
     capabilities: ModelCapabilities,
     name: str,
-    schema: dict[str, Any],
-    strict: dict[str, Any] | None,
+    schema: JsonSchema,
+    strict: JsonSchema | None,
     attempt: Callable[[StructuredRequest], Awaitable[T]],
     on_rejected: Callable[[StructuredRequest, RequestRejectedError], None]
     | None = None,

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from probatio.error import render_path
 
+from ..wire.shapes import JsonObject, JsonSchema
 from .json_answer import StructureMismatch
 
 # The most problems named in one answer's description.
@@ -44,7 +45,7 @@ _NAMES: Final = {
 }
 
 
-def check_answer(data: Any, schema: dict[str, Any]) -> None:
+def check_answer(data: Any, schema: JsonSchema) -> None:
     """Raise StructureMismatch naming what in the answer breaks the schema."""
     problems: list[str] = []
     _check(data, schema, [], problems)
@@ -92,7 +93,7 @@ def _check_any(
 
 
 def _check_object(
-    value: dict[str, Any], schema: dict[str, Any], path: list[Any], problems: list[str]
+    value: JsonObject, schema: JsonSchema, path: list[Any], problems: list[str]
 ) -> None:
     """Add the problems of an object's keys: required ones missing or null."""
     properties = schema.get("properties")
@@ -108,7 +109,7 @@ def _check_object(
 
 
 def _check_bounds(
-    value: float, schema: dict[str, Any], path: list[Any], problems: list[str]
+    value: float, schema: JsonSchema, path: list[Any], problems: list[str]
 ) -> None:
     """Add a problem when a number is outside the schema's bounds."""
     low, high = schema.get("minimum"), schema.get("maximum")

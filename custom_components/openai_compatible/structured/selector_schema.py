@@ -22,7 +22,7 @@ _OPENAPI_VERSION: Final = "3.1.0"
 def structure_to_json_schema(
     structure: probatio.Schema,
     custom_serializer: Callable[[Any], Any] | None = None,
-) -> dict[str, Any]:
+) -> Schema:
     """Return the plain JSON schema of a task structure.
 
     Optional keys are not required, descriptions are kept (with what the

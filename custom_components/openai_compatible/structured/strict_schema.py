@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-type _Schema = dict[str, Any]
+from ..wire.shapes import JsonSchema
 
 # OpenAI's strict mode: the keywords it supports, the formats it knows, its limits.
 _STRICT_KEYWORDS: Final = frozenset(
@@ -57,7 +57,7 @@ class StrictUnsupported(Exception):
     """The structure has no OpenAI strict-mode form; use the plain schema."""
 
 
-def strict_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def strict_json_schema(schema: JsonSchema) -> JsonSchema:
     """Return the OpenAI strict-mode form of a plain schema.
 
     Every property becomes required and the optional ones nullable, every object
@@ -72,14 +72,14 @@ def strict_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return _Strict().convert(schema, "the answer", 1)
 
 
-def drop_optional_nulls(data: Any, schema: dict[str, Any]) -> Any:
+def drop_optional_nulls(data: Any, schema: JsonSchema) -> Any:
     """Remove the null values of optional keys, walking the plain schema.
 
     A strict-mode answer gives null for each optional key it leaves out; without
     them the data matches the user's structure again. The input is not changed.
     """
     if isinstance(data, dict) and "properties" in schema:
-        properties: dict[str, Any] = schema["properties"]
+        properties: JsonSchema = schema["properties"]
         required = schema.get("required", [])
         return {
             key: drop_optional_nulls(value, properties.get(key, {}))
@@ -91,13 +91,13 @@ def drop_optional_nulls(data: Any, schema: dict[str, Any]) -> Any:
     return data
 
 
-def _types(schema: _Schema) -> list[Any]:
+def _types(schema: JsonSchema) -> list[Any]:
     """Return the JSON types a schema names."""
     kind = schema.get("type", [])
     return kind if isinstance(kind, list) else [kind]
 
 
-def _nullable(schema: _Schema) -> _Schema:
+def _nullable(schema: JsonSchema) -> JsonSchema:
     """Return the schema that also takes null."""
     kind = schema.get("type")
     if "null" in _types(schema):
@@ -105,7 +105,7 @@ def _nullable(schema: _Schema) -> _Schema:
     if kind in _SCALAR_TYPES and not schema.keys() & {"enum", "const"}:
         return {**schema, "type": [kind, "null"]}
     inner = {key: value for key, value in schema.items() if key != "description"}
-    result: _Schema = {"anyOf": [inner, {"type": "null"}]}
+    result: JsonSchema = {"anyOf": [inner, {"type": "null"}]}
     if "description" in schema:
         result["description"] = schema["description"]
     return result
@@ -118,7 +118,7 @@ class _Strict:
         """Start with no enum values counted."""
         self._enum_values = 0
 
-    def convert(self, schema: Any, where: str, depth: int) -> _Schema:
+    def convert(self, schema: Any, where: str, depth: int) -> JsonSchema:
         """Return the strict form of one schema; ``depth`` counts enclosing objects."""
         if not isinstance(schema, dict):
             raise StrictUnsupported(f"{where} has no schema")
@@ -131,7 +131,7 @@ class _Strict:
             raise StrictUnsupported(f"{where} is a free-form object")
         if "object" in kinds and depth > _STRICT_MAX_DEPTH:
             raise StrictUnsupported(f"{where} is nested too deep")
-        result: _Schema = {}
+        result: JsonSchema = {}
         for keyword, value in schema.items():
             if keyword not in _STRICT_KEYWORDS or (
                 keyword == "format" and value not in _STRICT_FORMATS
@@ -151,12 +151,12 @@ class _Strict:
         return result
 
     def _convert_keyword(
-        self, keyword: str, value: Any, schema: _Schema, where: str, depth: int
+        self, keyword: str, value: Any, schema: JsonSchema, where: str, depth: int
     ) -> Any:
         """Return the strict form of one keyword's value."""
         if keyword == "properties":
             required = schema.get("required", [])
-            properties: _Schema = {}
+            properties: JsonSchema = {}
             for name, prop in value.items():
                 converted = self.convert(prop, f"{where}.{name}", depth + 1)
                 properties[name] = (

@@ -21,6 +21,8 @@ from ..errors import ServerError
 from ..models.features import Feature
 from ..models.listing import VALIDATION_BUDGET
 from ..server_errors.routes import is_missing_route, route_error
+from ..wire.readers import error_message, read_list, read_object_or_empty
+from ..wire.shapes import JsonObject, SpeechBody, TranscriptionBody
 from ..wire.sse import EventStream, async_capped, async_read_body
 from ..wire.transport import Budget, Transport
 
@@ -92,7 +94,7 @@ async def async_transcribe(
     A refused `stream` raises RequestRejectedError naming
     Feature.TRANSCRIPT_STREAM.
     """
-    body: dict[str, Any] = {"model": request.model, "response_format": "json"}
+    body: TranscriptionBody = {"model": request.model, "response_format": "json"}
     if request.language:
         body["language"] = request.language
     if request.prompt:
@@ -146,7 +148,7 @@ def _plain_text(raw: bytes) -> str:
     return text.strip()
 
 
-def _event_text(event: dict[str, Any]) -> str:
+def _event_text(event: JsonObject) -> str:
     """Return the new text of one transcript event.
 
     OpenAI sends `transcript.text.delta` events, vLLM chat-like chunks,
@@ -155,9 +157,10 @@ def _event_text(event: dict[str, Any]) -> str:
     if event.get("type") == "transcript.text.delta":
         return str(event.get("delta") or "")
     if event.get("object") == "transcription.chunk":
-        choices = event.get("choices") or [{}]
-        delta = choices[0].get("delta") if isinstance(choices[0], dict) else None
-        return str((delta or {}).get("content") or "")
+        choices = read_list(event.get("choices"), "choices")
+        first = read_object_or_empty(choices[0] if choices else None, "choices")
+        delta = read_object_or_empty(first.get("delta"), "choices.delta")
+        return str(delta.get("content") or "")
     if "type" not in event and isinstance(event.get("text"), str):
         return str(event["text"])
     return ""
@@ -170,8 +173,7 @@ async def _transcript_events(events: EventStream) -> AsyncIterator[TranscriptPar
     async for batch in events:
         for event in batch:
             if error := event.get("error"):
-                message = error.get("message") if isinstance(error, dict) else error
-                raise ServerError("api_error", message=str(message))
+                raise ServerError("api_error", message=error_message(error))
             if event.get("type") == "transcript.text.done":
                 final = str(event.get("text") or heard)
             elif piece := _event_text(event):
@@ -203,7 +205,7 @@ async def async_speak(
     A refused `speed` or `instructions` raises RequestRejectedError naming
     Feature.SPEECH_SPEED or Feature.SPEECH_INSTRUCTIONS.
     """
-    body: dict[str, Any] = {
+    body: SpeechBody = {
         "model": request.model,
         "voice": request.voice,
         "input": request.text,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
@@ -34,12 +34,14 @@ from ..models.features import Feature
 from ..models.fit import check_tools_kept
 from ..models.reports import ServerKind
 from ..wire.chat_stream import usage_stats
+from ..wire.shapes import JsonObject
 from .prompt_fit import (
     DEFAULT_ANSWER_TOKENS,
     ConversationCut,
     Fitted,
     Limits,
     TokenEstimate,
+    Tools,
     fit,
     raw_message,
     split_turns,
@@ -179,14 +181,14 @@ class RequestFit:
         # The request last asked for, before fitting; the raw estimates of
         # it as sent, and of its system messages; and whether it was sent
         # again after an overflow.
-        self._asked: tuple[list[PromptItem], list[dict[str, Any]]] = ([], [])
+        self._asked: tuple[list[PromptItem], Tools] = ([], [])
         self._sent_raw = 0.0
         self._sent_system_raw = 0.0
-        self._sent_tools: list[dict[str, Any]] = []
+        self._sent_tools: Tools = []
         self._retried = False
         self._answer_limit: int | None = None
 
-    def limited(self, body: dict[str, Any], key: str, least: int = 1) -> dict[str, Any]:
+    def limited[B: Mapping[str, object]](self, body: B, key: str, least: int = 1) -> B:
         """Return the body with the answer's limit under `key`, at least `least`.
 
         The settings' limit, or less where the window leaves the answer of the
@@ -194,19 +196,17 @@ class RequestFit:
         """
         limit = self._answer_limit or self._settings.max_tokens
         rest = {name: value for name, value in body.items() if name not in LIMIT_KEYS}
-        return rest if limit is None else {**rest, key: max(limit, least)}
+        return cast("B", rest if limit is None else {**rest, key: max(limit, least)})
 
-    def messages(
-        self, messages: list[PromptItem], tools: list[dict[str, Any]]
-    ) -> list[Message]:
+    def messages(self, messages: list[PromptItem], tools: Tools) -> list[Message]:
         """Return the messages of a new request, fitted into the window."""
         self._retried = False
         self._asked = (messages, tools)
         return self._fitted(messages, tools)
 
-    def after_overflow(
-        self, body: dict[str, Any], err: ContextOverflowError
-    ) -> dict[str, Any]:
+    def after_overflow[B: Mapping[str, object]](
+        self, body: B, err: ContextOverflowError
+    ) -> B:
         """Return the body to send again, fitted to what the error taught.
 
         Raises the translated error when trimming cannot help, or when the
@@ -230,9 +230,9 @@ class RequestFit:
             raise self._unfixable(err)
         # Fitted again from what was asked: the body may hold it reshaped.
         key = next(key for key in CONVERSATION_KEYS if key in body)
-        return {**body, key: self._fitted(*self._asked)}
+        return cast("B", {**body, key: self._fitted(*self._asked)})
 
-    def observe(self, usage: dict[str, Any]) -> None:
+    def observe(self, usage: JsonObject) -> None:
         """Calibrate the estimate with the tokens the server counted.
 
         A count too small to hold the system messages teaches that the
@@ -272,9 +272,7 @@ class RequestFit:
             and not self._capabilities.refuses(Feature.SYSTEM_MESSAGES)
         )
 
-    def _fitted(
-        self, messages: list[PromptItem], tools: list[dict[str, Any]]
-    ) -> list[Message]:
+    def _fitted(self, messages: list[PromptItem], tools: Tools) -> list[Message]:
         """Fit the messages, trace what was done, and keep the repair current."""
         limits = self._owner.limits(self._capabilities, self._settings)
         estimate = self._owner.estimate
@@ -332,8 +330,8 @@ class RequestFit:
 
 def observe_usage(
     chat_log: conversation.ChatLog,
-    usage: dict[str, Any] | None,
-    on_usage: Callable[[dict[str, Any]], None],
+    usage: JsonObject | None,
+    on_usage: Callable[[JsonObject], None],
     fit: RequestFit | None,
 ) -> None:
     """Trace the tokens an answer reports, and calibrate the fitting by them."""

@@ -29,6 +29,7 @@ from typing import Any
 from homeassistant.helpers.json import json_dumps
 
 from ..errors import ContextWindowError
+from ..wire.shapes import ChatMessage, ChatPart
 from .prompt_items import ItemKind, Message, PromptItem, chat_items, wire_messages
 
 type Turn = list[PromptItem]
@@ -194,7 +195,7 @@ def split_turns(items: list[PromptItem]) -> tuple[list[PromptItem], list[Turn]]:
     return items[:start], turns
 
 
-def fold_system(messages: list[Message]) -> list[Message]:
+def fold_system(messages: list[ChatMessage]) -> list[ChatMessage]:
     """Return the messages with the leading system messages in the first user one.
 
     As Gemma's own chat template does it: their text, a blank line, then the
@@ -211,7 +212,10 @@ def fold_system(messages: list[Message]) -> list[Message]:
     first = rest[0]
     content = first.get("content")
     if isinstance(content, list):
-        folded: Any = [{"type": "text", "text": f"{text}\n\n"}, *content]
+        folded: str | list[ChatPart] = [
+            {"type": "text", "text": f"{text}\n\n"},
+            *content,
+        ]
     else:
         folded = f"{text}\n\n{content or ''}"
     return [{**first, "content": folded}, *rest[1:]]

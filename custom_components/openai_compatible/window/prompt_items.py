@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any
+from typing import cast
+
+from ..wire.shapes import ChatMessage, ResponsesItem, WireItem
 
 # A message or input item as it is sent.
-type Message = dict[str, Any]
+type Message = WireItem
 
 
 class ItemKind(StrEnum):
@@ -65,15 +67,16 @@ class PromptItem:
 
     def with_text(self, text: str) -> PromptItem:
         """Return the item with other text, such as a tool result cut short."""
-        return replace(self, wire={**self.wire, self.text_field: text})
+        wire = cast("Message", {**self.wire, self.text_field: text})
+        return replace(self, wire=wire)
 
 
-def chat_items(messages: Iterable[Message]) -> list[PromptItem]:
+def chat_items(messages: Iterable[ChatMessage]) -> list[PromptItem]:
     """Return Chat Completions messages as prompt items."""
     return [_chat_item(message) for message in messages]
 
 
-def _chat_item(message: Message) -> PromptItem:
+def _chat_item(message: ChatMessage) -> PromptItem:
     """Return one Chat Completions message as a prompt item."""
     role = message.get("role")
     if role == "tool":
@@ -83,20 +86,20 @@ def _chat_item(message: Message) -> PromptItem:
     calls = tuple(
         CallRef(
             call.get("id"),
-            str((call.get("function") or {}).get("name")),
-            str((call.get("function") or {}).get("arguments")),
+            call["function"]["name"],
+            call["function"]["arguments"],
         )
         for call in message.get("tool_calls") or ()
     )
     return PromptItem(_role_kind(role), message, calls=calls)
 
 
-def responses_items(items: Iterable[Message]) -> list[PromptItem]:
+def responses_items(items: Iterable[ResponsesItem]) -> list[PromptItem]:
     """Return Responses API input items as prompt items."""
     return [_responses_item(item) for item in items]
 
 
-def _responses_item(item: Message) -> PromptItem:
+def _responses_item(item: ResponsesItem) -> PromptItem:
     """Return one Responses API input item as a prompt item."""
     kind = item.get("type")
     summary = tuple(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 import hashlib
 import re
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
@@ -23,10 +23,14 @@ from ..window.prompt_items import PromptItem, chat_items
 from .chat_stream import ChatStreamParser, Delta, async_read_answer
 from .render import ChatLogRenderer, Instructions
 from .request import RequestSettings, ToolSet, without_keys
+from .shapes import ChatBody, ChatMessage, ChatPart, JsonObject, ResponseFormat
+
+if TYPE_CHECKING:
+    from .render import Role
 
 _MISTRAL_ID = re.compile(r"^[a-zA-Z0-9]{9}$")
 
-type Message = dict[str, Any]
+type Message = ChatMessage
 
 
 def _wire_call_id(call_id: str, short: bool) -> str:
@@ -37,17 +41,16 @@ def _wire_call_id(call_id: str, short: bool) -> str:
     return format(int(digest, 16), "x")[:9]
 
 
-def attachment_part(file: LoadedFile) -> dict[str, Any]:
+def attachment_part(file: LoadedFile) -> ChatPart:
     """Return the content part for one attachment."""
     if file.mime_type.startswith("image/"):
         return {"type": "image_url", "image_url": {"url": file.data_url}}
     return {"type": "file", "file": {"filename": file.name, "file_data": file.data_url}}
 
 
-class MessageRenderer(ChatLogRenderer):
+class MessageRenderer(ChatLogRenderer[Message, ChatPart]):
     """Render chat log content as Chat Completions messages."""
 
-    _text_type = "text"
     _attachment_part = staticmethod(attachment_part)
 
     def __init__(
@@ -57,7 +60,11 @@ class MessageRenderer(ChatLogRenderer):
         super().__init__(hass, tool_set)
         self._short_ids = settings.short_tool_call_ids
 
-    def _message(self, role: str, content: str | list[dict[str, Any]]) -> Message:
+    def _text_part(self, text: str) -> ChatPart:
+        """Return a text content part."""
+        return {"type": "text", "text": text}
+
+    def _message(self, role: Role, content: str | list[ChatPart]) -> Message:
         """Return a message of a role."""
         return {"role": role, "content": content}
 
@@ -101,10 +108,10 @@ class MessageRenderer(ChatLogRenderer):
         return [message]
 
 
-def body_features(body: dict[str, Any]) -> frozenset[Feature]:
+def body_features(body: ChatBody) -> frozenset[Feature]:
     """Return the request features a Chat Completions body holds."""
     features: set[Feature] = set()
-    response_format = body.get("response_format") or {}
+    response_format = body.get("response_format") or ResponseFormat(type="")
     kind = response_format.get("type")
     if kind == "json_schema":
         features.add(Feature.JSON_SCHEMA)
@@ -156,7 +163,7 @@ _DROPPED_KEYS: Final = {
 }
 
 
-def without_feature(body: dict[str, Any], feature: Feature) -> dict[str, Any] | None:
+def without_feature(body: ChatBody, feature: Feature) -> ChatBody | None:
     """Return the body asking the same without the feature; None if it cannot.
 
     Only what changes how the answer is sent or tuned can go: a response
@@ -165,7 +172,7 @@ def without_feature(body: dict[str, Any], feature: Feature) -> dict[str, Any] | 
     """
     if keys := _DROPPED_KEYS.get(feature):
         return without_keys(body, keys)
-    changed = dict(body)
+    changed = body.copy()
     if feature is Feature.JSON_OBJECT_SCHEMA:
         changed["response_format"] = without_keys(body["response_format"], ("schema",))
     elif feature is Feature.MAX_COMPLETION_TOKENS and "max_tokens" not in body:
@@ -213,10 +220,10 @@ class ChatCompletionsDialect:
         return chat_items(conversation)
 
     def body(
-        self, conversation: list[Message], response_format: dict[str, Any] | None
-    ) -> dict[str, Any]:
+        self, conversation: list[Message], response_format: ResponseFormat | None
+    ) -> ChatBody:
         """Return the request body around the messages."""
-        body: dict[str, Any] = {"model": self.settings.model, "messages": conversation}
+        body: JsonObject = {"model": self.settings.model, "messages": conversation}
         if self.tools:
             body["tools"] = self.tools
             # The default where tools are offered; some servers only consider
@@ -225,13 +232,13 @@ class ChatCompletionsDialect:
         body.update(self.settings.body())
         if response_format:
             body["response_format"] = response_format
-        return body
+        return cast("ChatBody", body)
 
-    def streamed(self, body: dict[str, Any]) -> dict[str, Any]:
+    def streamed(self, body: ChatBody) -> ChatBody:
         """Return the body asking for a stream that ends with the usage."""
         return {**body, "stream": True, "stream_options": {"include_usage": True}}
 
-    def parser(self, body: dict[str, Any]) -> ChatStreamParser:
+    def parser(self, body: ChatBody) -> ChatStreamParser:
         """Return a parser for the answer to a body."""
         return ChatStreamParser(
             self.tool_set.from_wire,
@@ -245,10 +252,10 @@ class ChatCompletionsDialect:
         """Yield the deltas of an answer."""
         return async_read_answer(parser, chunks, streamed=streamed)
 
-    def wire_request(self, chat_body: dict[str, Any]) -> dict[str, Any]:
+    def wire_request(self, chat_body: ChatBody) -> ChatBody:
         """Return the request as it is: it is of this form."""
         return chat_body
 
-    def completion(self, answer: dict[str, Any]) -> dict[str, Any]:
+    def completion(self, answer: JsonObject) -> JsonObject:
         """Return the answer as it is: it is a chat completion."""
         return answer

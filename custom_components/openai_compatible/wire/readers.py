@@ -12,8 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import MalformedAnswerError
+from .shapes import JsonObject
 
-type JSONObject = dict[str, object]
+# The readers' name for open JSON (shapes.py declares it).
+type JSONObject = JsonObject
 
 
 def read_object(value: object, part: str) -> JSONObject:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Literal
 
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
@@ -20,16 +20,15 @@ from homeassistant.core import HomeAssistant
 from ..media.attachments import LoadedFile, async_load_attachments
 from .request import ToolSet
 
-type Item = dict[str, Any]
+type Role = Literal["system", "user", "assistant"]
 type Instructions = tuple[conversation.UserContent, str]
 
 
-class ChatLogRenderer(ABC):
+class ChatLogRenderer[Item, Part](ABC):
     """Render chat log content as one wire API's messages or items."""
 
-    # The type of a text part, and the content part of an attachment.
-    _text_type: str
-    _attachment_part: Callable[[LoadedFile], dict[str, Any]]
+    # The content part of an attachment.
+    _attachment_part: Callable[[LoadedFile], Part]
 
     def __init__(self, hass: HomeAssistant, tool_set: ToolSet) -> None:
         """Prepare an empty cache."""
@@ -100,12 +99,15 @@ class ChatLogRenderer(ABC):
         if not content.attachments:
             return self._message("user", text)
         files = await async_load_attachments(self._hass, content.attachments)
-        text_part = {"type": self._text_type, "text": text}
-        parts = [text_part, *map(self._attachment_part, files)]
+        parts = [self._text_part(text), *map(self._attachment_part, files)]
         return self._message("user", parts)
 
     @abstractmethod
-    def _message(self, role: str, content: str | list[dict[str, Any]]) -> Item:
+    def _text_part(self, text: str) -> Part:
+        """Return a text content part."""
+
+    @abstractmethod
+    def _message(self, role: Role, content: str | list[Part]) -> Item:
         """Return a message of a role."""
 
     @abstractmethod

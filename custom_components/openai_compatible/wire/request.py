@@ -6,14 +6,21 @@ Both dialects (chat_completions.py, responses.py) and the window fitting
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 import hashlib
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from homeassistant.helpers import llm
 import probatio
+
+from .shapes import JsonObject
+
+if TYPE_CHECKING:
+    from openai.types.shared_params import FunctionDefinition
+
+    from .shapes import ChatTool
 
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
@@ -41,16 +48,16 @@ class RequestSettings:
         """Return the name of the answer's limit for this model."""
         return "max_completion_tokens" if self.reasoning_model else "max_tokens"
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> JsonObject:
         """Return the parameters the user set, extra fields last; nothing otherwise."""
-        params: dict[str, Any] = {}
+        params: JsonObject = {}
         if self.max_tokens is not None:
             params[self.limit_key] = self.max_tokens
         return params | self.sampling() | self.extra
 
-    def sampling(self) -> dict[str, Any]:
+    def sampling(self) -> JsonObject:
         """Return the sampling settings (a reasoning model takes none), the cache key."""
-        params: dict[str, Any] = {}
+        params: JsonObject = {}
         if not self.reasoning_model:
             if self.temperature is not None:
                 params["temperature"] = self.temperature
@@ -65,14 +72,14 @@ class RequestSettings:
 class ToolSet:
     """The tools of the chat log's LLM API in wire form, and the name mapping."""
 
-    tools: list[dict[str, Any]]
+    tools: list[ChatTool]
     to_wire: dict[str, str]
     from_wire: dict[str, str]
 
 
-def without_keys(body: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+def without_keys[B: Mapping[str, object]](body: B, keys: tuple[str, ...]) -> B:
     """Return a copy of a request's object without some of its keys."""
-    return {key: value for key, value in body.items() if key not in keys}
+    return cast("B", {key: value for key, value in body.items() if key not in keys})
 
 
 def _wire_tool_name(name: str, taken: set[str]) -> str:
@@ -94,14 +101,14 @@ def build_tool_set(llm_api: llm.APIInstance | None) -> ToolSet:
     serializer: Callable[[Any], Any] = (
         llm_api.custom_serializer or llm.selector_serializer
     )
-    tools: list[dict[str, Any]] = []
+    tools: list[ChatTool] = []
     to_wire: dict[str, str] = {}
     from_wire: dict[str, str] = {}
     for tool in sorted(llm_api.tools, key=lambda tool: tool.name):
         name = _wire_tool_name(tool.name, set(from_wire))
         to_wire[tool.name] = name
         from_wire[name] = tool.name
-        function: dict[str, Any] = {"name": name}
+        function: FunctionDefinition = {"name": name}
         if tool.description:
             function["description"] = tool.description
         function["parameters"] = probatio.to_openapi(

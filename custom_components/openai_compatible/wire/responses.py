@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final, cast
 
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
@@ -31,6 +31,14 @@ from .responses_chat_form import (
 from .responses_render import InputRenderer, function_tools
 from .responses_stream import ResponsesStreamParser, async_read_events
 from .round_trip import Delta
+from .shapes import (
+    ChatBody,
+    JsonObject,
+    ResponseFormat,
+    ResponsesBody,
+    ResponsesItem,
+    TextParams,
+)
 
 ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
 # The feature each provider-run tool type, and each include, stands for.
@@ -77,7 +85,7 @@ class ResponsesOptions:
     # The provider keeps the requests and answers (and shows them in its logs).
     store: bool = False
     # Provider-run tools in their wire form (see provider_tools.py).
-    provider_tools: tuple[dict[str, Any], ...] = ()
+    provider_tools: tuple[JsonObject, ...] = ()
     # Inline web-search citations are taken out of the spoken answer.
     remove_citations: bool = False
 
@@ -86,16 +94,16 @@ def settings_body(
     settings: RequestSettings,
     options: ResponsesOptions,
     capabilities: ModelCapabilities,
-) -> dict[str, Any]:
+) -> JsonObject:
     """Return the request parameters of the settings and options."""
-    params: dict[str, Any] = {}
+    params: JsonObject = {}
     if settings.max_tokens is not None:
         params["max_output_tokens"] = max(settings.max_tokens, MIN_OUTPUT_TOKENS)
     params.update(settings.sampling())
     # The thinking switch's effort goes where this API takes it; the
     # subentry's own reasoning effort comes first.
     params.update(without_keys(settings.extra, ("reasoning_effort",)))
-    reasoning: dict[str, Any] = {}
+    reasoning: dict[str, object] = {}
     if effort := options.reasoning_effort or settings.extra.get("reasoning_effort"):
         reasoning["effort"] = effort
     if options.reasoning_summary:
@@ -105,7 +113,7 @@ def settings_body(
     if options.verbosity:
         params["text"] = {"verbosity": options.verbosity}
     include = [
-        _TOOL_INCLUDES[tool["type"]]
+        _TOOL_INCLUDES[str(tool["type"])]
         for tool in options.provider_tools
         if tool["type"] in _TOOL_INCLUDES
     ]
@@ -117,16 +125,16 @@ def settings_body(
     return params
 
 
-def handling_body(options: ResponsesOptions) -> dict[str, Any]:
+def handling_body(options: ResponsesOptions) -> JsonObject:
     """Return how the provider is to handle the request: its tier, and storing."""
-    params: dict[str, Any] = {}
+    params: JsonObject = {}
     if options.service_tier:
         params["service_tier"] = options.service_tier
     params["store"] = options.store
     return params
 
 
-def body_features(body: dict[str, Any]) -> frozenset[Feature]:
+def body_features(body: ResponsesBody) -> frozenset[Feature]:
     """Return the request features a Responses body holds."""
     features: set[Feature] = {Feature.RESPONSES_API}
     text = body.get("text") or {}
@@ -150,7 +158,7 @@ def body_features(body: dict[str, Any]) -> frozenset[Feature]:
             features.add(Feature.TOOLS)
             if body.get("stream"):
                 features.add(Feature.STREAM_WITH_TOOLS)
-        elif feature := _TOOL_FEATURES.get(tool["type"]):
+        elif feature := _TOOL_FEATURES.get(str(tool["type"])):
             features.add(feature)
     features.update(
         _INCLUDE_FEATURES[value]
@@ -161,7 +169,7 @@ def body_features(body: dict[str, Any]) -> frozenset[Feature]:
     for item in body.get("input") or ():
         if isinstance(content := item.get("content"), list):
             features.update(
-                _PART_FEATURES[part["type"]]
+                _PART_FEATURES[str(part["type"])]
                 for part in content
                 if part.get("type") in _PART_FEATURES
             )
@@ -177,7 +185,7 @@ _DROPPED_KEYS: Final = {
 }
 
 
-def without_feature(body: dict[str, Any], feature: Feature) -> dict[str, Any] | None:
+def without_feature(body: ResponsesBody, feature: Feature) -> ResponsesBody | None:
     """Return the body asking the same without the feature; None if it cannot.
 
     What only tunes the answer can go: sampling, the cache key, reasoning
@@ -187,7 +195,7 @@ def without_feature(body: dict[str, Any], feature: Feature) -> dict[str, Any] | 
     """
     if keys := _DROPPED_KEYS.get(feature):
         return without_keys(body, keys)
-    changed = dict(body)
+    changed = body.copy()
     if feature is Feature.REASONING:
         changed.pop("reasoning", None)
         _drop_include(changed, ENCRYPTED_REASONING)
@@ -202,16 +210,18 @@ def without_feature(body: dict[str, Any], feature: Feature) -> dict[str, Any] | 
     return changed
 
 
-def _drop_key(body: dict[str, Any], field: str, key: str) -> None:
+def _drop_key(body: ResponsesBody, field: str, key: str) -> None:
     """Remove a key of an object field, and the field once it is empty."""
-    rest = {name: value for name, value in body.get(field, {}).items() if name != key}
+    fields = cast("JsonObject", body)  # the field's shape stays the same
+    old = cast("dict[str, object]", fields.get(field, {}))
+    rest = {name: value for name, value in old.items() if name != key}
     if rest:
-        body[field] = rest
+        fields[field] = rest
     else:
-        body.pop(field, None)
+        fields.pop(field, None)
 
 
-def _drop_include(body: dict[str, Any], value: str) -> None:
+def _drop_include(body: ResponsesBody, value: str) -> None:
     """Remove one value of `include`, and the field once it is empty."""
     rest = [item for item in body.get("include") or () if item != value]
     if rest:
@@ -220,12 +230,12 @@ def _drop_include(body: dict[str, Any], value: str) -> None:
         body.pop("include", None)
 
 
-def _drop_provider_tool(body: dict[str, Any], feature: Feature) -> None:
+def _drop_provider_tool(body: ResponsesBody, feature: Feature) -> None:
     """Remove a provider-run tool and what the request includes of its calls."""
     tools = [
         tool
         for tool in body.get("tools") or ()
-        if _TOOL_FEATURES.get(tool["type"]) is not feature
+        if _TOOL_FEATURES.get(str(tool["type"])) is not feature
     ]
     if tools:
         body["tools"] = tools
@@ -268,32 +278,33 @@ class ResponsesDialect:
 
     async def async_render(
         self, contents: list[conversation.Content], instructions: Instructions | None
-    ) -> list[dict[str, Any]]:
+    ) -> list[ResponsesItem]:
         """Return the chat log as input items."""
         return await self._renderer.async_render(contents, instructions)
 
-    def prompt_items(self, conversation: list[dict[str, Any]]) -> list[PromptItem]:
+    def prompt_items(self, conversation: list[ResponsesItem]) -> list[PromptItem]:
         """Return the input items, each with its kind told."""
         return responses_items(conversation)
 
     def body(
-        self, conversation: list[dict[str, Any]], response_format: dict[str, Any] | None
-    ) -> dict[str, Any]:
+        self, conversation: list[ResponsesItem], response_format: ResponseFormat | None
+    ) -> ResponsesBody:
         """Return the request body around the input items."""
-        body: dict[str, Any] = {"model": self.settings.model, "input": conversation}
+        body: JsonObject = {"model": self.settings.model, "input": conversation}
         if self.tools:
             body["tools"] = self.tools
         body.update(settings_body(self.settings, self._options, self._capabilities))
         if text_format := responses_format(response_format):
-            body["text"] = {**body.get("text", {}), "format": text_format}
+            text = cast("TextParams", body.get("text", {}))
+            body["text"] = {**text, "format": text_format}
         body.update(handling_body(self._options))
-        return body
+        return cast("ResponsesBody", body)
 
-    def streamed(self, body: dict[str, Any]) -> dict[str, Any]:
+    def streamed(self, body: ResponsesBody) -> ResponsesBody:
         """Return the body asking for a stream of events."""
         return {**body, "stream": True}
 
-    def parser(self, body: dict[str, Any]) -> ResponsesStreamParser:
+    def parser(self, body: ResponsesBody) -> ResponsesStreamParser:
         """Return a parser for the answer to a body."""
         return ResponsesStreamParser(
             self.tool_set.from_wire, remove_citations=self._options.remove_citations
@@ -308,10 +319,11 @@ class ResponsesDialect:
         """Yield the deltas of an answer."""
         return async_read_events(parser, chunks, streamed=streamed)
 
-    def wire_request(self, chat_body: dict[str, Any]) -> dict[str, Any]:
+    def wire_request(self, chat_body: ChatBody) -> ResponsesBody:
         """Return a Chat Completions request as the Responses request to send."""
-        return responses_request(chat_body) | handling_body(self._options)
+        request = responses_request(chat_body) | handling_body(self._options)
+        return cast("ResponsesBody", request)
 
-    def completion(self, answer: dict[str, Any]) -> dict[str, Any]:
+    def completion(self, answer: JsonObject) -> JsonObject:
         """Return a whole response as a chat completion."""
         return chat_completion(answer)

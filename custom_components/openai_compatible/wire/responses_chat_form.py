@@ -7,19 +7,21 @@ answer is given back as a chat completion.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from ..errors import MalformedAnswerError, ServerError
+from .readers import read_list, read_object
 from .responses_stream import chat_usage
+from .shapes import ChatBody, ChatMessage, ChatPart, JsonObject, ResponseFormat
 
 # OpenAI refuses a smaller limit on the answer's tokens.
 MIN_OUTPUT_TOKENS: Final = 16
 OUTPUT_LOGPROBS: Final = "message.output_text.logprobs"
 
 
-def responses_request(chat_body: dict[str, Any]) -> dict[str, Any]:
+def responses_request(chat_body: ChatBody) -> JsonObject:
     """Return a Chat Completions request as the same Responses request."""
-    body: dict[str, Any] = {
+    body: JsonObject = {
         "model": chat_body["model"],
         "input": [_input_message(message) for message in chat_body["messages"]],
     }
@@ -28,7 +30,7 @@ def responses_request(chat_body: dict[str, Any]) -> dict[str, Any]:
         body["max_output_tokens"] = max(limit, MIN_OUTPUT_TOKENS)
     for key in ("temperature", "top_p", "prompt_cache_key"):
         if key in chat_body:
-            body[key] = chat_body[key]
+            body[key] = chat_body.get(key)
     if chat_body.get("logprobs"):
         body["include"] = [OUTPUT_LOGPROBS]
         body["top_logprobs"] = chat_body.get("top_logprobs", 0)
@@ -37,7 +39,7 @@ def responses_request(chat_body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def responses_format(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
+def responses_format(response_format: ResponseFormat | None) -> JsonObject | None:
     """Return a Chat Completions response format as `text.format`."""
     if not response_format:
         return None
@@ -46,15 +48,15 @@ def responses_format(response_format: dict[str, Any] | None) -> dict[str, Any] |
     return {"type": "json_schema", **response_format["json_schema"]}
 
 
-def _input_message(message: dict[str, Any]) -> dict[str, Any]:
+def _input_message(message: ChatMessage) -> JsonObject:
     """Return one Chat Completions message as a Responses message item."""
-    content = message["content"]
+    content: object = message["content"]
     if isinstance(content, list):
         content = [_input_part(part) for part in content]
     return {"type": "message", "role": message["role"], "content": content}
 
 
-def _input_part(part: dict[str, Any]) -> dict[str, Any]:
+def _input_part(part: ChatPart) -> JsonObject:
     """Return one Chat Completions content part in the Responses form."""
     if part["type"] == "image_url":
         return {
@@ -64,10 +66,10 @@ def _input_part(part: dict[str, Any]) -> dict[str, Any]:
         }
     if part["type"] == "file":
         return {"type": "input_file", **part["file"]}
-    return {"type": "input_text", "text": part["text"]}
+    return {"type": "input_text", "text": part.get("text")}
 
 
-def chat_completion(answer: dict[str, Any]) -> dict[str, Any]:
+def chat_completion(answer: JsonObject) -> JsonObject:
     """Return a whole Responses answer in the form of a chat completion."""
     output = answer.get("output")
     if answer.get("status") == "failed" or not isinstance(output, list):
@@ -78,19 +80,18 @@ def chat_completion(answer: dict[str, Any]) -> dict[str, Any]:
         raise ServerError("api_error", message=str(message or "no output"))
     texts: list[str] = []
     refusal: str | None = None
-    logprobs: list[Any] | None = None
+    logprobs: list[object] | None = None
     for item in output:
         if not isinstance(item, dict) or item.get("type") != "message":
             continue
-        for part in item.get("content") or ():
-            if not isinstance(part, dict):
-                raise MalformedAnswerError(part="message.content")
+        for value in read_list(item.get("content") or None, "message.content"):
+            part = read_object(value, "message.content")
             if isinstance(text := part.get("text"), str):
                 texts.append(text)
-                if logprobs is None and isinstance(part.get("logprobs"), list):
-                    logprobs = part["logprobs"]
-            elif isinstance(part.get("refusal"), str):
-                refusal = part["refusal"]
+                if logprobs is None and isinstance(lp := part.get("logprobs"), list):
+                    logprobs = lp
+            elif isinstance(found := part.get("refusal"), str):
+                refusal = found
     details = answer.get("incomplete_details")
     reason = details.get("reason") if isinstance(details, dict) else None
     usage = answer.get("usage")
@@ -111,7 +112,7 @@ def chat_completion(answer: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-_FINISH: Final[dict[Any, str]] = {
+_FINISH: Final[dict[object, str]] = {
     "max_output_tokens": "length",
     "content_filter": "content_filter",
 }

@@ -8,19 +8,25 @@ goes back as messages and function calls.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from homeassistant.components import conversation
 from homeassistant.helpers.json import json_dumps
 
 from ..media.attachments import LoadedFile
 from ..tool_answers import model_calls
-from .render import ChatLogRenderer, Item
+from .render import ChatLogRenderer
 from .request import ToolSet
 from .responses_stream import ResponsesReplay
+from .shapes import InputPart, JsonObject, ResponsesItem
+
+if TYPE_CHECKING:
+    from .render import Role
+
+type Item = ResponsesItem
 
 
-def function_tools(tool_set: ToolSet) -> list[dict[str, Any]]:
+def function_tools(tool_set: ToolSet) -> list[JsonObject]:
     """Return the tools in the Responses form, not strict (the API's default is)."""
     return [
         {"type": "function", **tool["function"], "strict": False}
@@ -28,20 +34,23 @@ def function_tools(tool_set: ToolSet) -> list[dict[str, Any]]:
     ]
 
 
-def input_attachment(file: LoadedFile) -> dict[str, Any]:
+def input_attachment(file: LoadedFile) -> InputPart:
     """Return the content part of one attachment."""
     if file.mime_type.startswith("image/"):
         return {"type": "input_image", "image_url": file.data_url, "detail": "auto"}
     return {"type": "input_file", "filename": file.name, "file_data": file.data_url}
 
 
-class InputRenderer(ChatLogRenderer):
+class InputRenderer(ChatLogRenderer[Item, InputPart]):
     """Render chat log content as Responses API input items."""
 
-    _text_type = "input_text"
     _attachment_part = staticmethod(input_attachment)
 
-    def _message(self, role: str, content: str | list[dict[str, Any]]) -> Item:
+    def _text_part(self, text: str) -> InputPart:
+        """Return a text content part."""
+        return {"type": "input_text", "text": text}
+
+    def _message(self, role: Role, content: str | list[InputPart]) -> Item:
         """Return a message item."""
         return {"type": "message", "role": role, "content": content}
 
@@ -62,7 +71,8 @@ class InputRenderer(ChatLogRenderer):
     def _assistant(self, content: conversation.AssistantContent) -> list[Item]:
         """Convert an answer: as the server gave it, or as text and calls."""
         if isinstance(content.native, ResponsesReplay):
-            return list(content.native.items)
+            # As the server gave them.
+            return cast("list[Item]", list(content.native.items))
         calls = model_calls(content)
         if not calls and not content.content:
             if content.tool_calls:

@@ -16,7 +16,7 @@ answer is parsed. `RoundTrip` runs every request through the same loop:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
@@ -31,6 +31,7 @@ from ..window.prompt_items import PromptItem
 from .extra_fields import named_fields
 from .render import Instructions
 from .request import RequestSettings, ToolSet, without_keys
+from .shapes import ChatBody, JsonObject, ResponseFormat, WireBody, WireItem
 from .sse import async_read_body
 from .transport import Budget, Transport, parse_json
 
@@ -45,17 +46,17 @@ type Delta = (
 class BodyAsk(TypedDict, total=False):
     """How a request body is asked for, beyond the chat log."""
 
-    response_format: dict[str, Any] | None
+    response_format: ResponseFormat | None
     instructions: Instructions | None
 
 
 class AnswerParser(Protocol):
     """A wire API's stream parser: the usage it read, once read."""
 
-    usage: dict[str, Any] | None
+    usage: JsonObject | None
 
 
-class Dialect[P: AnswerParser](Protocol):
+class Dialect[P: AnswerParser, B: WireBody, M: WireItem](Protocol):
     """What one wire API tells the round trip."""
 
     route: str
@@ -65,37 +66,35 @@ class Dialect[P: AnswerParser](Protocol):
     retries_unstreamed: bool
     settings: RequestSettings
     tool_set: ToolSet
-    # The tools as the body holds them, for the window to count.
-    tools: list[dict[str, Any]]
     # Where the body holds the answer's limit, and the least it may be.
     limit_key: str
     least_limit: int
 
+    @property
+    def tools(self) -> Sequence[Mapping[str, object]]:
+        """Return the tools as the body holds them, for the window to count."""
+
     async def async_render(
         self, contents: list[conversation.Content], instructions: Instructions | None
-    ) -> list[dict[str, Any]]:
+    ) -> list[M]:
         """Return the chat log as the body's conversation."""
 
-    def prompt_items(self, conversation: list[dict[str, Any]]) -> list[PromptItem]:
+    def prompt_items(self, conversation: list[M]) -> list[PromptItem]:
         """Return the conversation as the window fits it: each part's kind told."""
 
-    def body(
-        self, conversation: list[dict[str, Any]], response_format: dict[str, Any] | None
-    ) -> dict[str, Any]:
+    def body(self, conversation: list[M], response_format: ResponseFormat | None) -> B:
         """Return the request body around a conversation, unlimited."""
 
-    def streamed(self, body: dict[str, Any]) -> dict[str, Any]:
+    def streamed(self, body: B) -> B:
         """Return the body asking for a streamed answer."""
 
-    def body_features(self, body: dict[str, Any]) -> frozenset[Feature]:
+    def body_features(self, body: B) -> frozenset[Feature]:
         """Return the request features a body holds."""
 
-    def without_feature(
-        self, body: dict[str, Any], feature: Feature
-    ) -> dict[str, Any] | None:
+    def without_feature(self, body: B, feature: Feature) -> B | None:
         """Return the body asking the same without the feature; None if it cannot."""
 
-    def parser(self, body: dict[str, Any]) -> P:
+    def parser(self, body: B) -> P:
         """Return a parser for the answer to a body."""
 
     def read(
@@ -103,10 +102,10 @@ class Dialect[P: AnswerParser](Protocol):
     ) -> AsyncIterator[Delta]:
         """Yield the deltas of an answer."""
 
-    def wire_request(self, chat_body: dict[str, Any]) -> dict[str, Any]:
+    def wire_request(self, chat_body: ChatBody) -> B:
         """Return a request of the Chat Completions form as this API's body."""
 
-    def completion(self, answer: dict[str, Any]) -> dict[str, Any]:
+    def completion(self, answer: JsonObject) -> JsonObject:
         """Return a whole answer of this API as a chat completion."""
 
 
@@ -122,11 +121,11 @@ class RoundTrip:
         self,
         transport: Transport,
         capabilities: ModelCapabilities,
-        dialect: Dialect[Any],
+        dialect: Dialect[Any, Any, Any],
         budget: Budget,
         *,
         on_request: Callable[[], None],
-        on_usage: Callable[[dict[str, Any]], None],
+        on_usage: Callable[[JsonObject], None],
         fit: RequestFit | None = None,
     ) -> None:
         """Prepare a run of rounds.
@@ -137,7 +136,8 @@ class RoundTrip:
         """
         self._transport = transport
         self._capabilities = capabilities
-        self._dialect = dialect
+        # Any dialect's bodies and items are of the wire's shapes.
+        self._dialect: Dialect[Any, WireBody, WireItem] = dialect
         self._budget = budget
         self._on_request = on_request
         self._on_usage = on_usage
@@ -148,9 +148,9 @@ class RoundTrip:
         self,
         chat_log: conversation.ChatLog,
         *,
-        response_format: dict[str, Any] | None = None,
+        response_format: ResponseFormat | None = None,
         instructions: Instructions | None = None,
-    ) -> dict[str, Any]:
+    ) -> WireBody:
         """Return the request body for the chat log as it is now.
 
         `instructions` adds text to one user message (the task's own), so it
@@ -167,7 +167,7 @@ class RoundTrip:
         return self._fit.limited(body, dialect.limit_key, dialect.least_limit)
 
     async def async_stream(
-        self, chat_log: conversation.ChatLog, body: dict[str, Any]
+        self, chat_log: conversation.ChatLog, body: WireBody
     ) -> AsyncIterator[Delta]:
         """Send the request and yield the answer as chat log deltas.
 
@@ -202,7 +202,7 @@ class RoundTrip:
                     )
             yield delta
 
-    async def async_complete(self, body: dict[str, Any]) -> dict[str, Any]:
+    async def async_complete(self, body: ChatBody) -> JsonObject:
         """Send a request of the Chat Completions form; return a chat completion."""
         request = self._shaped(self._dialect.wire_request(body), stream=False)
         async with self._async_open(request) as (chunks, _):
@@ -215,14 +215,14 @@ class RoundTrip:
             self._on_usage(usage)
         return completion
 
-    def _streams_with_tools(self, body: dict[str, Any]) -> bool:
+    def _streams_with_tools(self, body: WireBody) -> bool:
         """Tell whether an empty answer to the body is asked again unstreamed."""
         return self._dialect.retries_unstreamed and bool(
             body.get("stream") and body.get("tools")
         )
 
     def _refuses_stream_with_tools(
-        self, body: dict[str, Any], err: RequestRejectedError
+        self, body: WireBody, err: RequestRejectedError
     ) -> bool:
         """Tell whether a refusal while reading is one of streaming with tools."""
         return (
@@ -231,7 +231,7 @@ class RoundTrip:
             and err.feature is Feature.STREAM_WITH_TOOLS
         )
 
-    def _shaped(self, body: dict[str, Any], stream: bool) -> dict[str, Any]:
+    def _shaped(self, body: WireBody, stream: bool) -> WireBody:
         """Return the body as the model takes it, streamed when it may be."""
         dialect = self._dialect
         if stream:
@@ -245,8 +245,8 @@ class RoundTrip:
         return without_keys(body, tuple(refused)) if refused else body
 
     def _refitted(
-        self, body: dict[str, Any], err: ContextOverflowError, fit: RequestFit
-    ) -> dict[str, Any]:
+        self, body: WireBody, err: ContextOverflowError, fit: RequestFit
+    ) -> WireBody:
         """Return the body fitted again after an overflow, as the model takes it."""
         dialect = self._dialect
         refitted = fit.limited(
@@ -255,7 +255,7 @@ class RoundTrip:
         return self._shaped(refitted, stream=False)
 
     async def _async_answer(
-        self, chat_log: conversation.ChatLog, body: dict[str, Any]
+        self, chat_log: conversation.ChatLog, body: WireBody
     ) -> AsyncIterator[Delta]:
         """Send one request and yield its answer's deltas; trace its usage."""
         while True:
@@ -277,7 +277,7 @@ class RoundTrip:
 
     @asynccontextmanager
     async def _async_open(
-        self, body: dict[str, Any]
+        self, body: WireBody
     ) -> AsyncIterator[tuple[AsyncIterator[bytes], bool]]:
         """Open the answer, dropping each feature the server refuses that can go.
 
@@ -298,7 +298,7 @@ class RoundTrip:
             yield chunks, bool(body.get("stream"))
 
     async def _async_attempt(
-        self, stack: AsyncExitStack, body: dict[str, Any]
+        self, stack: AsyncExitStack, body: WireBody
     ) -> AsyncIterator[bytes]:
         """Send the request; return its body, whose closing `stack` takes on.
 
@@ -329,9 +329,7 @@ class RoundTrip:
             stack.push_async_exit(attempt.pop_all())
         return _prepended(first, chunks)
 
-    def _without_refused(
-        self, body: dict[str, Any], err: RequestRejectedError
-    ) -> dict[str, Any]:
+    def _without_refused(self, body: WireBody, err: RequestRejectedError) -> WireBody:
         """Return the body without what the server refused; else raise.
 
         Extra fields the refusal names go first; they are learned at once.
@@ -349,7 +347,7 @@ class RoundTrip:
         return changed
 
     def _refused_fields(
-        self, body: dict[str, Any], err: RequestRejectedError
+        self, body: WireBody, err: RequestRejectedError
     ) -> tuple[str, ...]:
         """Return the extra fields of the body a refusal names, and learn them."""
         extra = [key for key in self._dialect.settings.extra if key in body]

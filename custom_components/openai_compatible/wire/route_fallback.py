@@ -9,7 +9,7 @@ the model's refusal is learned, so later requests go there directly.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Unpack
+from typing import Unpack
 
 from homeassistant.components import conversation
 
@@ -18,6 +18,7 @@ from ..errors import RequestRejectedError
 from ..models.capabilities import ModelCapabilities
 from ..models.features import Feature
 from .round_trip import BodyAsk, Delta, RoundTrip
+from .shapes import ChatBody, JsonObject, WireBody
 
 
 def refuses_route(err: RequestRejectedError) -> bool:
@@ -45,13 +46,13 @@ class FallbackAdapter:
 
     async def async_build_body(
         self, chat_log: conversation.ChatLog, **asked: Unpack[BodyAsk]
-    ) -> dict[str, Any]:
+    ) -> WireBody:
         """Return the request body of the round trip in use."""
         self._asked = asked
         return await self._current.async_build_body(chat_log, **asked)
 
     async def async_stream(
-        self, chat_log: conversation.ChatLog, body: dict[str, Any]
+        self, chat_log: conversation.ChatLog, body: WireBody
     ) -> AsyncIterator[Delta]:
         """Stream the answer; over Chat Completions if the route is refused."""
         try:
@@ -65,7 +66,7 @@ class FallbackAdapter:
         async for delta in self._current.async_stream(chat_log, body):
             yield delta
 
-    async def async_complete(self, body: dict[str, Any]) -> dict[str, Any]:
+    async def async_complete(self, body: ChatBody) -> JsonObject:
         """Answer a Chat Completions request; over Chat Completions if refused."""
         try:
             return await self._current.async_complete(body)

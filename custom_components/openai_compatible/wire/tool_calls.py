@@ -18,6 +18,7 @@ from homeassistant.util.json import json_loads
 from ..const import LOGGER
 from ..errors import ModelError
 from .readers import CallFragment, read_call_fragment
+from .shapes import JsonObject
 
 # The most tool calls one answer may ask for.
 MAX_TOOL_CALLS = 32
@@ -37,7 +38,7 @@ class PendingCall:
     call_id: str | None
     name: str | None
     fragments: list[str] = field(default_factory=list)
-    decoded: dict[str, Any] | None = None
+    decoded: JsonObject | None = None
     _size: int = field(default=0, init=False, repr=False)
     _next_check: int = field(default=0, init=False, repr=False)
 
@@ -63,7 +64,7 @@ class PendingCall:
             return False
         return True
 
-    def arguments(self) -> dict[str, Any]:
+    def arguments(self) -> JsonObject:
         """Return the decoded arguments; empty, null or not an object means none."""
         value: Any = self.decoded
         if value is None:

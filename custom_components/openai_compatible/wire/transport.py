@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 import json
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.httpx_client import get_async_client
@@ -42,6 +42,14 @@ RETRY_MIN_WAITS: Final = (0.5, 1.0)
 # Files of a form: (field, (file name, content[, media type])); without a
 # media type, the file name's extension tells it.
 type FormFiles = Sequence[tuple[str, tuple[str, bytes] | tuple[str, bytes, str]]]
+
+
+class Payload(TypedDict, total=False):
+    """What a request carries, as the HTTP client takes it."""
+
+    content: bytes | None
+    data: dict[str, str]
+    files: list[tuple[str, tuple[str, bytes] | tuple[str, bytes, str]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +150,7 @@ class Transport:
         path: str,
         *,
         budget: Budget,
-        body: Mapping[str, Any] | None = None,
+        body: Mapping[str, object] | None = None,
         sent: frozenset[Feature] = frozenset(),
         limit: int = MAX_ANSWER_BYTES,
     ) -> Any:
@@ -158,7 +166,7 @@ class Transport:
         path: str,
         *,
         budget: Budget,
-        body: Mapping[str, Any] | None = None,
+        body: Mapping[str, object] | None = None,
         sent: frozenset[Feature] = frozenset(),
         limit: int = MAX_ANSWER_BYTES,
     ) -> bytes:
@@ -174,7 +182,7 @@ class Transport:
         path: str,
         *,
         budget: Budget,
-        body: Mapping[str, Any] | None = None,
+        body: Mapping[str, object] | None = None,
         limit: int = MAX_ERROR_BYTES,
     ) -> Answer:
         """Send a request and return the whole answer, error statuses included.
@@ -200,7 +208,7 @@ class Transport:
         path: str,
         *,
         budget: Budget,
-        body: Mapping[str, Any] | None = None,
+        body: Mapping[str, object] | None = None,
         files: FormFiles | None = None,
         sent: frozenset[Feature] = frozenset(),
     ) -> AsyncIterator[Opened]:
@@ -234,7 +242,7 @@ class Transport:
             await response.aclose()
 
     async def _async_send(
-        self, method: str, path: str, payload: dict[str, Any], deadline_at: float
+        self, method: str, path: str, payload: Payload, deadline_at: float
     ) -> httpx2.Response:
         """Send the request and return the answer once its headers are in."""
         remaining = max(deadline_at - asyncio.get_running_loop().time(), 0.001)
@@ -312,7 +320,7 @@ def redirected(response: httpx2.Response) -> ServerError:
     )
 
 
-def _payload(body: Mapping[str, Any] | None, files: FormFiles | None) -> dict[str, Any]:
+def _payload(body: Mapping[str, object] | None, files: FormFiles | None) -> Payload:
     """Return what a request carries, as the HTTP client takes it.
 
     A form's fields are text: booleans as `true` and `false`, as OpenAI's
