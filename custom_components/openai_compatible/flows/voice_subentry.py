@@ -26,12 +26,10 @@ from ..const import (
     CONF_STREAMING,
     CONF_VOICE,
     DEFAULT_AUDIO_FORMAT,
-    MAX_SPEED,
-    MIN_SPEED,
 )
 from ..models.kinds import ModelKind, model_kind
 from ..models.providers import Provider
-from ..voice.audio import async_fetch_voices
+from ..voice.audio import MAX_SPEED, MIN_SPEED, async_fetch_voices
 from ..voice.audio_models import (
     is_speech_model,
     is_transcription_model,

@@ -195,6 +195,11 @@ class SpeechRequest:
     instructions: str | None = None
 
 
+# The speeds OpenAI's speech route takes.
+MIN_SPEED: Final = 0.25
+MAX_SPEED: Final = 4.0
+
+
 async def async_speak(
     transport: Transport, request: SpeechRequest, budget: Budget
 ) -> AsyncIterator[bytes]:
