@@ -40,7 +40,7 @@ from ..models.capabilities import ModelCapabilities
 from ..models.features import Feature
 from ..wire.request import RequestSettings
 from ..wire.route_fallback import Adapter
-from ..wire.transport import Budget, Transport
+from ..wire.transport import Budget, Transport, parse_json
 from .chat_paths import ChatPaths
 from .decisions_api import (
     decisions_body,
@@ -156,7 +156,7 @@ class Evaluation:
             sent.add(Feature.IMAGE_INPUT)
         try:
             async with self._chat.slots:
-                data = await self._transport.async_json(
+                raw = await self._transport.async_read(
                     "POST",
                     "/decisions",
                     budget=self._budget,
@@ -168,6 +168,7 @@ class Evaluation:
                     ),
                     sent=frozenset(sent),
                 )
+            data = parse_json(raw)
         except RequestRejectedError as err:
             # Learned only when the answer says the route is missing.
             self._no_decisions(

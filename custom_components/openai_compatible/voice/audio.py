@@ -22,7 +22,7 @@ from ..errors import ServerError
 from ..models.features import Feature
 from ..server_errors.routes import is_missing_route, route_error
 from ..wire.sse import EventStream, async_capped, async_read_body
-from ..wire.transport import Budget, Transport
+from ..wire.transport import Budget, Transport, parse_json
 
 TRANSCRIPTION_ROUTE: Final = "/audio/transcriptions"
 SPEECH_ROUTE: Final = "/audio/speech"
@@ -265,9 +265,10 @@ async def async_fetch_voices(transport: Transport) -> list[str] | None:
     helps choosing, so a failure is logged and counts as no list.
     """
     try:
-        answer = await transport.async_json(
+        raw = await transport.async_read(
             "GET", VOICES_ROUTE, budget=VALIDATION_BUDGET, limit=MAX_TEXT_BYTES
         )
+        answer = parse_json(raw)
     except ServerError as err:
         if not is_missing_route(err):
             LOGGER.debug("The voice list could not be read: %s", err)
