@@ -87,8 +87,7 @@ class _VoiceSubentryFlow(SubentryFlow):
         self, user_input: dict[str, Any] | None = None
     ) -> SubentryFlowResult:
         """Ask for the model (and a name for a new subentry)."""
-        if (entry := self._loaded_entry()) is None:
-            return self.async_abort(reason="entry_not_loaded")
+        entry = self._entry()
         errors: dict[str, str] = {}
         if user_input is not None and (model := self._model_from(user_input, errors)):
             self.options.update(user_input, **{CONF_AUDIO_MODEL: model})
@@ -183,9 +182,8 @@ class TextToSpeechSubentryFlowHandler(_VoiceSubentryFlow):
         self, user_input: dict[str, Any] | None = None
     ) -> SubentryFlowResult:
         """Ask for the voice, speed, instructions, format and streaming."""
-        if (entry := self._loaded_entry()) is None:
-            return self.async_abort(reason="entry_not_loaded")
         errors: dict[str, str] = {}
+        entry = self._entry()
         if user_input is not None:
             if voice := str(user_input[CONF_VOICE]).strip():
                 self.options.update(user_input, **{CONF_VOICE: voice})
