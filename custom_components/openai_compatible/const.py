@@ -43,9 +43,6 @@ CONF_SPEED: Final = "speed"
 CONF_INSTRUCTIONS: Final = "instructions"
 CONF_AUDIO_FORMAT: Final = "audio_format"
 DEFAULT_AUDIO_FORMAT: Final = "mp3"
-# The speeds OpenAI's speech route takes.
-MIN_SPEED: Final = 0.25
-MAX_SPEED: Final = 4.0
 
 # Round limits of the tool loop.
 MAX_TOOL_ROUNDS_CONVERSATION: Final = 10
@@ -53,19 +50,6 @@ MAX_TOOL_ROUNDS_AI_TASK: Final = 20
 
 # Entry option: the wire API (models.features.WireApi); automatic when unset.
 CONF_API: Final = "api"
-
-# Subentry options of the Responses API (see models/provider_tools.py).
-CONF_REASONING_EFFORT: Final = "reasoning_effort"
-CONF_REASONING_SUMMARY: Final = "reasoning_summary"
-CONF_VERBOSITY: Final = "verbosity"
-CONF_SERVICE_TIER: Final = "service_tier"
-CONF_STORE_RESPONSES: Final = "store_responses"
-CONF_WEB_SEARCH: Final = "web_search"
-CONF_WEB_SEARCH_CONTEXT_SIZE: Final = "web_search_context_size"
-CONF_WEB_SEARCH_USER_LOCATION: Final = "web_search_user_location"
-CONF_WEB_SEARCH_CITATIONS: Final = "web_search_citations"
-CONF_CODE_INTERPRETER: Final = "code_interpreter"
-CONF_IMAGE_GENERATION: Final = "image_generation"
 
 # Entry option: seconds one round trip with the model may take, answer included.
 CONF_TIMEOUT: Final = "timeout"

@@ -35,8 +35,6 @@ from .const import (
     CONF_STREAMING,
     CONF_VOICE,
     DEFAULT_AUDIO_FORMAT,
-    MAX_SPEED,
-    MIN_SPEED,
     SUBENTRY_TTS,
 )
 from .entity import OpenAICompatibleSubentryEntity
@@ -45,6 +43,8 @@ from .models.features import Feature
 from .platforms import setup_per_subentry
 from .voice.audio import (
     MAX_SPEECH_BYTES,
+    MAX_SPEED,
+    MIN_SPEED,
     SpeechRequest,
     async_fetch_voices,
     async_speak,

@@ -14,11 +14,16 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from custom_components.openai_compatible.const import (
     CONF_API,
     CONF_CHAT_MODEL,
+    CONF_RECOMMENDED,
+    SUBENTRY_AI_TASK,
+    SUBENTRY_CONVERSATION,
+)
+from custom_components.openai_compatible.models.features import Feature, WireApi
+from custom_components.openai_compatible.models.provider_tools import (
     CONF_CODE_INTERPRETER,
     CONF_IMAGE_GENERATION,
     CONF_REASONING_EFFORT,
     CONF_REASONING_SUMMARY,
-    CONF_RECOMMENDED,
     CONF_SERVICE_TIER,
     CONF_STORE_RESPONSES,
     CONF_VERBOSITY,
@@ -26,10 +31,7 @@ from custom_components.openai_compatible.const import (
     CONF_WEB_SEARCH_CITATIONS,
     CONF_WEB_SEARCH_CONTEXT_SIZE,
     CONF_WEB_SEARCH_USER_LOCATION,
-    SUBENTRY_AI_TASK,
-    SUBENTRY_CONVERSATION,
 )
-from custom_components.openai_compatible.models.features import Feature, WireApi
 from tests.conftest import SetupEntry
 
 REASONING = [CONF_REASONING_EFFORT, CONF_REASONING_SUMMARY, CONF_VERBOSITY]

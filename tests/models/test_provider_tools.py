@@ -11,8 +11,9 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 import pytest
 
-from custom_components.openai_compatible.const import (
-    CONF_CHAT_MODEL,
+from custom_components.openai_compatible.const import CONF_CHAT_MODEL
+from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.models.provider_tools import (
     CONF_CODE_INTERPRETER,
     CONF_IMAGE_GENERATION,
     CONF_REASONING_EFFORT,
@@ -25,7 +26,6 @@ from custom_components.openai_compatible.const import (
     CONF_WEB_SEARCH_CONTEXT_SIZE,
     CONF_WEB_SEARCH_USER_LOCATION,
 )
-from custom_components.openai_compatible.models.features import Feature
 from simulator import OpenAISimulator, image_generation_item, response_stream
 from tests.conftest import SetupEntry, converse, speech, stored_chat_log
 

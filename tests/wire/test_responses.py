@@ -13,16 +13,15 @@ from homeassistant.helpers import chat_session, intent, llm
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from custom_components.openai_compatible.const import (
-    CONF_API,
-    CONF_SERVICE_TIER,
-    CONF_STORE_RESPONSES,
-    CONF_STREAMING,
-)
+from custom_components.openai_compatible.const import CONF_API, CONF_STREAMING
 from custom_components.openai_compatible.errors import MalformedAnswerError, ServerError
 from custom_components.openai_compatible.models.capabilities import ModelCapabilities
 from custom_components.openai_compatible.models.features import Feature, WireApi
 from custom_components.openai_compatible.models.lessons import Lessons
+from custom_components.openai_compatible.models.provider_tools import (
+    CONF_SERVICE_TIER,
+    CONF_STORE_RESPONSES,
+)
 from custom_components.openai_compatible.models.providers import PROVIDERS
 from custom_components.openai_compatible.models.reports import ModelReport
 from custom_components.openai_compatible.wire.request import RequestSettings

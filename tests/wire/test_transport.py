@@ -86,7 +86,9 @@ async def test_error_bodies_of_any_shape(
         simulator.enqueue("/models", status=status, json=body)
 
     with pytest.raises(ServerError) as err:
-        await transport.async_json("GET", "/models", budget=Budget(10))
+        transport_module.parse_json(
+            await transport.async_read("GET", "/models", budget=Budget(10))
+        )
 
     assert err.value.translation_key == key
     if message is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Final, cast
 
 from ..const import LOGGER
@@ -48,35 +49,27 @@ SYSTEM_PROMPT: Final = (
 )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ChatPaths:
-    """The chat paths of one evaluation task, sharing its evidence and slots."""
+    """The chat paths of one evaluation task, sharing its evidence and slots.
 
-    def __init__(
-        self,
-        *,
-        adapter: Adapter,
-        capabilities: ModelCapabilities,
-        settings: RequestSettings,
-        slots: asyncio.Semaphore,
-        evidence: str,
-        files: list[LoadedFile],
-        skipped: dict[str, list[str]],
-    ) -> None:
-        """Keep what every chat request shares, and where to note skipped paths."""
-        self._adapter = adapter
-        self._capabilities = capabilities
-        self._settings = settings
-        self._slots = slots
-        self._evidence = evidence
-        self._files = files
-        self.skipped = skipped
+    `skipped` is where the paths note why they were not taken, per question.
+    """
+
+    adapter: Adapter
+    capabilities: ModelCapabilities
+    settings: RequestSettings
+    slots: asyncio.Semaphore
+    evidence: str
+    files: list[LoadedFile]
+    skipped: dict[str, list[str]]
 
     async def async_answer(self, question: Question) -> Outcome:
         """Answer one question from log-probabilities, else stated probabilities."""
         labels = question.labels()
-        if self._capabilities.refuses(Feature.LOGPROBS):
+        if self.capabilities.refuses(Feature.LOGPROBS):
             self.skipped[question.key].append("logprobs: the server gives none")
-        elif self._capabilities.reasoning:
+        elif self.capabilities.reasoning:
             self.skipped[question.key].append("logprobs: reasoning model")
         elif labels is None:
             self.skipped[question.key].append("logprobs: too many options")
@@ -86,17 +79,17 @@ class ChatPaths:
 
     async def _async_complete(self, body: ChatBody) -> JsonObject:
         """Send one chat request when a slot is free; return its answer."""
-        async with self._slots:
-            return await self._adapter.async_complete(body)
+        async with self.slots:
+            return await self.adapter.async_complete(body)
 
     def _messages(self, prompt: str) -> list[ChatMessage]:
         """Return the messages: evidence first (shared by all questions), then one."""
-        if not self._files:
-            text = f"{self._evidence}\n\n{prompt}"
+        if not self.files:
+            text = f"{self.evidence}\n\n{prompt}"
             user: ChatMessage = {"role": "user", "content": text}
         else:
-            parts: list[ChatPart] = [{"type": "text", "text": self._evidence}]
-            parts.extend(attachment_part(file) for file in self._files)
+            parts: list[ChatPart] = [{"type": "text", "text": self.evidence}]
+            parts.extend(attachment_part(file) for file in self.files)
             parts.append({"type": "text", "text": prompt})
             user = {"role": "user", "content": parts}
         return [{"role": "system", "content": SYSTEM_PROMPT}, user]
@@ -106,9 +99,9 @@ class ChatPaths:
     ) -> Outcome | None:
         """Read the label distribution of a one-token answer; None to fall back."""
         body = logprobs_body(
-            self._settings.model,
+            self.settings.model,
             self._messages(label_prompt(question, labels)),
-            self._settings.prompt_cache_key,
+            self.settings.prompt_cache_key,
         )
         try:
             data = await self._async_complete(body)
@@ -124,7 +117,7 @@ class ChatPaths:
         if top is None:
             self._no_logprobs(question, "the server returned none")
             return None
-        self._capabilities.learn_proven(Feature.LOGPROBS)
+        self.capabilities.learn_proven(Feature.LOGPROBS)
         raw = label_masses(top, labels)
         extra: dict[str, object] = {}
         if sum(raw.values()) < MIN_LABEL_COVERAGE:
@@ -149,14 +142,14 @@ class ChatPaths:
         self, question: Question, body: ChatBody, labels: list[str]
     ) -> dict[str, float] | None:
         """Ask again with the answer held to the labels; None when it tells nothing."""
-        if self._capabilities.refuses(Feature.JSON_SCHEMA):
+        if self.capabilities.refuses(Feature.JSON_SCHEMA):
             return None
         try:
-            held = held_to_labels(body, labels, self._capabilities.kind)
+            held = held_to_labels(body, labels, self.capabilities.kind)
             data = await self._async_complete(held)
         except RequestRejectedError as err:
             # Not asked again: the schema it holds the labels by is refused.
-            self._capabilities.learn_refused(Feature.JSON_SCHEMA, err.lesson_source)
+            self.capabilities.learn_refused(Feature.JSON_SCHEMA, err.lesson_source)
             self.skipped[question.key].append(
                 f"logprobs held to the labels: refused: {err.server_message}"
             )
@@ -168,7 +161,7 @@ class ChatPaths:
 
     def _no_logprobs(self, question: Question, reason: str) -> None:
         """Remember that the model gives no log-probabilities."""
-        self._capabilities.learn_refused(Feature.LOGPROBS, reason)
+        self.capabilities.learn_refused(Feature.LOGPROBS, reason)
         self.skipped[question.key].append(f"logprobs: {reason}")
 
     async def _async_stated(self, question: Question) -> Outcome:
@@ -184,7 +177,7 @@ class ChatPaths:
             )
 
         request, data = await async_climb(
-            self._capabilities,
+            self.capabilities,
             "evaluation",
             schema,
             strict_json_schema(schema),
@@ -232,9 +225,9 @@ class ChatPaths:
                 {"role": "user", "content": STATED_REPAIR},
             ]
         body: JsonObject = {
-            "model": self._settings.model,
+            "model": self.settings.model,
             "messages": messages,
-            **self._settings.body(),
+            **self.settings.body(),
         }
         if request.response_format:
             body["response_format"] = request.response_format

@@ -35,12 +35,12 @@ from homeassistant.helpers.json import json_dumps
 
 from ..const import LOGGER
 from ..errors import InputError, RequestRejectedError, ServerError, TranslatedError
-from ..media.attachments import LoadedFile, async_load_attachments
+from ..media.attachments import async_load_attachments
 from ..models.capabilities import ModelCapabilities
 from ..models.features import Feature
 from ..wire.request import RequestSettings
 from ..wire.route_fallback import Adapter
-from ..wire.transport import Budget, Transport
+from ..wire.transport import Budget, Transport, parse_json
 from .chat_paths import ChatPaths
 from .decisions_api import (
     decisions_body,
@@ -78,33 +78,37 @@ class Evaluation:
             )
         self._task = task
         self._transport = transport
-        self._adapter = adapter
-        self._capabilities = capabilities
-        self._settings = settings
         self._budget = budget
-        self._slots = slots
-        self._files: list[LoadedFile] = []
-        self._evidence = _evidence_text(task)
         self.questions = [
             Question.from_task(key, question)
             for key, question in task.questions.items()
         ]
+        # The chat paths hold what every path shares; the files come in the run.
+        self._chat = ChatPaths(
+            adapter=adapter,
+            capabilities=capabilities,
+            settings=settings,
+            slots=slots,
+            evidence=_evidence_text(task),
+            files=[],
+            skipped={q.key: [] for q in self.questions},
+        )
         # Why a question did not take an earlier path, per question key.
-        self.skipped: dict[str, list[str]] = {q.key: [] for q in self.questions}
+        self.skipped = self._chat.skipped
 
     async def async_run(self, hass: HomeAssistant) -> ai_task.EvaluationTaskResult:
         """Answer all questions: the Decisions API first, then chat completions."""
         if self._task.attachments:
-            self._files = await async_load_attachments(hass, self._task.attachments)
+            files = await async_load_attachments(hass, self._task.attachments)
+            self._chat.files.extend(files)
         outcomes: dict[str, Outcome] = {}
         if eligible := self._decisions_eligible():
             outcomes.update(await self._async_decisions(eligible) or {})
         rest = [q for q in self.questions if q.key not in outcomes]
-        chat = self._chat_paths()
         try:
             # One failed question fails the task: the others are cancelled.
             async with asyncio.TaskGroup() as group:
-                tasks = [group.create_task(chat.async_answer(q)) for q in rest]
+                tasks = [group.create_task(self._chat.async_answer(q)) for q in rest]
         except ExceptionGroup as errors:
             if (error := _first_translated_error(errors)) is None:
                 raise
@@ -120,26 +124,14 @@ class Evaluation:
             }
         )
 
-    def _chat_paths(self) -> ChatPaths:
-        """Return the chat paths, sharing the task's evidence, files and notes."""
-        return ChatPaths(
-            adapter=self._adapter,
-            capabilities=self._capabilities,
-            settings=self._settings,
-            slots=self._slots,
-            evidence=self._evidence,
-            files=self._files,
-            skipped=self.skipped,
-        )
-
     # --- path 1: the Decisions API ------------------------------------------
 
     def _decisions_eligible(self) -> list[Question]:
         """Return the questions to ask the Decisions API, if it is worth asking."""
-        if self._capabilities.refuses(Feature.DECISIONS):
+        if self._chat.capabilities.refuses(Feature.DECISIONS):
             self._skip_all("decisions: not offered by this server")
             return []
-        if not files_fit(self._files):
+        if not files_fit(self._chat.files):
             self._skip_all("decisions: the attachments are not all images, or too many")
             return []
         eligible: list[Question] = []
@@ -160,19 +152,23 @@ class Evaluation:
     ) -> dict[str, Outcome] | None:
         """Ask the Decisions API; None when it does not answer this task."""
         sent = {Feature.DECISIONS}
-        if self._files:
+        if self._chat.files:
             sent.add(Feature.IMAGE_INPUT)
         try:
-            async with self._slots:
-                data = await self._transport.async_json(
+            async with self._chat.slots:
+                raw = await self._transport.async_read(
                     "POST",
                     "/decisions",
                     budget=self._budget,
                     body=decisions_body(
-                        self._settings.model, self._evidence, self._files, questions
+                        self._chat.settings.model,
+                        self._chat.evidence,
+                        self._chat.files,
+                        questions,
                     ),
                     sent=frozenset(sent),
                 )
+            data = parse_json(raw)
         except RequestRejectedError as err:
             # Learned only when the answer says the route is missing.
             self._no_decisions(
@@ -190,7 +186,7 @@ class Evaluation:
             # A catch-all page (some proxies answer any path with 200).
             self._no_decisions(questions, "the answer is not a Decision", learn=True)
             return None
-        self._capabilities.learn_proven(Feature.DECISIONS)
+        self._chat.capabilities.learn_proven(Feature.DECISIONS)
         return read_decision(data["answers"], questions)
 
     def _no_decisions(
@@ -199,7 +195,7 @@ class Evaluation:
         """Send the questions on; remember that the model has no Decisions API."""
         LOGGER.debug("Decisions API not used, using chat completions: %s", reason)
         if learn:
-            self._capabilities.learn_refused(Feature.DECISIONS, reason)
+            self._chat.capabilities.learn_refused(Feature.DECISIONS, reason)
         for question in questions:
             self.skipped[question.key].append(f"decisions: {reason}")
 
@@ -209,7 +205,7 @@ class Evaluation:
         """Tell the debug log and an active conversation trace how it went."""
         detail = {
             "task_name": self._task.name,
-            "model": self._settings.model,
+            "model": self._chat.settings.model,
             "questions": {
                 q.key: {
                     "path": outcomes[q.key].path,

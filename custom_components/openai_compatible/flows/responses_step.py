@@ -18,8 +18,11 @@ from homeassistant.helpers.field_visibility import FieldCondition
 from homeassistant.helpers.typing import VolDictType
 import probatio
 
-from ..const import (
-    CONF_API,
+from ..const import CONF_API, SUBENTRY_CONVERSATION
+from ..models.capabilities import ModelCapabilities
+from ..models.features import Feature, WireApi, api_setting
+from ..models.names import service_tiers
+from ..models.provider_tools import (
     CONF_CODE_INTERPRETER,
     CONF_IMAGE_GENERATION,
     CONF_REASONING_EFFORT,
@@ -31,12 +34,6 @@ from ..const import (
     CONF_WEB_SEARCH_CITATIONS,
     CONF_WEB_SEARCH_CONTEXT_SIZE,
     CONF_WEB_SEARCH_USER_LOCATION,
-    SUBENTRY_CONVERSATION,
-)
-from ..models.capabilities import ModelCapabilities
-from ..models.features import Feature, WireApi, api_setting
-from ..models.names import service_tiers
-from ..models.provider_tools import (
     DEFAULT_REASONING_SUMMARY,
     DEFAULT_SEARCH_CONTEXT_SIZE,
     DEFAULT_SERVICE_TIER,

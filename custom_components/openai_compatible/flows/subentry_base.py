@@ -11,6 +11,7 @@ from homeassistant.config_entries import (
     ConfigSubentryFlow,
     SubentryFlowResult,
 )
+from homeassistant.data_entry_flow import AbortFlow
 
 from ..const import CONF_PROVIDER
 from ..models.providers import Provider, provider_for
@@ -32,6 +33,12 @@ class SubentryFlow(ConfigSubentryFlow):
         entry = self._get_entry()
         return entry if entry.state is ConfigEntryState.LOADED else None
 
+    def _entry(self) -> ConfigEntry:
+        """Return the loaded entry; abort the flow when it is not loaded."""
+        if (entry := self._loaded_entry()) is None:
+            raise AbortFlow("entry_not_loaded")
+        return entry
+
     def _defaults(self, models: list[str], preset: Provider) -> dict[str, Any]:
         """Return the settings a new subentry starts from."""
         raise NotImplementedError
@@ -40,8 +47,7 @@ class SubentryFlow(ConfigSubentryFlow):
         self, user_input: dict[str, Any] | None = None
     ) -> SubentryFlowResult:
         """Add a subentry, starting from what suits the server's models."""
-        if (entry := self._loaded_entry()) is None:
-            return self.async_abort(reason="entry_not_loaded")
+        entry = self._entry()
         preset = provider_for(entry.data.get(CONF_PROVIDER))
         self.options = self._defaults(entry.runtime_data.models, preset)
         return await self.async_step_init()

@@ -26,12 +26,10 @@ from ..const import (
     CONF_STREAMING,
     CONF_VOICE,
     DEFAULT_AUDIO_FORMAT,
-    MAX_SPEED,
-    MIN_SPEED,
 )
 from ..models.kinds import ModelKind, model_kind
 from ..models.providers import Provider
-from ..voice.audio import async_fetch_voices
+from ..voice.audio import MAX_SPEED, MIN_SPEED, async_fetch_voices
 from ..voice.audio_models import (
     is_speech_model,
     is_transcription_model,
@@ -89,8 +87,7 @@ class _VoiceSubentryFlow(SubentryFlow):
         self, user_input: dict[str, Any] | None = None
     ) -> SubentryFlowResult:
         """Ask for the model (and a name for a new subentry)."""
-        if (entry := self._loaded_entry()) is None:
-            return self.async_abort(reason="entry_not_loaded")
+        entry = self._entry()
         errors: dict[str, str] = {}
         if user_input is not None and (model := self._model_from(user_input, errors)):
             self.options.update(user_input, **{CONF_AUDIO_MODEL: model})
@@ -185,9 +182,8 @@ class TextToSpeechSubentryFlowHandler(_VoiceSubentryFlow):
         self, user_input: dict[str, Any] | None = None
     ) -> SubentryFlowResult:
         """Ask for the voice, speed, instructions, format and streaming."""
-        if (entry := self._loaded_entry()) is None:
-            return self.async_abort(reason="entry_not_loaded")
         errors: dict[str, str] = {}
+        entry = self._entry()
         if user_input is not None:
             if voice := str(user_input[CONF_VOICE]).strip():
                 self.options.update(user_input, **{CONF_VOICE: voice})

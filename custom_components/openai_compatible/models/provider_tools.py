@@ -18,21 +18,21 @@ from typing import Any, Final
 
 from homeassistant.core import HomeAssistant
 
-from ..const import (
-    CONF_CODE_INTERPRETER,
-    CONF_IMAGE_GENERATION,
-    CONF_REASONING_EFFORT,
-    CONF_REASONING_SUMMARY,
-    CONF_SERVICE_TIER,
-    CONF_STORE_RESPONSES,
-    CONF_VERBOSITY,
-    CONF_WEB_SEARCH,
-    CONF_WEB_SEARCH_CITATIONS,
-    CONF_WEB_SEARCH_CONTEXT_SIZE,
-    CONF_WEB_SEARCH_USER_LOCATION,
-)
 from ..wire.responses import ResponsesOptions
 from ..wire.shapes import JsonObject
+
+# The subentry options of the Responses API.
+CONF_REASONING_EFFORT: Final = "reasoning_effort"
+CONF_REASONING_SUMMARY: Final = "reasoning_summary"
+CONF_VERBOSITY: Final = "verbosity"
+CONF_SERVICE_TIER: Final = "service_tier"
+CONF_STORE_RESPONSES: Final = "store_responses"
+CONF_WEB_SEARCH: Final = "web_search"
+CONF_WEB_SEARCH_CONTEXT_SIZE: Final = "web_search_context_size"
+CONF_WEB_SEARCH_USER_LOCATION: Final = "web_search_user_location"
+CONF_WEB_SEARCH_CITATIONS: Final = "web_search_citations"
+CONF_CODE_INTERPRETER: Final = "code_interpreter"
+CONF_IMAGE_GENERATION: Final = "image_generation"
 
 REASONING_EFFORTS: Final = ("minimal", "low", "medium", "high")
 VERBOSITIES: Final = ("low", "medium", "high")

@@ -103,6 +103,8 @@ _ROUTE_NOT_FOUND: Final = re.compile(
 _QUOTED_ROUTE_NOT_FOUND: Final = re.compile(
     r"""['"]detail['"]\s*:\s*['"]not found['"]"""
 )
+# How the answer's format is named, for JSON schemas and JSON objects alike.
+_FORMAT: Final = ("response_format", "response format", "text.format")
 # Where a feature may appear in an answer, per feature; checked in this order.
 _NAMES: Final[tuple[tuple[Feature, tuple[str, ...]], ...]] = (
     (Feature.STREAM_OPTIONS, ("stream_options", "include_usage")),
@@ -120,28 +122,9 @@ _NAMES: Final[tuple[tuple[Feature, tuple[str, ...]], ...]] = (
     (Feature.MAX_TOKENS, ("max_tokens",)),
     (Feature.SAMPLING, ("temperature", "top_p")),
     (Feature.STRICT_SCHEMA, ("strict",)),
-    (
-        Feature.JSON_SCHEMA,
-        (
-            "json_schema",
-            "response_format",
-            "response format",
-            "text.format",
-            "schema",
-            "guided",
-        ),
-    ),
+    (Feature.JSON_SCHEMA, ("json_schema", *_FORMAT, "schema", "guided")),
     (Feature.JSON_OBJECT_SCHEMA, ("schema",)),
-    (
-        Feature.JSON_OBJECT,
-        (
-            "json_object",
-            "response_format",
-            "response format",
-            "text.format",
-            "json mode",
-        ),
-    ),
+    (Feature.JSON_OBJECT, ("json_object", *_FORMAT, "json mode")),
     (
         Feature.IMAGE_INPUT,
         ("image_url", "image", "vision", "multimodal", *_LIST_REFUSED),

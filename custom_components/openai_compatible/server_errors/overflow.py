@@ -21,32 +21,39 @@ class Overflow:
 
 # The most digits a token count in an error text is read with.
 MAX_FIGURE_DIGITS = 9
-_WINDOW = (
+
+
+def _patterns(*texts: str) -> tuple[re.Pattern[str], ...]:
+    """Return the texts as patterns that ignore case."""
+    return tuple(re.compile(text, re.IGNORECASE) for text in texts)
+
+
+_WINDOW = _patterns(
     # OpenAI, vLLM, DeepSeek, Groq, and gateways that pass their text on.
-    re.compile(r"maximum context length is (\d+)", re.IGNORECASE),
+    r"maximum context length is (\d+)",
     # llama.cpp server.
-    re.compile(r"available context size \((\d+) tokens?\)", re.IGNORECASE),
+    r"available context size \((\d+) tokens?\)",
     # LM Studio.
-    re.compile(r"context length of only (\d+)", re.IGNORECASE),
+    r"context length of only (\d+)",
     # Mistral.
-    re.compile(r"with (\d+) maximum context length", re.IGNORECASE),
+    r"with (\d+) maximum context length",
     # Gemini.
-    re.compile(r"maximum number of tokens allowed \((\d+)\)", re.IGNORECASE),
+    r"maximum number of tokens allowed \((\d+)\)",
     # Anthropic's wording, behind a gateway.
-    re.compile(r"tokens > (\d+) maximum", re.IGNORECASE),
+    r"tokens > (\d+) maximum",
     # Text Generation Inference.
-    re.compile(r"max_new_tokens` must be <= (\d+)", re.IGNORECASE),
+    r"max_new_tokens` must be <= (\d+)",
 )
-_PROMPT = (
-    re.compile(r"your messages resulted in (\d+) tokens", re.IGNORECASE),
-    re.compile(r"\((\d+) in the messages", re.IGNORECASE),
-    re.compile(r"your request has (\d+) input tokens", re.IGNORECASE),
-    re.compile(r"request \((\d+) tokens\) exceeds", re.IGNORECASE),
-    re.compile(r"keep the first (\d+) tokens", re.IGNORECASE),
-    re.compile(r"prompt contains (\d+) tokens", re.IGNORECASE),
-    re.compile(r"input token count \((\d+)\)", re.IGNORECASE),
-    re.compile(r"prompt is too long: (\d+) tokens", re.IGNORECASE),
-    re.compile(r"given: (\d+) `inputs` tokens", re.IGNORECASE),
+_PROMPT = _patterns(
+    r"your messages resulted in (\d+) tokens",
+    r"\((\d+) in the messages",
+    r"your request has (\d+) input tokens",
+    r"request \((\d+) tokens\) exceeds",
+    r"keep the first (\d+) tokens",
+    r"prompt contains (\d+) tokens",
+    r"input token count \((\d+)\)",
+    r"prompt is too long: (\d+) tokens",
+    r"given: (\d+) `inputs` tokens",
 )
 # Words of an overflow error that names no number.
 _OVERFLOW_WORDS = (

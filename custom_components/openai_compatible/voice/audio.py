@@ -24,7 +24,7 @@ from ..server_errors.routes import is_missing_route, route_error
 from ..wire.readers import error_message, read_list, read_object_or_empty
 from ..wire.shapes import JsonObject, SpeechBody, TranscriptionBody
 from ..wire.sse import EventStream, async_capped, async_read_body
-from ..wire.transport import Budget, Transport
+from ..wire.transport import Budget, Transport, parse_json
 
 TRANSCRIPTION_ROUTE: Final = "/audio/transcriptions"
 SPEECH_ROUTE: Final = "/audio/speech"
@@ -197,6 +197,11 @@ class SpeechRequest:
     instructions: str | None = None
 
 
+# The speeds OpenAI's speech route takes.
+MIN_SPEED: Final = 0.25
+MAX_SPEED: Final = 4.0
+
+
 async def async_speak(
     transport: Transport, request: SpeechRequest, budget: Budget
 ) -> AsyncIterator[bytes]:
@@ -262,9 +267,10 @@ async def async_fetch_voices(transport: Transport) -> list[str] | None:
     helps choosing, so a failure is logged and counts as no list.
     """
     try:
-        answer = await transport.async_json(
+        raw = await transport.async_read(
             "GET", VOICES_ROUTE, budget=VALIDATION_BUDGET, limit=MAX_TEXT_BYTES
         )
+        answer = parse_json(raw)
     except ServerError as err:
         if not is_missing_route(err):
             LOGGER.debug("The voice list could not be read: %s", err)

@@ -9,6 +9,7 @@ network chunks is decoded whole with the rest of its line.
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
+from dataclasses import KW_ONLY, dataclass, field
 import re
 
 from homeassistant.util.json import json_loads
@@ -133,6 +134,7 @@ class SSEDecoder:
         self._first_line = False
 
 
+@dataclass(slots=True)
 class EventStream:
     """The JSON objects of an OpenAI-style event stream, read within bounds.
 
@@ -142,23 +144,16 @@ class EventStream:
     so that the connection can be reused. Data that is not JSON is skipped.
     """
 
-    def __init__(
-        self,
-        chunks: AsyncIterable[bytes],
-        *,
-        max_line_bytes: int = MAX_LINE_BYTES,
-        max_bytes: int = MAX_ANSWER_BYTES,
-    ) -> None:
-        """Prepare to read the body's chunks."""
-        self._chunks = chunks
-        self._max_line = max_line_bytes
-        self._max_bytes = max_bytes
-        self.done = False
+    chunks: AsyncIterable[bytes]
+    _: KW_ONLY
+    max_line_bytes: int = MAX_LINE_BYTES
+    max_bytes: int = MAX_ANSWER_BYTES
+    done: bool = field(default=False, init=False)
 
     async def __aiter__(self) -> AsyncIterator[list[JSONObject]]:
         """Yield the JSON objects of the events each network chunk completes."""
-        decoder = SSEDecoder(self._max_line)
-        async for chunk in async_capped(self._chunks, self._max_bytes):
+        decoder = SSEDecoder(self.max_line_bytes)
+        async for chunk in async_capped(self.chunks, self.max_bytes):
             yield [
                 event for data in decoder.feed(chunk) for event in self._events(data)
             ]

@@ -144,22 +144,6 @@ class Transport:
             return str(root.join(path[2:]))
         return f"{self.base_url}/{path.lstrip('/')}"
 
-    async def async_json(
-        self,
-        method: str,
-        path: str,
-        *,
-        budget: Budget,
-        body: Mapping[str, object] | None = None,
-        sent: frozenset[Feature] = frozenset(),
-        limit: int = MAX_ANSWER_BYTES,
-    ) -> Any:
-        """Send a request and return its JSON answer (any JSON value)."""
-        raw = await self.async_read(
-            method, path, budget=budget, body=body, sent=sent, limit=limit
-        )
-        return parse_json(raw)
-
     async def async_read(
         self,
         method: str,
