@@ -77,6 +77,11 @@ class WireApi(StrEnum):
     AUTOMATIC = "automatic"
 
 
+def saved_choice[E: StrEnum](choices: type[E], value: Any, default: E) -> E:
+    """Return a saved setting as one of its choices; the default when unknown."""
+    return choices(str(value)) if value in choices else default
+
+
 def api_setting(value: Any) -> WireApi:
     """Return an entry's saved API setting; automatic when unset or unknown."""
-    return WireApi(str(value)) if value in WireApi else WireApi.AUTOMATIC
+    return saved_choice(WireApi, value, WireApi.AUTOMATIC)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
+from .features import saved_choice
 from .names import least_reasoning_effort, takes_reasoning_effort
 from .reports import ServerKind
 
@@ -19,7 +20,7 @@ class Thinking(StrEnum):
 
 def thinking_setting(value: Any) -> Thinking:
     """Return a saved thinking setting; the server's default when unset or unknown."""
-    return Thinking(str(value)) if value in Thinking else Thinking.DEFAULT
+    return saved_choice(Thinking, value, Thinking.DEFAULT)
 
 
 def thinking_fields(
