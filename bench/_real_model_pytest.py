@@ -546,7 +546,7 @@ def alternating_report(count: int, runs: dict[str, list[Conversation]]) -> str:
     slower = slower_turns(runs["ours"], runs["core"])
     lines.append(
         "  ours never slower to the first token than core on the same turn "
-        "(slower: in every pair): "
+        "(slower: the median pair over max(10 ms, 3 %)): "
         + (f"slower on turns {slower} (NOT met)" if slower else "met")
     )
     answered = all(all(run.answered) for run in runs["ours"])
