@@ -42,6 +42,8 @@ LOOKUP_SCHEMA: Final[dict[str, Any]] = {
 _WORD = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _SHORT: Final = 3
+# Words that say nothing of what a tool does.
+_FILLERS: Final = frozenset({"the", "and", "for", "please", "can", "you", "with"})
 
 
 def words(text: str) -> set[str]:
@@ -49,7 +51,7 @@ def words(text: str) -> set[str]:
     return {
         word
         for word in _WORD.findall(_CAMEL.sub(r"\1 \2", text).lower())
-        if len(word) >= _SHORT
+        if len(word) >= _SHORT and word not in _FILLERS
     }
 
 
