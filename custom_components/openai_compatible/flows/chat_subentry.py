@@ -44,6 +44,7 @@ from .defaults import chat_defaults
 from .fields import dropdown, whole_number
 from .responses_step import responses_data, responses_schema, suggested_values
 from .subentry_base import SubentryFlow
+from .tools_step import async_tool_names, tools_data, tools_schema
 
 # The sampling settings behind the "recommended" toggle, with their defaults.
 ADVANCED_DEFAULTS: Final[dict[str, float]] = {
@@ -92,10 +93,10 @@ class ModelSubentryFlowHandler(SubentryFlow):
         if user_input is not None:
             data = self._form_data(user_input)
             self._name = (user_input.get(CONF_NAME) or "").strip()
-            if self._responses_schema(data) is not None:
+            if data.get(CONF_LLM_HASS_API):
                 self.options = data
-                return await self.async_step_responses()
-            return self._async_store(data, self._name)
+                return await self.async_step_tools()
+            return await self._async_after_tools(data)
 
         self._drop_stale_apis()
         return self.async_show_form(
@@ -105,6 +106,28 @@ class ModelSubentryFlowHandler(SubentryFlow):
             ),
             last_step=self._responses_schema(self.options) is None,
         )
+
+    async def async_step_tools(
+        self, user_input: dict[str, Any] | None = None
+    ) -> SubentryFlowResult:
+        """Show and save which tools the agent offers, and how."""
+        if user_input is not None:
+            return await self._async_after_tools(tools_data(self.options, user_input))
+        names = await async_tool_names(self.hass, self.options[CONF_LLM_HASS_API])
+        return self.async_show_form(
+            step_id="tools",
+            data_schema=self.add_suggested_values_to_schema(
+                tools_schema(names, self.options), self.options
+            ),
+            last_step=self._responses_schema(self.options) is None,
+        )
+
+    async def _async_after_tools(self, data: dict[str, Any]) -> SubentryFlowResult:
+        """Go on to the Responses API options where the model takes some; or save."""
+        if self._responses_schema(data) is not None:
+            self.options = data
+            return await self.async_step_responses()
+        return self._async_store(data, self._name)
 
     async def async_step_responses(
         self, user_input: dict[str, Any] | None = None
