@@ -10,10 +10,12 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 
 from custom_components.openai_compatible.const import (
+    CONF_API,
     CONF_MAX_TOOL_CALLS,
     CONF_TOOLS,
     CONF_TOOLS_ON_DEMAND,
 )
+from custom_components.openai_compatible.models.features import WireApi
 from simulator import OpenAISimulator, sse_text, sse_tool_calls
 
 from ..conftest import SetupEntry, converse, speech
@@ -127,3 +129,25 @@ async def test_looked_up_tools_last_the_conversation(
     assert names(requests[4])[: len(found)] == found
     assert LIVE_CONTEXT in names(requests[4])
     assert names(requests[-1]) == ["find_tools"]
+
+
+async def test_tools_on_demand_over_responses(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    kitchen_light: str,
+) -> None:
+    """Over the Responses API the lookup is answered and the found tool runs."""
+    await setup_entry(
+        conversation=ASSIST | {CONF_TOOLS_ON_DEMAND: True},
+        options={CONF_API: WireApi.RESPONSES},
+    )
+
+    await converse(hass, "turn on the kitchen light")
+
+    assert hass.states.get(kitchen_light).state == "on"
+    first, second, *_ = simulator.responses_requests()
+    assert [tool["name"] for tool in first["tools"]] == ["find_tools"]
+    assert TURN_ON in [tool["name"] for tool in second["tools"]]
+    found = json.loads(second["input"][-1]["output"])
+    assert found["note"] == "These tools can be called now."
