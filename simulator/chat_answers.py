@@ -10,6 +10,7 @@ from . import home, logprobs
 from .answer import Answer
 from .chat_messages import message_text, tool_names
 from .ids import new_id
+from .lookup import ends_with_lookup, lookup_call
 from .schema import fill_schema, schema_in_text
 
 if TYPE_CHECKING:
@@ -101,25 +102,27 @@ def _describe(message: dict[str, Any]) -> str:
 
 
 def _tool_answer(body: dict[str, Any], messages: list[dict[str, Any]]) -> Answer | None:
-    """Call a tool for a simple home command or question, or when tool_choice demands one."""
+    """Call a tool for a simple home command or question, or when tool_choice demands one.
+
+    Where only a lookup tool fits, it is called first (see lookup.py).
+    """
     tools = body.get("tools") or []
     choice = body.get("tool_choice", "auto")
-    if not tools or choice == "none" or messages[-1]["role"] != "user":
+    asked = messages[-1]["role"] == "user"
+    if not tools or choice == "none" or not (asked or ends_with_lookup(messages)):
         return None
     names = tool_names(tools)
-    if match := _COMMAND.match(message_text(messages[-1].get("content"))):
-        state = (match["state"] or match["state2"]).lower()
-        intent = "HassTurnOn" if state == "on" else "HassTurnOff"
-        tool = next(
-            (n for n in names if n == intent or n.endswith(f"__{intent}")), None
-        )
-        if tool is not None:
-            target = match["name"] or match["name2"]
-            return Answer(
-                tool_calls=[(new_id("call_"), tool, json.dumps({"name": target}))]
-            )
-    if call := home.tool_for(message_text(messages[-1].get("content")), names):
-        return Answer(tool_calls=[call])
+    text = next(
+        message_text(m.get("content"))
+        for m in reversed(messages)
+        if m["role"] == "user"
+    )
+    if call := _command_call(text, names):
+        return call
+    if not asked:
+        return None
+    if call := lookup_call(text, names):
+        return call
     if choice == "auto":
         return None
     forced = choice["function"]["name"] if isinstance(choice, dict) else names[0]
@@ -131,6 +134,24 @@ def _tool_answer(body: dict[str, Any], messages: list[dict[str, Any]]) -> Answer
     return Answer(
         tool_calls=[(new_id("call_"), forced, json.dumps(fill_schema(schema)))]
     )
+
+
+def _command_call(text: str, names: list[str]) -> Answer | None:
+    """Return the call of an on/off command, a thermostat command or a question."""
+    if match := _COMMAND.match(text):
+        state = (match["state"] or match["state2"]).lower()
+        intent = "HassTurnOn" if state == "on" else "HassTurnOff"
+        tool = next(
+            (n for n in names if n == intent or n.endswith(f"__{intent}")), None
+        )
+        if tool is not None:
+            target = match["name"] or match["name2"]
+            return Answer(
+                tool_calls=[(new_id("call_"), tool, json.dumps({"name": target}))]
+            )
+    if call := home.tool_for(text, names):
+        return Answer(tool_calls=[call])
+    return None
 
 
 def _structured_answer(

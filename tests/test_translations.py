@@ -14,9 +14,10 @@ from homeassistant.config_entries import (
     ConfigFlowResult,
     SubentryFlowResult,
 )
-from homeassistant.const import CONF_API_KEY
+from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API
 from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType
+from homeassistant.helpers import llm
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
@@ -26,6 +27,7 @@ from custom_components.openai_compatible.const import (
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
     CONF_PROVIDER,
+    CONF_RECOMMENDED,
     DOMAIN,
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
@@ -314,6 +316,20 @@ async def _shown_forms(
     shown.append(
         await hass.config_entries.subentries.async_configure(
             speech["flow_id"], {CONF_AUDIO_MODEL: "tts-1"}
+        )
+    )
+    # An agent with an LLM API chooses its tools next.
+    agent = await hass.config_entries.subentries.async_init(
+        (entry.entry_id, SUBENTRY_CONVERSATION), context={"source": SOURCE_USER}
+    )
+    shown.append(
+        await hass.config_entries.subentries.async_configure(
+            agent["flow_id"],
+            {
+                CONF_CHAT_MODEL: "gpt-4o-mini",
+                CONF_LLM_HASS_API: [llm.LLM_API_ASSIST],
+                CONF_RECOMMENDED: True,
+            },
         )
     )
     # Over the Responses API, a reasoning model's options follow the settings.

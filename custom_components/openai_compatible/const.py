@@ -48,6 +48,12 @@ DEFAULT_AUDIO_FORMAT: Final = "mp3"
 MAX_TOOL_ROUNDS_CONVERSATION: Final = 10
 MAX_TOOL_ROUNDS_AI_TASK: Final = 20
 
+# Conversation agents: the tools offered (Home Assistant's names; none: all,
+# new ones too), tools looked up on demand, and tool calls a turn may make.
+CONF_TOOLS: Final = "tools"
+CONF_TOOLS_ON_DEMAND: Final = "tools_on_demand"
+CONF_MAX_TOOL_CALLS: Final = "max_tool_calls"
+
 # Entry option: the wire API (models.features.WireApi); automatic when unset.
 CONF_API: Final = "api"
 

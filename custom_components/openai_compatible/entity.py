@@ -37,6 +37,7 @@ from .models.fit import chat_log_attachments, check_model_takes, learning_refusa
 from .models.provider_tools import responses_options
 from .models.providers import provider_for
 from .tool_answers import unanswerable_error
+from .tool_offer.offer import ToolOffer
 from .window.context_window import ContextWindow, default_answer_limit
 from .wire.chat_completions import ChatCompletionsDialect
 from .wire.extra_fields import request_fields
@@ -243,7 +244,10 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
         With `slots`, each request streams only while it holds one (tools run
         after).
         """
-        adapter = self.adapter(self._tool_set(chat_log.llm_api), chat_log)
+        offer = ToolOffer(
+            self._tool_set(chat_log.llm_api), self.subentry.data, chat_log
+        )
+        adapter = self.adapter(offer.tool_set(), chat_log)
         capabilities = self.capabilities
         check_model_takes(
             capabilities,
@@ -252,6 +256,9 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
         )
         with self._server_errors(), learning_refusals(capabilities):
             for _ in range(max_rounds):
+                if adapter.tool_set is not offer.tool_set():
+                    # A lookup found tools: they go at the end of the list.
+                    adapter = self.adapter(offer.tool_set(), chat_log)
                 body = await adapter.async_build_body(
                     chat_log, response_format=response_format, instructions=instructions
                 )

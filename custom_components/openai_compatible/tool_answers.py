@@ -16,6 +16,7 @@ from homeassistant.components import conversation
 from homeassistant.helpers import llm
 
 from .errors import ModelError
+from .wire.request import OwnCalls
 from .wire.tool_calls import PendingCall, offered_name
 
 type Answer = conversation.ToolResultContentDeltaDict
@@ -39,12 +40,14 @@ def tool_inputs(
     calls: Iterable[PendingCall],
     tool_names: Mapping[str, str],
     new_id: Callable[[], str],
+    own_calls: OwnCalls | None = None,
 ) -> tuple[list[llm.ToolInput], list[Answer]]:
-    """Return the inputs of the calls, and the answers to those that cannot run."""
+    """Return the inputs of the calls, and the answers to those not run here."""
     inputs: list[llm.ToolInput] = []
     answers: list[Answer] = []
     for call in calls:
-        tool_input, answer = call_input(call, call.call_id or new_id(), tool_names)
+        call_id = call.call_id or new_id()
+        tool_input, answer = call_input(call, call_id, tool_names, own_calls)
         inputs.append(tool_input)
         if answer is not None:
             answers.append(answer)
@@ -52,9 +55,15 @@ def tool_inputs(
 
 
 def call_input(
-    call: PendingCall, call_id: str, tool_names: Mapping[str, str]
+    call: PendingCall,
+    call_id: str,
+    tool_names: Mapping[str, str],
+    own_calls: OwnCalls | None = None,
 ) -> tuple[llm.ToolInput, Answer | None]:
-    """Return the input of a call, and the answer to the model if it cannot run."""
+    """Return the input of a call, and the answer to the model if it is not run.
+
+    `own_calls` may answer a call that could run (a lookup, a call past the cap).
+    """
     wire_name = offered_name(call.name, tool_names)
     if wire_name is None:
         offered = ", ".join(tool_names) or "none"
@@ -66,7 +75,10 @@ def call_input(
     except ModelError as err:
         problem = (err.translation_placeholders or {}).get("message", "")
         return _answered(call_id, name, "invalid_tool_arguments", problem)
-    return llm.ToolInput(name, arguments, id=call_id), None
+    tool_input = llm.ToolInput(name, arguments, id=call_id)
+    if own_calls is not None and (result := own_calls(tool_input)) is not None:
+        return _answered_with(tool_input, result)
+    return tool_input, None
 
 
 def _answered(
@@ -76,13 +88,21 @@ def _answered(
     result = llm.ToolResult(
         {"error": error, "error_text": problem, "hint": _HINTS[error]}, error=True
     )
+    return _answered_with(llm.ToolInput(name, {}, id=call_id), result)
+
+
+def _answered_with(
+    call: llm.ToolInput, result: llm.ToolResult
+) -> tuple[llm.ToolInput, Answer]:
+    """Return a call as one Home Assistant does not run, and its given result."""
     answer: Answer = {
         "role": "tool_result",
-        "tool_call_id": call_id,
-        "tool_name": name,
+        "tool_call_id": call.id,
+        "tool_name": call.tool_name,
         "result": result,
     }
-    return llm.ToolInput(name, {}, id=call_id, external=True), answer
+    external = llm.ToolInput(call.tool_name, call.tool_args, id=call.id, external=True)
+    return external, answer
 
 
 def answered_calls(answers: list[Answer]) -> AnsweredCalls:

@@ -1207,6 +1207,8 @@ async def test_add_conversation_recommended(
             CONF_MAX_TOKENS: 99,
         },
     )
+    assert result["step_id"] == "tools"
+    result = await hass.config_entries.subentries.async_configure(result["flow_id"], {})
     assert result["type"] is FlowResultType.CREATE_ENTRY
     assert result["title"] == "Kitchen helper"
     assert result["data"] == {

@@ -54,6 +54,7 @@ from .fields import dropdown, whole_number
 from .knobs import KNOB_KEYS, knob_data, knob_errors, knob_fields
 from .responses_step import responses_data, responses_schema, suggested_values
 from .subentry_base import SubentryFlow
+from .tools_step import async_tool_names, tools_data, tools_schema
 
 # The sampling settings behind the "recommended" toggle, with their defaults.
 ADVANCED_DEFAULTS: Final[dict[str, float]] = {
@@ -113,11 +114,11 @@ class ModelSubentryFlowHandler(SubentryFlow):
             if self._closes_loop(data):
                 errors[CONF_FALLBACK] = "fallback_loop"
                 self.options = data
-            elif self._responses_schema(data) is not None:
+            elif data.get(CONF_LLM_HASS_API):
                 self.options = data
-                return await self.async_step_responses()
+                return await self.async_step_tools()
             else:
-                return self._async_store(data, self._name)
+                return await self._async_after_tools(data)
 
         self._drop_stale_apis()
         return self.async_show_form(
@@ -130,6 +131,28 @@ class ModelSubentryFlowHandler(SubentryFlow):
             description_placeholders=placeholders or None,
             last_step=self._responses_schema(self.options) is None,
         )
+
+    async def async_step_tools(
+        self, user_input: dict[str, Any] | None = None
+    ) -> SubentryFlowResult:
+        """Show and save which tools the agent offers, and how."""
+        if user_input is not None:
+            return await self._async_after_tools(tools_data(self.options, user_input))
+        names = await async_tool_names(self.hass, self.options[CONF_LLM_HASS_API])
+        return self.async_show_form(
+            step_id="tools",
+            data_schema=self.add_suggested_values_to_schema(
+                tools_schema(names, self.options), self.options
+            ),
+            last_step=self._responses_schema(self.options) is None,
+        )
+
+    async def _async_after_tools(self, data: dict[str, Any]) -> SubentryFlowResult:
+        """Go on to the Responses API options where the model takes some; or save."""
+        if self._responses_schema(data) is not None:
+            self.options = data
+            return await self.async_step_responses()
+        return self._async_store(data, self._name)
 
     async def async_step_responses(
         self, user_input: dict[str, Any] | None = None

@@ -242,6 +242,7 @@ class ChatCompletionsDialect:
         """Return a parser for the answer to a body."""
         return ChatStreamParser(
             self.tool_set.from_wire,
+            own_calls=self.tool_set.own_calls,
             short_call_ids=self.settings.short_tool_call_ids,
             structured="response_format" in body,
         )

@@ -27,6 +27,7 @@ from .readers import (
     read_list,
     read_object,
 )
+from .request import OwnCalls
 from .sse import EventStream, async_read_body
 from .think_tags import ThinkTagSplitter
 from .tool_calls import LONGEST_MARKER, ToolCallAssembler, calls_in_text, may_be_call
@@ -54,11 +55,13 @@ class ChatStreamParser:
         self,
         tool_names: Mapping[str, str],
         *,
+        own_calls: OwnCalls | None = None,
         short_call_ids: bool = False,
         structured: bool = False,
     ) -> None:
         """Prepare for one answer; a `structured` one is whole or none."""
         self._tool_names = tool_names
+        self._own_calls = own_calls
         self._structured = structured
         self._short_ids = short_call_ids
         self._calls = ToolCallAssembler()
@@ -177,7 +180,10 @@ class ChatStreamParser:
                 # With native calls too, the text only repeats them: say nothing.
                 self._calls.adopt(calls)
         inputs, answers = tool_inputs(
-            self._calls.named_calls(), self._tool_names, self._new_call_id
+            self._calls.named_calls(),
+            self._tool_names,
+            self._new_call_id,
+            self._own_calls,
         )
         if inputs:
             handed: conversation.AssistantContentDeltaDict = {"tool_calls": inputs}

@@ -68,6 +68,10 @@ class RequestSettings:
         return params
 
 
+# Answers a call itself (a tool lookup, a call past the cap), or None to run it.
+type OwnCalls = Callable[[llm.ToolInput], llm.ToolResult | None]
+
+
 @dataclass(frozen=True, slots=True)
 class ToolSet:
     """The tools of the chat log's LLM API in wire form, and the name mapping."""
@@ -75,6 +79,7 @@ class ToolSet:
     tools: list[ChatTool]
     to_wire: dict[str, str]
     from_wire: dict[str, str]
+    own_calls: OwnCalls | None = None
 
 
 def without_keys[B: Mapping[str, object]](body: B, keys: tuple[str, ...]) -> B:

@@ -307,7 +307,9 @@ class ResponsesDialect:
     def parser(self, body: ResponsesBody) -> ResponsesStreamParser:
         """Return a parser for the answer to a body."""
         return ResponsesStreamParser(
-            self.tool_set.from_wire, remove_citations=self._options.remove_citations
+            self.tool_set.from_wire,
+            own_calls=self.tool_set.own_calls,
+            remove_citations=self._options.remove_citations,
         )
 
     def read(

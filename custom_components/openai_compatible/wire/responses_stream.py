@@ -39,6 +39,7 @@ from .readers import (
     read_string,
     string_or_none,
 )
+from .request import OwnCalls
 from .sse import EventStream, async_read_body
 from .think_tags import ThinkTagSplitter
 from .tool_calls import MAX_TOOL_CALLS, PendingCall, too_many_calls
@@ -75,10 +76,15 @@ class ResponsesStreamParser:
     """Turn the events of one Responses API answer into chat log deltas."""
 
     def __init__(
-        self, tool_names: Mapping[str, str], *, remove_citations: bool = False
+        self,
+        tool_names: Mapping[str, str],
+        *,
+        own_calls: OwnCalls | None = None,
+        remove_citations: bool = False,
     ) -> None:
         """Prepare for one answer; `tool_names` maps wire names to Home Assistant's."""
         self._tool_names = tool_names
+        self._own_calls = own_calls
         self._think = ThinkTagSplitter()
         self._citations = CitationFilter() if remove_citations else None
         # The items of the current chat log message, to be sent back.
@@ -261,7 +267,9 @@ class ResponsesStreamParser:
             pending.add_arguments(arguments)
         elif arguments is not None:
             raise MalformedAnswerError(part="function_call.arguments")
-        tool_input, answer = call_input(pending, call_id, self._tool_names)
+        tool_input, answer = call_input(
+            pending, call_id, self._tool_names, self._own_calls
+        )
         self._calls.append(tool_input)
         self._answers.extend([answer] if answer else [])
         self._replay.append(

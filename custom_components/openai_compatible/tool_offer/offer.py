@@ -1,0 +1,132 @@
+"""The tools one turn offers, and the calls it answers itself.
+
+A subset chosen in the agent's settings is offered alone; a chosen name the
+API no longer has is not offered, and a new tool of the API is offered only
+where no subset was chosen. With tools on demand the request carries the
+lookup tool, then the tools looked up, in the order they were looked up, so
+the tools already sent keep their place. A cap on the turn's tool calls
+answers each call past it with a result that tells the model to answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from homeassistant.components import conversation
+from homeassistant.helpers import llm
+
+from ..const import CONF_MAX_TOOL_CALLS, CONF_TOOLS, CONF_TOOLS_ON_DEMAND
+from ..wire.request import ToolSet
+from .lookup import (
+    LOOKUP_SCHEMA,
+    LOOKUP_TOOL,
+    MAX_LOOKED_UP,
+    looked_up,
+    lookup_result,
+    matches,
+)
+
+
+def chosen(tool_set: ToolSet, names: list[str] | None) -> ToolSet:
+    """Return the tools of a subset of Home Assistant's names; all without one."""
+    if not names:
+        return tool_set
+    return _only(
+        tool_set,
+        [wire for wire in tool_set.from_wire if tool_set.from_wire[wire] in names],
+    )
+
+
+def _only(tool_set: ToolSet, wire_names: list[str]) -> ToolSet:
+    """Return some tools of a set, in the order of `wire_names`."""
+    by_name = {tool["function"]["name"]: tool for tool in tool_set.tools}
+    from_wire = {wire: tool_set.from_wire[wire] for wire in wire_names}
+    return ToolSet(
+        [by_name[wire] for wire in wire_names],
+        {name: wire for wire, name in from_wire.items()},
+        from_wire,
+    )
+
+
+def cap_result(cap: int) -> llm.ToolResult:
+    """Return the answer to a call past the turn's cap."""
+    return llm.ToolResult(
+        {
+            "error": "tool_call_limit",
+            "error_text": f"The user's request allows at most {cap} tool calls; "
+            "this one did not run.",
+            "hint": "Answer the user now with what the tools returned.",
+        },
+        error=True,
+    )
+
+
+class ToolOffer:
+    """The tools of one turn's requests, and the calls it answers itself.
+
+    The lookup calls do not count towards the cap.
+    """
+
+    def __init__(
+        self,
+        tool_set: ToolSet,
+        options: Mapping[str, Any],
+        chat_log: conversation.ChatLog,
+    ) -> None:
+        """Take the agent's choice of tools and what the conversation looked up."""
+        self._all = chosen(tool_set, options.get(CONF_TOOLS))
+        self._on_demand = bool(options.get(CONF_TOOLS_ON_DEMAND) and self._all.tools)
+        self._cap: int | None = options.get(CONF_MAX_TOOL_CALLS)
+        self._calls = 0
+        self._found = (
+            [name for name in looked_up(chat_log) if name in self._all.from_wire]
+            if self._on_demand
+            else []
+        )
+        self._sent: ToolSet | None = None
+
+    def tool_set(self) -> ToolSet:
+        """Return the tools of the next request, the same while nothing changed."""
+        if self._sent is None:
+            self._sent = self._build()
+        return self._sent
+
+    def _build(self) -> ToolSet:
+        """Return the tools to send, answering own calls where an option asks."""
+        if not self._on_demand:
+            if self._cap is None:
+                return self._all
+            return replace(self._all, own_calls=self.answer)
+        found = _only(self._all, self._found)
+        lookup = {LOOKUP_TOOL: LOOKUP_TOOL}
+        return ToolSet(
+            [LOOKUP_SCHEMA, *found.tools],
+            found.to_wire | lookup,
+            found.from_wire | lookup,
+            self.answer,
+        )
+
+    def answer(self, call: llm.ToolInput) -> llm.ToolResult | None:
+        """Answer a lookup or a call past the cap; None lets the call run."""
+        if self._on_demand and call.tool_name == LOOKUP_TOOL:
+            return self._lookup(str(call.tool_args.get("query", "")))
+        if self._cap is not None and self._calls >= self._cap:
+            return cap_result(self._cap)
+        self._calls += 1
+        return None
+
+    def _lookup(self, query: str) -> llm.ToolResult:
+        """Find tools for a query; those not sent yet go at the end of the list."""
+        found = matches(self._all.tools, query)
+        wire_names = [tool["function"]["name"] for tool in found]
+        room = MAX_LOOKED_UP - len(self._found)
+        new = [name for name in wire_names if name not in self._found][: max(room, 0)]
+        if new:
+            self._found += new
+            self._sent = None
+        callable_now = [
+            tool for tool in found if tool["function"]["name"] in self._found
+        ]
+        return lookup_result(callable_now, full=len(callable_now) < len(found))

@@ -1,0 +1,102 @@
+"""The agent's tools step: the subset, tools on demand and the call cap."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from homeassistant.config_entries import SOURCE_USER
+from homeassistant.const import CONF_LLM_HASS_API
+from homeassistant.core import HomeAssistant
+from homeassistant.data_entry_flow import FlowResultType
+from homeassistant.helpers import llm
+
+from custom_components.openai_compatible.const import (
+    CONF_CHAT_MODEL,
+    CONF_MAX_TOOL_CALLS,
+    CONF_RECOMMENDED,
+    CONF_TOOLS,
+    CONF_TOOLS_ON_DEMAND,
+    SUBENTRY_CONVERSATION,
+)
+
+from ..conftest import SetupEntry
+
+TURN_ON = "intent__HassTurnOn"
+
+
+async def _tools_form(
+    hass: HomeAssistant, entry_id: str, subentry_id: str | None = None
+) -> Any:
+    """Fill the agent's first step with the Assist API; return the tools step."""
+    flows = hass.config_entries.subentries
+    if subentry_id is None:
+        result = await flows.async_init(
+            (entry_id, SUBENTRY_CONVERSATION), context={"source": SOURCE_USER}
+        )
+    else:
+        result = await flows.async_init(
+            (entry_id, SUBENTRY_CONVERSATION),
+            context={"source": "reconfigure", "subentry_id": subentry_id},
+        )
+    result = await flows.async_configure(
+        result["flow_id"],
+        {
+            CONF_CHAT_MODEL: "gpt-4o-mini",
+            CONF_LLM_HASS_API: [llm.LLM_API_ASSIST],
+            CONF_RECOMMENDED: True,
+        },
+    )
+    assert result["step_id"] == "tools"
+    return result
+
+
+def _options(result: Any) -> list[str]:
+    """Return the tool names the step offers."""
+    schema = result["data_schema"].schema
+    key = next(key for key in schema if key == CONF_TOOLS)
+    return list(schema[key].config["options"])
+
+
+async def test_tools_step_stores_the_choice(
+    hass: HomeAssistant, setup_entry: SetupEntry
+) -> None:
+    """The Assist API's tools are listed; the choice is stored by name."""
+    entry = await setup_entry()
+    result = await _tools_form(hass, entry.entry_id)
+    assert TURN_ON in _options(result)
+
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"],
+        {CONF_TOOLS: [TURN_ON], CONF_TOOLS_ON_DEMAND: True, CONF_MAX_TOOL_CALLS: 3},
+    )
+
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["data"][CONF_TOOLS] == [TURN_ON]
+    assert result["data"][CONF_TOOLS_ON_DEMAND] is True
+    assert result["data"][CONF_MAX_TOOL_CALLS] == 3
+
+
+async def test_a_stored_name_the_api_lost_stays_listed(
+    hass: HomeAssistant, setup_entry: SetupEntry
+) -> None:
+    """A chosen tool the API no longer has can still be taken out; defaults go."""
+    entry = await setup_entry(
+        conversation={
+            CONF_LLM_HASS_API: [llm.LLM_API_ASSIST],
+            CONF_TOOLS: ["gone__Tool"],
+            CONF_MAX_TOOL_CALLS: 2,
+        }
+    )
+    subentry_id = next(
+        sub.subentry_id
+        for sub in entry.subentries.values()
+        if sub.subentry_type == SUBENTRY_CONVERSATION
+    )
+    result = await _tools_form(hass, entry.entry_id, subentry_id)
+    assert "gone__Tool" in _options(result)
+
+    result = await hass.config_entries.subentries.async_configure(result["flow_id"], {})
+
+    assert result["type"] is FlowResultType.ABORT
+    data = entry.subentries[subentry_id].data
+    assert not {CONF_TOOLS, CONF_TOOLS_ON_DEMAND, CONF_MAX_TOOL_CALLS} & set(data)
