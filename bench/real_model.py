@@ -7,7 +7,7 @@ cache (`timings.prompt_n`, `timings.cache_n`) in every answer; a proxy in
 front of it notes the time to the first streamed token. Run it as a script
 (never as part of the test suite; 20 to 40 minutes on two cores):
 
-    .venv/bin/python bench/real_model.py [--entities 50,500] [--repeats 3]
+    .venv/bin/python bench/real_model.py [--entities 50,500] [--repeats 5]
         [--window-entities 120] [--parts alternating,satellites,window,evaluate]
 
 It runs pytest on bench/_real_model_pytest.py, so that the test harness
@@ -56,8 +56,8 @@ def main() -> int:
     parser.add_argument(
         "--repeats",
         type=int,
-        default=3,
-        help="conversations per agent and entity count (default: 3)",
+        default=5,
+        help="conversations per agent and entity count (default: 5)",
     )
     parser.add_argument(
         "--window-entities",
