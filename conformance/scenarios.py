@@ -363,6 +363,9 @@ class Lab:
         }
         values |= {"recommended": False, "max_tokens": MAX_TOKENS[kind]}
         done = self.api.post(f"{path}/{step['flow_id']}", values)
+        # The agent's tools step (with an LLM API chosen): all tools, as before.
+        if done.get("type") == "form" and done.get("step_id") == "tools":
+            done = self.api.post(f"{path}/{step['flow_id']}", {})
         if (
             done.get("type") != "abort"
             or done.get("reason") != "reconfigure_successful"
