@@ -255,7 +255,7 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
         """Tell whether sentences are spoken while the text is written."""
         return bool(self.subentry.data.get(CONF_STREAMING, True))
 
-    def _output(self, options: Mapping[str, Any], joined: bool) -> tuple[str, str]:
+    def _output(self, options: Mapping[str, object], joined: bool) -> tuple[str, str]:
         """Return the format to ask the server for and the file extension.
 
         A format servers do not make is left to Home Assistant to convert to;
@@ -269,14 +269,10 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
             return "wav", "wav"
         return server_format, wanted
 
-    def _speaking(self, options: Mapping[str, Any]) -> _Speaking:
+    def _speaking(self, options: Mapping[str, object]) -> _Speaking:
         """Return how to speak, from the subentry and a request's options."""
         data = self.subentry.data
-        speed = options.get(CONF_SPEED, data.get(CONF_SPEED, 1.0))
-        try:
-            speed = float(speed)
-        except TypeError, ValueError:
-            speed = 0.0
+        speed = _speed(options.get(CONF_SPEED, data.get(CONF_SPEED, 1.0)))
         if not MIN_SPEED <= speed <= MAX_SPEED:
             raise InputError(
                 "speed_out_of_range",
@@ -357,7 +353,7 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
 
     @override
     async def async_get_tts_audio(
-        self, message: str, language: str, options: dict[str, Any]
+        self, message: str, language: str, options: dict[str, object]
     ) -> tts.TtsAudioType:
         """Speak a whole text, in one request where it fits."""
         pieces = text_pieces(spoken_text(message))
@@ -370,3 +366,13 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
             )
         ]
         return extension, b"".join(audio)
+
+
+def _speed(value: object) -> float:
+    """Return a speed as a number; 0 (out of range) when it is none."""
+    if not isinstance(value, int | float | str):
+        return 0.0
+    try:
+        return float(value)
+    except ValueError:
+        return 0.0

@@ -95,7 +95,7 @@ class ModelSubentryFlowHandler(SubentryFlow):
     # The name given in the first step of a new subentry.
     _name = ""
 
-    def _defaults(self, models: list[str], preset: Provider) -> dict[str, Any]:
+    def _defaults(self, models: list[str], preset: Provider) -> dict[str, object]:
         """Start from the recommended settings and a model that will last."""
         lasting = lasting_models(models, preset.shutdowns)
         return chat_defaults(self._subentry_type, lasting, preset.recommended_model)
@@ -182,10 +182,10 @@ class ModelSubentryFlowHandler(SubentryFlow):
             self._get_reconfigure_subentry().subentry_id,
         )
 
-    def _closes_loop(self, data: dict[str, Any]) -> bool:
+    def _closes_loop(self, data: Mapping[str, object]) -> bool:
         """Tell whether the chosen fallback leads back to this agent or task."""
         target = data.get(CONF_FALLBACK)
-        return target is not None and closes_loop(
+        return isinstance(target, str) and closes_loop(
             self.hass, self._own_entity_id(), target
         )
 

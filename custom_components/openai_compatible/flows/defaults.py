@@ -68,13 +68,13 @@ def default_subentries(
 
 def chat_defaults(
     subentry_type: str, models: list[str], preferred: str | None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Return the settings a new conversation agent or AI task starts from.
 
     `models` are those the server lists with no announced shutdown; the
     preferred chat model is taken where it is listed.
     """
-    data: dict[str, Any] = {CONF_RECOMMENDED: True}
+    data: dict[str, object] = {CONF_RECOMMENDED: True}
     if chat_model := pick_chat_model(models, preferred):
         data[CONF_CHAT_MODEL] = chat_model
     if subentry_type == SUBENTRY_CONVERSATION:
@@ -85,13 +85,13 @@ def chat_defaults(
     return data
 
 
-def voice_defaults(models: list[str]) -> list[tuple[str, dict[str, Any]]]:
+def voice_defaults(models: list[str]) -> list[tuple[str, dict[str, object]]]:
     """Return the types and data of a new entry's voice subentries.
 
     Speech-to-text and text-to-speech come only where the server lists an
     evident model for them.
     """
-    defaults: list[tuple[str, dict[str, Any]]] = []
+    defaults: list[tuple[str, dict[str, object]]] = []
     if transcription_model := pick_transcription_model(models):
         defaults.append((SUBENTRY_STT, stt_defaults(transcription_model)))
     if speech_model := pick_speech_model(models):
@@ -99,17 +99,17 @@ def voice_defaults(models: list[str]) -> list[tuple[str, dict[str, Any]]]:
     return defaults
 
 
-def stt_defaults(model: str | None) -> dict[str, Any]:
+def stt_defaults(model: str | None) -> dict[str, object]:
     """Return the settings of a new speech-to-text subentry."""
-    data: dict[str, Any] = {CONF_HINT_NAMES: False}
+    data: dict[str, object] = {CONF_HINT_NAMES: False}
     if model:
         data[CONF_AUDIO_MODEL] = model
     return data
 
 
-def tts_defaults(model: str | None) -> dict[str, Any]:
+def tts_defaults(model: str | None) -> dict[str, object]:
     """Return the settings of a new text-to-speech subentry."""
-    data: dict[str, Any] = {
+    data: dict[str, object] = {
         CONF_SPEED: 1.0,
         CONF_AUDIO_FORMAT: DEFAULT_AUDIO_FORMAT,
         CONF_STREAMING: True,

@@ -39,7 +39,7 @@ class SubentryFlow(ConfigSubentryFlow):
             raise AbortFlow("entry_not_loaded")
         return entry
 
-    def _defaults(self, models: list[str], preset: Provider) -> dict[str, Any]:
+    def _defaults(self, models: list[str], preset: Provider) -> dict[str, object]:
         """Return the settings a new subentry starts from."""
         raise NotImplementedError
 

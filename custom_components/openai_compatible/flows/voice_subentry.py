@@ -55,7 +55,7 @@ def _voice_models_first(models: list[str], first: Callable[[str], bool]) -> list
     )
 
 
-def _keep_text(options: dict[str, Any], key: str, value: Any) -> None:
+def _keep_text(options: dict[str, object], key: str, value: object) -> None:
     """Keep a text field's value without its spaces; drop it when blank."""
     if text := str(value or "").strip():
         options[key] = text
@@ -136,7 +136,7 @@ class SpeechToTextSubentryFlowHandler(_VoiceSubentryFlow):
         """Tell whether a model is evidently a transcription model."""
         return is_transcription_model(model)
 
-    def _defaults(self, models: list[str], preset: Provider) -> dict[str, Any]:
+    def _defaults(self, models: list[str], preset: Provider) -> dict[str, object]:
         """Start from the first evident transcription model, else the preset's."""
         return stt_defaults(
             pick_transcription_model(models) or preset.transcription_model
@@ -168,7 +168,7 @@ class TextToSpeechSubentryFlowHandler(_VoiceSubentryFlow):
         """Tell whether a model is evidently a speech model."""
         return is_speech_model(model)
 
-    def _defaults(self, models: list[str], preset: Provider) -> dict[str, Any]:
+    def _defaults(self, models: list[str], preset: Provider) -> dict[str, object]:
         """Start from the first evident speech model, else the preset's."""
         return tts_defaults(pick_speech_model(models) or preset.speech_model)
 

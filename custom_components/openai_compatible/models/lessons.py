@@ -116,9 +116,9 @@ class Lessons[F: StrEnum]:
 
     def _view(
         self,
-        each: Callable[[Mapping[Any, Lesson]], dict[str, Any]],
-        window: Callable[[Lesson], dict[str, Any]],
-    ) -> dict[str, Any]:
+        each: Callable[[Mapping[Any, Lesson]], Mapping[str, object]],
+        window: Callable[[Lesson], Mapping[str, object]],
+    ) -> dict[str, object]:
         """Return the lessons, each list through `each`, the window's through `window`."""
         return {
             "refused": each(self.refused),
@@ -140,7 +140,7 @@ def _stored(lessons: Mapping[str, Lesson]) -> dict[str, dict[str, str]]:
     return {str(f): one.as_dict() for f, one in holding(lessons).items() if one.kept}
 
 
-def _aged(lessons: Mapping[str, Lesson]) -> dict[str, dict[str, Any]]:
+def _aged(lessons: Mapping[str, Lesson]) -> dict[str, dict[str, int | str]]:
     """Return the lessons that hold, each with its age and source."""
     return {str(f): lesson.diagnostics() for f, lesson in holding(lessons).items()}
 

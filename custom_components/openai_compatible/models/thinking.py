@@ -25,7 +25,7 @@ def thinking_setting(value: Any) -> Thinking:
 
 def thinking_fields(
     setting: Thinking, kind: ServerKind | None, model: str
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Return the request fields (Chat Completions form) that switch thinking.
 
     vLLM and llama.cpp pass `enable_thinking` to the chat template (Qwen-style

@@ -7,9 +7,9 @@ results in the chat log, so it lasts as long as the conversation.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 import re
-from typing import Any, Final
+from typing import Final
 
 from homeassistant.components import conversation
 from homeassistant.helpers import llm
@@ -111,8 +111,9 @@ def looked_up(chat_log: conversation.ChatLog) -> list[str]:
     return list(names)[:MAX_LOOKED_UP]
 
 
-def _found_names(data: dict[str, Any]) -> Iterable[str]:
+def _found_names(data: Mapping[str, object]) -> Iterable[str]:
     """Return the names a lookup's result lists."""
-    for tool in data.get("tools") or ():
+    tools = data.get("tools")
+    for tool in tools if isinstance(tools, list) else ():
         if isinstance(tool, dict) and isinstance(name := tool.get("name"), str):
             yield name

@@ -44,7 +44,7 @@ def owned_fields(fields: Mapping[str, Any]) -> list[str]:
 
 def request_fields(
     data: Mapping[str, Any], capabilities: ModelCapabilities
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Return a subentry's extra fields with its thinking switch merged in."""
     saved = data.get(CONF_EXTRA_FIELDS)
     fields = (
@@ -58,12 +58,15 @@ def request_fields(
     )
 
 
-def merged(fields: Mapping[str, Any], more: Mapping[str, Any]) -> dict[str, Any]:
+def merged(
+    fields: Mapping[str, object], more: Mapping[str, object]
+) -> dict[str, object]:
     """Return fields with more over them; objects in both are merged one deep."""
     result = dict(fields)
     for key, value in more.items():
-        if isinstance(value, dict) and isinstance(result.get(key), dict):
-            value = {**result[key], **value}
+        old = result.get(key)
+        if isinstance(value, dict) and isinstance(old, dict):
+            value = {**old, **value}
         result[key] = value
     return result
 
