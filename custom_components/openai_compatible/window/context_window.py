@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from homeassistant.components import conversation
@@ -162,31 +163,30 @@ class ContextWindow:
         ir.async_delete_issue(hass, DOMAIN, self.issue_id)
 
 
+@dataclass(eq=False)
 class RequestFit:
-    """Fitting for the requests of one run of rounds."""
+    """Fitting for the requests of one run of rounds, bound to one chat log."""
 
-    def __init__(
-        self,
-        owner: ContextWindow,
-        chat_log: conversation.ChatLog,
-        capabilities: ModelCapabilities,
-        settings: RequestSettings,
-    ) -> None:
-        """Bind the subentry's window to one chat log."""
-        self._owner = owner
-        self._chat_log = chat_log
-        self._capabilities = capabilities
-        self._settings = settings
-        self._cut = owner.cut(chat_log.conversation_id)
-        # The request last asked for, before fitting; the raw estimates of
-        # it as sent, and of its system messages; and whether it was sent
-        # again after an overflow.
-        self._asked: tuple[list[PromptItem], Tools] = ([], [])
-        self._sent_raw = 0.0
-        self._sent_system_raw = 0.0
-        self._sent_tools: Tools = []
-        self._retried = False
-        self._answer_limit: int | None = None
+    _owner: ContextWindow
+    _chat_log: conversation.ChatLog
+    _capabilities: ModelCapabilities
+    _settings: RequestSettings
+    _cut: ConversationCut = field(init=False)
+    # The request last asked for, before fitting; the raw estimates of it as
+    # sent, and of its system messages; and whether it was sent again after
+    # an overflow.
+    _asked: tuple[list[PromptItem], Tools] = field(
+        init=False, default_factory=lambda: ([], [])
+    )
+    _sent_raw: float = field(init=False, default=0.0)
+    _sent_system_raw: float = field(init=False, default=0.0)
+    _sent_tools: Tools = field(init=False, default_factory=list)
+    _retried: bool = field(init=False, default=False)
+    _answer_limit: int | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        """Take the window's cut of this conversation."""
+        self._cut = self._owner.cut(self._chat_log.conversation_id)
 
     def limited[B: Mapping[str, object]](self, body: B, key: str, least: int = 1) -> B:
         """Return the body with the answer's limit under `key`, at least `least`.

@@ -9,6 +9,7 @@ the model's refusal is learned, so later requests go there directly.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from typing import Unpack
 
 from homeassistant.components import conversation
@@ -17,6 +18,7 @@ from ..const import LOGGER
 from ..errors import RequestRejectedError
 from ..models.capabilities import ModelCapabilities
 from ..models.features import Feature
+from .request import ToolSet
 from .round_trip import BodyAsk, Delta, RoundTrip
 from .shapes import ChatBody, JsonObject, WireBody
 
@@ -26,23 +28,24 @@ def refuses_route(err: RequestRejectedError) -> bool:
     return err.feature is Feature.RESPONSES_API
 
 
+@dataclass(eq=False)
 class FallbackAdapter:
-    """The Responses API, or Chat Completions once the server refused it."""
+    """The Responses API, or Chat Completions once the server refused it.
 
-    def __init__(
-        self,
-        responses: RoundTrip,
-        chat: Callable[[], RoundTrip],
-        capabilities: ModelCapabilities,
-    ) -> None:
-        """Start on the Responses API; `chat` makes the adapter to fall back to."""
-        self._current = responses
-        self._chat = chat
-        self._capabilities = capabilities
-        self._fallen_back = False
-        self.tool_set = responses.tool_set
-        # How the last body was asked for, to build it again for the fallback.
-        self._asked: BodyAsk = {}
+    `_chat` makes the adapter to fall back to; `_asked` is how the last body
+    was asked for, to build it again for the fallback.
+    """
+
+    _current: RoundTrip
+    _chat: Callable[[], RoundTrip]
+    _capabilities: ModelCapabilities
+    _fallen_back: bool = field(init=False, default=False)
+    _asked: BodyAsk = field(init=False, default_factory=BodyAsk)
+    tool_set: ToolSet = field(init=False)
+
+    def __post_init__(self) -> None:
+        """Offer the tools of the Responses API's round trip."""
+        self.tool_set = self._current.tool_set
 
     async def async_build_body(
         self, chat_log: conversation.ChatLog, **asked: Unpack[BodyAsk]
