@@ -16,9 +16,10 @@ from homeassistant.config_entries import SOURCE_USER
 from homeassistant.const import CONF_LLM_HASS_API, CONF_NAME, STATE_UNAVAILABLE
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType, InvalidData
+from homeassistant.exceptions import Unauthorized
 from homeassistant.helpers import entity_registry as er, intent
 import pytest
-from pytest_homeassistant_custom_component.common import MockConfigEntry
+from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
 
 from custom_components.openai_compatible.const import (
     CONF_CHAT_MODEL,
@@ -285,6 +286,35 @@ async def test_ai_task_image_hands_over(
 
     assert result["model"] == "gpt-image-1"
     assert any(
+        request.path.endswith("/images/generations") for request in backup.requests
+    )
+
+
+async def test_ai_task_image_fallback_needs_control_of_it(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    backup: OpenAISimulator,
+    setup_entry: SetupEntry,
+    hass_admin_user: MockUser,
+) -> None:
+    """A user who may not control the fallback task gets no image from it."""
+    ours, spare = await pair(hass, setup_entry, backup)
+    own = entity_of(hass, ours, SUBENTRY_AI_TASK)
+    hass_admin_user.groups = []
+    hass_admin_user.mock_policy({"entities": {"entity_ids": {own: True}}})
+    simulator.enqueue("/images/generations", status=502)
+
+    with pytest.raises(Unauthorized) as raised:
+        await ai_task.async_generate_image(
+            hass,
+            task_name="Cat",
+            entity_id=own,
+            instructions="A cat",
+            context=Context(user_id=hass_admin_user.id),
+        )
+
+    assert raised.value.entity_id == entity_of(hass, spare, SUBENTRY_AI_TASK)
+    assert not any(
         request.path.endswith("/images/generations") for request in backup.requests
     )
 

@@ -20,6 +20,7 @@ from typing import Final
 
 from homeassistant.components import ai_task, conversation
 from homeassistant.components.ai_task.const import DATA_COMPONENT
+from homeassistant.components.ai_task.permissions import async_check_permissions
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import entity_registry as er
@@ -173,7 +174,13 @@ async def async_generate_image_with(
     context: Context | None,
     target: str,
 ) -> ai_task.GenImageTaskResult:
-    """Give the same image task to another AI task entity; see `makes_images`."""
+    """Give the same image task to another AI task entity; see `makes_images`.
+
+    Home Assistant's own helper keeps the image in its media folder and hands
+    back no bytes, so the entity is called; the user's right to control it
+    is checked first, as the helper would.
+    """
+    await async_check_permissions(hass, target, None, context)
     entity = _task_entity(hass, target)
     assert entity is not None  # checked by makes_images
     with async_get_chat_session(hass, context=context) as session:
