@@ -52,7 +52,7 @@ from pytest_homeassistant_custom_component.common import (  # type: ignore[impor
 
 from custom_components.openai_compatible import const as ours_const
 from custom_components.openai_compatible.models.providers import PROVIDER_CUSTOM
-from simulator import sse_tool_calls
+from simulator import sse_text, sse_tool_calls
 
 ROOT = Path(__file__).resolve().parent.parent
 ENTITY_COUNTS = [
@@ -84,6 +84,9 @@ AREAS = (
 KITCHEN_LIGHT = "light.kitchen_light"
 LIVE_CONTEXT_CALL = ("call_bench_live_context", "homeassistant__GetLiveContext")
 LIVE_CONTEXT_ARGS = {"domain": "sensor"}
+# The answer after GetLiveContext, the same for both agents: the simulator's
+# own would put each integration's form of the tool result in words.
+LIVE_CONTEXT_ANSWER = "It is 21.5 degrees in the living room."
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,8 +302,14 @@ class SimControl:
         self._seen = 0
 
     async def async_enqueue_live_context(self) -> None:
-        """Make the model's next answer a call of GetLiveContext."""
-        sse = sse_tool_calls([(*LIVE_CONTEXT_CALL, LIVE_CONTEXT_ARGS)])
+        """Make the model's next answers a call of GetLiveContext, then a sentence."""
+        await self._async_enqueue(
+            sse_tool_calls([(*LIVE_CONTEXT_CALL, LIVE_CONTEXT_ARGS)])
+        )
+        await self._async_enqueue(sse_text(LIVE_CONTEXT_ANSWER))
+
+    async def _async_enqueue(self, sse: list[dict[str, Any]]) -> None:
+        """Queue one streamed chat answer."""
         async with self._session.post(
             f"{self._root}/bench/enqueue",
             json={"path": "/chat/completions", "sse": sse},
@@ -524,7 +533,8 @@ def report(count: int, runs: dict[str, list[Run]]) -> str:
         + "; ".join(f"{index} {spec.text!r}" for index, spec in enumerate(TURNS, 1)),
         (
             "  (tool rounds: 1 and 4 call intent__HassTurnOn/Off, the simulator's own "
-            f"answer; 2 calls homeassistant__GetLiveContext {LIVE_CONTEXT_ARGS}, scripted)"
+            f"answer; 2 calls homeassistant__GetLiveContext {LIVE_CONTEXT_ARGS}, then "
+            f"says {LIVE_CONTEXT_ANSWER!r}, both scripted)"
         ),
         "Entities in the request: "
         + ", ".join(
