@@ -15,6 +15,7 @@ validated; one repair round asks again when it does not fit.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final, override
@@ -122,12 +123,9 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         self, task: ai_task.GenDataTask, chat_log: conversation.ChatLog
     ) -> ai_task.GenDataTaskResult:
         """Answer the task here, or with the fallback when our server cannot."""
-        own = partial(self._async_own_data, task, chat_log)
-        if (other := handover(self.entity_id, self.subentry, chat_log)) is None:
-            return await own()
-        return await other.async_run(
-            self.available,
-            own,
+        return await self._async_here_or_fallback(
+            chat_log,
+            partial(self._async_own_data, task, chat_log),
             partial(async_generate_data_with, self.hass, task, self._context),
         )
 
@@ -230,15 +228,25 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         self, task: ai_task.GenImageTask, chat_log: conversation.ChatLog
     ) -> ai_task.GenImageTaskResult:
         """Make the image here, or with a fallback that makes images."""
-        own = partial(self._async_own_image, task, chat_log)
-        other = handover(self.entity_id, self.subentry, chat_log)
-        if other is None or not makes_images(self.hass, other.target):
-            return await own()
-        return await other.async_run(
-            self.available,
-            own,
+        return await self._async_here_or_fallback(
+            chat_log,
+            partial(self._async_own_image, task, chat_log),
             partial(async_generate_image_with, self.hass, task, self._context),
+            partial(makes_images, self.hass),
         )
+
+    async def _async_here_or_fallback[T](
+        self,
+        chat_log: conversation.ChatLog,
+        own: Callable[[], Awaitable[T]],
+        other: Callable[[str], Awaitable[T]],
+        does_it: Callable[[str], bool] = bool,
+    ) -> T:
+        """Answer with `own`, or hand over to a fallback that `does_it`."""
+        fallback = handover(self.entity_id, self.subentry, chat_log)
+        if fallback is None or not does_it(fallback.target):
+            return await own()
+        return await fallback.async_run(self.available, own, other)
 
     async def _async_own_image(
         self, task: ai_task.GenImageTask, chat_log: conversation.ChatLog
