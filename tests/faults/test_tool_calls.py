@@ -122,6 +122,29 @@ async def test_responses_call_listed_elsewhere_at_completion_runs_once(
     assert {"type": "message", "role": "assistant", "content": "Counting."} in second
 
 
+async def test_responses_call_listed_again_under_another_call_id_runs_once(
+    fault_harness: FaultHarnessFactory, runs: list[dict[str, Any]]
+) -> None:
+    """The completed answer lists the call's item with a call id made up anew.
+
+    A gateway that writes call ids as it converts may give the same item
+    another one at the end: its item id still says it is the same call.
+    """
+    harness = await fault_harness(provider="openai", conversation=COUNTING)
+    call = function_call_item("call_1", "count", '{"label": "a"}')
+    events = response_stream([call])
+    completed_with(events, [message_item("Counting."), {**call, "call_id": "call_2"}])
+    harness.faulty.enqueue(RESPONSES, sse=events)
+
+    result = await harness.run(harness.converse("Count"))
+
+    assert not failed(result), speech(result)
+    assert runs == [{"label": "a"}]
+    second = harness.faulty.responses_requests()[1]["input"]
+    outputs = [i["call_id"] for i in second if i["type"] == "function_call_output"]
+    assert outputs == ["call_1"]
+
+
 def bad_call(call_id: str, name: str = "count", arguments: str = "{oops") -> list[str]:
     """Return a streamed answer that makes one call."""
     return [
