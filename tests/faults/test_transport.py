@@ -304,6 +304,23 @@ async def test_a_key_quoted_back_is_never_shown(
     assert harness.faulty.requests[-1].headers["authorization"].endswith(SECRET_KEY)
 
 
+async def test_a_lesson_taught_by_a_text_quoting_the_key_keeps_no_key(
+    fault_harness: FaultHarnessFactory,
+) -> None:
+    """What a refusal taught, shown in diagnostics, holds its words but no key."""
+    harness = await fault_harness(api_key=SECRET_KEY)
+    message = f"Bearer {SECRET_KEY}: gemma does not support tools"
+    harness.faulty.enqueue(CHAT, status=400, json={"error": {"message": message}})
+
+    result = await harness.run(harness.converse("Turn on the kitchen light"))
+
+    assert failed(result)
+    capabilities = harness.faulty_entry.runtime_data.capabilities
+    learned = json.dumps([capabilities.diagnostics([]), capabilities.as_dict()])
+    assert "does not support tools" in learned
+    assert SECRET_KEY not in learned
+
+
 async def test_a_redirect_is_told_and_never_followed(
     fault_harness: FaultHarnessFactory,
 ) -> None:
