@@ -24,6 +24,7 @@ from pytest_homeassistant_custom_component.common import (
     async_fire_time_changed,
 )
 
+from custom_components.openai_compatible import coordinator
 from custom_components.openai_compatible.const import (
     CONF_API,
     CONF_BASE_URL,
@@ -348,7 +349,10 @@ async def test_a_key_that_may_not_list_models_still_loads(
 async def test_a_long_model_list_is_read_off_the_event_loop(
     hass: HomeAssistant, simulator: OpenAISimulator, mock_config_entry: MockConfigEntry
 ) -> None:
-    """The models page is parsed and summarised in the executor, once per entry."""
+    """The models page is parsed and summarised in the executor, once per entry.
+
+    The server's fingerprint, which reads the whole list, is taken there too.
+    """
     simulator.models = [*DEFAULT_MODELS, *(f"model-{n}" for n in range(5000))]
     threads: list[int] = []
 
@@ -362,13 +366,16 @@ async def test_a_long_model_list_is_read_off_the_event_loop(
     with (
         patch.object(listing, "_listing", recorded(listing._listing)),
         patch.object(server_info, "listed_report", recorded(server_info.listed_report)),
+        patch.object(
+            coordinator, "server_fingerprint", recorded(coordinator.server_fingerprint)
+        ),
     ):
         assert await hass.config_entries.async_setup(mock_config_entry.entry_id)
         await hass.async_block_till_done()
 
     assert len(mock_config_entry.runtime_data.models) == len(simulator.models)
-    # One page read, one report per entry: nothing is read twice.
-    assert len(threads) == 1 + len(simulator.models)
+    # One page read, one report per entry, one fingerprint: nothing twice.
+    assert len(threads) == 1 + len(simulator.models) + 1
     assert threading.get_ident() not in threads
 
 

@@ -68,7 +68,10 @@ async def async_survey(
     transport: Transport,
     listing: ModelListing | None,
 ) -> Survey:
-    """Return what the server has, from its model list and its report."""
+    """Return what the server has, from its model list and its report.
+
+    The fingerprint is taken in the executor: it reads the whole list.
+    """
     models = listing.ids if listing else []
     report = await async_server_report(
         transport,
@@ -76,8 +79,12 @@ async def async_survey(
         listing,
         models_in_use(entry),
     )
-    fingerprint = server_fingerprint(
-        entry.data[CONF_BASE_URL], entry.data.get(CONF_API_KEY), report, models
+    fingerprint = await transport.hass.async_add_executor_job(
+        server_fingerprint,
+        entry.data[CONF_BASE_URL],
+        entry.data.get(CONF_API_KEY),
+        report,
+        models,
     )
     return Survey(models, report, fingerprint)
 

@@ -147,9 +147,6 @@ async def test_the_entry_goes_while_a_turn_streams(
         assert hass_storage.get(store_key) == stored[0]
 
 
-# Issue 19.5 (another branch) makes an unloaded entry stop saving lessons;
-# until it is merged, the store comes back here. Strict: it fails once fixed,
-# so that this mark is removed then.
 async def test_a_lesson_learned_after_unload_is_not_saved(
     fault_harness: FaultHarnessFactory,
     hass_storage: dict[str, Any],

@@ -50,8 +50,8 @@ class CountingTool(llm.Tool):
         tool_input: llm.ToolInput,
         llm_context: llm.LLMContext,
     ) -> llm.ToolResult:
-        """Count the run."""
-        self.runs.append(tool_input.tool_args)
+        """Count the run; arguments outside the parameters raise, as intents do."""
+        self.runs.append(self.parameters(tool_input.tool_args))
         return llm.ToolResult({"count": len(self.runs)})
 
 
@@ -122,6 +122,29 @@ async def test_responses_call_listed_elsewhere_at_completion_runs_once(
     assert {"type": "message", "role": "assistant", "content": "Counting."} in second
 
 
+async def test_responses_call_listed_again_under_another_call_id_runs_once(
+    fault_harness: FaultHarnessFactory, runs: list[dict[str, Any]]
+) -> None:
+    """The completed answer lists the call's item with a call id made up anew.
+
+    A gateway that writes call ids as it converts may give the same item
+    another one at the end: its item id still says it is the same call.
+    """
+    harness = await fault_harness(provider="openai", conversation=COUNTING)
+    call = function_call_item("call_1", "count", '{"label": "a"}')
+    events = response_stream([call])
+    completed_with(events, [message_item("Counting."), {**call, "call_id": "call_2"}])
+    harness.faulty.enqueue(RESPONSES, sse=events)
+
+    result = await harness.run(harness.converse("Count"))
+
+    assert not failed(result), speech(result)
+    assert runs == [{"label": "a"}]
+    second = harness.faulty.responses_requests()[1]["input"]
+    outputs = [i["call_id"] for i in second if i["type"] == "function_call_output"]
+    assert outputs == ["call_1"]
+
+
 def bad_call(call_id: str, name: str = "count", arguments: str = "{oops") -> list[str]:
     """Return a streamed answer that makes one call."""
     return [
@@ -171,6 +194,28 @@ async def test_malformed_call_is_answered_and_called_again(
     told = json.loads(answer["content"])
     assert told["error"] == error
     assert told["hint"]
+
+
+async def test_call_outside_the_tools_schema_is_answered_and_called_again(
+    fault_harness: FaultHarnessFactory, runs: list[dict[str, Any]]
+) -> None:
+    """JSON that breaks the tool's parameters goes back as the tool's error.
+
+    The tool checks its arguments (as Home Assistant's intents do) and the
+    chat log answers the model with what it raised; the turn goes on.
+    """
+    harness = await fault_harness(conversation=COUNTING)
+    harness.faulty.enqueue(CHAT, sse=bad_call("c1", arguments='{"labels": 1}'))
+    harness.faulty.enqueue(CHAT, sse=bad_call("c2", arguments='{"label": "b"}'))
+    harness.faulty.enqueue(CHAT, sse=sse_text("Counted."))
+
+    result = await harness.run(harness.converse("Count"))
+
+    assert speech(result) == "Counted."
+    assert runs == [{"label": "b"}]
+    answer = harness.faulty.chat_requests()[1]["messages"][-1]
+    assert answer["tool_call_id"] == "c1"
+    assert "label" in json.loads(answer["content"])["error_text"]
 
 
 async def test_malformed_call_until_the_round_cap_is_told_to_the_user(

@@ -68,25 +68,33 @@ async def test_a_rate_limit_that_says_when_is_waited_out(
     assert len(harness.faulty.chat_requests()) == 2
 
 
+@pytest.mark.parametrize("status", [429, 503])
 @pytest.mark.parametrize(
     "retry_after", ["0", "-5", "Wed, 21 Oct 2015 07:28:00 GMT"], ids=str
 )
 async def test_a_rate_limit_that_says_now_is_retried_twice_at_most(
-    fault_harness: FaultHarnessFactory, retry_after: str
+    fault_harness: FaultHarnessFactory,
+    caplog: pytest.LogCaptureFixture,
+    status: int,
+    retry_after: str,
 ) -> None:
     """'Come back now' (or in the past) gets two retries, 0.5 s then 1 s apart."""
-    assert RETRY_MIN_WAITS == (0.5, 1.0)
     harness = await fault_harness(conversation=NO_TOOLS)
     for _ in range(3):
-        harness.faulty.enqueue(CHAT, status=429, headers={"Retry-After": retry_after})
+        harness.faulty.enqueue(
+            CHAT, status=status, headers={"Retry-After": retry_after}
+        )
     loop = asyncio.get_running_loop()
     started = loop.time()
 
-    result = await harness.run(harness.converse("Hi"))
+    with caplog.at_level(logging.DEBUG):
+        result = await harness.run(harness.converse("Hi"))
 
     assert failed(result)
     assert len(harness.faulty.chat_requests()) == 3
-    assert loop.time() - started >= sum(RETRY_MIN_WAITS)
+    waits = [r.args[-1] for r in caplog.records if "retrying in" in str(r.msg)]
+    assert waits == [0.5, 1.0] == list(RETRY_MIN_WAITS)
+    assert loop.time() - started >= sum(waits)
 
 
 async def test_a_voice_turn_does_not_wait_long(
@@ -294,6 +302,23 @@ async def test_a_key_quoted_back_is_never_shown(
         assert SECRET_KEY not in text
         assert OTHER_TOKEN not in text
     assert harness.faulty.requests[-1].headers["authorization"].endswith(SECRET_KEY)
+
+
+async def test_a_lesson_taught_by_a_text_quoting_the_key_keeps_no_key(
+    fault_harness: FaultHarnessFactory,
+) -> None:
+    """What a refusal taught, shown in diagnostics, holds its words but no key."""
+    harness = await fault_harness(api_key=SECRET_KEY)
+    message = f"Bearer {SECRET_KEY}: gemma does not support tools"
+    harness.faulty.enqueue(CHAT, status=400, json={"error": {"message": message}})
+
+    result = await harness.run(harness.converse("Turn on the kitchen light"))
+
+    assert failed(result)
+    capabilities = harness.faulty_entry.runtime_data.capabilities
+    learned = json.dumps([capabilities.diagnostics([]), capabilities.as_dict()])
+    assert "does not support tools" in learned
+    assert SECRET_KEY not in learned
 
 
 async def test_a_redirect_is_told_and_never_followed(

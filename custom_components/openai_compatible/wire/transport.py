@@ -3,11 +3,12 @@
 Requests go over Home Assistant's shared HTTP client as plain JSON, or as a
 form with files for uploads. Every round trip has a deadline for sending and
 reading the whole answer; a redirect is never followed (it would take the
-key elsewhere) but told, with where it leads; a 429 or 503 that says when to come back is retried
-once that time has come, at most twice and never sooner than 0.5 s, then 1 s
-(whatever the server says), if the round trip's retry budget allows; nothing
-else is retried. Error bodies are read up to a cap, and every error becomes our
-translated error (see api.error_for_status).
+key elsewhere) but told, with where it leads; a 429 or 503 that says when to
+come back is retried once that time has come, at most twice and never sooner
+than 0.5 s, then 1 s (whatever the server says), if the round trip's retry
+budget allows; nothing else is retried. Error bodies are read up to a cap, and
+every error becomes our translated error (see
+server_errors.answers.error_for_status).
 """
 
 from __future__ import annotations
