@@ -1,9 +1,10 @@
 """Tool calls that cannot run, answered to the model instead of ending the turn.
 
-A call whose arguments are no JSON, or that names a tool that was not offered,
-goes into the chat log as a call Home Assistant does not run (`external`),
-followed by a result that says what was wrong: the model reads it in the next
-round and can call again. The user hears of it only when the rounds run out.
+A call whose arguments are no JSON or break the tool's parameters, or that
+names a tool that was not offered, goes into the chat log as a call Home
+Assistant does not run (`external`), followed by a result that says what was
+wrong: the model reads it in the next round and can call again. The user
+hears of it only when the rounds run out.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from homeassistant.components import conversation
 from homeassistant.helpers import llm
 
 from .errors import ModelError
-from .wire.request import OwnCalls
+from .structured.schema_check import schema_problems
+from .wire.request import OwnCalls, ToolSet
 from .wire.tool_calls import PendingCall, offered_name
 
 type Answer = conversation.ToolResultContentDeltaDict
@@ -81,14 +83,42 @@ def call_input(
     return tool_input, None
 
 
+def checked_calls(tool_set: ToolSet) -> OwnCalls:
+    """Return the set's own calls, first answering arguments the tool cannot take.
+
+    The arguments are held to the parameters the request offered (required
+    keys, types, options, bounds); Home Assistant runs a tool without that.
+    """
+    schemas = {
+        tool_set.from_wire[tool["function"]["name"]]: tool["function"]["parameters"]
+        for tool in tool_set.tools
+        if "parameters" in tool["function"]
+    }
+
+    def answer(call: llm.ToolInput) -> llm.ToolResult | None:
+        schema = schemas.get(call.tool_name)
+        if schema and (
+            problems := schema_problems(call.tool_args, schema, texts=False)
+        ):
+            return _error_result("invalid_tool_arguments", problems)
+        return tool_set.own_calls(call) if tool_set.own_calls else None
+
+    return answer
+
+
 def _answered(
     call_id: str, name: str, error: str, problem: str
 ) -> tuple[llm.ToolInput, Answer]:
     """Return a call Home Assistant does not run, and the result that answers it."""
-    result = llm.ToolResult(
+    result = _error_result(error, problem)
+    return _answered_with(llm.ToolInput(name, {}, id=call_id), result)
+
+
+def _error_result(error: str, problem: str) -> llm.ToolResult:
+    """Return a result telling the model what was wrong with its call."""
+    return llm.ToolResult(
         {"error": error, "error_text": problem, "hint": _HINTS[error]}, error=True
     )
-    return _answered_with(llm.ToolInput(name, {}, id=call_id), result)
 
 
 def _answered_with(

@@ -47,18 +47,28 @@ _NAMES: Final = {
 
 def check_answer(data: Any, schema: JsonSchema) -> None:
     """Raise StructureMismatch naming what in the answer breaks the schema."""
+    if problems := schema_problems(data, schema):
+        raise StructureMismatch(problems)
+
+
+def schema_problems(data: Any, schema: JsonSchema, *, texts: bool = True) -> str:
+    """Return what in a value breaks the schema; empty when nothing does.
+
+    Without `texts`, control characters in text are let through.
+    """
     problems: list[str] = []
-    _check(data, schema, [], problems)
-    if problems:
-        raise StructureMismatch("; ".join(problems[:MAX_PROBLEMS]))
+    _check(data, schema, [], problems, texts)
+    return "; ".join(problems[:MAX_PROBLEMS])
 
 
-def _check(value: Any, schema: Any, path: list[Any], problems: list[str]) -> None:
+def _check(
+    value: Any, schema: Any, path: list[Any], problems: list[str], texts: bool
+) -> None:
     """Add the problems of one value, and of what it holds, to the list."""
     if not isinstance(schema, dict):
         return
     if isinstance(branches := schema.get("anyOf"), list):
-        _check_any(value, branches, path, problems)
+        _check_any(value, branches, path, problems, texts)
         return
     kinds = _types(schema)
     if kinds and not _is(value, *kinds):
@@ -69,23 +79,23 @@ def _check(value: Any, schema: Any, path: list[Any], problems: list[str]) -> Non
         problems.append(_at(f"the value must be one of {options!r}", path))
     elif _is(value, "number"):
         _check_bounds(value, schema, path, problems)
-    elif isinstance(value, str) and _CONTROL.search(value):
+    elif texts and isinstance(value, str) and _CONTROL.search(value):
         problems.append(_at("the text holds control characters", path))
     elif isinstance(value, dict):
-        _check_object(value, schema, path, problems)
+        _check_object(value, schema, path, problems, texts)
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            _check(item, schema.get("items"), [*path, index], problems)
+            _check(item, schema.get("items"), [*path, index], problems, texts)
 
 
 def _check_any(
-    value: Any, branches: list[Any], path: list[Any], problems: list[str]
+    value: Any, branches: list[Any], path: list[Any], problems: list[str], texts: bool
 ) -> None:
     """Add the first branch's problems when the value fits no branch."""
     found: list[list[str]] = []
     for branch in branches:
         own: list[str] = []
-        _check(value, branch, path, own)
+        _check(value, branch, path, own, texts)
         if not own:
             return
         found.append(own)
@@ -93,7 +103,11 @@ def _check_any(
 
 
 def _check_object(
-    value: JsonObject, schema: JsonSchema, path: list[Any], problems: list[str]
+    value: JsonObject,
+    schema: JsonSchema,
+    path: list[Any],
+    problems: list[str],
+    texts: bool,
 ) -> None:
     """Add the problems of an object's keys: required ones missing or null."""
     properties = schema.get("properties")
@@ -105,7 +119,7 @@ def _check_object(
     )
     for key, item in value.items():
         if key in properties and item is not None:
-            _check(item, properties[key], [*path, key], problems)
+            _check(item, properties[key], [*path, key], problems, texts)
 
 
 def _check_bounds(

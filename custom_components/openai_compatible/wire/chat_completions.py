@@ -17,7 +17,7 @@ from homeassistant.helpers.json import json_dumps
 
 from ..media.attachments import LoadedFile
 from ..models.features import Feature
-from ..tool_answers import model_calls
+from ..tool_answers import checked_calls, model_calls
 from ..window.prompt_fit import fold_system
 from ..window.prompt_items import PromptItem, chat_items
 from .chat_stream import ChatStreamParser, Delta, async_read_answer
@@ -242,7 +242,7 @@ class ChatCompletionsDialect:
         """Return a parser for the answer to a body."""
         return ChatStreamParser(
             self.tool_set.from_wire,
-            own_calls=self.tool_set.own_calls,
+            own_calls=checked_calls(self.tool_set),
             short_call_ids=self.settings.short_tool_call_ids,
             structured="response_format" in body,
         )

@@ -18,6 +18,7 @@ from homeassistant.core import HomeAssistant
 
 from ..models.capabilities import ModelCapabilities
 from ..models.features import PROVIDER_TOOLS, Feature
+from ..tool_answers import checked_calls
 from ..window.prompt_items import PromptItem, responses_items
 from .render import Instructions
 from .request import RequestSettings, ToolSet, without_keys
@@ -308,7 +309,7 @@ class ResponsesDialect:
         """Return a parser for the answer to a body."""
         return ResponsesStreamParser(
             self.tool_set.from_wire,
-            own_calls=self.tool_set.own_calls,
+            own_calls=checked_calls(self.tool_set),
             remove_citations=self._options.remove_citations,
         )
 
