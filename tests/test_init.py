@@ -379,15 +379,17 @@ async def test_a_long_model_list_is_read_off_the_event_loop(
     assert threading.get_ident() not in threads
 
 
-async def test_a_model_list_over_the_cap_sets_up_without_it(
+async def test_a_model_list_over_the_cap_sets_up_with_what_fits(
     hass: HomeAssistant,
     simulator: OpenAISimulator,
     mock_config_entry: MockConfigEntry,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A list past MAX_LISTING_BYTES is not read: the entry loads and says so."""
-    page = {"object": "list", "data": [{"id": "gpt-4o-mini"}]}
-    page["padding"] = "x" * MAX_LISTING_BYTES
+    """A list past MAX_LISTING_BYTES is read up to it: the entry loads and says so."""
+    entry = {"id": "", "object": "model", "owned_by": "x" * 100}
+    count = MAX_LISTING_BYTES // len(json.dumps(entry)) + 10
+    data = [{**entry, "id": f"model-{n:06d}"} for n in range(count)]
+    page = {"object": "list", "data": [{"id": "gpt-4o-mini"}, *data]}
     simulator.enqueue(
         "/models",
         raw=json.dumps(page),
@@ -397,10 +399,13 @@ async def test_a_model_list_over_the_cap_sets_up_without_it(
     await hass.async_block_till_done()
 
     assert mock_config_entry.state is ConfigEntryState.LOADED
-    assert mock_config_entry.runtime_data.models == []
-    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
-    assert any(
-        "set up without its model list" in record.getMessage() for record in warnings
-    )
+    models = mock_config_entry.runtime_data.models
+    assert "gpt-4o-mini" in models
+    assert 0 < len(models) - 1 < count
+    assert models[-1] == data[len(models) - 2]["id"]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(f"set up with the first {len(models)}" in w for w in warnings)
     diagnostics = await async_get_config_entry_diagnostics(hass, mock_config_entry)
-    assert diagnostics["models_unread"] == "larger than 8 MiB"
+    assert diagnostics["models_unread"] == (
+        f"larger than 8 MiB: the first {len(models)} read"
+    )

@@ -89,9 +89,9 @@ async def _async_first_survey(
 async def _async_listing(
     entry: OpenAICompatibleConfigEntry, transport: Transport
 ) -> tuple[ModelListing | None, str | None]:
-    """Return the server's models, and why they were not read if they were not.
+    """Return the server's models, and why not all were read if they were not.
 
-    A list too large to read is set up without; other failures retry later.
+    A list too large is read up to its cap; failures retry later.
     """
     try:
         listing = await async_fetch_models(transport)
@@ -100,13 +100,6 @@ async def _async_listing(
             translation_domain=DOMAIN, translation_key="invalid_auth"
         ) from err
     except ServerError as err:
-        if err.translation_key == "answer_too_large":
-            LOGGER.warning(
-                "%s lists more models than %s; it is set up without its model list",
-                entry.title,
-                mebibytes(MAX_LISTING_BYTES),
-            )
-            return None, f"larger than {mebibytes(MAX_LISTING_BYTES)}"
         # Down, timing out, rate limited or failing: all worth a retry later.
         raise ConfigEntryNotReady(
             translation_domain=DOMAIN,
@@ -116,6 +109,15 @@ async def _async_listing(
     if listing is None:
         # Some servers have no models endpoint; they still serve chat.
         LOGGER.debug("%s lists no models; chat still works", entry.title)
+    elif listing.cut:
+        size = mebibytes(MAX_LISTING_BYTES)
+        LOGGER.warning(
+            "%s lists more models than fit in %s; it is set up with the first %d",
+            entry.title,
+            size,
+            len(listing.ids),
+        )
+        return listing, f"larger than {size}: the first {len(listing.ids)} read"
     return listing, None
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+import json
+import re
 from typing import Any, Final
 
 from homeassistant.const import CONF_API_KEY
@@ -30,31 +32,66 @@ VALIDATION_BUDGET: Final = Budget(VALIDATION_TIMEOUT_SECONDS)
 MAX_LISTING_BYTES: Final = 8 * 1024 * 1024
 # Model name for the probe when the preset recommends none.
 PROBE_MODEL = "probe"
+# Where the model entries start in a models page that was cut.
+_DATA_START: Final = re.compile(rb'"data"\s*:\s*\[')
+# What stands between two entries of a list.
+_BETWEEN: Final = re.compile(r"\s*,?\s*")
 
 
 @dataclass(frozen=True, slots=True)
 class ModelListing:
-    """The models a server lists: their ids, and each entry as it came."""
+    """The models a server lists: their ids, and each entry as it came.
+
+    `cut` says that the list was longer than MAX_LISTING_BYTES: it holds the
+    models that came before.
+    """
 
     ids: list[str]
     entries: dict[str, dict[str, Any]]
+    cut: bool = False
 
 
-def read_listing(raw: bytes) -> ModelListing | None:
+def read_listing(raw: bytes, cut: bool = False) -> ModelListing | None:
     """Return the models of a models page; None when it is no models page.
 
     Runs in the executor: a page of MAX_LISTING_BYTES may list hundreds of
-    thousands of models, too many to read on the event loop.
+    thousands of models, too many to read on the event loop. A `cut` page
+    gives the whole entries before the cut.
     """
+    if cut:
+        return _listing(_entries_before_cut(raw), cut=True)
     try:
-        return _listing(parse_json(raw))
+        page = parse_json(raw)
     except ServerError:
         return None
+    return _listing(page.get("data") if isinstance(page, dict) else None)
 
 
-def _listing(page: Any) -> ModelListing | None:
-    """Return the models of a parsed models page, if it is one."""
-    data = page.get("data") if isinstance(page, dict) else None
+def _entries_before_cut(raw: bytes) -> list[Any] | None:
+    """Return the whole entries of a models page's `data` before it was cut."""
+    if (start := _DATA_START.search(raw)) is None:
+        return None
+    text = raw[start.end() :].decode("utf-8", "ignore")
+    decoder = json.JSONDecoder()
+    entries: list[Any] = []
+    index = 0
+    while (index := _after_separator(text, index)) < len(text):
+        try:
+            entry, index = decoder.raw_decode(text, index)
+        except ValueError, RecursionError:
+            break
+        entries.append(entry)
+    return entries
+
+
+def _after_separator(text: str, index: int) -> int:
+    """Return where the next entry starts: past spaces and a comma."""
+    match = _BETWEEN.match(text, index)
+    return match.end() if match else index
+
+
+def _listing(data: Any, cut: bool = False) -> ModelListing | None:
+    """Return the models of a models page's `data`, if it is a list."""
     if not isinstance(data, list):
         return None
     entries = {
@@ -64,28 +101,32 @@ def _listing(page: Any) -> ModelListing | None:
         and isinstance(model_id := model.get("id"), str)
         and model_id
     }
-    return ModelListing(sorted(entries), entries)
+    return ModelListing(sorted(entries), entries, cut)
 
 
 async def async_fetch_models(transport: Transport) -> ModelListing | None:
     """Return the listed models, or None when the server has no models route.
 
     A key that may not list models counts as no models route. Auth,
-    connection, rate-limit and server failures raise ServerError, and so
-    does a list over MAX_LISTING_BYTES (answer_too_large).
+    connection, rate-limit and server failures raise ServerError. A list
+    over MAX_LISTING_BYTES is read no further: it gives the models before.
     """
     try:
-        raw = await transport.async_read(
-            "GET", "/models", budget=VALIDATION_BUDGET, limit=MAX_LISTING_BYTES
-        )
+        async with transport.async_open(
+            "GET", "/models", budget=VALIDATION_BUDGET
+        ) as opened:
+            raw = await opened.aread_head(MAX_LISTING_BYTES + 1)
     except RequestRejectedError:
         return None
     except ServerError as err:
         if err.translation_key == "permission_denied":
             return None
         raise
+    cut = len(raw) > MAX_LISTING_BYTES
     # A 200 that is no models page (HTML, a JSON list): the probe decides.
-    return await transport.hass.async_add_executor_job(read_listing, raw)
+    return await transport.hass.async_add_executor_job(
+        read_listing, raw[:MAX_LISTING_BYTES], cut
+    )
 
 
 def _proves_protocol(answer: Answer) -> bool:

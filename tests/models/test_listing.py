@@ -1,0 +1,60 @@
+"""A server's models page, read whole or up to its cap."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from custom_components.openai_compatible.models.listing import read_listing
+
+
+def test_a_whole_page_gives_its_models_in_order() -> None:
+    """Entries without a usable id are left out."""
+    page = {"data": [{"id": "b"}, {"id": "a"}, {"id": ""}, {"name": "c"}, "d"]}
+
+    listing = read_listing(json.dumps(page).encode())
+
+    assert listing is not None
+    assert listing.ids == ["a", "b"]
+    assert not listing.cut
+
+
+@pytest.mark.parametrize("raw", [b"<html>", b'{"data": {}}', b"[1, 2]"])
+def test_what_is_no_models_page_gives_none(raw: bytes) -> None:
+    """A web page, a data that is no list, a bare list: no models page."""
+    assert read_listing(raw) is None
+
+
+PAGE = json.dumps(
+    {
+        "object": "list",
+        "data": [{"id": "a", "meta": {"k": [1]}}, {"id": "b"}, {"id": "cé"}],
+    },
+    ensure_ascii=False,
+).encode()
+
+
+@pytest.mark.parametrize(
+    ("cut", "ids"),
+    [
+        (PAGE.index("é".encode()) + 1, ["a", "b"]),  # in a multi-byte character
+        (PAGE.index(b', {"id": "c') + 1, ["a", "b"]),  # between two entries
+        (PAGE.index(b'"b"'), ["a"]),  # in an entry
+        (PAGE.index(b"[1]") + 1, []),  # in the first entry's nested list
+    ],
+)
+def test_a_cut_page_gives_the_whole_entries_before_the_cut(
+    cut: int, ids: list[str]
+) -> None:
+    """Wherever the cut falls, the entries before it and only those are read."""
+    listing = read_listing(PAGE[:cut], cut=True)
+
+    assert listing is not None
+    assert listing.ids == ids
+    assert listing.cut
+
+
+def test_a_cut_page_without_data_gives_none() -> None:
+    """A cut page whose entries never started is no models page."""
+    assert read_listing(b'{"object": "list", "padding": "xxxx', cut=True) is None
