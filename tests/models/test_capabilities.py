@@ -309,7 +309,8 @@ async def test_lessons_stored_without_dates(
     }
     freezer.tick(timedelta(days=1))
     assert not model.refuses(Feature.JSON_SCHEMA)
-    assert model.context_window == 4096
+    assert model.context_window is None
+    assert not model.lessons.any()
 
 
 async def test_closed_capabilities_write_nothing(
@@ -332,6 +333,23 @@ async def test_closed_capabilities_write_nothing(
     await hass.async_block_till_done()
 
     assert key not in hass_storage
+
+
+async def test_learned_window_holds_a_day(
+    hass: HomeAssistant, freezer: FrozenDateTimeFactory
+) -> None:
+    """A server whose window grew gets it used within a day; an overflow re-dates."""
+    capabilities = _capabilities(hass)
+    capabilities.model("m").learn_context_window(4096)
+
+    freezer.tick(timedelta(hours=23))
+    assert capabilities.model("m").context_window == 4096
+    freezer.tick(timedelta(hours=2))
+    assert capabilities.model("m").context_window is None
+    assert not capabilities.model("m").lessons.any()
+
+    capabilities.model("m").learn_context_window(4096)
+    assert capabilities.model("m").context_window == 4096
 
 
 async def test_learned_window_yields_to_a_newer_report(hass: HomeAssistant) -> None:

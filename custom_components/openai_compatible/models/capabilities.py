@@ -88,13 +88,14 @@ class ModelCapabilities:
     def context_window(self) -> int | None:
         """Return the model's context window in tokens, if known.
 
-        The window an overflow error named holds while the server reports what
-        it reported then. A different report is newer (the model was loaded
-        again with another context) and holds instead, until an overflow
-        error teaches again; so each report costs one overflow at most.
+        The window an overflow error named holds for a day while the server
+        reports what it reported then. A different report is newer (the model
+        was loaded again with another context) and holds instead, until an
+        overflow error teaches again; so each report, and each day, costs one
+        overflow at most.
         """
         lessons, reported = self.lessons, self.report.context_window
-        if lessons.context_window and lessons.reported_window == reported:
+        if lessons.holds_window() and lessons.reported_window == reported:
             return lessons.context_window
         return reported
 
@@ -195,10 +196,8 @@ class ModelCapabilities:
     def learn_context_window(self, tokens: int) -> None:
         """Remember the context window an overflow error named, and the report."""
         lesson = (tokens, self.report.context_window)
-        if tokens > 0 and lesson != (
-            self.lessons.context_window,
-            self.lessons.reported_window,
-        ):
+        known = (self.lessons.context_window, self.lessons.reported_window)
+        if tokens > 0 and (lesson != known or not self.lessons.holds_window()):
             self.lessons.context_window, self.lessons.reported_window = lesson
             self.lessons.window = Lesson.now(
                 "the server's context overflow error", WINDOW_LIFETIME

@@ -4,8 +4,9 @@ A lesson that only refuses (the request cannot go out without what the model
 refused: tools, images, files, a route) holds for BLOCKING_LIFETIME and only
 in memory, so a reload or restart asks again; one that enables a fallback (a
 field dropped, a rung stepped down, a route skipped) holds for
-FALLBACK_LIFETIME and is stored. Then the request asks again. A lesson dated
-after now (the clock was set back) holds no longer.
+FALLBACK_LIFETIME and is stored, as does a context window an overflow named.
+Then the request asks again. A lesson dated after now (the clock was set
+back) holds no longer.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from .features import Feature
 
 BLOCKING_LIFETIME: Final = timedelta(hours=1)
 FALLBACK_LIFETIME: Final = timedelta(days=1)
-# A window an overflow named holds while the server reports the same window.
-WINDOW_LIFETIME: Final = timedelta.max
+# A window an overflow named holds a day, while the server reports the same.
+WINDOW_LIFETIME: Final = FALLBACK_LIFETIME
 # What taught the lessons an earlier version stored without a date.
 EARLIER_VERSION: Final = "stored by an earlier version"
 # A source is cut to this many characters.
@@ -103,8 +104,12 @@ class Lessons[F: StrEnum]:
             holding(self.refused)
             or holding(self.proven)
             or holding(self.fields)
-            or self.window
+            or self.holds_window()
         )
+
+    def holds_window(self) -> bool:
+        """Tell whether a window an overflow named was learned and still holds."""
+        return bool(self.context_window and self.window and self.window.holds())
 
     def as_dict(self) -> dict[str, object]:
         """Return the lessons that outlast a reload, in their stored form."""
@@ -120,13 +125,14 @@ class Lessons[F: StrEnum]:
         window: Callable[[Lesson], Mapping[str, object]],
     ) -> dict[str, object]:
         """Return the lessons, each list through `each`, the window's through `window`."""
+        learned = self.window if self.holds_window() else None
         return {
             "refused": each(self.refused),
             "proven": each(self.proven),
             "fields": each(self.fields),
-            "context_window": self.context_window,
-            "reported_window": self.reported_window,
-            "window": window(self.window) if self.window else None,
+            "context_window": self.context_window if learned else None,
+            "reported_window": self.reported_window if learned else None,
+            "window": window(learned) if learned else None,
         }
 
 
