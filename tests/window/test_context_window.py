@@ -10,6 +10,7 @@ from typing import Any
 from unittest.mock import ANY
 
 from freezegun.api import FrozenDateTimeFactory
+from homeassistant.components import conversation
 from homeassistant.components.conversation import trace
 from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT, CONF_URL
 from homeassistant.core import HomeAssistant
@@ -36,6 +37,7 @@ from custom_components.openai_compatible.coordinator import REFRESH_INTERVAL
 from custom_components.openai_compatible.diagnostics import (
     async_get_config_entry_diagnostics,
 )
+from custom_components.openai_compatible.errors import ContextWindowError
 from custom_components.openai_compatible.models.features import WireApi
 from custom_components.openai_compatible.window.context_window import (
     MAX_CONVERSATIONS,
@@ -237,6 +239,23 @@ async def test_prompt_too_large_first_turn_and_repair(
 
     assert result.response.response_type == intent.IntentResponseType.ACTION_DONE
     assert ir.async_get(hass).async_get_issue(DOMAIN, issue_id) is None
+
+
+async def test_no_repair_issue_once_the_entry_is_gone(
+    hass: HomeAssistant, setup_entry: SetupEntry
+) -> None:
+    """A turn still running when its entry is removed opens no repair issue."""
+    entry = await setup_agent(setup_entry, **{CONF_CONTEXT_WINDOW: 1500})
+    window = ContextWindow(entry.entry_id, entry.subentries[agent_subentry_id(entry)])
+    too_large = ContextWindowError("prompt_too_large", window="1,500", needed="2,000")
+    chat_log = conversation.ChatLog(hass, "late")
+    window.report(chat_log, too_large)
+    assert ir.async_get(hass).async_get_issue(DOMAIN, window.issue_id) is not None
+
+    await hass.config_entries.async_remove(entry.entry_id)
+    window.report(chat_log, too_large)
+
+    assert ir.async_get(hass).async_get_issue(DOMAIN, window.issue_id) is None
 
 
 @pytest.mark.parametrize(

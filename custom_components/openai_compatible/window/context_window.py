@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from homeassistant.components import conversation
-from homeassistant.config_entries import ConfigSubentry
+from homeassistant.config_entries import ConfigEntryState, ConfigSubentry
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
 
@@ -141,8 +141,15 @@ class ContextWindow:
         return cut
 
     def report(self, chat_log: conversation.ChatLog, err: ContextWindowError) -> None:
-        """Open the repair issue when the prompt alone does not fit."""
-        if err.translation_key != "prompt_too_large":
+        """Open the repair issue when the prompt alone does not fit.
+
+        Not once the entry is unloading or gone: a turn still running writes
+        nothing for it.
+        """
+        entry = chat_log.hass.config_entries.async_get_entry(self._entry_id)
+        if err.translation_key != "prompt_too_large" or (
+            entry is None or entry.state is not ConfigEntryState.LOADED
+        ):
             return
         ir.async_create_issue(
             chat_log.hass,
