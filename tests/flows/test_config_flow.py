@@ -486,6 +486,22 @@ async def test_url_without_scheme_is_completed(
     assert simulator.requests
 
 
+async def test_hosted_host_without_scheme_gets_https(hass: HomeAssistant) -> None:
+    """A hosted preset's host typed without a scheme is checked over https://."""
+    result = await _connect_form(hass, "groq")
+    with patch(
+        "custom_components.openai_compatible.flows.connection.async_validate_server",
+        return_value=ModelListing(["llama-3.3-70b-versatile"], {}),
+    ) as validate:
+        result = await hass.config_entries.flow.async_configure(
+            result["flow_id"],
+            {CONF_BASE_URL: "api.groq.com/openai/v1", CONF_API_KEY: "gsk-a"},
+        )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["data"][CONF_BASE_URL] == "https://api.groq.com/openai/v1"
+    assert validate.call_args.args[1][CONF_BASE_URL] == result["data"][CONF_BASE_URL]
+
+
 @pytest.mark.usefixtures("socket_enabled")
 async def test_completed_url_is_checked_as_usual(hass: HomeAssistant) -> None:
     """A completed URL where nothing answers gets the connection error."""
