@@ -166,6 +166,15 @@ async def test_loader_finds_our_integration(hass: HomeAssistant) -> None:
     assert integration.requirements == []
 
 
+async def test_page_does_not_say_requires_internet(hass: HomeAssistant) -> None:
+    """Most servers are the user's own: the integration polls locally, as core's Ollama.
+
+    Home Assistant's integration page says "Requires Internet" for a cloud class.
+    """
+    integration = await async_get_integration(hass, DOMAIN)
+    assert integration.iot_class == "local_polling"
+
+
 async def test_setup_loads_the_declared_dependencies(
     hass: HomeAssistant, setup_integration: MockConfigEntry
 ) -> None:

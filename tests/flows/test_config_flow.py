@@ -67,12 +67,11 @@ from tests.conftest import KEYED_SIMULATOR_KEY, TEST_API_KEY, MakeConfigEntry, s
 
 pytestmark = pytest.mark.usefixtures("ha_core")
 
-EN = json.loads(
-    (
-        Path(__file__).parent.parent.parent
-        / "custom_components/openai_compatible/translations/en.json"
-    ).read_text(encoding="utf-8")
+TRANSLATIONS = (
+    Path(__file__).parent.parent.parent
+    / "custom_components/openai_compatible/translations"
 )
+EN = json.loads((TRANSLATIONS / "en.json").read_text(encoding="utf-8"))
 
 
 def _suggested(result: ConfigFlowResult, field: str) -> Any:
@@ -200,13 +199,17 @@ async def test_local_hint_and_error_give_one_full_example(
 ) -> None:
     """The Ollama step's hint and its error show the same address, port and /v1.
 
-    The hint is Markdown: in backticks, the example is no link to follow.
+    The hint is Markdown: in backticks, the example is no link to follow. The
+    same in every language.
     """
     result = await _connect_form(hass, "ollama")
     example = "http://192.168.1.20:{port}/v1"
+    for path in sorted(TRANSLATIONS.glob("*.json")):
+        config = json.loads(path.read_text(encoding="utf-8"))["config"]
+        local_hint = config["step"]["connect_local"]["data_description"]
+        assert f"`{example}`" in local_hint[CONF_BASE_URL], path.name
+        assert example in config["error"]["cannot_connect_local"], path.name
     hint = EN["config"]["step"]["connect_local"]["data_description"][CONF_BASE_URL]
-    assert f"`{example}`" in hint
-    assert example in EN["config"]["error"]["cannot_connect_local"]
     shown = hint.format(**result["description_placeholders"])
     assert "`http://192.168.1.20:11434/v1`" in shown
 
@@ -484,6 +487,22 @@ async def test_url_without_scheme_is_completed(
     assert result["type"] is FlowResultType.CREATE_ENTRY
     assert result["data"][CONF_BASE_URL] == simulator.base_url
     assert simulator.requests
+
+
+async def test_hosted_host_without_scheme_gets_https(hass: HomeAssistant) -> None:
+    """A hosted preset's host typed without a scheme is checked over https://."""
+    result = await _connect_form(hass, "groq")
+    with patch(
+        "custom_components.openai_compatible.flows.connection.async_validate_server",
+        return_value=ModelListing(["llama-3.3-70b-versatile"], {}),
+    ) as validate:
+        result = await hass.config_entries.flow.async_configure(
+            result["flow_id"],
+            {CONF_BASE_URL: "api.groq.com/openai/v1", CONF_API_KEY: "gsk-a"},
+        )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["data"][CONF_BASE_URL] == "https://api.groq.com/openai/v1"
+    assert validate.call_args.args[1][CONF_BASE_URL] == result["data"][CONF_BASE_URL]
 
 
 @pytest.mark.usefixtures("socket_enabled")

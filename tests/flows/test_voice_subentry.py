@@ -275,12 +275,16 @@ async def test_a_generated_name_follows_the_model(
 async def test_add_text_to_speech_with_known_voices(
     hass: HomeAssistant, setup_voice: SetupEntry
 ) -> None:
-    """Model first, then the voice: the model family's, any other name allowed."""
+    """Model first, then the voice: the model family's, any other name allowed.
+
+    The model suggested is a speech model the server lists, not a chat model.
+    """
     entry = await setup_voice()
     result = await start(hass, entry, SUBENTRY_TTS)
 
     assert fields(result) == [CONF_NAME, CONF_AUDIO_MODEL]
     assert options(result, CONF_AUDIO_MODEL)[:2] == ["gpt-4o-mini-tts", "tts-1"]
+    assert suggested(result, CONF_AUDIO_MODEL) == "gpt-4o-mini-tts"
     result = await hass.config_entries.subentries.async_configure(
         result["flow_id"], {CONF_NAME: "Voice", CONF_AUDIO_MODEL: "gpt-4o-mini-tts"}
     )

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import openai
+import pytest
 
 from simulator.home import live_entities
 
@@ -68,17 +69,23 @@ async def _answer(
     return answer.choices[0].message.content or ""
 
 
+@pytest.mark.parametrize(
+    ("question", "said"),
+    [
+        ("Is the front door open?", "Front door is closed."),
+        ("is the kitchen light on", "Kitchen light is on."),
+    ],
+)
 async def test_state_question_reads_the_live_context(
-    client: openai.AsyncOpenAI,
+    client: openai.AsyncOpenAI, question: str, said: str
 ) -> None:
-    """'Is the front door open?' asks GetLiveContext, then says what it found."""
-    question = "Is the front door open?"
+    """A question about a device asks GetLiveContext, then says what it found."""
     name, arguments = await _call(client, question)
     assert (name, arguments) == (LIVE, {})
 
     text = await _answer(client, question, name, arguments, {"result": HOME})
 
-    assert text == "Front door is closed."
+    assert text == said
 
 
 async def test_thermostat_question_and_command(client: openai.AsyncOpenAI) -> None:
