@@ -129,7 +129,9 @@ class ModelSubentryFlowHandler(SubentryFlow):
             ),
             errors=errors or None,
             description_placeholders=placeholders or None,
-            last_step=self._responses_schema(self.options) is None,
+            # The tools step follows where an LLM API is chosen.
+            last_step=not self.options.get(CONF_LLM_HASS_API)
+            and self._responses_schema(self.options) is None,
         )
 
     async def async_step_tools(
