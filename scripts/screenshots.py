@@ -247,7 +247,8 @@ def agent_form(tour: Tour) -> None:
     page = tour.page
     page.set_viewport_size(ViewportSize(width=VIEWPORT["width"], height=1250))
     page.get_by_role("button", name="Reconfigure conversation agent").click()
-    page.get_by_role("button", name="Submit").wait_for()
+    # The agent controls the home, so its tools step follows: "Next".
+    page.get_by_role("button", name="Next").wait_for()
     tour.shoot("agent_form")
     page.keyboard.press("Escape")
     page.set_viewport_size(VIEWPORT)
