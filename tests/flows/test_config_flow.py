@@ -325,6 +325,8 @@ async def test_hosted_preset_requires_a_key(hass: HomeAssistant) -> None:
     [
         ("llama_cpp", "llama.cpp server", "conversation.llama_cpp_server_gpt_4o_mini"),
         ("vllm", "vLLM", "conversation.vllm_gpt_4o_mini"),
+        ("lm_studio", "LM Studio", "conversation.lm_studio_gpt_4o_mini"),
+        ("ollama", "Ollama", "conversation.ollama_gpt_4o_mini"),
         (None, "OpenAI-compatible server", "conversation.openai_compatible_server_gpt_4o_mini"),
     ],
 )  # fmt: skip
