@@ -38,6 +38,10 @@ def model_entry(
     }
     if server == "llama_cpp":
         entry["owned_by"] = "llamacpp"
+    elif server == "ollama":
+        entry["owned_by"] = "library"
+    elif server == "lm_studio":
+        entry["owned_by"] = "organization_owner"
     elif server == "vllm":
         entry["owned_by"] = "vllm"
         entry["max_model_len"] = window_size or TRAINED_CONTEXT

@@ -23,14 +23,18 @@ from pytest_homeassistant_custom_component.common import (
 
 from custom_components.openai_compatible.const import (
     CONF_CHAT_MODEL,
+    CONF_PROVIDER,
+    CONF_SERVER_KIND,
     SUBENTRY_CONVERSATION,
 )
 from custom_components.openai_compatible.coordinator import (
     CHECK_INTERVAL,
     REFRESH_INTERVAL,
+    entry_kind,
 )
 from custom_components.openai_compatible.models.features import Feature
 from custom_components.openai_compatible.models.issues import model_issue_id
+from custom_components.openai_compatible.models.reports import ServerKind
 from simulator import OpenAISimulator
 from tests.models.test_issues import (
     model_issues,
@@ -290,3 +294,22 @@ class TestUnloadDuringRefresh:
         assert model_list_requests(simulator) >= 2
         assert "gpt-4o-mini" in runtime.models
         assert model_issues(hass) == {}
+
+
+@pytest.mark.parametrize(
+    ("provider", "stored", "kind"),
+    [
+        ("ollama", None, ServerKind.OLLAMA),
+        ("ollama", "vllm", ServerKind.OLLAMA),
+        ("custom", "ollama", ServerKind.OLLAMA),
+        ("custom", "lm_studio", ServerKind.LM_STUDIO),
+        ("custom", "sglang", None),
+        ("custom", None, None),
+    ],
+)
+def test_entry_kind(provider: str, stored: str | None, kind: ServerKind | None) -> None:
+    """An entry's software is its preset's, else the one its server was recognised as."""
+    data = {CONF_PROVIDER: provider}
+    if stored is not None:
+        data[CONF_SERVER_KIND] = stored
+    assert entry_kind(data) is kind

@@ -19,20 +19,27 @@ hear of every refresh.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Final, override
+from typing import TYPE_CHECKING, Any, Final, override
 
 from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers.update_coordinator import DataUpdateCoordinator, UpdateFailed
 
-from .const import CONF_BASE_URL, CONF_CHAT_MODEL, CONF_PROVIDER, LOGGER
+from .const import (
+    CONF_BASE_URL,
+    CONF_CHAT_MODEL,
+    CONF_PROVIDER,
+    CONF_SERVER_KIND,
+    LOGGER,
+)
 from .errors import ServerError
 from .models.capabilities import server_fingerprint
 from .models.listing import ModelListing, async_fetch_models
 from .models.providers import provider_for
-from .models.reports import ServerReport
+from .models.reports import ServerKind, ServerReport
 from .models.server_info import async_server_report
 from .wire.transport import Transport
 
@@ -63,6 +70,14 @@ def models_in_use(entry: OpenAICompatibleConfigEntry) -> set[str]:
     }
 
 
+def entry_kind(data: Mapping[str, Any]) -> ServerKind | None:
+    """Return an entry's server software: its preset's, else the one recognised."""
+    if kind := provider_for(data.get(CONF_PROVIDER)).kind:
+        return kind
+    stored = str(data.get(CONF_SERVER_KIND))
+    return ServerKind(stored) if stored in ServerKind else None
+
+
 async def async_survey(
     entry: OpenAICompatibleConfigEntry,
     transport: Transport,
@@ -75,7 +90,7 @@ async def async_survey(
     models = listing.ids if listing else []
     report = await async_server_report(
         transport,
-        provider_for(entry.data.get(CONF_PROVIDER)).kind,
+        entry_kind(entry.data),
         listing,
         models_in_use(entry),
     )

@@ -325,6 +325,8 @@ async def test_hosted_preset_requires_a_key(hass: HomeAssistant) -> None:
     [
         ("llama_cpp", "llama.cpp server", "conversation.llama_cpp_server_gpt_4o_mini"),
         ("vllm", "vLLM", "conversation.vllm_gpt_4o_mini"),
+        ("lm_studio", "LM Studio", "conversation.lm_studio_gpt_4o_mini"),
+        ("ollama", "Ollama", "conversation.ollama_gpt_4o_mini"),
         (None, "OpenAI-compatible server", "conversation.openai_compatible_server_gpt_4o_mini"),
     ],
 )  # fmt: skip
@@ -347,6 +349,8 @@ async def test_custom_server_named_after_its_software(
     )
     assert result["title"] == name
     await hass.async_block_till_done()
+    # The entry then reads the native routes of the software it was recognised as.
+    assert result["result"].runtime_data.capabilities.report.kind == native
     registry = er.async_get(hass)
     assert registry.async_get(entity_id) is not None
     assert not [e for e in registry.entities if e.startswith("conversation.127")]
@@ -358,6 +362,30 @@ async def test_custom_server_named_after_its_software(
     assert (
         result["title"] == f"{name} ({URL(simulator.base_url).host_port_subcomponent})"
     )
+
+
+@pytest.mark.parametrize(
+    ("models", "asked"),
+    [
+        (["gpt-4o-mini", "llama3.2:3b"], True),
+        (["gpt-4o-mini", "qwen3-8b"], False),
+    ],
+)
+async def test_only_an_ollama_like_list_asks_for_ollama_version(
+    hass: HomeAssistant, simulator: OpenAISimulator, models: list[str], asked: bool
+) -> None:
+    """Only a list with Ollama's tagged ids asks `/api/version`; a 404 names nothing."""
+    simulator.models = models
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: simulator.base_url}
+    )
+    await hass.async_block_till_done()
+
+    assert result["title"] == "OpenAI-compatible server"
+    assert CONF_SERVER_KIND not in result["data"]
+    paths = [request.path for request in simulator.requests]
+    assert ("/api/version" in paths) is asked
 
 
 async def test_pasted_endpoint_is_trimmed(

@@ -5,15 +5,21 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
+from homeassistant.core import HomeAssistant
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.openai_compatible.models.capabilities import ModelCapabilities
 from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.models.listing import ModelListing
 from custom_components.openai_compatible.models.reports import ServerKind
 from custom_components.openai_compatible.models.server_info import (
     OLLAMA_DEFAULT_CONTEXT,
+    async_guess_kind,
+    guess_kind,
+    may_be_ollama,
 )
+from custom_components.openai_compatible.wire.transport import Transport
 from simulator import OpenAISimulator
 from simulator.native import TRAINED_CONTEXT, VERSIONS
 from tests.conftest import SetupEntry
@@ -36,6 +42,7 @@ def model_of(entry: MockConfigEntry, model: str = MODEL) -> ModelCapabilities:
         ("vllm", "vllm", ServerKind.VLLM),
         ("custom", "vllm", ServerKind.VLLM),
         ("lm_studio", "lm_studio", ServerKind.LM_STUDIO),
+        ("custom", "lm_studio", ServerKind.LM_STUDIO),
     ],
 )
 async def test_context_window_from_the_native_route(
@@ -100,6 +107,80 @@ async def test_ollama_num_ctx_is_read_from_one_line(
     entry = await setup_entry(provider="ollama")
 
     assert model_of(entry).context_window == window
+
+
+def _listing(*entries: dict[str, Any]) -> ModelListing:
+    """Return a models list of the given entries."""
+    by_id = {str(entry["id"]): entry for entry in entries}
+    return ModelListing(sorted(by_id), by_id)
+
+
+@pytest.mark.parametrize(
+    ("entry", "kind", "ollama_like"),
+    [
+        ({"id": "m", "owned_by": "llamacpp"}, ServerKind.LLAMA_CPP, False),
+        ({"id": "m", "owned_by": "vllm"}, ServerKind.VLLM, False),
+        ({"id": "m", "max_model_len": 4096}, ServerKind.VLLM, False),
+        ({"id": "m", "owned_by": "organization_owner"}, ServerKind.LM_STUDIO, False),
+        ({"id": "llama3.2:3b", "owned_by": "library"}, None, True),
+        ({"id": "llama3.2:3b", "owned_by": "someone"}, None, True),
+        ({"id": "qwen3", "owned_by": "Library"}, None, True),
+        ({"id": "gpt-4o-mini", "owned_by": "openai"}, None, False),
+        ({"id": "gpt-4o-mini"}, None, False),
+    ],
+)
+def test_guess_from_the_models_list(
+    entry: dict[str, Any], kind: ServerKind | None, ollama_like: bool
+) -> None:
+    """The list names llama.cpp, vLLM and LM Studio; Ollama it only hints at."""
+    assert guess_kind(_listing(entry)) is kind
+    assert may_be_ollama(_listing(entry)) is ollama_like
+
+
+@pytest.mark.parametrize(
+    ("native", "models", "kind", "asked"),
+    [
+        ("ollama", ["llama3.2:3b"], ServerKind.OLLAMA, True),
+        (None, ["llama3.2:3b"], None, True),
+        ("vllm", ["llama3.2:3b"], ServerKind.VLLM, False),
+        ("ollama", ["gpt-4o-mini"], None, False),
+    ],
+)
+async def test_ollama_is_recognised_by_its_version_route(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    native: Any,
+    models: list[str],
+    kind: ServerKind | None,
+    asked: bool,
+) -> None:
+    """An Ollama-like list asks `/api/version`: an answer says Ollama, a 404 nothing.
+
+    A list that tells its software, or does not look like Ollama's, asks nothing.
+    """
+    simulator.settings.native = native
+    entries = {
+        model: {"id": model, "owned_by": "vllm" if native == "vllm" else "x"}
+        for model in models
+    }
+    transport = Transport(hass, simulator.base_url, None)
+
+    guessed = await async_guess_kind(transport, ModelListing(models, entries))
+
+    assert guessed is kind
+    assert bool(simulator.requests) is asked
+
+
+async def test_ollama_version_that_is_no_version_recognises_nothing(
+    hass: HomeAssistant, simulator: OpenAISimulator
+) -> None:
+    """An `/api/version` answer without a version string is not Ollama's."""
+    simulator.enqueue("/api/version", json={"version": ""})
+    transport = Transport(hass, simulator.base_url, None)
+
+    listing = _listing({"id": "llama3.2:3b", "owned_by": "library"})
+
+    assert await async_guess_kind(transport, listing) is None
 
 
 async def test_hosted_listing(

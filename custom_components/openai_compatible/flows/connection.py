@@ -28,7 +28,8 @@ from ..errors import (
 )
 from ..models.listing import ModelListing, async_validate_server
 from ..models.providers import PROVIDER_CUSTOM, provider_for
-from ..models.server_info import guess_kind
+from ..models.server_info import async_guess_kind
+from ..wire.transport import Transport
 from .base_url import completed_url, normalize_base_url
 
 _LOGGER = logging.getLogger(__name__)
@@ -118,7 +119,7 @@ async def async_check_server(
         _LOGGER.exception("Unexpected error while connecting to the server")
         errors["base"] = "unknown"
     else:
-        _note_server_kind(data, listing)
+        await _async_note_server_kind(hass, data, listing)
         return listing.ids
     return []
 
@@ -142,8 +143,13 @@ def _flow_error(err: ServerError, placeholders: dict[str, str]) -> str:
     return "api_error"
 
 
-def _note_server_kind(data: dict[str, Any], listing: ModelListing) -> None:
-    """Note the server software a custom server's models list gives away."""
+async def _async_note_server_kind(
+    hass: HomeAssistant, data: dict[str, Any], listing: ModelListing
+) -> None:
+    """Note the server software a custom server was recognised as."""
     data.pop(CONF_SERVER_KIND, None)
-    if data.get(CONF_PROVIDER) == PROVIDER_CUSTOM and (kind := guess_kind(listing)):
+    if data.get(CONF_PROVIDER) != PROVIDER_CUSTOM:
+        return
+    transport = Transport(hass, data[CONF_BASE_URL], data.get(CONF_API_KEY))
+    if kind := await async_guess_kind(transport, listing):
         data[CONF_SERVER_KIND] = kind.value

@@ -18,7 +18,7 @@ from ..errors import ServerError
 from ..wire.shapes import JsonObject
 from ..wire.transport import Budget, Transport
 from .lifecycle import listed_shutdown
-from .listing import ModelListing
+from .listing import VALIDATION_BUDGET, ModelListing
 from .reports import ModelReport, ServerKind, ServerReport
 
 # Native routes are a bonus: asked briefly, read up to a small size.
@@ -35,7 +35,11 @@ _CONTEXT_KEYS: Final = (
 )
 # Within one line, in linear time; a figure of ten digits or more is none.
 _NUM_CTX: Final = re.compile(r"^[ \t]*num_ctx[ \t]+(\d{1,9})(?!\d)", re.MULTILINE)
-_OWNERS: Final = {"llamacpp": ServerKind.LLAMA_CPP, "vllm": ServerKind.VLLM}
+_OWNERS: Final = {
+    "llamacpp": ServerKind.LLAMA_CPP,
+    "vllm": ServerKind.VLLM,
+    "organization_owner": ServerKind.LM_STUDIO,
+}
 
 
 def guess_kind(listing: ModelListing | None) -> ServerKind | None:
@@ -46,6 +50,30 @@ def guess_kind(listing: ModelListing | None) -> ServerKind | None:
         if "max_model_len" in entry:
             return ServerKind.VLLM
     return None
+
+
+def may_be_ollama(listing: ModelListing | None) -> bool:
+    """Tell whether a models list looks like Ollama's: tagged ids, the library's."""
+    return any(
+        ":" in model_id or str(entry.get("owned_by", "")).lower() == "library"
+        for model_id, entry in (listing.entries if listing else {}).items()
+    )
+
+
+async def async_guess_kind(
+    transport: Transport, listing: ModelListing | None
+) -> ServerKind | None:
+    """Return the server software its models list, or else Ollama's version, tells.
+
+    Only a list that looks like Ollama's costs a request (`/api/version`,
+    within the validation budget); no answer there recognises nothing.
+    """
+    if (kind := guess_kind(listing)) is not None or not may_be_ollama(listing):
+        return kind
+    answer = await _async_native(
+        transport, "GET", "//api/version", budget=VALIDATION_BUDGET
+    )
+    return ServerKind.OLLAMA if _text(answer, "version") else None
 
 
 def listed_reports(
@@ -125,12 +153,17 @@ async def async_server_report(
 
 
 async def _async_native(
-    transport: Transport, method: str, path: str, body: JsonObject | None = None
+    transport: Transport,
+    method: str,
+    path: str,
+    body: JsonObject | None = None,
+    *,
+    budget: Budget = NATIVE_BUDGET,
 ) -> JsonObject | None:
     """Return a native route's JSON object, or None when it has none for us."""
     try:
         answer = await transport.async_exchange(
-            method, path, budget=NATIVE_BUDGET, body=body, limit=MAX_NATIVE_BYTES
+            method, path, budget=budget, body=body, limit=MAX_NATIVE_BYTES
         )
     except ServerError as err:
         LOGGER.debug("No answer from %s: %s", path, err)
