@@ -1,8 +1,11 @@
-"""Calls answered to the model: arguments held to the tool's parameters first."""
+"""Calls answered to the model: a key the tool requires is asked for first."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from homeassistant.helpers import llm
+import pytest
 
 from custom_components.openai_compatible.tool_answers import checked_calls
 from custom_components.openai_compatible.wire.request import ToolSet
@@ -27,9 +30,10 @@ TOOL_SET = ToolSet(
 )
 
 
-def test_arguments_breaking_the_parameters_are_answered() -> None:
-    """A call without a required key gets an error naming it, by its tool's name."""
-    result = checked_calls(TOOL_SET)(llm.ToolInput("count", {"labels": 1}))
+@pytest.mark.parametrize("arguments", [{"labels": 1}, {"label": None}])
+def test_a_call_without_a_required_key_is_answered(arguments: dict[str, Any]) -> None:
+    """A call without a required key (or with it null) gets an error naming it."""
+    result = checked_calls(TOOL_SET)(llm.ToolInput("count", arguments))
 
     assert result is not None
     assert result.error
@@ -38,7 +42,11 @@ def test_arguments_breaking_the_parameters_are_answered() -> None:
 
 
 def test_fitting_calls_go_to_the_set_own_calls() -> None:
-    """Fitting arguments, and a tool without parameters, reach the set's own answer."""
+    """Calls with the required keys reach the set's own answer, whatever their types.
+
+    Tools coerce what they take (Home Assistant's intents take one domain for
+    a list of domains), so only a missing key is answered here.
+    """
     seen: list[str] = []
 
     def own(call: llm.ToolInput) -> llm.ToolResult | None:
@@ -50,6 +58,7 @@ def test_fitting_calls_go_to_the_set_own_calls() -> None:
     )
 
     assert checked(llm.ToolInput("count", {"label": "a\x01"})) is None
+    assert checked(llm.ToolInput("count", {"label": 5, "extra": True})) is None
     assert checked(llm.ToolInput("free", {"any": 1})) is None
-    assert seen == ["count", "free"]
+    assert seen == ["count", "count", "free"]
     assert checked_calls(TOOL_SET)(llm.ToolInput("count", {"label": "a"})) is None

@@ -1,6 +1,6 @@
 """Tool calls that cannot run, answered to the model instead of ending the turn.
 
-A call whose arguments are no JSON or break the tool's parameters, or that
+A call whose arguments are no JSON or lack a key the tool requires, or that
 names a tool that was not offered, goes into the chat log as a call Home
 Assistant does not run (`external`), followed by a result that says what was
 wrong: the model reads it in the next round and can call again. The user
@@ -17,7 +17,6 @@ from homeassistant.components import conversation
 from homeassistant.helpers import llm
 
 from .errors import ModelError
-from .structured.schema_check import schema_problems
 from .wire.request import OwnCalls, ToolSet
 from .wire.tool_calls import PendingCall, offered_name
 
@@ -84,26 +83,38 @@ def call_input(
 
 
 def checked_calls(tool_set: ToolSet) -> OwnCalls:
-    """Return the set's own calls, first answering arguments the tool cannot take.
+    """Return the set's own calls, first answering calls that lack a required key.
 
-    The arguments are held to the parameters the request offered (required
-    keys, types, options, bounds); Home Assistant runs a tool without that.
+    Home Assistant runs a tool without checking its arguments. Only required
+    keys are held to: tools coerce the rest (Home Assistant's intents take
+    one domain where their parameters say a list).
     """
-    schemas = {
-        tool_set.from_wire[tool["function"]["name"]]: tool["function"]["parameters"]
+    required = {
+        tool_set.from_wire[tool["function"]["name"]]: _required(
+            tool["function"].get("parameters")
+        )
         for tool in tool_set.tools
-        if "parameters" in tool["function"]
     }
 
     def answer(call: llm.ToolInput) -> llm.ToolResult | None:
-        schema = schemas.get(call.tool_name)
-        if schema and (
-            problems := schema_problems(call.tool_args, schema, texts=False)
-        ):
-            return _error_result("invalid_tool_arguments", problems)
+        if missing := [
+            key
+            for key in required.get(call.tool_name, ())
+            if call.tool_args.get(key) is None
+        ]:
+            names = ", ".join(repr(key) for key in missing)
+            return _error_result(
+                "invalid_tool_arguments", f"required keys missing or null: {names}"
+            )
         return tool_set.own_calls(call) if tool_set.own_calls else None
 
     return answer
+
+
+def _required(parameters: object) -> list[str]:
+    """Return the keys a tool's parameters require."""
+    keys = parameters.get("required") if isinstance(parameters, dict) else None
+    return [str(key) for key in keys] if isinstance(keys, list) else []
 
 
 def _answered(

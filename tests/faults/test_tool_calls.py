@@ -199,10 +199,10 @@ async def test_malformed_call_is_answered_and_called_again(
 async def test_call_outside_the_tools_schema_is_answered_and_called_again(
     fault_harness: FaultHarnessFactory, runs: list[dict[str, Any]]
 ) -> None:
-    """JSON that breaks the tool's parameters is answered to the model, not run.
+    """A call lacking a key the tool requires is answered to the model, not run.
 
-    The counting tool takes anything, as some tools do: the integration holds
-    the arguments to the parameters it offered, and the turn goes on.
+    The counting tool takes anything, as some tools do: the integration asks
+    for the required keys it offered, and the turn goes on.
     """
     harness = await fault_harness(conversation=COUNTING)
     harness.faulty.enqueue(CHAT, sse=bad_call("c1", arguments='{"labels": 1}'))

@@ -47,28 +47,18 @@ _NAMES: Final = {
 
 def check_answer(data: Any, schema: JsonSchema) -> None:
     """Raise StructureMismatch naming what in the answer breaks the schema."""
-    if problems := schema_problems(data, schema):
-        raise StructureMismatch(problems)
-
-
-def schema_problems(data: Any, schema: JsonSchema, *, texts: bool = True) -> str:
-    """Return what in a value breaks the schema; empty when nothing does.
-
-    Without `texts`, control characters in text are let through.
-    """
     problems: list[str] = []
-    _check(data, schema, [], problems, texts)
-    return "; ".join(problems[:MAX_PROBLEMS])
+    _check(data, schema, [], problems)
+    if problems:
+        raise StructureMismatch("; ".join(problems[:MAX_PROBLEMS]))
 
 
-def _check(
-    value: Any, schema: Any, path: list[Any], problems: list[str], texts: bool
-) -> None:
+def _check(value: Any, schema: Any, path: list[Any], problems: list[str]) -> None:
     """Add the problems of one value, and of what it holds, to the list."""
     if not isinstance(schema, dict):
         return
     if isinstance(branches := schema.get("anyOf"), list):
-        _check_any(value, branches, path, problems, texts)
+        _check_any(value, branches, path, problems)
         return
     kinds = _types(schema)
     if kinds and not _is(value, *kinds):
@@ -79,23 +69,23 @@ def _check(
         problems.append(_at(f"the value must be one of {options!r}", path))
     elif _is(value, "number"):
         _check_bounds(value, schema, path, problems)
-    elif texts and isinstance(value, str) and _CONTROL.search(value):
+    elif isinstance(value, str) and _CONTROL.search(value):
         problems.append(_at("the text holds control characters", path))
     elif isinstance(value, dict):
-        _check_object(value, schema, path, problems, texts)
+        _check_object(value, schema, path, problems)
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            _check(item, schema.get("items"), [*path, index], problems, texts)
+            _check(item, schema.get("items"), [*path, index], problems)
 
 
 def _check_any(
-    value: Any, branches: list[Any], path: list[Any], problems: list[str], texts: bool
+    value: Any, branches: list[Any], path: list[Any], problems: list[str]
 ) -> None:
     """Add the first branch's problems when the value fits no branch."""
     found: list[list[str]] = []
     for branch in branches:
         own: list[str] = []
-        _check(value, branch, path, own, texts)
+        _check(value, branch, path, own)
         if not own:
             return
         found.append(own)
@@ -103,11 +93,7 @@ def _check_any(
 
 
 def _check_object(
-    value: JsonObject,
-    schema: JsonSchema,
-    path: list[Any],
-    problems: list[str],
-    texts: bool,
+    value: JsonObject, schema: JsonSchema, path: list[Any], problems: list[str]
 ) -> None:
     """Add the problems of an object's keys: required ones missing or null."""
     properties = schema.get("properties")
@@ -119,7 +105,7 @@ def _check_object(
     )
     for key, item in value.items():
         if key in properties and item is not None:
-            _check(item, properties[key], [*path, key], problems, texts)
+            _check(item, properties[key], [*path, key], problems)
 
 
 def _check_bounds(
