@@ -60,15 +60,24 @@ def may_be_ollama(listing: ModelListing | None) -> bool:
     )
 
 
+def _listed_kind(listing: ModelListing | None) -> tuple[ServerKind | None, bool]:
+    """Return the software a models list gives away, and whether it looks Ollama's."""
+    return guess_kind(listing), may_be_ollama(listing)
+
+
 async def async_guess_kind(
     transport: Transport, listing: ModelListing | None
 ) -> ServerKind | None:
     """Return the server software its models list, or else Ollama's version, tells.
 
     Only a list that looks like Ollama's costs a request (`/api/version`,
-    within the validation budget); no answer there recognises nothing.
+    within the validation budget); no answer there recognises nothing. The
+    list is read in the executor: it may be long.
     """
-    if (kind := guess_kind(listing)) is not None or not may_be_ollama(listing):
+    kind, ollama_like = await transport.hass.async_add_executor_job(
+        _listed_kind, listing
+    )
+    if kind is not None or not ollama_like:
         return kind
     answer = await _async_native(
         transport, "GET", "//api/version", budget=VALIDATION_BUDGET
