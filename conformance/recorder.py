@@ -279,7 +279,7 @@ class RecordingProxy:
             await response.prepare(request)
             async for piece in upstream.content.iter_any():
                 if first_token is None and _TOKEN.search(piece):
-                    first_token = time.monotonic() - began
+                    first_token = round(time.monotonic() - began, 3)
                 received.extend(piece)
                 await response.write(piece)
             await response.write_eof()

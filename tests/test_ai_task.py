@@ -29,7 +29,7 @@ from custom_components.openai_compatible.const import (
     CONF_RECOMMENDED,
     SUBENTRY_AI_TASK,
 )
-from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.structured.rungs import (
     RUNG_INSTRUCTIONS,
     RUNG_JSON_OBJECT,

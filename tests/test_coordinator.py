@@ -32,7 +32,7 @@ from custom_components.openai_compatible.coordinator import (
     REFRESH_INTERVAL,
     entry_kind,
 )
-from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.models.issues import model_issue_id
 from custom_components.openai_compatible.models.reports import ServerKind
 from simulator import OpenAISimulator

@@ -18,7 +18,7 @@ from syrupy.matchers import path_type
 from custom_components.openai_compatible.diagnostics import (
     async_get_config_entry_diagnostics,
 )
-from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.features import Feature
 
 from .conftest import TEST_API_KEY
 

@@ -8,8 +8,8 @@ from custom_components.openai_compatible.errors import (
     RequestRejectedError,
     ServerError,
 )
-from custom_components.openai_compatible.models.features import Feature
-from custom_components.openai_compatible.server_errors.redact import remember_key
+from custom_components.openai_compatible.features import Feature
+from custom_components.openai_compatible.redact import remember_key
 
 
 def test_placeholders_lose_keys() -> None:

@@ -16,9 +16,9 @@ from mutagen.mp3 import MP3
 import pytest
 
 from custom_components.openai_compatible.const import CONF_TIMEOUT
-from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.tts import OpenAICompatibleTTSEntity
-from custom_components.openai_compatible.voice.audio_models import KOKORO_VOICES
+from custom_components.openai_compatible.models.audio_models import KOKORO_VOICES
 from simulator import OpenAISimulator
 from simulator.audio import synthesize
 

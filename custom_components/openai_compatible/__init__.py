@@ -19,8 +19,8 @@ from .models.issues import ModelIssues
 from .models.listing import MAX_LISTING_BYTES, ModelListing, async_fetch_models
 from .models.providers import provider_for
 from .runtime import RuntimeData
-from .wire.sse import mebibytes
-from .wire.transport import Transport
+from .net.sse import mebibytes
+from .net.transport import Transport
 
 PLATFORMS = (
     Platform.AI_TASK,

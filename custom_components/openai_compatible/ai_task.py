@@ -52,8 +52,8 @@ from .structured.strict_schema import (
     drop_optional_nulls,
     strict_json_schema,
 )
-from .wire.request import build_tool_set
-from .wire.shapes import JsonSchema
+from .net.request import build_tool_set
+from .net.shapes import JsonSchema
 
 PARALLEL_UPDATES = 0
 

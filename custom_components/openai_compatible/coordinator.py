@@ -41,7 +41,7 @@ from .models.listing import ModelListing, async_fetch_models
 from .models.providers import provider_for
 from .models.reports import ServerKind, ServerReport
 from .models.server_info import async_server_report
-from .wire.transport import Transport
+from .net.transport import Transport
 
 if TYPE_CHECKING:
     from . import OpenAICompatibleConfigEntry

@@ -15,9 +15,9 @@ from __future__ import annotations
 from homeassistant.exceptions import HomeAssistantError
 
 from .const import DOMAIN
-from .models.features import Feature
+from .features import Feature
 from .models.lessons import rejection_source
-from .server_errors.redact import redact
+from .redact import redact
 
 
 class TranslatedError(HomeAssistantError):

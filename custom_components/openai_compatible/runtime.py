@@ -11,7 +11,7 @@ from .usage import UsageTracker
 if TYPE_CHECKING:
     from .coordinator import ServerCoordinator
     from .models.capabilities import Capabilities
-    from .wire.transport import Transport
+    from .net.transport import Transport
 
 
 @dataclass(slots=True)

@@ -22,7 +22,7 @@ from homeassistant.helpers import area_registry as ar
 from .const import CONF_AUDIO_MODEL, CONF_HINT_NAMES, LOGGER, SUBENTRY_STT
 from .entity import OpenAICompatibleSubentryEntity
 from .errors import InputError, RequestRejectedError, TranslatedError
-from .models.features import Feature
+from .features import Feature
 from .platforms import setup_per_subentry
 from .voice.audio import (
     MAX_RECORDING_BYTES,
@@ -31,8 +31,8 @@ from .voice.audio import (
     async_transcribe,
 )
 from .voice.audio_files import pcm_wav
-from .voice.audio_models import transcription_languages
-from .wire.sse import mebibytes
+from .models.audio_models import transcription_languages
+from .net.sse import mebibytes
 
 PARALLEL_UPDATES = 0
 

@@ -24,7 +24,7 @@ from custom_components.openai_compatible.const import CONF_API, CONF_CHAT_MODEL
 from custom_components.openai_compatible.evaluate.chat_answers import TOP_LOGPROBS, fold
 from custom_components.openai_compatible.evaluate.chat_paths import ChatPaths
 from custom_components.openai_compatible.evaluate.evaluation import MAX_QUESTIONS
-from custom_components.openai_compatible.models.features import Feature, WireApi
+from custom_components.openai_compatible.features import Feature, WireApi
 from custom_components.openai_compatible.structured.rungs import (
     RUNG_INSTRUCTIONS,
     RUNG_JSON_OBJECT,

@@ -18,7 +18,7 @@ from homeassistant.helpers import intent
 import probatio
 import pytest
 
-from custom_components.openai_compatible.wire.sse import (
+from custom_components.openai_compatible.net.sse import (
     MAX_ANSWER_BYTES,
     MAX_LINE_BYTES,
 )

@@ -55,13 +55,13 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_CONVERSATION,
 )
 from custom_components.openai_compatible.errors import ConnectError
-from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.models.listing import ModelListing
 from custom_components.openai_compatible.models.providers import (
     PROVIDER_CUSTOM,
     PROVIDERS,
 )
-from custom_components.openai_compatible.wire.transport import Budget
+from custom_components.openai_compatible.net.transport import Budget
 from simulator import OpenAISimulator
 from tests.conftest import KEYED_SIMULATOR_KEY, TEST_API_KEY, MakeConfigEntry, served
 

@@ -18,7 +18,7 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
 )
-from custom_components.openai_compatible.models.features import Feature, WireApi
+from custom_components.openai_compatible.features import Feature, WireApi
 from custom_components.openai_compatible.models.provider_tools import (
     CONF_CODE_INTERPRETER,
     CONF_IMAGE_GENERATION,

@@ -26,10 +26,10 @@ from custom_components.openai_compatible.models.capabilities import (
     Capabilities,
     ModelCapabilities,
 )
-from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.models.providers import PROVIDERS
 from custom_components.openai_compatible.models.reports import ServerReport
-from custom_components.openai_compatible.wire.transport import Budget, Transport
+from custom_components.openai_compatible.net.transport import Budget, Transport
 from simulator import OpenAISimulator
 
 PNG_START = b"\x89PNG\r\n\x1a\n"

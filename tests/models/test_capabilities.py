@@ -16,7 +16,7 @@ from custom_components.openai_compatible.models.capabilities import (
     Capabilities,
     server_fingerprint,
 )
-from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.models.lessons import (
     EARLIER_VERSION,
     Lesson,

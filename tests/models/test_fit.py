@@ -20,7 +20,7 @@ from custom_components.openai_compatible.models.capabilities import (
     Capabilities,
     ModelCapabilities,
 )
-from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.models.fit import (
     check_model_takes,
     learning_refusals,

@@ -12,7 +12,7 @@ from homeassistant.helpers import llm
 import pytest
 
 from custom_components.openai_compatible.const import CONF_CHAT_MODEL
-from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.models.provider_tools import (
     CONF_CODE_INTERPRETER,
     CONF_IMAGE_GENERATION,

@@ -10,7 +10,7 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.openai_compatible.models.capabilities import ModelCapabilities
-from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.models.listing import ModelListing
 from custom_components.openai_compatible.models.reports import ServerKind
 from custom_components.openai_compatible.models.server_info import (
@@ -19,7 +19,7 @@ from custom_components.openai_compatible.models.server_info import (
     guess_kind,
     may_be_ollama,
 )
-from custom_components.openai_compatible.wire.transport import Transport
+from custom_components.openai_compatible.net.transport import Transport
 from simulator import OpenAISimulator
 from simulator.native import TRAINED_CONTEXT, VERSIONS
 from tests.conftest import SetupEntry

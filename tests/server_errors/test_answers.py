@@ -15,7 +15,7 @@ from custom_components.openai_compatible.errors import (
     RequestRejectedError,
     ServerError,
 )
-from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.server_errors.answers import (
     MAX_ERROR_BYTES,
     Rejection,

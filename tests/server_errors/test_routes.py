@@ -12,7 +12,7 @@ from custom_components.openai_compatible.errors import (
     RequestRejectedError,
     ServerError,
 )
-from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.server_errors.answers import error_for_status
 from custom_components.openai_compatible.server_errors.routes import (
     is_missing_route,

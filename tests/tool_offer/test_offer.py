@@ -15,7 +15,7 @@ from custom_components.openai_compatible.const import (
     CONF_TOOLS,
     CONF_TOOLS_ON_DEMAND,
 )
-from custom_components.openai_compatible.models.features import WireApi
+from custom_components.openai_compatible.features import WireApi
 from simulator import OpenAISimulator, sse_text, sse_tool_calls
 
 from ..conftest import SetupEntry, converse, speech

@@ -20,7 +20,7 @@ from custom_components.openai_compatible.voice.audio_files import (
     pcm_wav,
     streaming_wav_header,
 )
-from custom_components.openai_compatible.wire.transport import Transport
+from custom_components.openai_compatible.net.transport import Transport
 from simulator import OpenAISimulator
 from simulator.audio import synthesize
 from tests.conftest import TEST_API_KEY

@@ -15,8 +15,8 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from custom_components.openai_compatible.const import CONF_API
-from custom_components.openai_compatible.models.features import Feature, WireApi
-from custom_components.openai_compatible.wire.request import build_tool_set
+from custom_components.openai_compatible.features import Feature, WireApi
+from custom_components.openai_compatible.net.request import build_tool_set
 from simulator import OpenAISimulator, sse_text
 from tests.conftest import AGENT, SetupEntry, converse, speech
 

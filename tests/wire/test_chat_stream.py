@@ -11,7 +11,7 @@ import httpx2
 import pytest
 
 from custom_components.openai_compatible.errors import ModelError, ServerError
-from custom_components.openai_compatible.tool_answers import AnsweredCalls
+from custom_components.openai_compatible.wire.tool_answers import AnsweredCalls
 from custom_components.openai_compatible.wire.chat_stream import (
     ChatStreamParser,
     async_read_answer,

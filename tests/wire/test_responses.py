@@ -16,7 +16,7 @@ from syrupy.assertion import SnapshotAssertion
 from custom_components.openai_compatible.const import CONF_API, CONF_STREAMING
 from custom_components.openai_compatible.errors import MalformedAnswerError, ServerError
 from custom_components.openai_compatible.models.capabilities import ModelCapabilities
-from custom_components.openai_compatible.models.features import Feature, WireApi
+from custom_components.openai_compatible.features import Feature, WireApi
 from custom_components.openai_compatible.models.lessons import Lessons
 from custom_components.openai_compatible.models.provider_tools import (
     CONF_SERVICE_TIER,
@@ -24,7 +24,7 @@ from custom_components.openai_compatible.models.provider_tools import (
 )
 from custom_components.openai_compatible.models.providers import PROVIDERS
 from custom_components.openai_compatible.models.reports import ModelReport
-from custom_components.openai_compatible.wire.request import RequestSettings
+from custom_components.openai_compatible.net.request import RequestSettings
 from custom_components.openai_compatible.wire.responses import (
     ResponsesOptions,
     body_features,

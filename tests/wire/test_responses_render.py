@@ -6,7 +6,7 @@ from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 
-from custom_components.openai_compatible.wire.request import ToolSet
+from custom_components.openai_compatible.net.request import ToolSet
 from custom_components.openai_compatible.wire.responses_render import InputRenderer
 from custom_components.openai_compatible.wire.responses_stream import ResponsesReplay
 

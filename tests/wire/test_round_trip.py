@@ -9,7 +9,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import intent
 import pytest
 
-from custom_components.openai_compatible.models.features import Feature
+from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.wire.round_trip import says_something
 from simulator import OpenAISimulator, response_stream
 from tests.conftest import SetupEntry, converse, speech

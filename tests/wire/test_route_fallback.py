@@ -10,7 +10,7 @@ from homeassistant.helpers import intent
 import pytest
 
 from custom_components.openai_compatible.const import CONF_API
-from custom_components.openai_compatible.models.features import Feature, WireApi
+from custom_components.openai_compatible.features import Feature, WireApi
 from simulator import OpenAISimulator
 from tests.conftest import SetupEntry, converse, speech
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from custom_components.openai_compatible.errors import ModelError, ServerError
-from custom_components.openai_compatible.tool_answers import tool_inputs
+from custom_components.openai_compatible.wire.tool_answers import tool_inputs
 from custom_components.openai_compatible.wire.tool_calls import (
     MAX_TOOL_CALLS,
     PendingCall,

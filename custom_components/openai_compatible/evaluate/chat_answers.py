@@ -22,7 +22,7 @@ from typing import Final, TypeGuard, cast
 from ..errors import ModelError
 from ..models.reports import ServerKind
 from ..structured.json_answer import StructureMismatch, parse_json_answer
-from ..wire.shapes import ChatBody, ChatFields, ChatMessage, JsonObject, JsonSchema
+from ..net.shapes import ChatBody, ChatFields, ChatMessage, JsonObject, JsonSchema
 from .questions import Question, probability
 
 TOP_LOGPROBS: Final = 20

@@ -18,13 +18,13 @@ from ..const import LOGGER
 from ..errors import ModelError, RequestRejectedError
 from ..media.attachments import LoadedFile
 from ..models.capabilities import ModelCapabilities
-from ..models.features import Feature
+from ..features import Feature
 from ..structured.rungs import RUNG_NAMES, StructuredRequest, async_climb
 from ..structured.strict_schema import strict_json_schema
 from ..wire.chat_completions import attachment_part
-from ..wire.request import RequestSettings
+from ..net.request import RequestSettings
 from ..wire.route_fallback import Adapter
-from ..wire.shapes import ChatBody, ChatMessage, ChatPart, JsonObject
+from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject
 from .chat_answers import (
     MIN_LABEL_COVERAGE,
     REPAIRABLE,

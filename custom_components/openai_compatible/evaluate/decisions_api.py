@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from ..errors import ModelError
 from ..media.attachments import LoadedFile
-from ..wire.shapes import JsonObject
+from ..net.shapes import JsonObject
 from .questions import Kind, Outcome, Question, normalised, probability
 
 DECISIONS_MAX_LEVELS: Final = 10

@@ -37,10 +37,10 @@ from ..const import LOGGER
 from ..errors import InputError, RequestRejectedError, ServerError, TranslatedError
 from ..media.attachments import async_load_attachments
 from ..models.capabilities import ModelCapabilities
-from ..models.features import Feature
-from ..wire.request import RequestSettings
+from ..features import Feature
+from ..net.request import RequestSettings
 from ..wire.route_fallback import Adapter
-from ..wire.transport import Budget, Transport, parse_json
+from ..net.transport import Budget, Transport, parse_json
 from .chat_paths import ChatPaths
 from .decisions_api import (
     decisions_body,

@@ -29,7 +29,7 @@ from ..errors import (
 from ..models.listing import ModelListing, async_validate_server
 from ..models.providers import PROVIDER_CUSTOM, provider_for
 from ..models.server_info import async_guess_kind
-from ..wire.transport import Transport
+from ..net.transport import Transport
 from .base_url import completed_url, normalize_base_url
 
 _LOGGER = logging.getLogger(__name__)

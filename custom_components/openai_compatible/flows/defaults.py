@@ -29,7 +29,7 @@ from ..const import (
 from ..models.kinds import pick_chat_model, pick_image_model
 from ..models.lifecycle import lasting_models
 from ..models.providers import provider_for
-from ..voice.audio_models import (
+from ..models.audio_models import (
     known_voices,
     pick_speech_model,
     pick_transcription_model,

@@ -14,7 +14,7 @@ from homeassistant.helpers.selector import (
 import probatio
 
 from ..const import CONF_API, CONF_TIMEOUT, DEFAULT_TIMEOUT_SECONDS
-from ..models.features import WireApi, api_setting
+from ..features import WireApi, api_setting
 from .fields import choice
 
 MIN_TIMEOUT_SECONDS: Final = 10

@@ -20,7 +20,7 @@ import probatio
 
 from ..const import CONF_API, SUBENTRY_CONVERSATION
 from ..models.capabilities import ModelCapabilities
-from ..models.features import Feature, WireApi, api_setting
+from ..features import Feature, WireApi, api_setting
 from ..models.names import service_tiers
 from ..models.provider_tools import (
     CONF_CODE_INTERPRETER,

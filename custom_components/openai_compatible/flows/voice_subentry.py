@@ -30,7 +30,7 @@ from ..const import (
 from ..models.kinds import ModelKind, model_kind
 from ..models.providers import Provider
 from ..voice.audio import MAX_SPEED, MIN_SPEED, async_fetch_voices
-from ..voice.audio_models import (
+from ..models.audio_models import (
     is_speech_model,
     is_transcription_model,
     known_voices,

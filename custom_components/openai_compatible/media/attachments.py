@@ -11,7 +11,7 @@ from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 
 from ..errors import InputError
-from ..wire.sse import mebibytes
+from ..net.sse import mebibytes
 
 # The largest attachment sent; a bigger file is refused before it is read.
 ATTACHMENT_MAX_BYTES: Final = 20 * 1024 * 1024

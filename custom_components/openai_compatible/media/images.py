@@ -22,10 +22,10 @@ from homeassistant.util.json import json_loads
 
 from ..errors import RequestRejectedError, ServerError
 from ..models.capabilities import ModelCapabilities
-from ..models.features import Feature
-from ..wire.shapes import JsonObject
-from ..wire.sse import async_read_body
-from ..wire.transport import Budget, FormFiles, Transport
+from ..features import Feature
+from ..net.shapes import JsonObject
+from ..net.sse import async_read_body
+from ..net.transport import Budget, FormFiles, Transport
 from .attachments import (
     IMAGE_TYPES,
     LoadedFile,

@@ -30,7 +30,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.storage import Store
 
 from ..const import DOMAIN, LOGGER
-from .features import PROVIDER_TOOLS, RESPONSE_FORMATS, SERVER_ROUTES, Feature, WireApi
+from ..features import PROVIDER_TOOLS, RESPONSE_FORMATS, SERVER_ROUTES, Feature, WireApi
 from .lessons import (
     FALLBACK_LIFETIME,
     WINDOW_LIFETIME,

@@ -13,7 +13,7 @@ from typing import Final
 from homeassistant.core import HomeAssistant
 
 from ..errors import ServerError
-from ..wire.transport import Transport
+from ..net.transport import Transport
 from .listing import async_fetch_models
 from .providers import PROVIDERS
 

@@ -18,7 +18,7 @@ from homeassistant.components import conversation
 from ..errors import InputError, ModelError, RequestRejectedError
 from ..media.attachments import normalise_mime_type
 from .capabilities import ModelCapabilities
-from .features import Feature
+from ..features import Feature
 
 # Tools estimated at fewer tokens than this say nothing about a prompt's size.
 MIN_TOOL_TOKENS: Final = 500

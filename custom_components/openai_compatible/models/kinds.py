@@ -12,7 +12,7 @@ from enum import Enum
 import re
 from typing import Final
 
-from ..voice.audio_models import is_audio_model
+from .audio_models import is_audio_model
 
 
 class ModelKind(Enum):

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from homeassistant.util import dt as dt_util
 
-from .features import Feature
+from ..features import Feature
 
 BLOCKING_LIFETIME: Final = timedelta(hours=1)
 FALLBACK_LIFETIME: Final = timedelta(days=1)

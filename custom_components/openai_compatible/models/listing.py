@@ -22,7 +22,7 @@ from ..errors import (
 from ..server_errors.answers import error_for_status
 from ..server_errors.routes import names_unknown_model
 from ..server_errors.text import error_text
-from ..wire.transport import Answer, Budget, Transport, parse_json
+from ..net.transport import Answer, Budget, Transport, parse_json
 
 # Answers to the probe that mean "no such route here", not "the server failed".
 MISSING_ENDPOINT_STATUSES = frozenset({400, 404, 405, 415, 422, 501})

@@ -19,7 +19,7 @@ from typing import Any, Final
 from homeassistant.core import HomeAssistant
 
 from ..wire.responses import ResponsesOptions
-from ..wire.shapes import JsonObject
+from ..net.shapes import JsonObject
 
 # The subentry options of the Responses API.
 CONF_REASONING_EFFORT: Final = "reasoning_effort"

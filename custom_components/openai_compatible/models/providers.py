@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Final
 
-from .features import PROVIDER_TOOLS, Feature
+from ..features import PROVIDER_TOOLS, Feature
 from .lifecycle import OPENAI_SHUTDOWNS
 from .reports import ServerKind
 

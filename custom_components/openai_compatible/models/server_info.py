@@ -15,8 +15,8 @@ from typing import Any, Final
 
 from ..const import LOGGER
 from ..errors import ServerError
-from ..wire.shapes import JsonObject
-from ..wire.transport import Budget, Transport
+from ..net.shapes import JsonObject
+from ..net.transport import Budget, Transport
 from .lifecycle import listed_shutdown
 from .listing import VALIDATION_BUDGET, ModelListing
 from .reports import ModelReport, ServerKind, ServerReport

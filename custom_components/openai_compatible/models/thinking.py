@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from .features import saved_choice
+from ..features import saved_choice
 from .names import least_reasoning_effort, takes_reasoning_effort
 from .reports import ServerKind
 

@@ -27,9 +27,9 @@ from ..errors import (
     RequestRejectedError,
     ServerError,
 )
-from ..models.features import Feature
+from ..features import Feature
 from .overflow import parse_overflow
-from .redact import redact
+from ..redact import redact
 from .routes import FEATURE_ROUTES, names_unknown_model, route_errors
 from .text import error_text, is_page, shown, status_line
 

@@ -15,7 +15,7 @@ import re
 from typing import Any, Final
 
 from ..errors import InputError, RequestRejectedError, ServerError, TranslatedError
-from ..models.features import Feature
+from ..features import Feature
 
 # Statuses of an answer that says a route or method is not there.
 _MISSING_STATUSES: Final = frozenset({404, 405})

@@ -17,7 +17,7 @@ from typing import Any, Final
 import probatio
 from probatio.error import render_path
 
-from ..wire.shapes import JsonSchema
+from ..net.shapes import JsonSchema
 
 # The most fenced blocks, and the most places in prose, where JSON is tried.
 JSON_TRIES: Final = 1000

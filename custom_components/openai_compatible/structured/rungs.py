@@ -18,8 +18,8 @@ from typing import Final
 from ..const import LOGGER
 from ..errors import RequestRejectedError
 from ..models.capabilities import ModelCapabilities
-from ..models.features import RESPONSE_FORMATS, Feature
-from ..wire.shapes import JsonSchema, ResponseFormat
+from ..features import RESPONSE_FORMATS, Feature
+from ..net.shapes import JsonSchema, ResponseFormat
 from .json_answer import schema_instructions
 
 RUNG_STRICT: Final = 0

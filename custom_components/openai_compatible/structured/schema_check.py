@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from probatio.error import render_path
 
-from ..wire.shapes import JsonObject, JsonSchema
+from ..net.shapes import JsonObject, JsonSchema
 from .json_answer import StructureMismatch
 
 # The most problems named in one answer's description.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..wire.shapes import JsonSchema
+from ..net.shapes import JsonSchema
 
 # OpenAI's strict mode: the keywords it supports, the formats it knows, its limits.
 _STRICT_KEYWORDS: Final = frozenset(

@@ -15,7 +15,7 @@ from homeassistant.components import conversation
 from homeassistant.helpers import llm
 from homeassistant.util.json import JsonObjectType, JsonValueType
 
-from ..wire.shapes import ChatTool
+from ..net.shapes import ChatTool
 
 LOOKUP_TOOL: Final = "find_tools"
 # Tools one conversation may look up, and tools one lookup names at most.

@@ -18,7 +18,7 @@ from homeassistant.components import conversation
 from homeassistant.helpers import llm
 
 from ..const import CONF_MAX_TOOL_CALLS, CONF_TOOLS, CONF_TOOLS_ON_DEMAND
-from ..wire.request import ToolSet
+from ..net.request import ToolSet
 from .lookup import (
     LOOKUP_SCHEMA,
     LOOKUP_TOOL,

@@ -18,13 +18,13 @@ import httpx2
 
 from ..const import LOGGER
 from ..errors import ServerError
-from ..models.features import Feature
+from ..features import Feature
 from ..models.listing import VALIDATION_BUDGET
 from ..server_errors.routes import is_missing_route, route_error
-from ..wire.readers import error_message, read_list, read_object_or_empty
-from ..wire.shapes import JsonObject, SpeechBody, TranscriptionBody
-from ..wire.sse import EventStream, async_capped, async_read_body
-from ..wire.transport import Budget, Transport, parse_json
+from ..net.readers import error_message, read_list, read_object_or_empty
+from ..net.shapes import JsonObject, SpeechBody, TranscriptionBody
+from ..net.sse import EventStream, async_capped, async_read_body
+from ..net.transport import Budget, Transport, parse_json
 
 TRANSCRIPTION_ROUTE: Final = "/audio/transcriptions"
 SPEECH_ROUTE: Final = "/audio/speech"

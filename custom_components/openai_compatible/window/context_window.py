@@ -31,11 +31,11 @@ from ..const import (
     LOGGER,
 )
 from ..errors import ContextOverflowError, ContextWindowError
-from ..models.features import Feature
+from ..features import Feature
 from ..models.fit import check_tools_kept
 from ..models.reports import ServerKind
 from ..wire.chat_stream import usage_stats
-from ..wire.shapes import JsonObject
+from ..net.shapes import JsonObject
 from .prompt_fit import (
     DEFAULT_ANSWER_TOKENS,
     ConversationCut,
@@ -51,7 +51,7 @@ from .prompt_items import Message, PromptItem
 
 if TYPE_CHECKING:
     from ..models.capabilities import Capabilities, ModelCapabilities
-    from ..wire.request import RequestSettings
+    from ..net.request import RequestSettings
 
 # Conversations whose cuts are remembered, the most recent ones.
 MAX_CONVERSATIONS = 32

@@ -29,7 +29,7 @@ from typing import Any
 from homeassistant.helpers.json import json_dumps
 
 from ..errors import ContextWindowError
-from ..wire.shapes import ChatMessage, ChatPart
+from ..net.shapes import ChatMessage, ChatPart
 from .prompt_items import ItemKind, Message, PromptItem, chat_items, wire_messages
 
 type Turn = list[PromptItem]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import cast
 
-from ..wire.shapes import ChatMessage, ResponsesItem, WireItem
+from ..net.shapes import ChatMessage, ResponsesItem, WireItem
 
 # A message or input item as it is sent.
 type Message = WireItem

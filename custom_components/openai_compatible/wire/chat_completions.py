@@ -16,14 +16,14 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.json import json_dumps
 
 from ..media.attachments import LoadedFile
-from ..models.features import Feature
-from ..tool_answers import checked_calls, model_calls
+from ..features import Feature
+from .tool_answers import checked_calls, model_calls
 from ..window.prompt_fit import fold_system
 from ..window.prompt_items import PromptItem, chat_items
 from .chat_stream import ChatStreamParser, Delta, async_read_answer
 from .render import ChatLogRenderer, Instructions
-from .request import RequestSettings, ToolSet, without_keys
-from .shapes import ChatBody, ChatMessage, ChatPart, JsonObject, ResponseFormat
+from ..net.request import RequestSettings, ToolSet, without_keys
+from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject, ResponseFormat
 
 if TYPE_CHECKING:
     from .render import Role

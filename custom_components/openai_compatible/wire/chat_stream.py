@@ -18,8 +18,8 @@ from ..const import LOGGER
 from ..errors import ContextOverflowError, ModelError, ServerError, TranslatedError
 from ..server_errors.answers import answer_error
 from ..server_errors.overflow import parse_overflow
-from ..tool_answers import answered_calls, tool_inputs
-from .readers import (
+from .tool_answers import answered_calls, tool_inputs
+from ..net.readers import (
     ChoiceDelta,
     JSONObject,
     error_message,
@@ -27,8 +27,8 @@ from .readers import (
     read_list,
     read_object,
 )
-from .request import OwnCalls
-from .sse import EventStream, async_read_body
+from ..net.request import OwnCalls
+from ..net.sse import EventStream, async_read_body
 from .think_tags import ThinkTagSplitter
 from .tool_calls import LONGEST_MARKER, ToolCallAssembler, calls_in_text, may_be_call
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from .readers import JSONObject
+from ..net.readers import JSONObject
 
 # A provider-run call as the chat log shows it: its arguments and its result.
 type ProviderView = tuple[dict[str, Any], dict[str, Any]]

@@ -18,7 +18,7 @@ from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 
 from ..media.attachments import LoadedFile, async_load_attachments
-from .request import ToolSet
+from ..net.request import ToolSet
 
 type Role = Literal["system", "user", "assistant"]
 type Instructions = tuple[conversation.UserContent, str]

@@ -17,11 +17,11 @@ from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 
 from ..models.capabilities import ModelCapabilities
-from ..models.features import PROVIDER_TOOLS, Feature
-from ..tool_answers import checked_calls
+from ..features import PROVIDER_TOOLS, Feature
+from .tool_answers import checked_calls
 from ..window.prompt_items import PromptItem, responses_items
 from .render import Instructions
-from .request import RequestSettings, ToolSet, without_keys
+from ..net.request import RequestSettings, ToolSet, without_keys
 from .responses_chat_form import (
     MIN_OUTPUT_TOKENS,
     OUTPUT_LOGPROBS,
@@ -32,7 +32,7 @@ from .responses_chat_form import (
 from .responses_render import InputRenderer, function_tools
 from .responses_stream import ResponsesStreamParser, async_read_events
 from .round_trip import Delta
-from .shapes import (
+from ..net.shapes import (
     ChatBody,
     JsonObject,
     ResponseFormat,

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Final
 
 from ..errors import MalformedAnswerError, ServerError
-from .readers import read_list, read_object
+from ..net.readers import read_list, read_object
 from .responses_stream import chat_usage
-from .shapes import ChatBody, ChatMessage, ChatPart, JsonObject, ResponseFormat
+from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject, ResponseFormat
 
 # OpenAI refuses a smaller limit on the answer's tokens.
 MIN_OUTPUT_TOKENS: Final = 16

@@ -28,10 +28,10 @@ from ..errors import (
     TranslatedError,
 )
 from ..server_errors.overflow import parse_overflow
-from ..tool_answers import call_input
+from .tool_answers import call_input
 from .citations import CitationFilter
 from .provider_calls import PROVIDER_CALLS, provider_view, replayed_call
-from .readers import (
+from ..net.readers import (
     JSONObject,
     read_index,
     read_list,
@@ -39,11 +39,11 @@ from .readers import (
     read_string,
     string_or_none,
 )
-from .request import OwnCalls
-from .sse import EventStream, async_read_body
+from ..net.request import OwnCalls
+from ..net.sse import EventStream, async_read_body
 from .think_tags import ThinkTagSplitter
 from .tool_calls import MAX_TOOL_CALLS, PendingCall, too_many_calls
-from .transport import parse_json
+from ..net.transport import parse_json
 
 type Delta = (
     conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict

@@ -17,10 +17,10 @@ from homeassistant.components import conversation
 from ..const import LOGGER
 from ..errors import RequestRejectedError
 from ..models.capabilities import ModelCapabilities
-from ..models.features import Feature
-from .request import ToolSet
+from ..features import Feature
+from ..net.request import ToolSet
 from .round_trip import BodyAsk, Delta, RoundTrip
-from .shapes import ChatBody, JsonObject, WireBody
+from ..net.shapes import ChatBody, JsonObject, WireBody
 
 
 def refuses_route(err: RequestRejectedError) -> bool:

@@ -17,8 +17,8 @@ from homeassistant.util.json import json_loads
 
 from ..const import LOGGER
 from ..errors import ModelError
-from .readers import CallFragment, read_call_fragment
-from .shapes import JsonObject
+from ..net.readers import CallFragment, read_call_fragment
+from ..net.shapes import JsonObject
 
 # The most tool calls one answer may ask for.
 MAX_TOOL_CALLS = 32

@@ -6,7 +6,7 @@ import pytest
 
 from custom_components.openai_compatible.errors import RequestRejectedError, ServerError
 from custom_components.openai_compatible.server_errors import redact as redact_module
-from custom_components.openai_compatible.server_errors.redact import (
+from custom_components.openai_compatible.redact import (
     MAX_KEYS,
     REMOVED,
     redact,

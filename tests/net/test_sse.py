@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from custom_components.openai_compatible.errors import ServerError
-from custom_components.openai_compatible.wire.sse import (
+from custom_components.openai_compatible.net.sse import (
     MAX_ANSWER_BYTES,
     MAX_LINE_BYTES,
     EventStream,

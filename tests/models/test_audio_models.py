@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from custom_components.openai_compatible.models.kinds import ModelKind, model_kind
-from custom_components.openai_compatible.voice.audio_models import (
+from custom_components.openai_compatible.models.audio_models import (
     KOKORO_VOICES,
     OPENAI_TTS1_VOICES,
     OPENAI_VOICES,

@@ -16,9 +16,9 @@ from typing import Final
 from homeassistant.components import conversation
 from homeassistant.helpers import llm
 
-from .errors import ModelError
-from .wire.request import OwnCalls, ToolSet
-from .wire.tool_calls import PendingCall, offered_name
+from ..errors import ModelError
+from ..net.request import OwnCalls, ToolSet
+from .tool_calls import PendingCall, offered_name
 
 type Answer = conversation.ToolResultContentDeltaDict
 

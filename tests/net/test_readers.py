@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from custom_components.openai_compatible.errors import ServerError
-from custom_components.openai_compatible.wire.readers import (
+from custom_components.openai_compatible.net.readers import (
     CallFragment,
     ChoiceDelta,
     error_message,

@@ -16,7 +16,7 @@ from homeassistant.util.json import json_loads
 
 from ..const import LOGGER
 from ..errors import ServerError
-from ..server_errors.redact import redact
+from ..redact import redact
 from .readers import JSONObject, read_object
 
 # The longest line of an event stream we read.

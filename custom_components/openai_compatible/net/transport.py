@@ -28,9 +28,9 @@ import httpx2
 
 from ..const import LOGGER
 from ..errors import ConnectError, ServerError
-from ..models.features import Feature
+from ..features import Feature
 from ..server_errors.answers import MAX_ERROR_BYTES, error_for_status, retry_after
-from ..server_errors.redact import remember_key
+from ..redact import remember_key
 from ..server_errors.text import shown
 from .sse import MAX_ANSWER_BYTES, async_read_body
 
