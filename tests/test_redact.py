@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from custom_components.openai_compatible import redact as redact_module
 from custom_components.openai_compatible.errors import RequestRejectedError, ServerError
-from custom_components.openai_compatible.server_errors import redact as redact_module
 from custom_components.openai_compatible.redact import (
     MAX_KEYS,
     REMOVED,

@@ -18,9 +18,9 @@ from .models.capabilities import Capabilities, async_forget
 from .models.issues import ModelIssues
 from .models.listing import MAX_LISTING_BYTES, ModelListing, async_fetch_models
 from .models.providers import provider_for
-from .runtime import RuntimeData
 from .net.sse import mebibytes
 from .net.transport import Transport
+from .runtime import RuntimeData
 
 PLATFORMS = (
     Platform.AI_TASK,

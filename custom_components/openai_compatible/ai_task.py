@@ -38,6 +38,8 @@ from .fallback import (
 )
 from .media.images import async_generate_image
 from .models.fit import check_model_takes, learning_refusals
+from .net.request import build_tool_set
+from .net.shapes import JsonSchema
 from .platforms import setup_per_subentry
 from .structured.json_answer import (
     StructureMismatch,
@@ -52,8 +54,6 @@ from .structured.strict_schema import (
     drop_optional_nulls,
     strict_json_schema,
 )
-from .net.request import build_tool_set
-from .net.shapes import JsonSchema
 
 PARALLEL_UPDATES = 0
 

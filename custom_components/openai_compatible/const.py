@@ -54,7 +54,7 @@ CONF_TOOLS: Final = "tools"
 CONF_TOOLS_ON_DEMAND: Final = "tools_on_demand"
 CONF_MAX_TOOL_CALLS: Final = "max_tool_calls"
 
-# Entry option: the wire API (models.features.WireApi); automatic when unset.
+# Entry option: the wire API (features.WireApi); automatic when unset.
 CONF_API: Final = "api"
 
 # Entry option: seconds one round trip with the model may take, answer included.

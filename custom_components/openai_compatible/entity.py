@@ -31,22 +31,22 @@ from .const import (
 )
 from .coordinator import ServerCoordinator
 from .errors import AuthError, ModelError, ServerError
-from .models.capabilities import ModelCapabilities
 from .features import Feature, WireApi, api_setting
+from .models.capabilities import ModelCapabilities
 from .models.fit import chat_log_attachments, check_model_takes, learning_refusals
 from .models.provider_tools import responses_options
 from .models.providers import provider_for
-from .wire.tool_answers import unanswerable_error
+from .net.request import RequestSettings, ToolSet, build_tool_set
+from .net.shapes import ResponseFormat
+from .net.transport import Budget
 from .tool_offer.offer import ToolOffer
 from .window.context_window import ContextWindow, default_answer_limit
 from .wire.chat_completions import ChatCompletionsDialect
 from .wire.extra_fields import request_fields
-from .net.request import RequestSettings, ToolSet, build_tool_set
 from .wire.responses import ResponsesDialect
 from .wire.round_trip import Dialect, RoundTrip
 from .wire.route_fallback import Adapter, FallbackAdapter
-from .net.shapes import ResponseFormat
-from .net.transport import Budget
+from .wire.tool_answers import unanswerable_error
 
 if TYPE_CHECKING:
     from . import OpenAICompatibleConfigEntry

@@ -16,7 +16,6 @@ from homeassistant.exceptions import HomeAssistantError
 
 from .const import DOMAIN
 from .features import Feature
-from .models.lessons import rejection_source
 from .redact import redact
 
 
@@ -92,7 +91,7 @@ class RequestRejectedError(ServerError):
     @property
     def lesson_source(self) -> str:
         """Return what taught a lesson from this refusal: the status and the words."""
-        return rejection_source(self.status, self.server_message)
+        return f"HTTP {self.status}: {self.server_message}"
 
 
 # Refusals a user can act on, told in their own words; the rest are api_error.

@@ -32,10 +32,10 @@ from .const import (
     SUBENTRY_TTS,
 )
 from .flows.titles import followed_title
+from .models.audio_models import is_speech_model, is_transcription_model, known_voices
 from .models.issues import ISSUE_ENTRY, ISSUE_MODEL_KEY, ISSUE_SUBENTRY, MODEL_KEYS
 from .models.kinds import chat_models_first, image_models_first
 from .voice.audio import async_fetch_voices
-from .models.audio_models import is_speech_model, is_transcription_model, known_voices
 
 if TYPE_CHECKING:
     from . import OpenAICompatibleConfigEntry

@@ -23,6 +23,8 @@ from .const import CONF_AUDIO_MODEL, CONF_HINT_NAMES, LOGGER, SUBENTRY_STT
 from .entity import OpenAICompatibleSubentryEntity
 from .errors import InputError, RequestRejectedError, TranslatedError
 from .features import Feature
+from .models.audio_models import transcription_languages
+from .net.sse import mebibytes
 from .platforms import setup_per_subentry
 from .voice.audio import (
     MAX_RECORDING_BYTES,
@@ -31,8 +33,6 @@ from .voice.audio import (
     async_transcribe,
 )
 from .voice.audio_files import pcm_wav
-from .models.audio_models import transcription_languages
-from .net.sse import mebibytes
 
 PARALLEL_UPDATES = 0
 

@@ -40,6 +40,14 @@ from .const import (
 from .entity import OpenAICompatibleSubentryEntity
 from .errors import InputError, RequestRejectedError
 from .features import Feature
+from .models.audio_models import (
+    known_voices,
+    speech_languages,
+    takes_instructions,
+    voice_language,
+)
+from .net.sse import async_capped
+from .net.transport import Budget
 from .platforms import setup_per_subentry
 from .voice.audio import (
     MAX_SPEECH_BYTES,
@@ -50,15 +58,7 @@ from .voice.audio import (
     async_speak,
 )
 from .voice.audio_files import JOINABLE_FORMATS, async_join
-from .models.audio_models import (
-    known_voices,
-    speech_languages,
-    takes_instructions,
-    voice_language,
-)
 from .voice.speech_text import async_spoken_lines, spoken_sentence, spoken_text
-from .net.sse import async_capped
-from .net.transport import Budget
 
 PARALLEL_UPDATES = 0
 

@@ -14,6 +14,7 @@ from homeassistant.exceptions import HomeAssistantError
 from PIL import Image
 import pytest
 
+from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.media.image_fetch import IMAGE_MAX_BYTES
 from custom_components.openai_compatible.media.images import (
     IMAGE_ANSWER_MAX_BYTES,
@@ -26,7 +27,6 @@ from custom_components.openai_compatible.models.capabilities import (
     Capabilities,
     ModelCapabilities,
 )
-from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.models.providers import PROVIDERS
 from custom_components.openai_compatible.models.reports import ServerReport
 from custom_components.openai_compatible.net.transport import Budget, Transport

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from custom_components.openai_compatible.models.kinds import ModelKind, model_kind
 from custom_components.openai_compatible.models.audio_models import (
     KOKORO_VOICES,
     OPENAI_TTS1_VOICES,
@@ -20,6 +19,7 @@ from custom_components.openai_compatible.models.audio_models import (
     transcription_languages,
     voice_language,
 )
+from custom_components.openai_compatible.models.kinds import ModelKind, model_kind
 
 
 @pytest.mark.parametrize(

@@ -12,11 +12,11 @@ import pytest
 from pytest_homeassistant_custom_component.common import async_fire_time_changed
 
 from custom_components.openai_compatible.const import DOMAIN
+from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.models.capabilities import (
     Capabilities,
     server_fingerprint,
 )
-from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.models.lessons import (
     EARLIER_VERSION,
     Lesson,

@@ -16,11 +16,11 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.openai_compatible.errors import InputError, RequestRejectedError
+from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.models.capabilities import (
     Capabilities,
     ModelCapabilities,
 )
-from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.models.fit import (
     check_model_takes,
     learning_refusals,

@@ -9,7 +9,7 @@ import httpx2
 import pytest
 
 from custom_components.openai_compatible.errors import RequestRejectedError, ServerError
-from custom_components.openai_compatible.wire import transport as transport_module
+from custom_components.openai_compatible.net import transport as transport_module
 from custom_components.openai_compatible.net.transport import Budget, Transport
 from simulator import OpenAISimulator
 

@@ -10,6 +10,7 @@ from homeassistant.core import HomeAssistant
 import pytest
 
 from custom_components.openai_compatible.errors import ServerError
+from custom_components.openai_compatible.net.transport import Transport
 from custom_components.openai_compatible.voice.audio import (
     async_fetch_voices,
     parse_voices,
@@ -20,7 +21,6 @@ from custom_components.openai_compatible.voice.audio_files import (
     pcm_wav,
     streaming_wav_header,
 )
-from custom_components.openai_compatible.net.transport import Transport
 from simulator import OpenAISimulator
 from simulator.audio import synthesize
 from tests.conftest import TEST_API_KEY

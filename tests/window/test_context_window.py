@@ -42,6 +42,7 @@ from custom_components.openai_compatible.features import WireApi
 from custom_components.openai_compatible.window.context_window import (
     MAX_CONVERSATIONS,
     ContextWindow,
+    usage_stats,
 )
 from custom_components.openai_compatible.window.prompt_fit import MIN_ANSWER_TOKENS
 from simulator import OpenAISimulator, sse_text, sse_tool_calls
@@ -861,3 +862,15 @@ async def test_responses_overflow_inside_the_stream_teaches_the_window(
     assert learned_window(entry) == 8192
     first, again = simulator.responses_requests()
     assert again["input"] == first["input"]
+
+
+def test_usage_stats() -> None:
+    """Cached tokens come from the details when they are an object."""
+    assert usage_stats(
+        {
+            "prompt_tokens": 10,
+            "completion_tokens": 2,
+            "prompt_tokens_details": {"cached_tokens": 4},
+        }
+    ) == {"input_tokens": 10, "cached_input_tokens": 4, "output_tokens": 2}
+    assert usage_stats({"prompt_tokens_details": [1]})["cached_input_tokens"] == 0

@@ -11,13 +11,12 @@ import httpx2
 import pytest
 
 from custom_components.openai_compatible.errors import ModelError, ServerError
-from custom_components.openai_compatible.wire.tool_answers import AnsweredCalls
 from custom_components.openai_compatible.wire.chat_stream import (
     ChatStreamParser,
     async_read_answer,
-    usage_stats,
     whole_answer_chunk,
 )
+from custom_components.openai_compatible.wire.tool_answers import AnsweredCalls
 from simulator import chunk
 
 LIGHT_TOOLS = {"intent__HassTurnOn": "HassTurnOn"}
@@ -199,18 +198,6 @@ def test_usage_is_kept() -> None:
     parser.feed(chunk(None, usage={"prompt_tokens": 3}))
     parser.feed({"choices": [], "usage": None})
     assert parser.usage == {"prompt_tokens": 3}
-
-
-def test_usage_stats() -> None:
-    """Cached tokens come from the details when they are an object."""
-    assert usage_stats(
-        {
-            "prompt_tokens": 10,
-            "completion_tokens": 2,
-            "prompt_tokens_details": {"cached_tokens": 4},
-        }
-    ) == {"input_tokens": 10, "cached_input_tokens": 4, "output_tokens": 2}
-    assert usage_stats({"prompt_tokens_details": [1]})["cached_input_tokens"] == 0
 
 
 def test_text_that_cannot_be_a_call_streams_at_once() -> None:

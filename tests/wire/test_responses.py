@@ -15,8 +15,8 @@ from syrupy.assertion import SnapshotAssertion
 
 from custom_components.openai_compatible.const import CONF_API, CONF_STREAMING
 from custom_components.openai_compatible.errors import MalformedAnswerError, ServerError
-from custom_components.openai_compatible.models.capabilities import ModelCapabilities
 from custom_components.openai_compatible.features import Feature, WireApi
+from custom_components.openai_compatible.models.capabilities import ModelCapabilities
 from custom_components.openai_compatible.models.lessons import Lessons
 from custom_components.openai_compatible.models.provider_tools import (
     CONF_SERVICE_TIER,

@@ -21,8 +21,8 @@ from typing import Final, TypeGuard, cast
 
 from ..errors import ModelError
 from ..models.reports import ServerKind
-from ..structured.json_answer import StructureMismatch, parse_json_answer
 from ..net.shapes import ChatBody, ChatFields, ChatMessage, JsonObject, JsonSchema
+from ..structured.json_answer import StructureMismatch, parse_json_answer
 from .questions import Question, probability
 
 TOP_LOGPROBS: Final = 20

@@ -16,15 +16,15 @@ from typing import Final, cast
 
 from ..const import LOGGER
 from ..errors import ModelError, RequestRejectedError
+from ..features import Feature
 from ..media.attachments import LoadedFile
 from ..models.capabilities import ModelCapabilities
-from ..features import Feature
+from ..net.request import RequestSettings
+from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject
 from ..structured.rungs import RUNG_NAMES, StructuredRequest, async_climb
 from ..structured.strict_schema import strict_json_schema
 from ..wire.chat_completions import attachment_part
-from ..net.request import RequestSettings
 from ..wire.route_fallback import Adapter
-from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject
 from .chat_answers import (
     MIN_LABEL_COVERAGE,
     REPAIRABLE,

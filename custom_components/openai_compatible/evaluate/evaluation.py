@@ -35,12 +35,12 @@ from homeassistant.helpers.json import json_dumps
 
 from ..const import LOGGER
 from ..errors import InputError, RequestRejectedError, ServerError, TranslatedError
+from ..features import Feature
 from ..media.attachments import async_load_attachments
 from ..models.capabilities import ModelCapabilities
-from ..features import Feature
 from ..net.request import RequestSettings
-from ..wire.route_fallback import Adapter
 from ..net.transport import Budget, Transport, parse_json
+from ..wire.route_fallback import Adapter
 from .chat_paths import ChatPaths
 from .decisions_api import (
     decisions_body,

@@ -26,14 +26,14 @@ from ..const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
-from ..models.kinds import pick_chat_model, pick_image_model
-from ..models.lifecycle import lasting_models
-from ..models.providers import provider_for
 from ..models.audio_models import (
     known_voices,
     pick_speech_model,
     pick_transcription_model,
 )
+from ..models.kinds import pick_chat_model, pick_image_model
+from ..models.lifecycle import lasting_models
+from ..models.providers import provider_for
 from .titles import subentry_title
 
 # What a new entry gets where its server lists a chat model.

@@ -19,8 +19,8 @@ from homeassistant.helpers.typing import VolDictType
 import probatio
 
 from ..const import CONF_API, SUBENTRY_CONVERSATION
-from ..models.capabilities import ModelCapabilities
 from ..features import Feature, WireApi, api_setting
+from ..models.capabilities import ModelCapabilities
 from ..models.names import service_tiers
 from ..models.provider_tools import (
     CONF_CODE_INTERPRETER,

@@ -27,9 +27,6 @@ from ..const import (
     CONF_VOICE,
     DEFAULT_AUDIO_FORMAT,
 )
-from ..models.kinds import ModelKind, model_kind
-from ..models.providers import Provider
-from ..voice.audio import MAX_SPEED, MIN_SPEED, async_fetch_voices
 from ..models.audio_models import (
     is_speech_model,
     is_transcription_model,
@@ -37,6 +34,9 @@ from ..models.audio_models import (
     pick_speech_model,
     pick_transcription_model,
 )
+from ..models.kinds import ModelKind, model_kind
+from ..models.providers import Provider
+from ..voice.audio import MAX_SPEED, MIN_SPEED, async_fetch_voices
 from .defaults import stt_defaults, tts_defaults
 from .fields import choice, dropdown
 from .subentry_base import SubentryFlow

@@ -11,6 +11,7 @@ from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 
 from ..errors import InputError
+from ..models.fit import normalise_mime_type
 from ..net.sse import mebibytes
 
 # The largest attachment sent; a bigger file is refused before it is read.
@@ -23,7 +24,6 @@ SNIFF_BYTES: Final = 16
 
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/webp", "image/gif"})
 PDF_TYPE = "application/pdf"
-_ALIASES = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}
 _SIGNATURES: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
     (b"\xff\xd8\xff", "image/jpeg"),
@@ -52,12 +52,6 @@ def sniff_mime_type(data: bytes) -> str | None:
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return "image/webp"
     return None
-
-
-def normalise_mime_type(mime_type: str | None) -> str:
-    """Return the canonical, lower-case form of a media type."""
-    cleaned = (mime_type or "").split(";", 1)[0].strip().lower()
-    return _ALIASES.get(cleaned, cleaned)
 
 
 def _read(path: Path, declared: str, allowed: frozenset[str], room: int) -> LoadedFile:

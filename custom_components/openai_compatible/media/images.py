@@ -21,8 +21,8 @@ from homeassistant.core import HomeAssistant
 from homeassistant.util.json import json_loads
 
 from ..errors import RequestRejectedError, ServerError
-from ..models.capabilities import ModelCapabilities
 from ..features import Feature
+from ..models.capabilities import ModelCapabilities
 from ..net.shapes import JsonObject
 from ..net.sse import async_read_body
 from ..net.transport import Budget, FormFiles, Transport

@@ -1,1 +1,1 @@
-"""What is known about servers and their models: presets, reports, lessons."""
+"""What is known about servers and their models: listings, presets, families, reports, lessons."""

@@ -16,10 +16,11 @@ from typing import Any, Final
 from homeassistant.components import conversation
 
 from ..errors import InputError, ModelError, RequestRejectedError
-from ..media.attachments import normalise_mime_type
-from .capabilities import ModelCapabilities
 from ..features import Feature
+from .capabilities import ModelCapabilities
 
+# Other names of a media type.
+_ALIASES: Final = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}
 # Tools estimated at fewer tokens than this say nothing about a prompt's size.
 MIN_TOOL_TOKENS: Final = 500
 # A prompt counted below this share of its tools' estimate cannot hold them.
@@ -31,6 +32,12 @@ _ERROR_KEYS: Final = {
     Feature.IMAGE_INPUT: "model_takes_no_images",
     Feature.FILE_INPUT: "model_takes_no_files",
 }
+
+
+def normalise_mime_type(mime_type: str | None) -> str:
+    """Return the canonical, lower-case form of a media type."""
+    cleaned = (mime_type or "").split(";", 1)[0].strip().lower()
+    return _ALIASES.get(cleaned, cleaned)
 
 
 def attachment_feature(attachment: conversation.Attachment) -> Feature:

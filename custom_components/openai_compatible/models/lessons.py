@@ -159,11 +159,6 @@ def short(text: str) -> str:
     return line[: _SOURCE_LENGTH - 1] + "…"
 
 
-def rejection_source(status: int, message: str) -> str:
-    """Return the source of a lesson a server's refusal taught."""
-    return short(f"HTTP {status}: {message}")
-
-
 # Lessons that only refuse: without what the model refused, nothing can go out.
 BLOCKING: Final = frozenset(
     {

@@ -19,10 +19,10 @@ from ..errors import (
     RequestRejectedError,
     ServerError,
 )
+from ..net.transport import Answer, Budget, Transport, parse_json
 from ..server_errors.answers import error_for_status
 from ..server_errors.routes import names_unknown_model
 from ..server_errors.text import error_text
-from ..net.transport import Answer, Budget, Transport, parse_json
 
 # Answers to the probe that mean "no such route here", not "the server failed".
 MISSING_ENDPOINT_STATUSES = frozenset({400, 404, 405, 415, 422, 501})

@@ -14,12 +14,31 @@ Assistant's configuration, only when the user opts in.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from homeassistant.core import HomeAssistant
 
-from ..wire.responses import ResponsesOptions
 from ..net.shapes import JsonObject
+
+
+@dataclass(frozen=True, slots=True)
+class ResponsesOptions:
+    """What a subentry asks of the Responses API beyond the common settings."""
+
+    # None: the model's own default.
+    reasoning_effort: str | None = None
+    reasoning_summary: bool = False
+    verbosity: str | None = None
+    # None: the default tier, which is not sent.
+    service_tier: str | None = None
+    # The provider keeps the requests and answers (and shows them in its logs).
+    store: bool = False
+    # Provider-run tools in their wire form (see provider_tools.py).
+    provider_tools: tuple[JsonObject, ...] = ()
+    # Inline web-search citations are taken out of the spoken answer.
+    remove_citations: bool = False
+
 
 # The subentry options of the Responses API.
 CONF_REASONING_EFFORT: Final = "reasoning_effort"

@@ -1,1 +1,1 @@
-"""What a server's failure means: its answer read into our errors, by route, with keys never shown back."""
+"""What a server's failure means: its answer read into our errors, by route."""

@@ -28,8 +28,8 @@ from ..errors import (
     ServerError,
 )
 from ..features import Feature
-from .overflow import parse_overflow
 from ..redact import redact
+from .overflow import parse_overflow
 from .routes import FEATURE_ROUTES, names_unknown_model, route_errors
 from .text import error_text, is_page, shown, status_line
 

@@ -17,8 +17,8 @@ from typing import Final
 
 from ..const import LOGGER
 from ..errors import RequestRejectedError
-from ..models.capabilities import ModelCapabilities
 from ..features import RESPONSE_FORMATS, Feature
+from ..models.capabilities import ModelCapabilities
 from ..net.shapes import JsonSchema, ResponseFormat
 from .json_answer import schema_instructions
 

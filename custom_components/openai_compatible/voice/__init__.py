@@ -1,1 +1,1 @@
-"""Speech: the audio routes, joining audio files, audio model families, and text made fit to be spoken."""
+"""Speech: the audio routes, joining audio files, and text made fit to be spoken."""

@@ -20,11 +20,11 @@ from ..const import LOGGER
 from ..errors import ServerError
 from ..features import Feature
 from ..models.listing import VALIDATION_BUDGET
-from ..server_errors.routes import is_missing_route, route_error
 from ..net.readers import error_message, read_list, read_object_or_empty
 from ..net.shapes import JsonObject, SpeechBody, TranscriptionBody
 from ..net.sse import EventStream, async_capped, async_read_body
 from ..net.transport import Budget, Transport, parse_json
+from ..server_errors.routes import is_missing_route, route_error
 
 TRANSCRIPTION_ROUTE: Final = "/audio/transcriptions"
 SPEECH_ROUTE: Final = "/audio/speech"

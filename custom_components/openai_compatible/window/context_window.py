@@ -34,7 +34,6 @@ from ..errors import ContextOverflowError, ContextWindowError
 from ..features import Feature
 from ..models.fit import check_tools_kept
 from ..models.reports import ServerKind
-from ..wire.chat_stream import usage_stats
 from ..net.shapes import JsonObject
 from .prompt_fit import (
     DEFAULT_ANSWER_TOKENS,
@@ -348,3 +347,14 @@ def observe_usage(
     on_usage(usage)
     if fit is not None:
         fit.observe(usage)
+
+
+def usage_stats(usage: Mapping[str, object]) -> dict[str, object]:
+    """Return the token figures Home Assistant's trace view shows."""
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return {
+        "input_tokens": usage.get("prompt_tokens"),
+        "cached_input_tokens": cached or 0,
+        "output_tokens": usage.get("completion_tokens"),
+    }

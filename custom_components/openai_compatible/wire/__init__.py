@@ -1,1 +1,1 @@
-"""The wire: the connection, server-sent events, typed readers, and the one round trip with a dialect per wire API."""
+"""The wire APIs: the one round trip, a dialect per wire API, and what the dialects share."""

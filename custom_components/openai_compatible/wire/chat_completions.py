@@ -15,15 +15,15 @@ from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.json import json_dumps
 
-from ..media.attachments import LoadedFile
 from ..features import Feature
-from .tool_answers import checked_calls, model_calls
+from ..media.attachments import LoadedFile
+from ..net.request import RequestSettings, ToolSet, without_keys
+from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject, ResponseFormat
 from ..window.prompt_fit import fold_system
 from ..window.prompt_items import PromptItem, chat_items
 from .chat_stream import ChatStreamParser, Delta, async_read_answer
 from .render import ChatLogRenderer, Instructions
-from ..net.request import RequestSettings, ToolSet, without_keys
-from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject, ResponseFormat
+from .tool_answers import checked_calls, model_calls
 
 if TYPE_CHECKING:
     from .render import Role

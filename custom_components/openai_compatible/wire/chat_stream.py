@@ -16,9 +16,6 @@ import httpx2
 
 from ..const import LOGGER
 from ..errors import ContextOverflowError, ModelError, ServerError, TranslatedError
-from ..server_errors.answers import answer_error
-from ..server_errors.overflow import parse_overflow
-from .tool_answers import answered_calls, tool_inputs
 from ..net.readers import (
     ChoiceDelta,
     JSONObject,
@@ -29,7 +26,10 @@ from ..net.readers import (
 )
 from ..net.request import OwnCalls
 from ..net.sse import EventStream, async_read_body
+from ..server_errors.answers import answer_error
+from ..server_errors.overflow import parse_overflow
 from .think_tags import ThinkTagSplitter
+from .tool_answers import answered_calls, tool_inputs
 from .tool_calls import LONGEST_MARKER, ToolCallAssembler, calls_in_text, may_be_call
 
 type Delta = (
@@ -224,17 +224,6 @@ def whole_answer_chunk(raw: bytes) -> JSONObject:
     if error := answer.get("error"):
         chunk["error"] = error
     return chunk
-
-
-def usage_stats(usage: Mapping[str, object]) -> dict[str, object]:
-    """Return the token figures Home Assistant's trace view shows."""
-    details = usage.get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    return {
-        "input_tokens": usage.get("prompt_tokens"),
-        "cached_input_tokens": cached or 0,
-        "output_tokens": usage.get("completion_tokens"),
-    }
 
 
 async def async_read_answer(

@@ -10,18 +10,25 @@ Responses request (responses_chat_form.py).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Final, cast
 
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 
-from ..models.capabilities import ModelCapabilities
 from ..features import PROVIDER_TOOLS, Feature
-from .tool_answers import checked_calls
+from ..models.capabilities import ModelCapabilities
+from ..models.provider_tools import ResponsesOptions
+from ..net.request import RequestSettings, ToolSet, without_keys
+from ..net.shapes import (
+    ChatBody,
+    JsonObject,
+    ResponseFormat,
+    ResponsesBody,
+    ResponsesItem,
+    TextParams,
+)
 from ..window.prompt_items import PromptItem, responses_items
 from .render import Instructions
-from ..net.request import RequestSettings, ToolSet, without_keys
 from .responses_chat_form import (
     MIN_OUTPUT_TOKENS,
     OUTPUT_LOGPROBS,
@@ -32,14 +39,7 @@ from .responses_chat_form import (
 from .responses_render import InputRenderer, function_tools
 from .responses_stream import ResponsesStreamParser, async_read_events
 from .round_trip import Delta
-from ..net.shapes import (
-    ChatBody,
-    JsonObject,
-    ResponseFormat,
-    ResponsesBody,
-    ResponsesItem,
-    TextParams,
-)
+from .tool_answers import checked_calls
 
 ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
 # The feature each provider-run tool type, and each include, stands for.
@@ -71,24 +71,6 @@ _PART_FEATURES: Final = {
     "input_image": Feature.IMAGE_INPUT,
     "input_file": Feature.FILE_INPUT,
 }
-
-
-@dataclass(frozen=True, slots=True)
-class ResponsesOptions:
-    """What a subentry asks of the Responses API beyond the common settings."""
-
-    # None: the model's own default.
-    reasoning_effort: str | None = None
-    reasoning_summary: bool = False
-    verbosity: str | None = None
-    # None: the default tier, which is not sent.
-    service_tier: str | None = None
-    # The provider keeps the requests and answers (and shows them in its logs).
-    store: bool = False
-    # Provider-run tools in their wire form (see provider_tools.py).
-    provider_tools: tuple[JsonObject, ...] = ()
-    # Inline web-search citations are taken out of the spoken answer.
-    remove_citations: bool = False
 
 
 def settings_body(

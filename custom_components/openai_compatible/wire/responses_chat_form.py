@@ -11,8 +11,8 @@ from typing import Final
 
 from ..errors import MalformedAnswerError, ServerError
 from ..net.readers import read_list, read_object
-from .responses_stream import chat_usage
 from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject, ResponseFormat
+from .responses_stream import chat_usage
 
 # OpenAI refuses a smaller limit on the answer's tokens.
 MIN_OUTPUT_TOKENS: Final = 16

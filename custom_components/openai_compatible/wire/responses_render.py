@@ -14,11 +14,11 @@ from homeassistant.components import conversation
 from homeassistant.helpers.json import json_dumps
 
 from ..media.attachments import LoadedFile
-from .tool_answers import model_calls
-from .render import ChatLogRenderer
 from ..net.request import ToolSet
-from .responses_stream import ResponsesReplay
 from ..net.shapes import InputPart, JsonObject, ResponsesItem
+from .render import ChatLogRenderer
+from .responses_stream import ResponsesReplay
+from .tool_answers import model_calls
 
 if TYPE_CHECKING:
     from .render import Role

@@ -27,10 +27,6 @@ from ..errors import (
     ServerError,
     TranslatedError,
 )
-from ..server_errors.overflow import parse_overflow
-from .tool_answers import call_input
-from .citations import CitationFilter
-from .provider_calls import PROVIDER_CALLS, provider_view, replayed_call
 from ..net.readers import (
     JSONObject,
     read_index,
@@ -41,9 +37,13 @@ from ..net.readers import (
 )
 from ..net.request import OwnCalls
 from ..net.sse import EventStream, async_read_body
-from .think_tags import ThinkTagSplitter
-from .tool_calls import MAX_TOOL_CALLS, PendingCall, too_many_calls
 from ..net.transport import parse_json
+from ..server_errors.overflow import parse_overflow
+from .citations import CitationFilter
+from .provider_calls import PROVIDER_CALLS, provider_view, replayed_call
+from .think_tags import ThinkTagSplitter
+from .tool_answers import call_input
+from .tool_calls import MAX_TOOL_CALLS, PendingCall, too_many_calls
 
 type Delta = (
     conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict

@@ -24,16 +24,16 @@ from homeassistant.components import conversation
 
 from ..const import LOGGER
 from ..errors import ContextOverflowError, MalformedAnswerError, RequestRejectedError
-from ..models.capabilities import ModelCapabilities
 from ..features import Feature
-from ..window.context_window import observe_usage
-from ..window.prompt_items import PromptItem
-from .extra_fields import named_fields
-from .render import Instructions
+from ..models.capabilities import ModelCapabilities
 from ..net.request import RequestSettings, ToolSet, without_keys
 from ..net.shapes import ChatBody, JsonObject, ResponseFormat, WireBody, WireItem
 from ..net.sse import async_read_body
 from ..net.transport import Budget, Transport, parse_json
+from ..window.context_window import observe_usage
+from ..window.prompt_items import PromptItem
+from .extra_fields import named_fields
+from .render import Instructions
 
 if TYPE_CHECKING:
     from ..window.context_window import RequestFit

@@ -16,11 +16,11 @@ from homeassistant.components import conversation
 
 from ..const import LOGGER
 from ..errors import RequestRejectedError
-from ..models.capabilities import ModelCapabilities
 from ..features import Feature
+from ..models.capabilities import ModelCapabilities
 from ..net.request import ToolSet
-from .round_trip import BodyAsk, Delta, RoundTrip
 from ..net.shapes import ChatBody, JsonObject, WireBody
+from .round_trip import BodyAsk, Delta, RoundTrip
 
 
 def refuses_route(err: RequestRejectedError) -> bool:
