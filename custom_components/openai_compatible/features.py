@@ -49,7 +49,7 @@ class Feature(StrEnum):
     IMAGES_EDITS = "images_edits"
 
 
-# The ways of asking for JSON, strongest first (see structured.py).
+# The ways of asking for JSON, strongest first (see structured/rungs.py).
 RESPONSE_FORMATS: Final = (
     Feature.STRICT_SCHEMA,
     Feature.JSON_SCHEMA,

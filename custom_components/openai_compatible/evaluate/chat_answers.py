@@ -8,7 +8,7 @@ token's distribution, case, space and punctuation variants folded together
 from the top tokens gets 0.
 
 Stated: the model states a probability per option in a JSON object, asked
-through the structured-output ladder (see structured.py). An answer that does
+through the structured-output ladder (see structured/rungs.py). An answer that does
 not fit is asked for once more; one still out of range is read as weights
 (negatives as 0) and scaled, as servers such as llama.cpp do not hold a
 number to its bounds.

@@ -4,7 +4,7 @@ Every request goes through the Chat Completions adapter when a slot of the
 entry is free. A model that gives no log-probabilities, or refuses them in
 general, is learned not to; reasoning models skip that path, as they cannot
 answer within one token. Stated probabilities go through the structured-output
-ladder (structured.py) and are repaired once where they do not fit.
+ladder (structured/rungs.py) and are repaired once where they do not fit.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ and a question that one path cannot answer goes to the next:
    none, or refuses ``logprobs`` in general, is not asked again; reasoning
    models skip this path, as they cannot answer within one token.
 3. ``stated``: the model states a probability per option in a JSON object,
-   through the structured-output ladder (structured.py).
+   through the structured-output ladder (structured/rungs.py).
 
 Every request goes through the entry's transport and the Chat Completions
 adapter, at most `Provider.concurrency` at a time per entry. Every answer is

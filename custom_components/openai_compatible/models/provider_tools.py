@@ -34,7 +34,7 @@ class ResponsesOptions:
     service_tier: str | None = None
     # The provider keeps the requests and answers (and shows them in its logs).
     store: bool = False
-    # Provider-run tools in their wire form (see provider_tools.py).
+    # Provider-run tools in their wire form (as responses_options builds them).
     provider_tools: tuple[JsonObject, ...] = ()
     # Inline web-search citations are taken out of the spoken answer.
     remove_citations: bool = False

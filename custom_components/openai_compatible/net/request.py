@@ -1,7 +1,7 @@
 """What a request asks, whichever wire API carries it: settings and tools.
 
-Both dialects (chat_completions.py, responses.py) and the window fitting
-(window.py) read these; they import nothing of either dialect.
+Both dialects (wire/chat_completions.py, wire/responses.py) and the window
+fitting (window/) read these; they import nothing of either dialect.
 """
 
 from __future__ import annotations
