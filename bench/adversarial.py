@@ -11,7 +11,7 @@ body in 64 KiB network chunks, through the SSE decoder and the chunk parser
 log deltas; error answers are read into our translated error. The CPU time
 is `time.process_time()` around one whole answer, the best of the repeats.
 The target is linear time: a quadratic step shows as seconds at this size.
-See README.md, "Benchmarks".
+See docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ everything. Run it as a script (never as part of the test suite):
 It runs pytest on bench/_context_pytest.py, so that the test harness provides
 a real `hass`; the simulator runs in a process of its own
 (`python -m bench.sim_server`) with its context window enforced like a real
-server's. See README.md, "Benchmarks".
+server's. See docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Run it as a script (never as part of the test suite):
 It runs pytest on bench/_conversation_pytest.py, so that the test harness
 provides a real `hass`; the simulator runs in a process of its own
 (`python -m bench.sim_server`), so the CPU time measured here is Home
-Assistant's and the integrations' only. See README.md, "Benchmarks".
+Assistant's and the integrations' only. See docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ provides a real `hass`. Four parts:
 4. `ai_task.evaluate` on the real model: its noul answer must move with the
    question (a front door open for 40 minutes, or for 1).
 
-See README.md, "Measured on a real model".
+See docs/benchmarks.md, "Measured on a real model".
 """
 
 from __future__ import annotations

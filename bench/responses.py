@@ -8,8 +8,8 @@ The same conversation as bench/conversation.py, held by this integration over
 Chat Completions, by this integration over the Responses API, and by Home
 Assistant core's openai_conversation (also Responses), all on one simulator
 in a process of its own. It prints CPU per turn and how much of each request
-repeats the previous one (the prompt cache's share). See README.md,
-"Benchmarks".
+repeats the previous one (the prompt cache's share). See
+docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Run it as a script (never as part of the test suite):
 
 It runs pytest on bench/_tools_pytest.py, so that the test harness provides a
 real `hass`; the simulator runs in a process of its own
-(`python -m bench.sim_server`). See README.md, "Benchmarks".
+(`python -m bench.sim_server`). See docs/benchmarks.md.
 """
 
 from __future__ import annotations

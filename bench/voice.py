@@ -9,8 +9,8 @@ real `hass`; the simulator runs in a process of its own
 (`python -m bench.sim_server`), paced like a local server. Three pipelines with
 our agent are compared: our speech-to-text and text-to-speech with streaming
 TTS, the same with whole-file TTS, and core's openai_conversation
-speech-to-text and text-to-speech pointed at the simulator. See README.md,
-"Voice".
+speech-to-text and text-to-speech pointed at the simulator. See
+docs/benchmarks.md, "Voice".
 """
 
 from __future__ import annotations

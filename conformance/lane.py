@@ -1,14 +1,14 @@
 """The conformance lane: the integration against real server software.
 
-    python -m conformance [--only NAME ...] [--no-readme] [--work DIR]
+    python -m conformance [--only NAME ...] [--no-table] [--work DIR]
 
 Installs the servers (servers.py) into the cache, makes the tiny model,
 starts every configuration behind a recording proxy, probes each with every
 request shape (probes.py), then runs the scenarios (scenarios.py) through a
 real Home Assistant with one entry per configuration. It prints the table,
-writes it into the README between the conformance markers, saves what the
-servers sent under conformance/recordings/, and exits non-zero when any cell
-is ✗.
+writes it into docs/benchmarks.md between the conformance markers, saves what
+the servers sent under conformance/recordings/, and exits non-zero when any
+cell is ✗.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from .scenarios import (
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDINGS = ROOT / "conformance" / "recordings"
-README = ROOT / "README.md"
+TABLE_PAGE = ROOT / "docs" / "benchmarks.md"
 START_MARKER = "<!-- conformance:start -->"
 END_MARKER = "<!-- conformance:end -->"
 # Scenarios whose fallback must be remembered: a second run asks once.
@@ -228,7 +228,7 @@ def table(runs: list[Running]) -> str:
 
 
 def replace_section(text: str, section: str) -> str:
-    """Put `section` between the conformance markers of a README text."""
+    """Put `section` between the conformance markers of a page's text."""
     start = text.index(START_MARKER) + len(START_MARKER)
     end = text.index(END_MARKER)
     return f"{text[:start]}\n{section}\n{text[end:]}"
@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the lane; return 0 when every cell is ✓, a fallback or a clear error."""
     parser = argparse.ArgumentParser(prog="scripts/conformance")
     parser.add_argument("--only", nargs="*", help="configuration names to run")
-    parser.add_argument("--no-readme", action="store_true")
+    parser.add_argument("--no-table", action="store_true")
     parser.add_argument("--no-recordings", action="store_true")
     parser.add_argument("--work", type=Path, help="keep logs and details here")
     args = parser.parse_args(argv)
@@ -356,10 +356,10 @@ def main(argv: list[str] | None = None) -> int:
         failed.append(f"{len(problems)} errors logged by the integration")
     if not args.no_recordings:
         write_recordings(measured)
-    if not args.no_readme:
+    if not args.no_table:
         section = f"{summary(measured)}\n\n{report}"
-        README.write_text(
-            replace_section(README.read_text(encoding="utf-8"), section),
+        TABLE_PAGE.write_text(
+            replace_section(TABLE_PAGE.read_text(encoding="utf-8"), section),
             encoding="utf-8",
         )
     log(f"details: {work / 'details.json'}")

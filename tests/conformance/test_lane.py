@@ -1,11 +1,19 @@
-"""The lane's table and README section."""
+"""The lane's table and the page section it writes."""
 
 from __future__ import annotations
 
 import pytest
 
 from conformance import servers
-from conformance.lane import END_MARKER, START_MARKER, Running, replace_section, table
+from conformance.lane import (
+    END_MARKER,
+    ROOT,
+    START_MARKER,
+    TABLE_PAGE,
+    Running,
+    replace_section,
+    table,
+)
 from conformance.recorder import RecordingProxy
 from conformance.scenarios import SCENARIOS, Cell
 from conformance.servers import CONFIGURATIONS
@@ -30,6 +38,15 @@ def test_replace_section_keeps_the_rest() -> None:
     assert replace_section(once, "new") == once
     with pytest.raises(ValueError):
         replace_section("no markers", "x")
+
+
+def test_the_table_lives_in_the_benchmarks_page() -> None:
+    """The page the lane writes holds the markers once; the README none."""
+    page = TABLE_PAGE.read_text(encoding="utf-8")
+    assert TABLE_PAGE == ROOT / "docs" / "benchmarks.md"
+    assert page.count(START_MARKER) == page.count(END_MARKER) == 1
+    assert page.index(START_MARKER) < page.index(END_MARKER)
+    assert START_MARKER not in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_llama_server_configurations_serve_each_model() -> None:
