@@ -41,19 +41,10 @@ from .models.fit import check_model_takes, learning_refusals
 from .net.request import build_tool_set
 from .net.shapes import JsonSchema
 from .platforms import setup_per_subentry
-from .structured.json_answer import (
-    StructureMismatch,
-    parse_json_answer,
-    validate_result,
-)
+from .structured.json_answer import StructureMismatch, checked_answer, parse_json_answer
 from .structured.rungs import StructuredRequest, async_climb
-from .structured.schema_check import check_answer
 from .structured.selector_schema import structure_to_json_schema
-from .structured.strict_schema import (
-    StrictUnsupported,
-    drop_optional_nulls,
-    strict_json_schema,
-)
+from .structured.strict_schema import StrictUnsupported, strict_json_schema
 
 PARALLEL_UPDATES = 0
 
@@ -297,8 +288,4 @@ def _structured_answer(
     chat_log: conversation.ChatLog, structure: probatio.Schema, schema: JsonSchema
 ) -> Any:
     """Return the last answer as data of the structure; raise StructureMismatch."""
-    data = drop_optional_nulls(parse_json_answer(_answer(chat_log)), schema)
-    result = validate_result(structure, data)
-    # The selectors coerce what they take: the answer as sent must fit too.
-    check_answer(data, schema)
-    return result
+    return checked_answer(parse_json_answer(_answer(chat_log)), structure, schema)
