@@ -29,7 +29,7 @@ from . import OpenAICompatibleConfigEntry
 from .const import CONF_IMAGE_MODEL, LOGGER, MAX_TOOL_ROUNDS_AI_TASK, SUBENTRY_AI_TASK
 from .entity import OpenAICompatibleEntity
 from .errors import ModelError
-from .evaluate.evaluation import Evaluation
+from .evaluate.evaluation import async_evaluate
 from .fallback import (
     async_generate_data_with,
     async_generate_image_with,
@@ -203,16 +203,19 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         capabilities = self.capabilities
         check_model_takes(capabilities, tools=False, attachments=task.attachments or ())
         with self._server_errors(), learning_refusals(capabilities):
-            evaluation = Evaluation(
+            return await async_evaluate(
+                self.hass,
                 task,
+                # Chat Completions, which every server has, whatever the entry's API.
+                round_trip=self._round_trip(
+                    self._chat_dialect, build_tool_set(None), None
+                ),
                 transport=self.runtime.transport,
-                adapter=self.adapter(build_tool_set(None)),
                 capabilities=capabilities,
                 settings=self.request_settings(),
                 budget=self.budget(),
                 slots=self.runtime.task_slots,
             )
-            return await evaluation.async_run(self.hass)
 
     @override
     async def _async_generate_image(

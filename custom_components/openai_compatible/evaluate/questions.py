@@ -1,20 +1,29 @@
-"""Evaluation questions: their options, one-token labels, prompts and answers.
+"""Evaluation questions, and what asking them shares.
 
 Each question ends up as a distribution over its options (noul: yes and no; a
 choice: its alternatives; a score: its levels, lowest first); every path that
-finds one checks it the same way.
+finds one checks it the same way. Chat requests go over Chat Completions,
+which every server the integration speaks to has.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 import string
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 from homeassistant.components import ai_task
 
 from ..errors import ModelError
+from ..media.attachments import LoadedFile
+from ..models.capabilities import ModelCapabilities
+from ..net.request import RequestSettings
+from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject
+from ..net.transport import Budget, Transport
 from ..server_errors.text import shown
+from ..wire.chat_completions import attachment_part
+from ..wire.round_trip import RoundTrip
 
 type Path = Literal["decisions", "logprobs", "stated"]
 type Kind = Literal["noul", "choice", "score"]
@@ -25,6 +34,10 @@ MAX_DIGITS: Final = 10
 # Answers carry probabilities to this many decimals: enough, and readable
 # (0.3, not 0.30000000000000004).
 DECIMALS: Final = 4
+SYSTEM_PROMPT: Final = (
+    "You evaluate evidence from a smart home: its state, given as JSON or text, "
+    "and any attached images. Answer the question exactly in the form it asks for."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,3 +188,52 @@ def normalised(
             "evaluate_not_normalized", question=question.key, total=f"{total:g}"
         )
     return [p / total for p in probabilities]
+
+
+def first_choice(data: JsonObject) -> JsonObject:
+    """Return the first choice of a chat completion."""
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ModelError("no_answer")
+    return cast("JsonObject", choices[0])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ask:
+    """What every request of one evaluation shares.
+
+    `skipped` is where the paths note why they were not taken, per question.
+    """
+
+    round_trip: RoundTrip
+    transport: Transport
+    capabilities: ModelCapabilities
+    settings: RequestSettings
+    budget: Budget
+    slots: asyncio.Semaphore
+    evidence: str
+    files: list[LoadedFile]
+    skipped: dict[str, list[str]]
+
+    def skip(self, question: Question, reason: str) -> None:
+        """Note why a path did not answer the question."""
+        self.skipped[question.key].append(reason)
+
+    async def async_choice(self, body: ChatBody) -> JsonObject:
+        """Send one chat request when a slot of the entry is free; return its choice."""
+        async with self.slots:
+            return first_choice(await self.round_trip.async_complete(body))
+
+    def messages(self, prompt: str) -> list[ChatMessage]:
+        """Return the messages: evidence first (shared by all questions), then one."""
+        if not self.files:
+            user: ChatMessage = {
+                "role": "user",
+                "content": f"{self.evidence}\n\n{prompt}",
+            }
+        else:
+            parts: list[ChatPart] = [{"type": "text", "text": self.evidence}]
+            parts.extend(attachment_part(file) for file in self.files)
+            parts.append({"type": "text", "text": prompt})
+            user = {"role": "user", "content": parts}
+        return [{"role": "system", "content": SYSTEM_PROMPT}, user]
