@@ -19,7 +19,7 @@ from ..errors import RequestRejectedError
 from ..features import Feature
 from ..models.reports import ServerKind
 from ..net.shapes import ChatBody, ChatFields, JsonObject
-from .questions import Ask, Outcome, Question, label_prompt
+from .questions import Ask, Outcome, Question
 
 TOP_LOGPROBS: Final = 20
 # Below this share of the answer on the labels, the model answers none of
@@ -41,13 +41,30 @@ LLAMA_CPP_AFTER_GRAMMAR: Final[ChatFields] = {
 _PUNCTUATION: Final = ".,:;!?()[]\"'`*"
 
 
+def _prompt(question: Question, labels: list[str]) -> str:
+    """Return the question asking for a one-token label."""
+    head = f"Question: {question.instructions}\n\n"
+    if question.kind == "noul":
+        return f"{head}Answer Yes or No."
+    if question.kind == "score":
+        return (
+            f"{head}{question.levels()}\n\nAnswer with the number of the level "
+            f"only, from 0 to {len(labels) - 1}."
+        )
+    lines = "\n".join(
+        f"{label}) {name}: {description}"
+        for label, (name, description) in zip(labels, question.options, strict=True)
+    )
+    return f"{head}Options:\n{lines}\n\nAnswer with the letter of the option only."
+
+
 async def async_read_labels(
     ask: Ask, question: Question, labels: list[str]
 ) -> Outcome | None:
     """Read the label distribution of a one-token answer; None to fall back."""
     body: ChatBody = {
         "model": ask.settings.model,
-        "messages": ask.messages(label_prompt(question, labels)),
+        "messages": ask.messages(_prompt(question, labels)),
         "max_tokens": 1,
         # The model's own distribution, not one sharpened by a server default.
         "temperature": 1.0,
@@ -66,7 +83,9 @@ async def async_read_labels(
             # About this request (the context, an attachment), not logprobs.
             ask.skip(question, f"logprobs: {reason}")
         return None
-    if (top := top_logprobs(choice)) is None:
+    # None when the server gave no log-probabilities, or only the chosen token's.
+    content = _logprob_content(choice)
+    if (top := _alternatives(content[0]) if content else None) is None:
         _no_logprobs(ask, question, "the server returned none")
         return None
     ask.capabilities.learn_proven(Feature.LOGPROBS)
@@ -91,13 +110,28 @@ async def async_read_labels(
 async def _async_held(
     ask: Ask, question: Question, body: ChatBody, labels: list[str]
 ) -> dict[str, float] | None:
-    """Ask again with the answer held to the labels; None when it tells nothing."""
+    """Ask again, the answer held to the labels by a schema; None if it tells nothing."""
     if ask.capabilities.refuses(Feature.JSON_SCHEMA):
         return None
+    # A server's grammar then leaves the model only the labels to choose from,
+    # in their own relative odds; llama.cpp reports the odds before its grammar
+    # unless asked for those after sampling, with nothing cut but the grammar.
+    llama_cpp = ask.capabilities.kind is ServerKind.LLAMA_CPP
+    after_grammar: ChatFields = LLAMA_CPP_AFTER_GRAMMAR if llama_cpp else {}
+    held: ChatBody = {
+        **body,
+        **after_grammar,
+        "max_tokens": HELD_LABEL_TOKENS,
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {
+                "name": "label",
+                "schema": {"type": "string", "enum": labels},
+            },
+        },
+    }
     try:
-        choice = await ask.async_choice(
-            held_to_labels(body, labels, ask.capabilities.kind)
-        )
+        choice = await ask.async_choice(held)
     except RequestRejectedError as err:
         # Not asked again: the schema it holds the labels by is refused.
         ask.capabilities.learn_refused(Feature.JSON_SCHEMA, err.lesson_source)
@@ -114,46 +148,10 @@ async def _async_held(
     return None
 
 
-def held_to_labels(
-    body: ChatBody, labels: list[str], kind: ServerKind | None = None
-) -> ChatBody:
-    """Return the label request again, its answer held to the labels by a schema.
-
-    A server's grammar then leaves the model only the labels to choose from,
-    in their own relative odds, where they were not among its favourites.
-    llama.cpp reports the model's odds before its grammar unless asked for
-    those after sampling, with nothing cut but the grammar.
-    """
-    after_grammar: ChatFields = (
-        LLAMA_CPP_AFTER_GRAMMAR if kind is ServerKind.LLAMA_CPP else {}
-    )
-    return {
-        **body,
-        **after_grammar,
-        "max_tokens": HELD_LABEL_TOKENS,
-        "response_format": {
-            "type": "json_schema",
-            "json_schema": {
-                "name": "label",
-                "schema": {"type": "string", "enum": labels},
-            },
-        },
-    }
-
-
 def _no_logprobs(ask: Ask, question: Question, reason: str) -> None:
     """Remember that the model gives no log-probabilities."""
     ask.capabilities.learn_refused(Feature.LOGPROBS, reason)
     ask.skip(question, f"logprobs: {reason}")
-
-
-def top_logprobs(choice: JsonObject) -> dict[str, float] | None:
-    """Return the first answer token's alternatives and their log-probabilities.
-
-    None when the server gave no log-probabilities, or only the chosen token's.
-    """
-    content = _logprob_content(choice)
-    return _alternatives(content[0]) if content else None
 
 
 def _logprob_content(choice: JsonObject) -> list[object] | None:

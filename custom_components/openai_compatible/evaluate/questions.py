@@ -28,9 +28,6 @@ from ..wire.round_trip import RoundTrip
 type Path = Literal["decisions", "logprobs", "stated"]
 type Kind = Literal["noul", "choice", "score"]
 
-# One-token labels exist for this many options.
-MAX_LETTERS: Final = 26
-MAX_DIGITS: Final = 10
 # Answers carry probabilities to this many decimals: enough, and readable
 # (0.3, not 0.30000000000000004).
 DECIMALS: Final = 4
@@ -55,22 +52,14 @@ class Question:
     def from_task(cls, key: str, question: ai_task.EvaluationQuestion) -> Question:
         """Return the question in the form every path uses."""
         if question["type"] == "noul":
-            return cls(key, "noul", question["instructions"], (("yes", ""), ("no", "")))
-        if question["type"] == "choice":
-            return cls(
-                key,
-                "choice",
-                question["instructions"],
-                tuple(question["criteria"].items()),
+            options: tuple[tuple[str, str], ...] = (("yes", ""), ("no", ""))
+        elif question["type"] == "choice":
+            options = tuple(question["criteria"].items())
+        else:
+            options = tuple(
+                (str(i), text) for i, text in enumerate(question["criteria"])
             )
-        return cls(
-            key,
-            "score",
-            question["instructions"],
-            tuple(
-                (str(index), text) for index, text in enumerate(question["criteria"])
-            ),
-        )
+        return cls(key, question["type"], question["instructions"], options)
 
     @property
     def names(self) -> list[str]:
@@ -82,13 +71,16 @@ class Question:
         if self.kind == "noul":
             return ["Yes", "No"]
         if self.kind == "choice":
-            count = len(self.options)
+            letters = string.ascii_uppercase
             return (
-                list(string.ascii_uppercase[:count]) if count <= MAX_LETTERS else None
+                list(letters[: len(self.options)]) if len(self.options) <= 26 else None
             )
-        if len(self.options) <= MAX_DIGITS:
-            return self.names
-        return None
+        return self.names if len(self.options) <= 10 else None
+
+    def levels(self) -> str:
+        """Return the levels of a score question, lowest first, with their numbers."""
+        lines = "\n".join(f"{name}: {text}" for name, text in self.options)
+        return f"Levels, from lowest to highest:\n{lines}"
 
     def answer(self, probabilities: list[float]) -> ai_task.EvaluationAnswer:
         """Return Home Assistant's answer for a distribution over the options."""
@@ -119,50 +111,6 @@ class Outcome:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def label_prompt(question: Question, labels: list[str]) -> str:
-    """Return the question asking for a one-token label."""
-    head = f"Question: {question.instructions}\n\n"
-    if question.kind == "noul":
-        return f"{head}Answer Yes or No."
-    if question.kind == "choice":
-        lines = "\n".join(
-            f"{label}) {name}: {description}"
-            for label, (name, description) in zip(labels, question.options, strict=True)
-        )
-        return f"{head}Options:\n{lines}\n\nAnswer with the letter of the option only."
-    return (
-        f"{head}{_levels(question)}\n\n"
-        f"Answer with the number of the level only, from 0 to {len(labels) - 1}."
-    )
-
-
-def stated_prompt(question: Question) -> str:
-    """Return the question asking for a JSON object of probabilities."""
-    head = f"Question: {question.instructions}\n\n"
-    ask = "as probabilities from 0 to 1 that add up to 1, in a JSON object"
-    if question.kind == "noul":
-        return (
-            f"{head}State how likely the answer is yes and how likely it is no, "
-            f'{ask} with the keys "yes" and "no".'
-        )
-    if question.kind == "choice":
-        lines = "\n".join(f"- {name}: {text}" for name, text in question.options)
-        return (
-            f"{head}Options:\n{lines}\n\nState how likely each option is the answer, "
-            f"{ask} with the name of each option as its key."
-        )
-    return (
-        f"{head}{_levels(question)}\n\nState how likely each level is, "
-        f"{ask} with the number of each level as its key."
-    )
-
-
-def _levels(question: Question) -> str:
-    """Return the levels of a score question, lowest first, with their numbers."""
-    lines = "\n".join(f"{name}: {text}" for name, text in question.options)
-    return f"Levels, from lowest to highest:\n{lines}"
-
-
 def probability(value: Any, question: Question) -> float:
     """Return a probability, refusing anything but a number from 0 to 1."""
     if (
@@ -190,14 +138,6 @@ def normalised(
     return [p / total for p in probabilities]
 
 
-def first_choice(data: JsonObject) -> JsonObject:
-    """Return the first choice of a chat completion."""
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise ModelError("no_answer")
-    return cast("JsonObject", choices[0])
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Ask:
     """What every request of one evaluation shares.
@@ -222,7 +162,15 @@ class Ask:
     async def async_choice(self, body: ChatBody) -> JsonObject:
         """Send one chat request when a slot of the entry is free; return its choice."""
         async with self.slots:
-            return first_choice(await self.round_trip.async_complete(body))
+            answer = await self.round_trip.async_complete(body)
+        choices = answer.get("choices")
+        if (
+            not isinstance(choices, list)
+            or not choices
+            or not isinstance(choices[0], dict)
+        ):
+            raise ModelError("no_answer")
+        return cast("JsonObject", choices[0])
 
     def messages(self, prompt: str) -> list[ChatMessage]:
         """Return the messages: evidence first (shared by all questions), then one."""

@@ -17,7 +17,7 @@ from ..net.shapes import ChatBody, JsonObject, JsonSchema
 from ..structured.json_answer import StructureMismatch, parse_json_answer
 from ..structured.rungs import RUNG_NAMES, StructuredRequest, async_climb
 from ..structured.strict_schema import strict_json_schema
-from .questions import Ask, Outcome, Question, normalised, probability, stated_prompt
+from .questions import Ask, Outcome, Question, normalised, probability
 
 STATED_TOLERANCE: Final = 0.05
 STATED_REPAIR: Final = (
@@ -38,7 +38,15 @@ REPAIRABLE: Final = frozenset(
 
 async def async_state(ask: Ask, question: Question) -> Outcome:
     """Ask the model to state a probability per option, as JSON."""
-    schema = stated_schema(question)
+    schema: JsonSchema = {
+        "type": "object",
+        "properties": {
+            name: {"type": "number", "minimum": 0, "maximum": 1}
+            for name in question.names
+        },
+        "required": question.names,
+        "additionalProperties": False,
+    }
 
     async def attempt(request: StructuredRequest) -> JsonObject:
         return await ask.async_choice(_body(ask, question, request))
@@ -79,17 +87,25 @@ async def async_state(ask: Ask, question: Question) -> Outcome:
     return Outcome(weights, "stated", raw, extra)
 
 
-def stated_schema(question: Question) -> JsonSchema:
-    """Return the JSON schema of stated probabilities for the question."""
-    names = question.names
-    return {
-        "type": "object",
-        "properties": {
-            name: {"type": "number", "minimum": 0, "maximum": 1} for name in names
-        },
-        "required": names,
-        "additionalProperties": False,
-    }
+def _prompt(question: Question) -> str:
+    """Return the question asking for a JSON object of probabilities."""
+    head = f"Question: {question.instructions}\n\n"
+    ask = "as probabilities from 0 to 1 that add up to 1, in a JSON object"
+    if question.kind == "noul":
+        return (
+            f"{head}State how likely the answer is yes and how likely it is no, "
+            f'{ask} with the keys "yes" and "no".'
+        )
+    if question.kind == "choice":
+        lines = "\n".join(f"- {name}: {text}" for name, text in question.options)
+        return (
+            f"{head}Options:\n{lines}\n\nState how likely each option is the answer, "
+            f"{ask} with the name of each option as its key."
+        )
+    return (
+        f"{head}{question.levels()}\n\nState how likely each level is, "
+        f"{ask} with the number of each level as its key."
+    )
 
 
 def _body(
@@ -99,7 +115,7 @@ def _body(
 
     With the model's answer that did not fit, it asks once more.
     """
-    prompt = stated_prompt(question)
+    prompt = _prompt(question)
     if request.instructions:
         prompt = f"{prompt}\n\n{request.instructions}"
     messages = ask.messages(prompt)
