@@ -1,16 +1,7 @@
 """AI task entities, one per AI task subentry.
 
-Structured data walks a ladder of ways to ask for JSON, from the strongest a
-server may support to the weakest every server has:
-
-0. ``response_format`` json_schema in OpenAI's strict form,
-1. ``response_format`` json_schema with the plain schema,
-2. ``response_format`` json_object, the schema in the task's instructions,
-3. no ``response_format``, the schema in the task's instructions.
-
-A rung is left only when the server rejects the request; the entry remembers
-the rung that worked, so later tasks start there. Every answer is parsed and
-validated; one repair round asks again when it does not fit.
+Structured data is asked for down the ladder of structured/rungs.py, checked
+(structured/json_answer.py) and asked for once more when it does not fit.
 """
 
 from __future__ import annotations

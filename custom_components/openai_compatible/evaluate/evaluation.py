@@ -1,22 +1,10 @@
 """ai_task.evaluate: probabilities for noul, choice and score questions.
 
-Each question is answered one of three ways, chosen per server, model and
-question; what a model refuses in general is learned (see capabilities.py),
-and a question that one path cannot answer goes to the next:
-
-1. ``decisions``: OpenAI's Decisions API, all questions it takes in one
-   request (decisions.py), where the model is not known to refuse it;
-2. ``logprobs``: a one-token label read from its log-probabilities
-   (labels.py); reasoning models skip this path, as they cannot answer within
-   one token;
-3. ``stated``: the model states a probability per option as JSON, through
-   the structured-output ladder (stated.py).
-
-Chat requests go over Chat Completions, at most `Provider.concurrency` at a
-time per entry. Every answer is checked: probabilities are numbers in [0, 1],
-one per option, adding up to 1 within a tolerance before they are
-renormalised. Which path answered each question, why others were skipped, and
-the raw distribution go to the debug log and, inside a conversation, to its
+A question goes to the first path that answers it: the Decisions API
+(decisions.py), a one-token label's log-probabilities (labels.py; not for
+reasoning models), probabilities the model states as JSON (stated.py). What a
+model refuses in general is learned. Which path answered, why others were
+skipped, and the raw distribution go to the debug log and any conversation
 trace.
 """
 

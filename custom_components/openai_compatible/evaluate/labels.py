@@ -13,13 +13,13 @@ refuses them in general, is learned not to.
 from __future__ import annotations
 
 import math
-from typing import Final, TypeGuard
+from typing import Final
 
 from ..errors import RequestRejectedError
 from ..features import Feature
 from ..models.reports import ServerKind
 from ..net.shapes import ChatBody, ChatFields, JsonObject
-from .questions import Ask, Outcome, Question
+from .questions import Ask, Outcome, Question, finite
 
 TOP_LOGPROBS: Final = 20
 # Below this share of the answer on the labels, the model answers none of
@@ -185,20 +185,11 @@ def _logprob(entry: JsonObject) -> tuple[str, float] | None:
     The one place a log-probability (or probability) number of an answer is read.
     """
     token, logprob, prob = entry.get("token"), entry.get("logprob"), entry.get("prob")
-    if _finite(prob) and prob > 0:
+    if finite(prob) and prob > 0:
         logprob = math.log(prob)
-    if isinstance(token, str) and _finite(logprob):
+    if isinstance(token, str) and finite(logprob):
         return token, min(float(logprob), 0.0)
     return None
-
-
-def _finite(value: object) -> TypeGuard[float]:
-    """Tell whether a value is a finite number (not a bool)."""
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-    )
 
 
 def fold(token: str) -> str:

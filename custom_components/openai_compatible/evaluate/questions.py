@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+import math
 import string
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal, TypeGuard, cast
 
 from homeassistant.components import ai_task
 
@@ -111,13 +112,18 @@ class Outcome:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def finite(value: object) -> TypeGuard[float]:
+    """Tell whether a value is a finite number (not a bool)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    )
+
+
 def probability(value: Any, question: Question) -> float:
     """Return a probability, refusing anything but a number from 0 to 1."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not 0 <= value <= 1
-    ):
+    if not finite(value) or not 0 <= value <= 1:
         raise ModelError(
             "evaluate_probability_out_of_range",
             question=question.key,

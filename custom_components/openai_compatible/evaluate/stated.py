@@ -9,7 +9,7 @@ servers such as llama.cpp do not hold a number to its bounds.
 from __future__ import annotations
 
 import math
-from typing import Final, TypeGuard, cast
+from typing import Final, cast
 
 from ..const import LOGGER
 from ..errors import ModelError, RequestRejectedError
@@ -17,7 +17,7 @@ from ..net.shapes import ChatBody, JsonObject, JsonSchema
 from ..structured.json_answer import StructureMismatch, parse_json_answer
 from ..structured.rungs import RUNG_NAMES, StructuredRequest, async_climb
 from ..structured.strict_schema import strict_json_schema
-from .questions import Ask, Outcome, Question, normalised, probability
+from .questions import Ask, Outcome, Question, finite, normalised, probability
 
 STATED_TOLERANCE: Final = 0.05
 STATED_REPAIR: Final = (
@@ -155,10 +155,10 @@ def stated_weights(choice: JsonObject, question: Question) -> list[float] | None
         value = _stated_values(choice, question)
     except ModelError:
         return None
-    numbers = [n for name in question.names if _is_number(n := value[name])]
-    if len(numbers) < len(question.names):
+    numbers = [value[name] for name in question.names]
+    if not all(finite(n) or n == -math.inf for n in numbers):
         return None
-    weights = [max(float(number), 0.0) for number in numbers]
+    weights = [float(max(n, 0.0)) if finite(n) else 0.0 for n in numbers]
     total = sum(weights)
     if not math.isfinite(total) or total <= 0:
         return None
@@ -190,12 +190,3 @@ def _stated_values(choice: JsonObject, question: Question) -> JsonObject:
     if set(value) != set(question.names):
         raise ModelError("evaluate_wrong_options", question=question.key)
     return value
-
-
-def _is_number(value: object) -> TypeGuard[float]:
-    """Tell whether a JSON value is a number, minus infinity included."""
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and value < math.inf
-    )
