@@ -25,6 +25,7 @@ from custom_components.openai_compatible.evaluate.evaluation import MAX_QUESTION
 from custom_components.openai_compatible.evaluate.labels import TOP_LOGPROBS, fold
 from custom_components.openai_compatible.evaluate.questions import Ask
 from custom_components.openai_compatible.features import Feature, WireApi
+from custom_components.openai_compatible.server_errors.text import shown
 from custom_components.openai_compatible.structured.rungs import (
     RUNG_INSTRUCTIONS,
     RUNG_JSON_OBJECT,
@@ -392,6 +393,12 @@ LEVELS_OK = (("empty", 0, 0.2), ("half full", 1, 0.3), ("full", 2, 0.5))
             "evaluate_probability_out_of_range",
             {"question": "door", "value": "True"},
             id="probability a boolean",
+        ),
+        pytest.param(
+            [_predicate(probability=10**400)],
+            "evaluate_probability_out_of_range",
+            {"question": "door", "value": shown(str(10**400))},
+            id="probability of 400 digits",
         ),
         pytest.param(
             [{**_score(*LEVELS_OK), "name": "door"}],

@@ -113,12 +113,10 @@ class Outcome:
 
 
 def finite(value: object) -> TypeGuard[float]:
-    """Tell whether a value is a finite number (not a bool)."""
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-    )
+    """Tell whether a value is a finite number (not a bool); any int is."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return isinstance(value, int) or math.isfinite(value)
 
 
 def probability(value: Any, question: Question) -> float:
