@@ -773,7 +773,7 @@ ANIMAL_ANSWER = {"name": "Rex", "legs": 4}
         ),
         pytest.param(
             '{"name": "Rex", "legs": null}',
-            "expected float at 'legs'",
+            "the value must be a finite number at 'legs'",
             id="required null",
         ),
     ],

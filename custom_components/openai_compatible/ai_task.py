@@ -1,16 +1,7 @@
 """AI task entities, one per AI task subentry.
 
-Structured data walks a ladder of ways to ask for JSON, from the strongest a
-server may support to the weakest every server has:
-
-0. ``response_format`` json_schema in OpenAI's strict form,
-1. ``response_format`` json_schema with the plain schema,
-2. ``response_format`` json_object, the schema in the task's instructions,
-3. no ``response_format``, the schema in the task's instructions.
-
-A rung is left only when the server rejects the request; the entry remembers
-the rung that worked, so later tasks start there. Every answer is parsed and
-validated; one repair round asks again when it does not fit.
+Structured data is asked for down the ladder of structured/rungs.py, checked
+(structured/json_answer.py) and asked for once more when it does not fit.
 """
 
 from __future__ import annotations
@@ -29,7 +20,7 @@ from . import OpenAICompatibleConfigEntry
 from .const import CONF_IMAGE_MODEL, LOGGER, MAX_TOOL_ROUNDS_AI_TASK, SUBENTRY_AI_TASK
 from .entity import OpenAICompatibleEntity
 from .errors import ModelError
-from .evaluate.evaluation import Evaluation
+from .evaluate.evaluation import async_evaluate
 from .fallback import (
     async_generate_data_with,
     async_generate_image_with,
@@ -41,19 +32,10 @@ from .models.fit import check_model_takes, learning_refusals
 from .net.request import build_tool_set
 from .net.shapes import JsonSchema
 from .platforms import setup_per_subentry
-from .structured.json_answer import (
-    StructureMismatch,
-    parse_json_answer,
-    validate_result,
-)
+from .structured.json_answer import StructureMismatch, checked_answer, parse_json_answer
 from .structured.rungs import StructuredRequest, async_climb
-from .structured.schema_check import check_answer
 from .structured.selector_schema import structure_to_json_schema
-from .structured.strict_schema import (
-    StrictUnsupported,
-    drop_optional_nulls,
-    strict_json_schema,
-)
+from .structured.strict_schema import StrictUnsupported, strict_json_schema
 
 PARALLEL_UPDATES = 0
 
@@ -212,16 +194,19 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         capabilities = self.capabilities
         check_model_takes(capabilities, tools=False, attachments=task.attachments or ())
         with self._server_errors(), learning_refusals(capabilities):
-            evaluation = Evaluation(
+            return await async_evaluate(
+                self.hass,
                 task,
+                # Chat Completions, which every server has, whatever the entry's API.
+                round_trip=self._round_trip(
+                    self._chat_dialect, build_tool_set(None), None
+                ),
                 transport=self.runtime.transport,
-                adapter=self.adapter(build_tool_set(None)),
                 capabilities=capabilities,
                 settings=self.request_settings(),
                 budget=self.budget(),
                 slots=self.runtime.task_slots,
             )
-            return await evaluation.async_run(self.hass)
 
     @override
     async def _async_generate_image(
@@ -297,8 +282,4 @@ def _structured_answer(
     chat_log: conversation.ChatLog, structure: probatio.Schema, schema: JsonSchema
 ) -> Any:
     """Return the last answer as data of the structure; raise StructureMismatch."""
-    data = drop_optional_nulls(parse_json_answer(_answer(chat_log)), schema)
-    result = validate_result(structure, data)
-    # The selectors coerce what they take: the answer as sent must fit too.
-    check_answer(data, schema)
-    return result
+    return checked_answer(parse_json_answer(_answer(chat_log)), structure, schema)

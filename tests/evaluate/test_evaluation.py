@@ -21,10 +21,11 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
 
 from custom_components.openai_compatible.const import CONF_API, CONF_CHAT_MODEL
-from custom_components.openai_compatible.evaluate.chat_answers import TOP_LOGPROBS, fold
-from custom_components.openai_compatible.evaluate.chat_paths import ChatPaths
 from custom_components.openai_compatible.evaluate.evaluation import MAX_QUESTIONS
+from custom_components.openai_compatible.evaluate.labels import TOP_LOGPROBS, fold
+from custom_components.openai_compatible.evaluate.questions import Ask
 from custom_components.openai_compatible.features import Feature, WireApi
+from custom_components.openai_compatible.server_errors.text import shown
 from custom_components.openai_compatible.structured.rungs import (
     RUNG_INSTRUCTIONS,
     RUNG_JSON_OBJECT,
@@ -36,6 +37,7 @@ from tests.conftest import Learned, SetupEntry, learned
 
 ENTITY = "ai_task.openai_compatible_ai_task"
 CHAT = "/chat/completions"
+REASONING_MODEL = "gpt-5-mini"
 DECISIONS = "/decisions"
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"garage camera"
@@ -393,6 +395,12 @@ LEVELS_OK = (("empty", 0, 0.2), ("half full", 1, 0.3), ("full", 2, 0.5))
             id="probability a boolean",
         ),
         pytest.param(
+            [_predicate(probability=10**400)],
+            "evaluate_probability_out_of_range",
+            {"question": "door", "value": shown(str(10**400))},
+            id="probability of 400 digits",
+        ),
+        pytest.param(
             [{**_score(*LEVELS_OK), "name": "door"}],
             "evaluate_wrong_answer_type",
             {"question": "door", "type": "score"},
@@ -738,6 +746,36 @@ async def test_decisions_openai_preset(
     await evaluate(hass, {"door": DOOR})
 
     assert paths(simulator) == [DECISIONS]
+
+
+@pytest.mark.parametrize(
+    ("model", "answer", "asked"),
+    [
+        ("gpt-4o-mini", None, "logprobs"),
+        (REASONING_MODEL, stated(yes=0.8, no=0.2), "response_format"),
+    ],
+)
+async def test_questions_go_over_chat_completions_on_a_responses_entry(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup: SetupEntry,
+    model: str,
+    answer: dict[str, Any] | None,
+    asked: str,
+) -> None:
+    """The OpenAI preset speaks the Responses API; evaluate's questions do not."""
+    simulator.settings.decisions = False
+    entry = await setup(provider="openai", ai_task={CONF_CHAT_MODEL: model})
+    if answer:
+        simulator.enqueue(CHAT, json=answer)
+    simulator.requests.clear()
+
+    answers = await evaluate(hass, {"door": DOOR})
+
+    assert answers["door"]["noul"] > 0.5
+    assert paths(simulator) == [DECISIONS, CHAT]
+    assert asked in simulator.chat_requests()[0]
+    assert quirks(entry).decisions is False
 
 
 async def test_decisions_skip_what_they_cannot_take(
@@ -1383,21 +1421,19 @@ async def test_failed_question_cancels_the_others(
     await setup(provider="ollama", ai_task={CONF_CHAT_MODEL: "gpt-5-mini"})
     simulator.enqueue(CHAT, json=completion(None, refusal="No."))
     simulator.requests.clear()
-    send = ChatPaths._async_complete
+    send = Ask.async_choice
     cancelled = asyncio.Event()
 
-    async def slow_for_vehicle(
-        evaluation: ChatPaths, body: dict[str, Any]
-    ) -> dict[str, Any]:
+    async def slow_for_vehicle(ask: Ask, body: dict[str, Any]) -> dict[str, Any]:
         if VEHICLE["instructions"] in prompt(body):
             try:
                 await asyncio.sleep(30)
             except asyncio.CancelledError:
                 cancelled.set()
                 raise
-        return await send(evaluation, body)
+        return await send(ask, body)
 
-    monkeypatch.setattr(ChatPaths, "_async_complete", slow_for_vehicle)
+    monkeypatch.setattr(Ask, "async_choice", slow_for_vehicle)
 
     async with asyncio.timeout(5):
         err = await evaluate_error(hass, {"door": DOOR, "vehicle": VEHICLE})

@@ -8,10 +8,8 @@ import pytest
 from custom_components.openai_compatible.errors import ModelError
 from custom_components.openai_compatible.evaluate.questions import (
     Question,
-    label_prompt,
     normalised,
     probability,
-    stated_prompt,
 )
 
 DOOR = Question.from_task(
@@ -57,16 +55,6 @@ def test_answers_in_home_assistants_form() -> None:
     )
     score = FILL.answer([0.0, 0.5, 0.5])
     assert score == ai_task.ScoreAnswer(score=1.5, probabilities=[0.0, 0.5, 0.5])
-
-
-def test_prompts_name_the_options() -> None:
-    """Label prompts list the options by label; stated ones by name."""
-    assert label_prompt(DOOR, ["Yes", "No"]).endswith("Answer Yes or No.")
-    assert "A) car: A car\nB) bike: A bike" in label_prompt(VEHICLE, ["A", "B"])
-    assert "from 0 to 2" in label_prompt(FILL, ["0", "1", "2"])
-    assert 'the keys "yes" and "no"' in stated_prompt(DOOR)
-    assert "- car: A car" in stated_prompt(VEHICLE)
-    assert "0: empty\n1: half\n2: full" in stated_prompt(FILL)
 
 
 @pytest.mark.parametrize("value", [True, "0.5", -0.1, 1.5, None])

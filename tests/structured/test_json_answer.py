@@ -1,17 +1,18 @@
-"""JSON answers: the instruction asking for them, finding them, checking them."""
+"""JSON answers: the instruction asking for them, finding them, checking them once."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import probatio
 import pytest
 
 from custom_components.openai_compatible.structured.json_answer import (
     JSON_TRIES,
     StructureMismatch,
+    checked_answer,
     parse_json_answer,
     schema_instructions,
-    validate_result,
 )
 from custom_components.openai_compatible.structured.selector_schema import (
     structure_to_json_schema,
@@ -19,34 +20,135 @@ from custom_components.openai_compatible.structured.selector_schema import (
 from tests.structures import build, single
 
 
+def _checked(fields: dict[str, Any], answer: Any) -> Any:
+    """Return an answer checked against the structure of service-call fields."""
+    structure = build(fields)
+    return checked_answer(answer, structure, structure_to_json_schema(structure))
+
+
 def test_validation_problems() -> None:
-    """Problems name the key and where it is, all of them."""
-    structure = build(
-        {
-            "color": {"required": True, "selector": {"text": {}}},
-            "count": {"selector": {"number": {}}},
-            "where": {"selector": {"location": {}}},
-        }
-    )
+    """The selectors' problems name the key and where it is, all of them."""
+    fields = {
+        "color": {"required": True, "selector": {"text": {}}},
+        "count": {"selector": {"number": {"max": 9}}},
+        "where": {"selector": {"location": {}}},
+    }
     with pytest.raises(StructureMismatch) as err:
-        validate_result(
-            structure, {"count": "many", "where": {"latitude": 1}, "other": 1}
-        )
+        _checked(fields, {"count": 10, "where": {"latitude": 1}, "other": 1})
     assert err.value.problem == (
-        "expected float at 'count'; "
+        "Value 10.0 is too large at 'count'; "
         "required key 'longitude' is missing at 'where'; "
         "key 'other' is not allowed; "
         "required key 'color' is missing"
     )
-    with pytest.raises(StructureMismatch, match="^expected a mapping$"):
-        validate_result(structure, ["red"])
+    with pytest.raises(StructureMismatch, match="^the value must be an object$"):
+        _checked(fields, ["red"])
 
 
 def test_validation_of_a_value_a_selector_trips_over() -> None:
     """A validator failing with TypeError is a mismatch too."""
     structure = single({"choose": {"choices": {"a": {"selector": {"text": {}}}}}})
     with pytest.raises(StructureMismatch, match="^the answer does not fit: "):
-        validate_result(structure, {"value": {"active_choice": ["a"]}})
+        checked_answer({"value": {"active_choice": ["a"]}}, structure, {})
+
+
+def test_nulls_of_optional_keys_go() -> None:
+    """Strict mode's nulls for left-out keys go, nested too; the input stays."""
+    fields = {
+        "name": {"required": True, "selector": {"text": {}}},
+        "note": {"selector": {"text": {}}},
+        "items": {
+            "selector": {
+                "object": {
+                    "multiple": True,
+                    "fields": {
+                        "a": {"required": True, "selector": {"text": {}}},
+                        "b": {"selector": {"text": {}}},
+                    },
+                }
+            }
+        },
+    }
+    answer = {"name": "n", "note": None, "items": [{"a": "x", "b": None}]}
+    assert _checked(fields, answer) == {"name": "n", "items": [{"a": "x"}]}
+    assert answer["note"] is None
+    with pytest.raises(StructureMismatch) as err:
+        _checked(fields, {"name": None, "items": [{"a": None}]})
+    assert err.value.problem == (
+        "the value must be a text at 'name'; the value must be a text at 'items[0].a'"
+    )
+
+
+ANIMAL = {
+    "name": {"required": True, "selector": {"text": {}}},
+    "legs": {"selector": {"number": {}}},
+    "tame": {"selector": {"boolean": {}}},
+    "when": {
+        "selector": {
+            "choose": {
+                "choices": {
+                    "at": {"selector": {"number": {}}},
+                    "on": {"selector": {"boolean": {}}},
+                }
+            }
+        }
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        ({"name": "a\x1b[2J"}, "the text holds control characters at 'name'"),
+        ({"name": "a\x85"}, "the text holds control characters at 'name'"),
+        ({"name": "a", "tame": "false"}, "the value must be true or false at 'tame'"),
+        ({"name": "a", "legs": True}, "the value must be a finite number at 'legs'"),
+        ({"name": "a", "legs": "4"}, "the value must be a finite number at 'legs'"),
+        ({"name": "a", "when": "x"}, "the value must be a finite number at 'when'"),
+        (
+            {"name": 1, "legs": [], "tame": 0, "when": {}},
+            (
+                "the value must be a text at 'name'; "
+                "the value must be a finite number at 'legs'; "
+                "the value must be true or false at 'tame'; "
+                "the value must be a finite number at 'when'"
+            ),
+        ),
+    ],
+)
+def test_what_the_selectors_would_coerce_is_refused(answer: Any, problem: str) -> None:
+    """Text for a boolean is true to Home Assistant: the answer's types count."""
+    with pytest.raises(StructureMismatch) as err:
+        _checked(ANIMAL, answer)
+    assert err.value.problem == problem
+
+
+def test_fitting_answers_pass() -> None:
+    """Tabs and line breaks are text; either choice of a choose is taken."""
+    answer = {"name": "a\tb\nc", "legs": 4, "tame": False, "when": True}
+    assert _checked(ANIMAL, answer) == {**answer, "legs": 4.0}
+    assert _checked(ANIMAL, {"name": "a", "when": 2}) == {"name": "a", "when": 2.0}
+
+
+def test_problems_are_capped() -> None:
+    """A long list of problems is told by its first few."""
+    structure = probatio.Schema({"n": [int]})
+    schema = {"properties": {"n": {"type": "array", "items": {"type": "integer"}}}}
+    with pytest.raises(StructureMismatch) as err:
+        checked_answer({"n": [1.5] * 100}, structure, schema)
+    assert err.value.problem.count(";") == 4
+    assert err.value.problem.startswith("the value must be a whole number at 'n[0]'")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"n": 1e999}', '{"n": -7.9E3667}', '{"n": NaN}', '{"n": -1' + "0" * 400 + "}"],
+)
+def test_numbers_no_float_holds_are_not_finite(text: str) -> None:
+    """Huge exponents and integers read as infinity, and the check refuses them."""
+    with pytest.raises(StructureMismatch) as err:
+        _checked({"n": {"selector": {"number": {}}}}, parse_json_answer(text))
+    assert err.value.problem == "the value must be a finite number at 'n'"
 
 
 def test_schema_instructions() -> None:

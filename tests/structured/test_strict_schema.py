@@ -1,4 +1,4 @@
-"""OpenAI's strict form of plain schemas, and nulls taken back out of answers."""
+"""OpenAI's strict form of plain schemas."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from custom_components.openai_compatible.structured.selector_schema import (
 )
 from custom_components.openai_compatible.structured.strict_schema import (
     StrictUnsupported,
-    drop_optional_nulls,
     strict_json_schema,
 )
 from tests.structures import build
@@ -166,39 +165,3 @@ def test_strict_limits() -> None:
         StrictUnsupported, match="the answer.second brings the enum values past 1000"
     ):
         strict_json_schema(structure_to_json_schema(build(fields)))
-
-
-def test_drop_optional_nulls() -> None:
-    """Nulls of optional keys go, nested too; required and unknown keys stay."""
-    structure = build(
-        {
-            "name": {"required": True, "selector": {"text": {}}},
-            "note": {"selector": {"text": {}}},
-            "items": {
-                "selector": {
-                    "object": {
-                        "multiple": True,
-                        "fields": {
-                            "a": {"required": True, "selector": {"text": {}}},
-                            "b": {"selector": {"text": {}}},
-                        },
-                    }
-                }
-            },
-        }
-    )
-    plain = structure_to_json_schema(structure)
-    data = {
-        "name": None,
-        "note": None,
-        "items": [{"a": None, "b": None}, {"a": "x", "b": "y"}],
-        "extra": None,
-    }
-    assert drop_optional_nulls(data, plain) == {
-        "name": None,
-        "items": [{"a": None}, {"a": "x", "b": "y"}],
-        "extra": None,
-    }
-    assert data["note"] is None  # the input is not changed
-    assert drop_optional_nulls([None], plain) == [None]
-    assert drop_optional_nulls("text", plain) == "text"

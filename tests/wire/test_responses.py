@@ -8,20 +8,14 @@ from freezegun.api import FrozenDateTimeFactory
 from homeassistant.components import conversation
 from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT
 from homeassistant.core import Context, HomeAssistant
-from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import chat_session, intent, llm
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from custom_components.openai_compatible.const import CONF_API, CONF_STREAMING
-from custom_components.openai_compatible.errors import MalformedAnswerError, ServerError
 from custom_components.openai_compatible.features import Feature, WireApi
 from custom_components.openai_compatible.models.capabilities import ModelCapabilities
 from custom_components.openai_compatible.models.lessons import Lessons
-from custom_components.openai_compatible.models.provider_tools import (
-    CONF_SERVICE_TIER,
-    CONF_STORE_RESPONSES,
-)
 from custom_components.openai_compatible.models.providers import PROVIDERS
 from custom_components.openai_compatible.models.reports import ModelReport
 from custom_components.openai_compatible.net.request import RequestSettings
@@ -31,10 +25,6 @@ from custom_components.openai_compatible.wire.responses import (
     handling_body,
     settings_body,
     without_feature,
-)
-from custom_components.openai_compatible.wire.responses_chat_form import (
-    chat_completion,
-    responses_request,
 )
 from simulator import (
     OpenAISimulator,
@@ -337,7 +327,6 @@ WEATHER = {
     },
     "temperature": {"required": True, "selector": {"number": {"min": -50, "max": 60}}},
 }
-DOOR = {"type": "noul", "instructions": "Is the garage door open?"}
 PNG = b"\x89PNG\r\n\x1a\n" + b"garage camera"
 PDF = b"%PDF-1.4 delivery note"
 
@@ -442,127 +431,6 @@ async def test_generate_image_on_a_responses_entry(
 
     assert response["mime_type"] == "image/png"
     assert paths(simulator)[-1] == "/images/generations"
-
-
-async def test_evaluate_reads_logprobs_over_responses(
-    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
-) -> None:
-    """The label path asks for output logprobs through `include`."""
-    simulator.settings.decisions = False
-    entry = await setup(provider="openai")
-
-    response = await task(hass, "evaluate", questions={"door": DOOR}, state="open")
-
-    assert response["answers"]["door"]["noul"] > 0.9
-    assert paths(simulator)[-2:] == ["/decisions", "/responses"]
-    body = simulator.responses_requests()[-1]
-    assert body["include"] == ["message.output_text.logprobs"]
-    assert body["top_logprobs"] == 20
-    assert body["max_output_tokens"] == 16
-    assert learned_logprobs(entry)
-
-
-def learned_logprobs(entry: Any) -> bool:
-    """Tell whether the entry learned that its task model gives logprobs."""
-    return bool(
-        entry.runtime_data.capabilities.model("gpt-4o-mini").proven(Feature.LOGPROBS)
-    )
-
-
-async def test_evaluate_states_probabilities_over_responses(
-    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry, media_dir: Any
-) -> None:
-    """A reasoning model states probabilities as JSON through `text.format`."""
-    simulator.settings.decisions = False
-    await setup(provider="openai", ai_task={"chat_model": REASONING_MODEL})
-    (media_dir / "cam.png").write_bytes(PNG)
-    simulator.enqueue(
-        "/responses",
-        json={
-            "status": "completed",
-            "output": [message_item('{"yes": 0.8, "no": 0.2}')],
-            "usage": usage_block(50, 9),
-        },
-    )
-
-    response = await task(
-        hass,
-        "evaluate",
-        questions={"door": DOOR},
-        state="open",
-        attachments=[attachment("cam.png", "image/png")],
-    )
-
-    assert response["answers"]["door"]["noul"] == pytest.approx(0.8)
-    body = simulator.responses_requests()[-1]
-    assert body["text"]["format"]["type"] == "json_schema"
-    assert [part["type"] for part in body["input"][-1]["content"]] == [
-        "input_text",
-        "input_image",
-        "input_text",
-    ]
-
-
-async def test_evaluate_without_logprobs_states_them_over_responses(
-    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
-) -> None:
-    """A server that gives no logprobs is asked for stated ones, then only those."""
-    simulator.settings.decisions = False
-    simulator.settings.logprobs = False
-    entry = await setup(provider="openai")
-    simulator.enqueue(
-        "/responses",
-        json={
-            "status": "completed",
-            "output": [message_item("Yes")],
-            "usage": usage_block(50, 1),
-        },
-    )
-    for stated in ('{"yes": 0.7, "no": 0.3}', '{"yes": 0.4, "no": 0.6}'):
-        simulator.enqueue(
-            "/responses",
-            json={
-                "status": "completed",
-                "output": [message_item(stated)],
-                "usage": usage_block(50, 9),
-            },
-        )
-
-    first = await task(hass, "evaluate", questions={"door": DOOR}, state="open")
-    second = await task(hass, "evaluate", questions={"door": DOOR}, state="open")
-
-    assert first["answers"]["door"]["noul"] == pytest.approx(0.7)
-    assert second["answers"]["door"]["noul"] == pytest.approx(0.4)
-    asked = [
-        (body.get("include"), body.get("text", {}).get("format", {}).get("type"))
-        for body in simulator.responses_requests()
-    ]
-    assert asked == [
-        (["message.output_text.logprobs"], None),
-        (None, "json_schema"),
-        (None, "json_schema"),
-    ]
-    model = entry.runtime_data.capabilities.model("gpt-4o-mini")
-    assert model.refuses(Feature.LOGPROBS)
-
-
-async def test_evaluate_falls_back_to_chat_completions(
-    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
-) -> None:
-    """Every question of a task on a server without /responses is answered."""
-    simulator.settings.decisions = False
-    simulator.settings.responses = False
-    await setup(provider="openai")
-
-    response = await task(
-        hass,
-        "evaluate",
-        questions={"door": DOOR, "window": {**DOOR, "instructions": "Window open?"}},
-        state="open",
-    )
-
-    assert set(response["answers"]) == {"door", "window"}
-    assert "/chat/completions" in paths(simulator)
 
 
 # ---------------------------------------------------------------------------
@@ -731,47 +599,6 @@ def test_sampling_settings_of_other_models() -> None:
     }
 
 
-def test_chat_completion_requests_in_the_responses_form() -> None:
-    """A Chat Completions request (evaluate's) keeps its meaning."""
-    request = responses_request(
-        {
-            "model": "m",
-            "messages": [
-                {
-                    "role": "user",
-                    "content": [
-                        {"type": "text", "text": "Look"},
-                        {
-                            "type": "file",
-                            "file": {"filename": "a.pdf", "file_data": "d"},
-                        },
-                    ],
-                }
-            ],
-            "max_completion_tokens": 100,
-            "top_p": 0.5,
-            "response_format": {"type": "json_object"},
-        }
-    )
-
-    assert request == {
-        "model": "m",
-        "input": [
-            {
-                "type": "message",
-                "role": "user",
-                "content": [
-                    {"type": "input_text", "text": "Look"},
-                    {"type": "input_file", "filename": "a.pdf", "file_data": "d"},
-                ],
-            }
-        ],
-        "max_output_tokens": 100,
-        "top_p": 0.5,
-        "text": {"format": {"type": "json_object"}},
-    }
-
-
 def test_how_the_provider_handles_the_request() -> None:
     """A chosen tier is sent and named as a feature; storing is opted into."""
     chosen = handling_body(ResponsesOptions(service_tier="flex"))
@@ -780,69 +607,3 @@ def test_how_the_provider_handles_the_request() -> None:
     assert Feature.SERVICE_TIER in body_features(chosen)
     assert handling_body(ResponsesOptions()) == {"store": False}
     assert handling_body(ResponsesOptions(store=True)) == {"store": True}
-
-
-async def test_evaluate_keeps_the_service_tier_and_storing(
-    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
-) -> None:
-    """Requests in the Chat Completions form go as the task's options say too."""
-    simulator.settings.decisions = False
-    await setup(
-        provider="openai",
-        ai_task={
-            "chat_model": REASONING_MODEL,
-            CONF_SERVICE_TIER: "flex",
-            CONF_STORE_RESPONSES: True,
-        },
-    )
-    simulator.enqueue(
-        "/responses",
-        json={
-            "status": "completed",
-            "output": [message_item('{"yes": 0.8, "no": 0.2}')],
-            "usage": usage_block(50, 9),
-        },
-    )
-
-    await task(hass, "evaluate", questions={"door": DOOR}, state="open")
-
-    body = simulator.responses_requests()[-1]
-    assert body["service_tier"] == "flex"
-    assert body["store"] is True
-
-
-def test_answers_in_the_chat_completion_form() -> None:
-    """A refusal, a cut answer and a failure read as a chat completion would."""
-    answer = chat_completion(
-        {
-            "status": "incomplete",
-            "incomplete_details": {"reason": "max_output_tokens"},
-            "output": [
-                {"type": "reasoning"},
-                {"type": "message", "content": [{"type": "refusal", "refusal": "No."}]},
-            ],
-        }
-    )
-    assert answer["choices"][0]["message"]["refusal"] == "No."
-    assert answer["choices"][0]["finish_reason"] == "length"
-    assert answer["usage"] is None
-
-    with pytest.raises(ServerError) as failed:
-        chat_completion({"status": "failed", "error": {"message": "Overload"}})
-    assert failed.value.translation_placeholders == {"message": "Overload"}
-    with pytest.raises(MalformedAnswerError):
-        chat_completion({"output": {}})
-    with pytest.raises(MalformedAnswerError):
-        chat_completion({"output": [{"type": "message", "content": [1]}]})
-
-
-async def test_evaluate_answer_that_is_no_object(
-    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
-) -> None:
-    """An answer that is JSON but no object is told as malformed."""
-    simulator.settings.decisions = False
-    await setup(provider="openai", ai_task={"chat_model": REASONING_MODEL})
-    simulator.enqueue("/responses", json=[1, 2])
-
-    with pytest.raises(HomeAssistantError, match="the answer"):
-        await task(hass, "evaluate", questions={"door": DOOR}, state="open")

@@ -1,30 +1,41 @@
-"""Evaluation questions: their options, one-token labels, prompts and answers.
+"""Evaluation questions, and what asking them shares.
 
 Each question ends up as a distribution over its options (noul: yes and no; a
 choice: its alternatives; a score: its levels, lowest first); every path that
-finds one checks it the same way.
+finds one checks it the same way. Chat requests go over Chat Completions,
+which every server the integration speaks to has.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
+import math
 import string
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeGuard, cast
 
 from homeassistant.components import ai_task
 
 from ..errors import ModelError
+from ..media.attachments import LoadedFile
+from ..models.capabilities import ModelCapabilities
+from ..net.request import RequestSettings
+from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject
+from ..net.transport import Budget, Transport
 from ..server_errors.text import shown
+from ..wire.chat_completions import attachment_part
+from ..wire.round_trip import RoundTrip
 
 type Path = Literal["decisions", "logprobs", "stated"]
 type Kind = Literal["noul", "choice", "score"]
 
-# One-token labels exist for this many options.
-MAX_LETTERS: Final = 26
-MAX_DIGITS: Final = 10
 # Answers carry probabilities to this many decimals: enough, and readable
 # (0.3, not 0.30000000000000004).
 DECIMALS: Final = 4
+SYSTEM_PROMPT: Final = (
+    "You evaluate evidence from a smart home: its state, given as JSON or text, "
+    "and any attached images. Answer the question exactly in the form it asks for."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,22 +53,14 @@ class Question:
     def from_task(cls, key: str, question: ai_task.EvaluationQuestion) -> Question:
         """Return the question in the form every path uses."""
         if question["type"] == "noul":
-            return cls(key, "noul", question["instructions"], (("yes", ""), ("no", "")))
-        if question["type"] == "choice":
-            return cls(
-                key,
-                "choice",
-                question["instructions"],
-                tuple(question["criteria"].items()),
+            options: tuple[tuple[str, str], ...] = (("yes", ""), ("no", ""))
+        elif question["type"] == "choice":
+            options = tuple(question["criteria"].items())
+        else:
+            options = tuple(
+                (str(i), text) for i, text in enumerate(question["criteria"])
             )
-        return cls(
-            key,
-            "score",
-            question["instructions"],
-            tuple(
-                (str(index), text) for index, text in enumerate(question["criteria"])
-            ),
-        )
+        return cls(key, question["type"], question["instructions"], options)
 
     @property
     def names(self) -> list[str]:
@@ -69,13 +72,16 @@ class Question:
         if self.kind == "noul":
             return ["Yes", "No"]
         if self.kind == "choice":
-            count = len(self.options)
+            letters = string.ascii_uppercase
             return (
-                list(string.ascii_uppercase[:count]) if count <= MAX_LETTERS else None
+                list(letters[: len(self.options)]) if len(self.options) <= 26 else None
             )
-        if len(self.options) <= MAX_DIGITS:
-            return self.names
-        return None
+        return self.names if len(self.options) <= 10 else None
+
+    def levels(self) -> str:
+        """Return the levels of a score question, lowest first, with their numbers."""
+        lines = "\n".join(f"{name}: {text}" for name, text in self.options)
+        return f"Levels, from lowest to highest:\n{lines}"
 
     def answer(self, probabilities: list[float]) -> ai_task.EvaluationAnswer:
         """Return Home Assistant's answer for a distribution over the options."""
@@ -106,57 +112,16 @@ class Outcome:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def label_prompt(question: Question, labels: list[str]) -> str:
-    """Return the question asking for a one-token label."""
-    head = f"Question: {question.instructions}\n\n"
-    if question.kind == "noul":
-        return f"{head}Answer Yes or No."
-    if question.kind == "choice":
-        lines = "\n".join(
-            f"{label}) {name}: {description}"
-            for label, (name, description) in zip(labels, question.options, strict=True)
-        )
-        return f"{head}Options:\n{lines}\n\nAnswer with the letter of the option only."
-    return (
-        f"{head}{_levels(question)}\n\n"
-        f"Answer with the number of the level only, from 0 to {len(labels) - 1}."
-    )
-
-
-def stated_prompt(question: Question) -> str:
-    """Return the question asking for a JSON object of probabilities."""
-    head = f"Question: {question.instructions}\n\n"
-    ask = "as probabilities from 0 to 1 that add up to 1, in a JSON object"
-    if question.kind == "noul":
-        return (
-            f"{head}State how likely the answer is yes and how likely it is no, "
-            f'{ask} with the keys "yes" and "no".'
-        )
-    if question.kind == "choice":
-        lines = "\n".join(f"- {name}: {text}" for name, text in question.options)
-        return (
-            f"{head}Options:\n{lines}\n\nState how likely each option is the answer, "
-            f"{ask} with the name of each option as its key."
-        )
-    return (
-        f"{head}{_levels(question)}\n\nState how likely each level is, "
-        f"{ask} with the number of each level as its key."
-    )
-
-
-def _levels(question: Question) -> str:
-    """Return the levels of a score question, lowest first, with their numbers."""
-    lines = "\n".join(f"{name}: {text}" for name, text in question.options)
-    return f"Levels, from lowest to highest:\n{lines}"
+def finite(value: object) -> TypeGuard[float]:
+    """Tell whether a value is a finite number (not a bool); any int is."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return isinstance(value, int) or math.isfinite(value)
 
 
 def probability(value: Any, question: Question) -> float:
     """Return a probability, refusing anything but a number from 0 to 1."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not 0 <= value <= 1
-    ):
+    if not finite(value) or not 0 <= value <= 1:
         raise ModelError(
             "evaluate_probability_out_of_range",
             question=question.key,
@@ -175,3 +140,52 @@ def normalised(
             "evaluate_not_normalized", question=question.key, total=f"{total:g}"
         )
     return [p / total for p in probabilities]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ask:
+    """What every request of one evaluation shares.
+
+    `skipped` is where the paths note why they were not taken, per question.
+    """
+
+    round_trip: RoundTrip
+    transport: Transport
+    capabilities: ModelCapabilities
+    settings: RequestSettings
+    budget: Budget
+    slots: asyncio.Semaphore
+    evidence: str
+    files: list[LoadedFile]
+    skipped: dict[str, list[str]]
+
+    def skip(self, question: Question, reason: str) -> None:
+        """Note why a path did not answer the question."""
+        self.skipped[question.key].append(reason)
+
+    async def async_choice(self, body: ChatBody) -> JsonObject:
+        """Send one chat request when a slot of the entry is free; return its choice."""
+        async with self.slots:
+            answer = await self.round_trip.async_complete(body)
+        choices = answer.get("choices")
+        if (
+            not isinstance(choices, list)
+            or not choices
+            or not isinstance(choices[0], dict)
+        ):
+            raise ModelError("no_answer")
+        return cast("JsonObject", choices[0])
+
+    def messages(self, prompt: str) -> list[ChatMessage]:
+        """Return the messages: evidence first (shared by all questions), then one."""
+        if not self.files:
+            user: ChatMessage = {
+                "role": "user",
+                "content": f"{self.evidence}\n\n{prompt}",
+            }
+        else:
+            parts: list[ChatPart] = [{"type": "text", "text": self.evidence}]
+            parts.extend(attachment_part(file) for file in self.files)
+            parts.append({"type": "text", "text": prompt})
+            user = {"role": "user", "content": parts}
+        return [{"role": "system", "content": SYSTEM_PROMPT}, user]

@@ -1,12 +1,14 @@
-"""JSON answers: asked for in words, found in the model's text, checked.
+"""JSON answers: asked for in words, found in the model's text, checked once.
 
 Servers that take no response format get the schema as an instruction; the
 answer is then read from the model's text (past reasoning, fences and prose)
-and validated against the task's structure.
+and checked in one walk against the plain schema, then given to the task's
+structure: its selectors validate and convert what they take.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import islice
 import json
 import math
@@ -21,6 +23,10 @@ from ..net.shapes import JsonSchema
 
 # The most fenced blocks, and the most places in prose, where JSON is tried.
 JSON_TRIES: Final = 1000
+# The most problems named in one answer's description.
+MAX_PROBLEMS: Final = 5
+# C0 and C1 control characters, and DEL; tabs and line breaks are text.
+_CONTROL: Final = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 _INSTRUCTIONS: Final = "Answer with only a JSON object that matches this JSON schema: "
 _JSON_START: Final = re.compile(r"[{\[]")
@@ -36,11 +42,18 @@ class StructureMismatch(Exception):
         self.problem = problem
 
 
-def validate_result(structure: probatio.Schema, data: Any) -> Any:
-    """Validate an answer against the task's structure and return the result.
+def checked_answer(data: Any, structure: probatio.Schema, schema: JsonSchema) -> Any:
+    """Return an answer as data of the task's structure.
 
-    Raises StructureMismatch naming each problem and where it is.
+    Strict mode's nulls for optional keys are dropped, and what the selectors
+    would coerce or let by is refused: text for a boolean (any text is true to
+    them), a number no float holds, control characters in text. Raises
+    StructureMismatch naming each problem and where it is.
     """
+    problems: list[str] = []
+    data = _walk(data, schema, [], problems)
+    if problems:
+        raise StructureMismatch("; ".join(problems[:MAX_PROBLEMS]))
     try:
         return structure(data)
     except probatio.Invalid as err:
@@ -51,16 +64,73 @@ def validate_result(structure: probatio.Schema, data: Any) -> Any:
         raise StructureMismatch(f"the answer does not fit: {err}") from err
 
 
+def _walk(value: Any, schema: Any, path: list[Any], problems: list[str]) -> Any:
+    """Return a value without strict mode's nulls; add what breaks its types."""
+    if not isinstance(schema, dict):
+        return value
+    if isinstance(branches := schema.get("anyOf"), list) and branches:
+        schema = next((b for b in branches if _fits(value, b)), branches[0])
+    if not _fits(value, schema):
+        kinds = " or ".join(_KINDS[kind][0] for kind in _types(schema))
+        problems.append(_at(f"the value must be {kinds}", path))
+    elif isinstance(value, str) and _CONTROL.search(value):
+        problems.append(_at("the text holds control characters", path))
+    elif isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        required = schema.get("required") or ()
+        return {
+            key: _walk(item, properties.get(key), [*path, key], problems)
+            for key, item in value.items()
+            if item is not None or key in required or key not in properties
+        }
+    elif isinstance(value, list):
+        items = schema.get("items")
+        return [
+            _walk(item, items, [*path, i], problems) for i, item in enumerate(value)
+        ]
+    return value
+
+
+def _types(schema: Any) -> list[str]:
+    """Return the JSON types a schema names that we know."""
+    kind = schema.get("type", []) if isinstance(schema, dict) else []
+    return [k for k in (kind if isinstance(kind, list) else [kind]) if k in _KINDS]
+
+
+def _fits(value: Any, schema: Any) -> bool:
+    """Tell whether a value is of one of the schema's types (any, if it names none)."""
+    kinds = _types(schema)
+    return not kinds or any(_KINDS[kind][1](value) for kind in kinds)
+
+
+def _finite(value: Any) -> bool:
+    """Tell whether a JSON value is a number a float holds (not a bool)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or isinstance(value, float) and math.isfinite(value)
+
+
+# Each JSON type: how a problem names it, and whether a value is of it.
+_KINDS: Final[dict[str, tuple[str, Callable[[Any], bool]]]] = {
+    "string": ("a text", lambda value: isinstance(value, str)),
+    "boolean": ("true or false", lambda value: isinstance(value, bool)),
+    "number": ("a finite number", _finite),
+    "integer": (
+        "a whole number",
+        lambda value: _finite(value) and float(value).is_integer(),
+    ),
+    "array": ("a list", lambda value: isinstance(value, list)),
+    "object": ("an object", lambda value: isinstance(value, dict)),
+    "null": ("null", lambda value: value is None),
+}
+
+
 # Past this many digits an integer is no float (and past 4,300 Python refuses it).
 _MAX_INT_DIGITS: Final = 309
 
 
 def _integer(text: str) -> int | float:
-    """Return a JSON integer; one too large for a float reads as infinity.
-
-    Like a number with a huge exponent (which reads as infinity too), it is
-    then no finite number, and the answer's check says so.
-    """
+    """Return a JSON integer; one too large for a float reads as infinity."""
     if len(text.lstrip("-")) > _MAX_INT_DIGITS:
         return -math.inf if text.startswith("-") else math.inf
     value = int(text)

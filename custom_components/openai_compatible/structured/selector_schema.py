@@ -1,87 +1,130 @@
-"""Task structures as JSON schema: each Home Assistant selector's values.
+"""Task structures as JSON schema: Home Assistant's selector serializer, tightened.
 
-Home Assistant gives a data task its structure as a probatio schema whose values
-are selectors. This module turns it into the plain JSON schema a model is asked
-to answer in, closed and described, for each selector Home Assistant offers.
+Home Assistant's `llm.selector_serializer` gives each selector's schema. Ours
+differs only where its schema would make a fitting answer impossible or hide
+what an option means: select labels and custom values, choose, time (a
+pattern rather than a format that wants an offset), and the selectors that
+take Home Assistant's script syntax or a threshold (free-form objects). The
+formats it names that are no JSON schema format are dropped, as servers
+building a grammar from the schema may refuse them. Enums it leaves out
+(device classes, units) are still checked by the selector, whose error names
+the allowed values in the repair round.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from homeassistant.helpers import llm, selector
 import probatio
 
-from .selector_parts import Schema, joined, multiple
-from .selector_values import HANDLERS
+from ..net.shapes import JsonSchema
+from .strict_schema import STRICT_FORMATS
 
-_OPENAPI_VERSION: Final = "3.1.0"
+_SCRIPT: Final = "Home Assistant {}, in YAML's JSON form"
+
+
+def _free_form(what: str, multiple: bool = True) -> JsonSchema:
+    """Return a list of objects (or one object) the model writes as it sees fit."""
+    item: JsonSchema = {"type": "object", "additionalProperties": True}
+    if not multiple:
+        return {**item, "description": _SCRIPT.format(what)}
+    return {"type": "array", "items": item, "description": _SCRIPT.format(what)}
+
+
+def _select(config: Mapping[str, Any]) -> JsonSchema:
+    """Return one of the options (or several), with what their labels say."""
+    values, told = [], []
+    for option in config["options"]:
+        value = option["value"] if isinstance(option, Mapping) else option
+        label = option.get("label", value) if isinstance(option, Mapping) else value
+        values.append(value)
+        told.append(value if label == value else f"{value} ({label})")
+    item: JsonSchema = {"type": "string"}
+    if config["custom_value"]:
+        item["description"] = f"Suggested values: {', '.join(told)}"
+    else:
+        item["enum"] = values
+        if told != values:
+            item["description"] = f"Values: {', '.join(told)}"
+    if not config["multiple"]:
+        return item
+    return {"type": "array", "items": item, "uniqueItems": True}
+
+
+_OWN: Final[dict[str, Callable[[Mapping[str, Any]], JsonSchema]]] = {
+    "action": lambda config: _free_form("actions"),
+    "condition": lambda config: _free_form("conditions"),
+    "trigger": lambda config: _free_form("triggers"),
+    "numeric_threshold": lambda config: _free_form("numeric threshold", False),
+    "select": _select,
+    "time": lambda config: {
+        "type": "string",
+        "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$",
+    },
+}
 
 
 def structure_to_json_schema(
     structure: probatio.Schema,
-    custom_serializer: Callable[[Any], Any] | None = None,
-) -> Schema:
+    api_serializer: Callable[[Any], Any] | None = None,
+) -> JsonSchema:
     """Return the plain JSON schema of a task structure.
 
-    Optional keys are not required, descriptions are kept (with what the
-    selector adds, such as the meaning of select options or a unit), and objects
-    with known fields take no other keys. ``custom_serializer`` is the LLM API's
-    (``llm.APIInstance.custom_serializer``), asked about what we do not map.
+    ``api_serializer`` is the LLM API's (``llm.APIInstance.custom_serializer``).
     """
-    serializer = _Serializer(custom_serializer)
-    result = serializer.convert(structure)
+
+    def serialize(node: Any) -> Any:
+        if isinstance(node, selector.ChooseSelector):
+            # A value that one of the choices takes is a valid selection.
+            choices = node.config["choices"].values()
+            return {"anyOf": [convert(_selector(c["selector"])) for c in choices]}
+        if isinstance(node, selector.Selector) and node.selector_type in _OWN:
+            return _OWN[node.selector_type](node.config)
+        # A merged API serializer hands back the node itself when no API knows it.
+        found = api_serializer(node) if api_serializer else None
+        if isinstance(found, dict) and found is not node:
+            return _standard(found)
+        return _standard(llm.selector_serializer(node))
+
+    def convert(node: Any) -> JsonSchema:
+        return dict(
+            probatio.to_openapi(
+                node, custom_serializer=serialize, openapi_version="3.1.0"
+            )
+        )
+
+    result = convert(structure)
     properties = result.get("properties", {})
     fields = structure.schema if isinstance(structure.schema, dict) else {}
     for key, value in fields.items():
+        # to_openapi puts the key's description over the value's own: keep both.
         if (
             isinstance(key, probatio.Marker)
             and key.description
             and key.schema in properties
         ):
-            # to_openapi put the key's description over the one of the value.
-            own = serializer.convert(value).get("description")
-            properties[key.schema]["description"] = joined(key.description, own)
+            if own := convert(value).get("description"):
+                properties[key.schema]["description"] = f"{key.description} ({own})"
     return result
 
 
-class _Serializer:
-    """Serializer for to_openapi: our selector mapping, the API's, Home Assistant's."""
+def _standard(schema: Any) -> Any:
+    """Return a schema without the formats JSON schema does not define."""
+    if isinstance(schema, list):
+        return [_standard(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {
+        key: _standard(value)
+        for key, value in schema.items()
+        if key != "format" or not isinstance(value, str) or value in STRICT_FORMATS
+    }
 
-    def __init__(self, api_serializer: Callable[[Any], Any] | None) -> None:
-        """Keep the LLM API's serializer, if there is one."""
-        self._api_serializer = api_serializer
 
-    def __call__(self, node: Any) -> Any:
-        """Return the schema of one node, or UNSUPPORTED for probatio to render."""
-        if isinstance(node, selector.Selector) and (
-            handler := HANDLERS.get(node.selector_type)
-        ):
-            return handler(node.config, self.convert_selector)
-        if self._api_serializer is not None:
-            # A merged API serializer hands back the node itself when no API knows it.
-            result = self._api_serializer(node)
-            if isinstance(result, dict) and result is not node:
-                return result
-        if isinstance(node, selector.Selector):
-            return multiple(
-                node.config,
-                {
-                    "type": "string",
-                    "description": f"Value for a Home Assistant {node.selector_type} selector",
-                },
-            )
-        return llm.selector_serializer(node)
-
-    def convert(self, node: Any) -> Schema:
-        """Return the schema of a probatio schema or validator."""
-        return probatio.to_openapi(
-            node, custom_serializer=self, openapi_version=_OPENAPI_VERSION
-        )
-
-    def convert_selector(self, value: Any) -> Schema:
-        """Return the schema of a nested selector, an object or its configuration."""
-        if not isinstance(value, selector.Selector):
-            value = selector.selector(value)
-        return self.convert(value)
+def _selector(config: Any) -> selector.Selector[Any]:
+    """Return a selector given as one or as its configuration."""
+    return (
+        config if isinstance(config, selector.Selector) else selector.selector(config)
+    )

@@ -1,8 +1,8 @@
-"""OpenAI's strict form of a JSON schema, and undoing it in the answers.
+"""OpenAI's strict form of a JSON schema.
 
 Strict mode wants every property required, every object closed and only the
-keywords it knows. This module turns a plain schema into that form, and takes
-the nulls it makes the model give for left-out keys back out of the answer.
+keywords it knows. The nulls it makes the model give for left-out keys are
+taken out of the answer where it is checked (json_answer.py).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ _STRICT_KEYWORDS: Final = frozenset(
         "maxItems",
     }
 )
-_STRICT_FORMATS: Final = frozenset(
+STRICT_FORMATS: Final = frozenset(
     {
         "date-time",
         "time",
@@ -70,25 +70,6 @@ def strict_json_schema(schema: JsonSchema) -> JsonSchema:
     if "object" not in _types(schema):
         raise StrictUnsupported("the root is not an object")
     return _Strict().convert(schema, "the answer", 1)
-
-
-def drop_optional_nulls(data: Any, schema: JsonSchema) -> Any:
-    """Remove the null values of optional keys, walking the plain schema.
-
-    A strict-mode answer gives null for each optional key it leaves out; without
-    them the data matches the user's structure again. The input is not changed.
-    """
-    if isinstance(data, dict) and "properties" in schema:
-        properties: JsonSchema = schema["properties"]
-        required = schema.get("required", [])
-        return {
-            key: drop_optional_nulls(value, properties.get(key, {}))
-            for key, value in data.items()
-            if value is not None or key in required or key not in properties
-        }
-    if isinstance(data, list) and isinstance(items := schema.get("items"), dict):
-        return [drop_optional_nulls(item, items) for item in data]
-    return data
 
 
 def _types(schema: JsonSchema) -> list[Any]:
@@ -134,7 +115,7 @@ class _Strict:
         result: JsonSchema = {}
         for keyword, value in schema.items():
             if keyword not in _STRICT_KEYWORDS or (
-                keyword == "format" and value not in _STRICT_FORMATS
+                keyword == "format" and value not in STRICT_FORMATS
             ):
                 continue
             result[keyword] = self._convert_keyword(

@@ -252,11 +252,3 @@ class ChatCompletionsDialect:
     ) -> AsyncIterator[Delta]:
         """Yield the deltas of an answer."""
         return async_read_answer(parser, chunks, streamed=streamed)
-
-    def wire_request(self, chat_body: ChatBody) -> ChatBody:
-        """Return the request as it is: it is of this form."""
-        return chat_body
-
-    def completion(self, answer: JsonObject) -> JsonObject:
-        """Return the answer as it is: it is a chat completion."""
-        return answer

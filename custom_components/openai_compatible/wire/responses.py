@@ -3,8 +3,7 @@
 Requests are stateless: the whole conversation is sent each round, reasoning
 items with their encrypted content, so the request prefix stays stable for
 the prompt cache. Nothing is stored at the provider (`store: false`) unless
-the subentry opts in. Requests of the Chat Completions form go as the same
-Responses request (responses_chat_form.py).
+the subentry opts in.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ from ..models.capabilities import ModelCapabilities
 from ..models.provider_tools import ResponsesOptions
 from ..net.request import RequestSettings, ToolSet, without_keys
 from ..net.shapes import (
-    ChatBody,
     JsonObject,
     ResponseFormat,
     ResponsesBody,
@@ -29,19 +27,14 @@ from ..net.shapes import (
 )
 from ..window.prompt_items import PromptItem, responses_items
 from .render import Instructions
-from .responses_chat_form import (
-    MIN_OUTPUT_TOKENS,
-    OUTPUT_LOGPROBS,
-    chat_completion,
-    responses_format,
-    responses_request,
-)
 from .responses_render import InputRenderer, function_tools
 from .responses_stream import ResponsesStreamParser, async_read_events
 from .round_trip import Delta
 from .tool_answers import checked_calls
 
 ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
+# OpenAI refuses a smaller limit on the answer's tokens.
+MIN_OUTPUT_TOKENS: Final = 16
 # The feature each provider-run tool type, and each include, stands for.
 _TOOL_FEATURES: Final = {
     "web_search": Feature.WEB_SEARCH,
@@ -51,7 +44,6 @@ _TOOL_FEATURES: Final = {
 }
 _INCLUDE_FEATURES: Final = {
     ENCRYPTED_REASONING: Feature.REASONING,
-    OUTPUT_LOGPROBS: Feature.LOGPROBS,
     "web_search_call.action.sources": Feature.WEB_SEARCH,
     "code_interpreter_call.outputs": Feature.CODE_INTERPRETER,
 }
@@ -64,7 +56,6 @@ _FIELD_FEATURES: Final = {
     "temperature": Feature.SAMPLING,
     "top_p": Feature.SAMPLING,
     "prompt_cache_key": Feature.PROMPT_CACHE_KEY,
-    "top_logprobs": Feature.LOGPROBS,
     "service_tier": Feature.SERVICE_TIER,
 }
 _PART_FEATURES: Final = {
@@ -106,6 +97,13 @@ def settings_body(
     if include:
         params["include"] = include
     return params
+
+
+def _text_format(response_format: ResponseFormat) -> JsonObject:
+    """Return a Chat Completions response format as `text.format`."""
+    if response_format["type"] != "json_schema":
+        return {"type": response_format["type"]}
+    return {"type": "json_schema", **response_format["json_schema"]}
 
 
 def handling_body(options: ResponsesOptions) -> JsonObject:
@@ -277,9 +275,9 @@ class ResponsesDialect:
         if self.tools:
             body["tools"] = self.tools
         body.update(settings_body(self.settings, self._options, self._capabilities))
-        if text_format := responses_format(response_format):
+        if response_format:
             text = cast("TextParams", body.get("text", {}))
-            body["text"] = {**text, "format": text_format}
+            body["text"] = {**text, "format": _text_format(response_format)}
         body.update(handling_body(self._options))
         return cast("ResponsesBody", body)
 
@@ -303,12 +301,3 @@ class ResponsesDialect:
     ) -> AsyncIterator[Delta]:
         """Yield the deltas of an answer."""
         return async_read_events(parser, chunks, streamed=streamed)
-
-    def wire_request(self, chat_body: ChatBody) -> ResponsesBody:
-        """Return a Chat Completions request as the Responses request to send."""
-        request = responses_request(chat_body) | handling_body(self._options)
-        return cast("ResponsesBody", request)
-
-    def completion(self, answer: JsonObject) -> JsonObject:
-        """Return a whole response as a chat completion."""
-        return chat_completion(answer)

@@ -27,7 +27,7 @@ from ..errors import ContextOverflowError, MalformedAnswerError, RequestRejected
 from ..features import Feature
 from ..models.capabilities import ModelCapabilities
 from ..net.request import RequestSettings, ToolSet, without_keys
-from ..net.shapes import ChatBody, JsonObject, ResponseFormat, WireBody, WireItem
+from ..net.shapes import JsonObject, ResponseFormat, WireBody, WireItem
 from ..net.sse import async_read_body
 from ..net.transport import Budget, Transport, parse_json
 from ..window.context_window import observe_usage
@@ -101,12 +101,6 @@ class Dialect[P: AnswerParser, B: WireBody, M: WireItem](Protocol):
         self, parser: P, chunks: AsyncIterator[bytes], streamed: bool
     ) -> AsyncIterator[Delta]:
         """Yield the deltas of an answer."""
-
-    def wire_request(self, chat_body: ChatBody) -> B:
-        """Return a request of the Chat Completions form as this API's body."""
-
-    def completion(self, answer: JsonObject) -> JsonObject:
-        """Return a whole answer of this API as a chat completion."""
 
 
 def says_something(delta: Delta) -> bool:
@@ -202,18 +196,15 @@ class RoundTrip:
                     )
             yield delta
 
-    async def async_complete(self, body: ChatBody) -> JsonObject:
-        """Send a request of the Chat Completions form; return a chat completion."""
-        request = self._shaped(self._dialect.wire_request(body), stream=False)
-        async with self._async_open(request) as (chunks, _):
-            raw = await async_read_body(chunks)
-        answer = parse_json(raw)
+    async def async_complete(self, body: WireBody) -> JsonObject:
+        """Send a whole request of the dialect's form; return its whole answer."""
+        async with self._async_open(self._shaped(body, stream=False)) as (chunks, _):
+            answer = parse_json(await async_read_body(chunks))
         if not isinstance(answer, dict):
             raise MalformedAnswerError(part="the answer")
-        completion = self._dialect.completion(answer)
-        if isinstance(usage := completion.get("usage"), dict):
+        if isinstance(usage := answer.get("usage"), dict):
             self._on_usage(usage)
-        return completion
+        return answer
 
     def _streams_with_tools(self, body: WireBody) -> bool:
         """Tell whether an empty answer to the body is asked again unstreamed."""

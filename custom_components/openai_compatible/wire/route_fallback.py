@@ -19,7 +19,7 @@ from ..errors import RequestRejectedError
 from ..features import Feature
 from ..models.capabilities import ModelCapabilities
 from ..net.request import ToolSet
-from ..net.shapes import ChatBody, JsonObject, WireBody
+from ..net.shapes import WireBody
 from .round_trip import BodyAsk, Delta, RoundTrip
 
 
@@ -39,7 +39,6 @@ class FallbackAdapter:
     _current: RoundTrip
     _chat: Callable[[], RoundTrip]
     _capabilities: ModelCapabilities
-    _fallen_back: bool = field(init=False, default=False)
     _asked: BodyAsk = field(init=False, default_factory=BodyAsk)
     tool_set: ToolSet = field(init=False)
 
@@ -69,32 +68,18 @@ class FallbackAdapter:
         async for delta in self._current.async_stream(chat_log, body):
             yield delta
 
-    async def async_complete(self, body: ChatBody) -> JsonObject:
-        """Answer a Chat Completions request; over Chat Completions if refused."""
-        try:
-            return await self._current.async_complete(body)
-        except RequestRejectedError as err:
-            self._fall_back(err)
-        return await self._current.async_complete(body)
-
     def _fall_back(self, err: RequestRejectedError) -> None:
-        """Switch to Chat Completions for a refused route; raise anything else.
-
-        Requests sent at once (evaluate) may all be refused; the first switches.
-        """
+        """Switch to Chat Completions for a refused route; raise anything else."""
         if not refuses_route(err):
             raise err
-        if self._fallen_back:
-            return
         LOGGER.debug(
             "%s has no Responses API (%s); using Chat Completions",
             self._capabilities.model,
             err.server_message,
         )
         self._capabilities.learn_refused(Feature.RESPONSES_API, err.lesson_source)
-        self._fallen_back = True
         self._current = self._chat()
 
 
-# What the entities and evaluate run their requests through.
+# What the entities run their requests through.
 type Adapter = RoundTrip | FallbackAdapter

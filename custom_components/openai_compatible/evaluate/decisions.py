@@ -1,0 +1,195 @@
+"""The Decisions path of an evaluation: OpenAI's `POST /decisions`.
+
+All questions it takes go in one request: not scores of more than
+DECISIONS_MAX_LEVELS levels, not with PDFs or more than DECISIONS_MAX_IMAGES
+images. A missing route, a key without access to it, or an answer that is no
+Decision teaches that the model has none; a refusal of one request (its image,
+its questions) only sends this task on. The answer is checked question by
+question.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ..const import LOGGER
+from ..errors import ModelError, RequestRejectedError, ServerError
+from ..features import Feature
+from ..net.shapes import JsonObject
+from ..net.transport import parse_json
+from .questions import Ask, Kind, Outcome, Question, normalised, probability
+
+DECISIONS_MAX_LEVELS: Final = 10
+DECISIONS_MAX_IMAGES: Final = 128
+DECISIONS_TOLERANCE: Final = 0.01
+_TYPES: Final[dict[Kind, str]] = {
+    "noul": "predicate",
+    "choice": "choice",
+    "score": "score",
+}
+
+
+async def async_decide(ask: Ask, questions: list[Question]) -> dict[str, Outcome]:
+    """Return the outcomes of the questions the Decisions API answers."""
+    if not (asked := _eligible(ask, questions)):
+        return {}
+    sent = {Feature.DECISIONS} | ({Feature.IMAGE_INPUT} if ask.files else set())
+    try:
+        async with ask.slots:
+            raw = await ask.transport.async_read(
+                "POST",
+                "/decisions",
+                budget=ask.budget,
+                body=_body(ask, asked),
+                sent=frozenset(sent),
+            )
+        data = parse_json(raw)
+    except RequestRejectedError as err:
+        # Learned only when the answer says the route is missing.
+        reason = f"refused ({err.status}): {err.server_message}"
+        return _not_decided(ask, asked, reason, err.feature is Feature.DECISIONS)
+    except ServerError as err:
+        if err.translation_key not in ("permission_denied", "answer_not_json"):
+            raise
+        return _not_decided(ask, asked, str(err.translation_key), learn=True)
+    if not isinstance(data, dict) or not isinstance(data.get("answers"), list):
+        # A catch-all page (some proxies answer any path with 200).
+        return _not_decided(ask, asked, "the answer is not a Decision", learn=True)
+    ask.capabilities.learn_proven(Feature.DECISIONS)
+    return _outcomes(data["answers"], asked)
+
+
+def _eligible(ask: Ask, questions: list[Question]) -> list[Question]:
+    """Return the questions to ask the Decisions API, if it is worth asking."""
+    if ask.capabilities.refuses(Feature.DECISIONS):
+        reason = "not offered by this server"
+    elif len(ask.files) > DECISIONS_MAX_IMAGES or not all(
+        file.mime_type.startswith("image/") for file in ask.files
+    ):
+        reason = "the attachments are not all images, or too many"
+    else:
+        eligible = []
+        for question in questions:
+            if (
+                question.kind == "score"
+                and len(question.options) > DECISIONS_MAX_LEVELS
+            ):
+                ask.skip(question, "decisions: too many levels")
+            else:
+                eligible.append(question)
+        return eligible
+    for question in questions:
+        ask.skip(question, f"decisions: {reason}")
+    return []
+
+
+def _not_decided(
+    ask: Ask, questions: list[Question], reason: str, learn: bool
+) -> dict[str, Outcome]:
+    """Send the questions on; remember that the model has no Decisions API."""
+    LOGGER.debug("Decisions API not used, using chat completions: %s", reason)
+    if learn:
+        ask.capabilities.learn_refused(Feature.DECISIONS, reason)
+    for question in questions:
+        ask.skip(question, f"decisions: {reason}")
+    return {}
+
+
+def _body(ask: Ask, questions: list[Question]) -> JsonObject:
+    """Return the request for the questions, the evidence and images first."""
+    content: list[JsonObject] = [{"type": "input_text", "text": ask.evidence}]
+    content.extend(
+        {"type": "input_image", "image_url": file.data_url} for file in ask.files
+    )
+    return {
+        "model": ask.settings.model,
+        "input": [{"role": "user", "content": content}],
+        "questions": [_question(q) for q in questions],
+    }
+
+
+def _question(question: Question) -> JsonObject:
+    """Return the Decisions API form of a question."""
+    base: JsonObject = {
+        "type": _TYPES[question.kind],
+        "name": question.key,
+        "instructions": question.instructions,
+    }
+    if question.kind == "choice":
+        base["choices"] = [
+            {"value": name, "description": text} for name, text in question.options
+        ]
+    elif question.kind == "score":
+        base["levels"] = [{"label": text} for _, text in question.options]
+    return base
+
+
+def _outcomes(answers: list[Any], questions: list[Question]) -> dict[str, Outcome]:
+    """Return the outcome of each question from a Decision, refusing bad ones."""
+    if not all(isinstance(answer, dict) for answer in answers):
+        raise ModelError(
+            "evaluate_failed", problem="an answer of the decision is not an object"
+        )
+    asked = {q.key: q for q in questions}
+    by_key: dict[str, JsonObject] = {}
+    for position, answer in enumerate(answers):
+        name = answer.get("name")
+        if name is None and position < len(questions):
+            name = questions[position].key  # unnamed: answers come in order
+        if not isinstance(name, str) or name not in asked:
+            raise ModelError("evaluate_unknown_answer", name=str(name)[:100])
+        if name in by_key:
+            raise ModelError("evaluate_duplicate_answer", question=name)
+        by_key[name] = answer
+    outcomes: dict[str, Outcome] = {}
+    for question in questions:
+        if (answer := by_key.get(question.key)) is None:
+            raise ModelError("evaluate_missing_answer", question=question.key)
+        outcomes[question.key] = _outcome(question, answer)
+    return outcomes
+
+
+def _outcome(question: Question, answer: JsonObject) -> Outcome:
+    """Return one question's outcome from its Decisions API answer."""
+    kind = answer.get("type")
+    if kind == "refusal":
+        raise ModelError("evaluate_refused", question=question.key)
+    if kind != _TYPES[question.kind]:
+        raise ModelError(
+            "evaluate_wrong_answer_type", question=question.key, type=str(kind)[:100]
+        )
+    if question.kind == "noul":
+        yes = probability(answer.get("probability"), question)
+        return Outcome([yes, 1 - yes], "decisions", {"yes": yes})
+    entries = answer.get("probabilities")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ModelError("evaluate_wrong_options", question=question.key)
+    keys = [_option(question, entry) for entry in entries]
+    if len(keys) != len(question.names) or set(keys) != set(question.names):
+        raise ModelError("evaluate_wrong_options", question=question.key)
+    raw = {
+        str(key): probability(entry.get("probability"), question)
+        for key, entry in zip(keys, entries, strict=True)
+    }
+    probabilities = normalised(
+        question, [raw[name] for name in question.names], DECISIONS_TOLERANCE
+    )
+    return Outcome(probabilities, "decisions", raw)
+
+
+def _option(question: Question, entry: JsonObject) -> str | None:
+    """Return the option name an entry answers for, if it is one of ours.
+
+    A choice's entry names its value; a score level's, its index and label.
+    """
+    value = entry.get("value")
+    if question.kind == "choice":
+        return value if isinstance(value, str) else None
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and 0 <= value < len(question.options)
+        and entry.get("label") == question.options[value][1]
+    ):
+        return question.options[value][0]
+    return None
