@@ -900,6 +900,34 @@ async def test_keyless_duplicate_aborts(
     assert "key" not in message.lower()
 
 
+@pytest.mark.parametrize(
+    ("saved", "typed"),
+    [
+        ("http://localhost:{port}/v1", "127.0.0.1:{port}/v1"),
+        ("http://127.0.0.1:{port}/v1", "localhost:{port}/v1/"),
+        ("http://[::1]:{port}/v1", "http://LocalHost:{port}/v1"),
+    ],
+)
+async def test_loopback_names_are_one_server(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    make_config_entry: MakeConfigEntry,
+    saved: str,
+    typed: str,
+) -> None:
+    """localhost, 127.0.0.1 and ::1 on one port are the same server; the entry is named."""
+    port = URL(simulator.base_url).port
+    make_config_entry(base_url=saved.format(port=port), title="Kitchen server")
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: typed.format(port=port)}
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "already_configured"
+    assert result["description_placeholders"] == {"name": "Kitchen server"}
+    assert simulator.requests == []
+
+
 async def test_other_path_on_the_same_host_is_another_entry(
     hass: HomeAssistant, simulator: OpenAISimulator, make_config_entry: MakeConfigEntry
 ) -> None:
