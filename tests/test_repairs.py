@@ -116,7 +116,7 @@ async def test_pick_another_chat_model(
     subentry = entry.subentries[agent]
     assert subentry.data[CONF_CHAT_MODEL] == "llama3.2:3b"
     assert subentry.title == subentry_title(
-        SUBENTRY_CONVERSATION, entry.data, subentry.data
+        SUBENTRY_CONVERSATION, entry.title, entry.data, subentry.data
     )
     assert entry.state is ConfigEntryState.LOADED
     assert model_issues(hass) == {}

@@ -140,7 +140,7 @@ async def async_migrate_entry(
                 hass.config_entries.async_update_subentry(
                     entry,
                     subentry,
-                    title=subentry_title(kind, entry.data, subentry.data),
+                    title=subentry_title(kind, entry.title, entry.data, subentry.data),
                 )
         hass.config_entries.async_update_entry(entry, unique_id=None, minor_version=2)
         LOGGER.debug("Migrated %s to version 1.2", entry.title)

@@ -157,6 +157,7 @@ class ModelRepairFlow(RepairsFlow):
             title=followed_title(
                 subentry.title,
                 subentry.subentry_type,
+                entry.title,
                 entry.data,
                 subentry.data,
                 data,

@@ -288,9 +288,10 @@ async def test_hosted_preset_prefers_its_model(
         SUBENTRY_CONVERSATION: ("gpt-4o-mini", None),
         SUBENTRY_AI_TASK: ("gpt-4o-mini", "gpt-image-1"),
     }
+    # Elsewhere than OpenAI's own address, its agents show where, as it does.
     assert sorted(sub.title for sub in entry.subentries.values()) == [
-        "OpenAI · gpt-4o-mini",
-        "OpenAI · gpt-4o-mini · AI task",
+        f"{result['title']} · gpt-4o-mini",
+        f"{result['title']} · gpt-4o-mini · AI task",
     ]
     assert simulator.requests[0].headers["Authorization"] == "Bearer sk-live"
 
@@ -340,7 +341,7 @@ async def test_custom_server_named_after_its_software(
     """An "Other server" entry takes the name of the software it runs, not its IP.
 
     Its agent's entity id follows; a second entry of the same name shows its
-    address to tell the two apart.
+    address to tell the two apart, and so do its agent's and task's names.
     """
     simulator.settings.native = native
     result = await _connect_form(hass, PROVIDER_CUSTOM)
@@ -359,9 +360,23 @@ async def test_custom_server_named_after_its_software(
     result = await hass.config_entries.flow.async_configure(
         result["flow_id"], {CONF_BASE_URL: simulator.base_url, CONF_API_KEY: "sk-b"}
     )
-    assert (
-        result["title"] == f"{name} ({URL(simulator.base_url).host_port_subcomponent})"
-    )
+    titled = f"{name} ({URL(simulator.base_url).host_port_subcomponent})"
+    assert result["title"] == titled
+    await hass.async_block_till_done()
+    subentries = result["result"].subentries.values()
+    assert sorted(subentry.title for subentry in subentries) == [
+        f"{titled} · gpt-4o-mini",
+        f"{titled} · gpt-4o-mini · AI task",
+    ]
+    agents = [
+        hass.states.get(e.entity_id)
+        for e in registry.entities.values()
+        if e.platform == DOMAIN and e.domain == "conversation"
+    ]
+    assert {state.name for state in agents if state} == {
+        f"{name} · gpt-4o-mini",
+        f"{titled} · gpt-4o-mini",
+    }
 
 
 @pytest.mark.parametrize(

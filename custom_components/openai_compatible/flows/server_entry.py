@@ -140,9 +140,11 @@ class ServerEntryFlow(ConfigFlow):
             title = entry_title(data, self._other_titles())
         for subentry in entry.subentries.values():
             kind, options = subentry.subentry_type, subentry.data
-            if is_generated_title(subentry.title, kind, entry.data, options):
+            if is_generated_title(
+                subentry.title, kind, entry.title, entry.data, options
+            ):
                 self.hass.config_entries.async_update_subentry(
-                    entry, subentry, title=subentry_title(kind, data, options)
+                    entry, subentry, title=subentry_title(kind, title, data, options)
                 )
         if entry.state is ConfigEntryState.LOADED:
             # What was learned was about the old server.
