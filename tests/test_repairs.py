@@ -97,13 +97,11 @@ async def test_pick_another_chat_model(
         "server": entry.title,
         "shutdown": "",
     }
-    # Chat models first, then the rest; nothing about to shut down.
+    # Chat models only; nothing about to shut down.
     assert offered(result, CONF_CHAT_MODEL) == [
         "gpt-4o-mini",
         "gpt-5-mini",
         "llama3.2:3b",
-        "gpt-image-1",
-        "text-embedding-3-small",
     ]
     assert suggested(result, CONF_CHAT_MODEL) == "gpt-4o-mini"
 

@@ -95,11 +95,17 @@ def _fields(result: ConfigFlowResult) -> list[str]:
     return [str(key) for key in result["data_schema"].schema]
 
 
-def _selector_options(result: ConfigFlowResult, field: str) -> list[Any]:
-    """Return the option values of a select field."""
+def _field_selector(result: ConfigFlowResult, field: str) -> Any:
+    """Return the selector of a form field."""
     selector = result["data_schema"].schema[_field(result, field)]
     if isinstance(selector, probatio.All):
         selector = selector.validators[0]
+    return selector
+
+
+def _selector_options(result: ConfigFlowResult, field: str) -> list[Any]:
+    """Return the option values of a select field."""
+    selector = _field_selector(result, field)
     return [
         option["value"] if isinstance(option, dict) else option
         for option in selector.config["options"]
@@ -737,7 +743,10 @@ async def test_missing_models_endpoint_asks_for_model(
 async def test_only_non_chat_models_asks_for_model(
     hass: HomeAssistant, socket_enabled: None
 ) -> None:
-    """A server listing no chat model offers its models and a typed name."""
+    """A server listing no chat model asks for a typed name.
+
+    Its embedding and moderation models are not offered for chat.
+    """
     # (A server with audio models only gets voice subentries: test_voice_subentry.)
     models = ["text-embedding-3-small", "omni-moderation-latest"]
     async with served(OpenAISimulator(models=models)) as sim:
@@ -746,10 +755,7 @@ async def test_only_non_chat_models_asks_for_model(
             result["flow_id"], {CONF_BASE_URL: sim.base_url}
         )
         assert result["step_id"] == "model"
-        assert _selector_options(result, CONF_CHAT_MODEL) == [
-            "omni-moderation-latest",
-            "text-embedding-3-small",
-        ]
+        assert _selector_options(result, CONF_CHAT_MODEL) == []
         result = await hass.config_entries.flow.async_configure(
             result["flow_id"], {CONF_CHAT_MODEL: "qwen3"}
         )
@@ -1252,7 +1258,10 @@ async def _subentry_form(
 async def test_add_conversation_recommended(
     hass: HomeAssistant, setup_integration: MockConfigEntry
 ) -> None:
-    """A new agent offers chat models first and saves only what it shows."""
+    """A new agent offers chat models only and saves only what it shows.
+
+    No image or embedding model is offered; any other name can be typed.
+    """
     entry = setup_integration
     result = await _subentry_form(hass, entry, SUBENTRY_CONVERSATION)
     assert _fields(result) == [
@@ -1275,9 +1284,8 @@ async def test_add_conversation_recommended(
         "gpt-4o-mini",
         "gpt-5-mini",
         "llama3.2:3b",
-        "gpt-image-1",
-        "text-embedding-3-small",
     ]
+    assert _field_selector(result, CONF_CHAT_MODEL).config["custom_value"] is True
     assert _suggested(result, CONF_CHAT_MODEL) == "gpt-4o-mini"
     assert _suggested(result, CONF_PROMPT) == llm.DEFAULT_INSTRUCTIONS_PROMPT
     assert _suggested(result, CONF_LLM_HASS_API) == [llm.LLM_API_ASSIST]
@@ -1351,24 +1359,23 @@ async def test_add_conversation_advanced_custom_model_no_api(
 async def test_add_ai_task(
     hass: HomeAssistant, setup_integration: MockConfigEntry
 ) -> None:
-    """An AI task offers image models first; an empty image model is left out."""
+    """An AI task offers image models for images, chat models for data.
+
+    An empty image model is left out.
+    """
     result = await _subentry_form(hass, setup_integration, SUBENTRY_AI_TASK)
     assert CONF_PROMPT not in _fields(result)
     assert CONF_LLM_HASS_API not in _fields(result)
     assert CONF_HISTORY_TURNS not in _fields(result)
     assert isinstance(_field(result, CONF_CONTEXT_WINDOW), probatio.Optional)
-    # Image models first; chat models and the rest stay reachable.
-    assert _selector_options(result, CONF_IMAGE_MODEL) == [
-        "gpt-image-1",
+    # Each job its models; any other name can be typed.
+    assert _selector_options(result, CONF_IMAGE_MODEL) == ["gpt-image-1"]
+    assert _selector_options(result, CONF_CHAT_MODEL) == [
         "gpt-4o-mini",
         "gpt-5-mini",
         "llama3.2:3b",
-        "text-embedding-3-small",
     ]
-    assert _selector_options(result, CONF_CHAT_MODEL)[-2:] == [
-        "gpt-image-1",
-        "text-embedding-3-small",
-    ]
+    assert _field_selector(result, CONF_IMAGE_MODEL).config["custom_value"] is True
     assert _suggested(result, CONF_IMAGE_MODEL) == "gpt-image-1"
     # Left empty, the name is made of server and model.
     assert isinstance(_field(result, CONF_NAME), probatio.Optional)
