@@ -56,6 +56,7 @@ from custom_components.openai_compatible.const import (
 )
 from custom_components.openai_compatible.errors import ConnectError
 from custom_components.openai_compatible.features import Feature
+from custom_components.openai_compatible.flows.connection import entry_data
 from custom_components.openai_compatible.models.listing import ModelListing
 from custom_components.openai_compatible.models.providers import (
     PROVIDER_CUSTOM,
@@ -72,6 +73,10 @@ TRANSLATIONS = (
     / "custom_components/openai_compatible/translations"
 )
 EN = json.loads((TRANSLATIONS / "en.json").read_text(encoding="utf-8"))
+LANGUAGES = {
+    path.stem: json.loads(path.read_text(encoding="utf-8"))
+    for path in sorted(TRANSLATIONS.glob("*.json"))
+}
 
 
 def _suggested(result: ConfigFlowResult, field: str) -> Any:
@@ -521,6 +526,23 @@ async def test_invalid_url(hass: HomeAssistant, url: str) -> None:
     )
     assert result["type"] is FlowResultType.FORM
     assert result["errors"] == {CONF_BASE_URL: "invalid_url"}
+
+
+# The address every language's invalid_url message gives as one that is taken.
+TAKEN_WITHOUT_SCHEME = "192.168.1.20:11434/v1"
+
+
+@pytest.mark.parametrize("language", sorted(LANGUAGES))
+def test_invalid_url_message_tells_what_is_refused(language: str) -> None:
+    """The message shows that a host with its port needs no scheme, and what is refused.
+
+    It no longer asks for a complete http:// address: those are completed.
+    """
+    message = LANGUAGES[language]["config"]["error"]["invalid_url"]
+    assert TAKEN_WITHOUT_SCHEME in message
+    for refused in ("http://", "https://", "?", "#", ".."):
+        assert refused in message
+    assert entry_data({CONF_BASE_URL: TAKEN_WITHOUT_SCHEME}, PROVIDER_CUSTOM)
 
 
 @pytest.mark.parametrize("path", ["/v1", "/v1/"])
@@ -1287,6 +1309,15 @@ async def test_add_conversation_recommended(
     ]
     assert _field_selector(result, CONF_CHAT_MODEL).config["custom_value"] is True
     assert _suggested(result, CONF_CHAT_MODEL) == "gpt-4o-mini"
+    # Each LLM API offered is told apart in our own words, in every language.
+    apis = [
+        option["label"]
+        for option in _field_selector(result, CONF_LLM_HASS_API).config["options"]
+    ]
+    assert set(apis) >= {"Device control", "Home Assistant"}
+    for strings in LANGUAGES.values():
+        step = strings["config_subentries"]["conversation"]["step"]["init"]
+        assert all(api in step["data_description"][CONF_LLM_HASS_API] for api in apis)
     assert _suggested(result, CONF_PROMPT) == llm.DEFAULT_INSTRUCTIONS_PROMPT
     assert _suggested(result, CONF_LLM_HASS_API) == [llm.LLM_API_ASSIST]
     assert _field(result, CONF_MAX_TOKENS).visible == {
