@@ -156,7 +156,8 @@ template:
 
 # default_config (homeassistant/components/default_config/manifest.json)
 # minus go2rtc, which needs its own binary (and when it fails to set up, the
-# whole of default_config fails with it), and dhcp, which needs libpcap.
+# whole of default_config fails with it), dhcp, which needs libpcap, and
+# homeassistant_alerts, which logs an error at every start without internet.
 DEFAULT_CONFIG_PARTS = (
     "assist_pipeline",
     "bluetooth",
@@ -165,7 +166,6 @@ DEFAULT_CONFIG_PARTS = (
     "energy",
     "file",
     "history",
-    "homeassistant_alerts",
     "logbook",
     "media_source",
     "mobile_app",
@@ -202,9 +202,13 @@ logger:
     # integration) these log an error with a traceback at every start.
     haffmpeg: critical
     homeassistant.components.camera.img_util: critical
+    # Warns at every start that zlib-ng (a speed-up for compressed HTTP) is
+    # not installed.
+    aiohttp_fast_zlib: error
 
 # default_config, listed without go2rtc (needs the go2rtc binary; when it
-# fails, all of default_config fails) and dhcp (needs libpcap).
+# fails, all of default_config fails), dhcp (needs libpcap) and
+# homeassistant_alerts (fetches alerts from the internet).
 {"".join(f"{part}:\n" for part in DEFAULT_CONFIG_PARTS)}"""
 
 ONBOARDING_STORE = {

@@ -6,7 +6,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from . import home, logprobs
+from . import home, logprobs, small_talk
 from .answer import Answer
 from .chat_messages import message_text, tool_names
 from .ids import new_id
@@ -23,10 +23,6 @@ _COMMAND = re.compile(
     r"\s*(?:,?\s*please)?[.!?]*\s*$",
     re.IGNORECASE,
 )
-# What Home Assistant takes for a question mark at the end of an answer
-# (ChatLog.continue_conversation): Latin, Greek (its question mark is a
-# semicolon once normalised) and full-width.
-_QUESTION_MARKS = ("?", ";", "？")
 
 
 def answer(body: dict[str, Any], settings: SimulatorSettings) -> Answer:
@@ -34,7 +30,8 @@ def answer(body: dict[str, Any], settings: SimulatorSettings) -> Answer:
 
     In order of precedence: a tool call for an on/off command (or a forced
     tool_choice), JSON for a response_format, a summary of trailing tool
-    results, a label token when logprobs are asked for, else an echo.
+    results, a label token when logprobs are asked for, else small talk
+    (small_talk.py).
     """
     messages: list[dict[str, Any]] = body["messages"]
     user_text = next(
@@ -65,9 +62,11 @@ def answer(body: dict[str, Any], settings: SimulatorSettings) -> Answer:
     if result is None and settings.logprobs and body.get("logprobs"):
         if not settings.labels_in_top:
             return logprobs.filler_answer(top)
-        return logprobs.logprob_answer(messages, _echo(user_text), top)
+        return logprobs.logprob_answer(messages, small_talk.reply(user_text), top)
     if result is None:
-        result = Answer(_echo(user_text) if user_text else _describe(messages[-1]))
+        result = Answer(
+            small_talk.reply(user_text) if user_text else _describe(messages[-1])
+        )
     if settings.reasoning:
         words = len(user_text.split())
         result.reasoning = f"The user wrote {words} words. I will answer briefly."
@@ -79,19 +78,6 @@ def tool_choice_kind(choice: Any) -> str:
     if choice is None:
         return "absent"
     return choice if isinstance(choice, str) else "forced"
-
-
-def _echo(user_text: str) -> str:
-    """Repeat the user's words, never ending with a question mark.
-
-    Home Assistant keeps the conversation open (continue_conversation) after
-    an answer that ends with one, so an echoed question would make every
-    question look like the assistant asking back. A test that wants that
-    scripts such an answer.
-    """
-    if user_text.rstrip().endswith(_QUESTION_MARKS):
-        return f"You asked: {user_text.rstrip()} The simulator has no answer."
-    return f"You said: {user_text}"
 
 
 def _describe(message: dict[str, Any]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from .tokens import count_tokens
@@ -17,7 +18,19 @@ from .wire import (
 )
 
 MAX_IMAGES = 128
-PREDICATE_PROBABILITY = 0.8
+# A predicate's probability where the evidence says what the question asks,
+# where it says the opposite, and where it says neither or both.
+LIKELY, UNLIKELY, UNSURE = 0.8, 0.2, 0.5
+# States and their opposites, both ways.
+_OPPOSITES = {
+    "open": "closed",
+    "on": "off",
+    "locked": "unlocked",
+    "home": "away",
+    "wet": "dry",
+    "detected": "clear",
+}
+_OPPOSITES |= {later: first for first, later in _OPPOSITES.items()}
 _TOP_PROBABILITY = 0.7
 _QUESTION_TYPES = ("predicate", "choice", "score")
 _QUESTION_KEYS = {
@@ -196,6 +209,21 @@ def _input_text(value: Any) -> str:
     return "\n".join(texts).lower()
 
 
+def predicate_probability(question: str, evidence: str) -> float:
+    """Return how likely a yes-or-no question is true, by the evidence.
+
+    The rule: the first state word of the question (see _OPPOSITES) found in
+    the evidence makes it LIKELY, its opposite found there UNLIKELY; neither,
+    both or a question without one leave it UNSURE.
+    """
+    seen = set(re.findall(r"[a-z]+", evidence.lower()))
+    asked = re.findall(r"[a-z]+", question.lower())
+    state = next((word for word in asked if word in _OPPOSITES), None)
+    if state is None or (state in seen) == (_OPPOSITES[state] in seen):
+        return UNSURE
+    return LIKELY if state in seen else UNLIKELY
+
+
 def _distribution(count: int, preferred: int) -> list[float]:
     """Return probabilities summing to 1 with most weight on one index."""
     rest = (1 - _TOP_PROBABILITY) / (count - 1)
@@ -205,8 +233,9 @@ def _distribution(count: int, preferred: int) -> list[float]:
 def decide(body: dict[str, Any]) -> dict[str, Any]:
     """Return the `Decision` for a valid request, deterministically.
 
-    Predicates get 0.8; a choice or score prefers the first option whose text
-    appears in the input (else the first choice, or the highest level).
+    A predicate follows the state the input gives (predicate_probability); a
+    choice or score prefers the first option whose text appears in the input
+    (else the first choice, or the highest level).
     """
     text = _input_text(body["input"])
     answers: list[dict[str, Any]] = []
@@ -216,7 +245,9 @@ def decide(body: dict[str, Any]) -> dict[str, Any]:
             "name": question.get("name"),
         }
         if question["type"] == "predicate":
-            answer["probability"] = PREDICATE_PROBABILITY
+            answer["probability"] = predicate_probability(
+                question["instructions"], text
+            )
         elif question["type"] == "choice":
             values = [choice["value"] for choice in question["choices"]]
             preferred = next(

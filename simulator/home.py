@@ -3,7 +3,8 @@
 What a first try of `scripts/develop` asks goes through Home Assistant's
 tools as a model would send it: a question ("is the front door open?", "what
 is the weather like?") calls GetLiveContext, "set the thermostat to 22" calls
-HassClimateSetTemperature, and the tool's result is put in one sentence.
+HassClimateSetTemperature, and the tool's result is put in one sentence
+about the devices asked about; a question about none of them gets small talk.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import json
 import re
 import secrets
 from typing import Any
+
+from . import small_talk
 
 type ToolCall = tuple[str, str, str]
 
@@ -29,6 +32,12 @@ _QUESTION = re.compile(
 _WEATHER = re.compile(r"\b(?:weather|forecast|raining|sunny)\b", re.IGNORECASE)
 # binary_sensor device classes whose "on" means open.
 _OPENINGS = ("door", "garage_door", "opening", "window")
+# Words that ask about a domain without naming it.
+_TOPICS = {
+    "climate": ("temperature", "thermostat", "heating", "warm", "cold"),
+    "light": ("lights", "lamp", "lamps"),
+    "lock": ("locked", "unlocked"),
+}
 
 
 def tool_for(text: str, tools: list[str]) -> ToolCall | None:
@@ -75,14 +84,33 @@ def _live_context_sentence(arguments: Any, result: Any, question: str) -> str | 
         )
     if not entities:
         return None
-    asked = question.lower()
-    named = [e for e in entities if any(n in asked for n in _names(e))]
-    return " ".join(_state_sentence(entity) for entity in named or entities)
+    if asked := _asked(entities, question.lower()):
+        return " ".join(_state_sentence(entity) for entity in asked)
+    return small_talk.reply(question)
+
+
+def _asked(entities: list[dict[str, Any]], question: str) -> list[dict[str, Any]]:
+    """Return the entities the question names, else those of the kind it names.
+
+    "Is the front door open?" names an entity; "what's the temperature?" names
+    a kind (a domain, a device class or one of _TOPICS).
+    """
+    if named := [e for e in entities if any(n in question for n in _names(e))]:
+        return named
+    words = set(re.findall(r"[a-z_]+", question))
+    return [e for e in entities if words & _kinds(e)]
 
 
 def _names(entity: dict[str, Any]) -> list[str]:
     """Return an entity's names and aliases, in lower case."""
     return [n.strip().lower() for n in str(entity.get("names", "")).split(",") if n]
+
+
+def _kinds(entity: dict[str, Any]) -> set[str]:
+    """Return the words that name an entity's kind."""
+    domain = str(entity.get("domain"))
+    device_class = (entity.get("attributes") or {}).get("device_class")
+    return {domain, str(device_class), *_TOPICS.get(domain, ())}
 
 
 def _state_sentence(entity: dict[str, Any]) -> str:

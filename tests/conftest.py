@@ -73,9 +73,10 @@ def auto_enable_custom_integrations(enable_custom_integrations: None) -> None:
 async def settle_before_stop(request: pytest.FixtureRequest) -> AsyncGenerator[None]:
     """Let work a test started finish before Home Assistant stops.
 
-    A flow that changes a subentry reloads the entry in the background; a
-    test that ends meanwhile would stop Home Assistant in the middle of a
-    setup, which then schedules writes after the final one.
+    A flow that changes an entry reloads it in the background (one that
+    changes a subentry reads the server again); a test that ends meanwhile
+    would stop Home Assistant in the middle of a setup, which then schedules
+    writes after the final one.
     """
     if "hass" not in request.fixturenames:
         yield

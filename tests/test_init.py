@@ -7,16 +7,25 @@ from datetime import timedelta
 import json
 import logging
 import threading
+from types import MappingProxyType
 from typing import Any
 from unittest.mock import patch
 
+from homeassistant.components import ai_task
 from homeassistant.config_entries import (
     SOURCE_REAUTH,
     ConfigEntryState,
+    ConfigSubentry,
     ConfigSubentryData,
 )
-from homeassistant.const import CONF_LLM_HASS_API
+from homeassistant.const import (
+    ATTR_SUPPORTED_FEATURES,
+    CONF_LLM_HASS_API,
+    EVENT_STATE_CHANGED,
+    STATE_UNAVAILABLE,
+)
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers import device_registry as dr
 from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import (
@@ -29,7 +38,9 @@ from custom_components.openai_compatible.const import (
     CONF_API,
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
+    CONF_IMAGE_MODEL,
     CONF_PROVIDER,
+    CONF_STREAMING,
     DEFAULT_AI_TASK_NAME,
     DEFAULT_CONVERSATION_NAME,
     DOMAIN,
@@ -45,7 +56,9 @@ from custom_components.openai_compatible.models.listing import MAX_LISTING_BYTES
 from custom_components.openai_compatible.models.providers import PROVIDER_CUSTOM
 from simulator import DEFAULT_MODELS, OpenAISimulator, Pause, chunk
 
-from .conftest import MakeConfigEntry, SetupEntry, converse, speech
+from .conftest import AGENT, MakeConfigEntry, SetupEntry, converse, speech
+
+TASK = "ai_task.openai_compatible_ai_task"
 
 
 async def test_setup_and_unload(
@@ -159,20 +172,101 @@ async def test_odd_models_listing(
     assert mock_config_entry.runtime_data.models == ["a", "b"]
 
 
-async def test_subentry_change_reloads(
+def _subentry(entry: MockConfigEntry, kind: str) -> ConfigSubentry:
+    """Return the entry's subentry of a kind."""
+    return next(s for s in entry.subentries.values() if s.subentry_type == kind)
+
+
+async def test_subentry_change_applies_in_place(
     hass: HomeAssistant, setup_integration: MockConfigEntry, simulator: OpenAISimulator
 ) -> None:
-    """Changing a subentry reloads the entry (the models are listed again)."""
+    """A subentry's new settings apply without a reload: nothing goes unavailable.
+
+    The models are listed again (a new model's report), and the entities'
+    features, names and devices follow.
+    """
     entry = setup_integration
+    runtime = entry.runtime_data
     listed = sum(request.path == "/v1/models" for request in simulator.requests)
-    subentry = next(iter(entry.subentries.values()))
-    hass.config_entries.async_update_subentry(entry, subentry, title="Renamed")
+    changes: list[tuple[str, str]] = []
+    hass.bus.async_listen(
+        EVENT_STATE_CHANGED,
+        lambda event: changes.append(
+            (event.data["entity_id"], event.data["new_state"].state)
+        ),
+    )
+    agent = _subentry(entry, SUBENTRY_CONVERSATION)
+    task = _subentry(entry, SUBENTRY_AI_TASK)
+
+    hass.config_entries.async_update_subentry(
+        entry,
+        agent,
+        title="Renamed",
+        data={**agent.data, CONF_CHAT_MODEL: "gpt-5-mini", CONF_STREAMING: False}
+        | {CONF_LLM_HASS_API: []},
+    )
     await hass.async_block_till_done()
-    assert entry.state is ConfigEntryState.LOADED
     assert (
         sum(request.path == "/v1/models" for request in simulator.requests)
         == listed + 1
     )
+    hass.config_entries.async_update_subentry(
+        entry, task, data={**task.data, CONF_IMAGE_MODEL: ""}
+    )
+    await hass.async_block_till_done()
+
+    assert entry.runtime_data is runtime
+    assert entry.state is ConfigEntryState.LOADED
+    assert not [change for change in changes if change[1] == STATE_UNAVAILABLE]
+    device = dr.async_get(hass).async_get_device_by_identifier(
+        (DOMAIN, agent.subentry_id), entry.entry_id
+    )
+    assert device is not None
+    assert (device.name, device.model) == ("Renamed", "gpt-5-mini")
+    state = hass.states.get(AGENT)
+    assert state is not None
+    assert state.name == "Renamed"
+    assert state.attributes[ATTR_SUPPORTED_FEATURES] == 0
+    task_state = hass.states.get(TASK)
+    assert task_state is not None
+    assert not (
+        task_state.attributes[ATTR_SUPPORTED_FEATURES]
+        & ai_task.AITaskEntityFeature.GENERATE_IMAGE
+    )
+
+    await converse(hass, "Hello")
+
+    (body,) = simulator.chat_requests()
+    assert body["model"] == "gpt-5-mini"
+    assert not body.get("stream")
+    assert "tools" not in body
+
+
+@pytest.mark.parametrize("change", ["options", "new subentry"])
+async def test_entry_change_reloads(
+    hass: HomeAssistant, setup_integration: MockConfigEntry, change: str
+) -> None:
+    """A change of the entry itself, or a subentry added, sets the entry up anew."""
+    entry = setup_integration
+    runtime = entry.runtime_data
+    if change == "options":
+        hass.config_entries.async_update_entry(
+            entry, options={CONF_API: WireApi.CHAT_COMPLETIONS}
+        )
+    else:
+        hass.config_entries.async_add_subentry(
+            entry,
+            ConfigSubentry(
+                data=MappingProxyType({CONF_CHAT_MODEL: "gpt-5-mini"}),
+                subentry_type=SUBENTRY_CONVERSATION,
+                title="Second agent",
+                unique_id=None,
+            ),
+        )
+    await hass.async_block_till_done()
+
+    assert entry.state is ConfigEntryState.LOADED
+    assert entry.runtime_data is not runtime
 
 
 # --- migration ----------------------------------------------------------------

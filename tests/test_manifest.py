@@ -1,4 +1,8 @@
-"""Check the integration's metadata: manifest.json, hacs.json, icons and brand images."""
+"""Check the integration's metadata: manifest.json, hacs.json, icons and brand images.
+
+And what HACS users expect of the repository: a changelog naming the
+manifest's version, CI workflows and issue templates.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from packaging.requirements import Requirement
 from PIL import Image
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
+import yaml
 
 from custom_components.openai_compatible import PLATFORMS
 
@@ -200,3 +205,54 @@ async def test_every_entity_has_an_icon(
     used = {(entry.domain, entry.translation_key) for entry in entries}
     listed = {(domain, key) for domain, keys in icons.items() for key in keys}
     assert listed <= used, f"icons for no entity: {sorted(listed - used)}"
+
+
+# --- what HACS users expect in the repository ----------------------------------
+
+GITHUB = REPO_ROOT / ".github"
+
+
+def _read_yaml(path: Path) -> Any:
+    """Return a YAML file's content as GitHub reads it."""
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def test_changelog_names_the_manifest_version(manifest: dict[str, Any]) -> None:
+    """The newest release in CHANGELOG.md is the version HACS shows."""
+    changelog = (REPO_ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    versions = re.findall(r"^## \[(\d+\.\d+\.\d+)\]", changelog, re.MULTILINE)
+    assert versions
+    assert versions[0] == manifest["version"]
+    assert AwesomeVersion(versions[0]).simple
+
+
+def _steps(workflow: dict[str, Any]) -> list[dict[str, Any]]:
+    """Return every step of a workflow's jobs."""
+    return [step for job in workflow["jobs"].values() for step in job["steps"]]
+
+
+def test_workflows_validate_and_test() -> None:
+    """CI runs hassfest, HACS's check of an integration, and the tests as a developer does."""
+    validate = _read_yaml(GITHUB / "workflows" / "validate.yml")
+    uses = {step.get("uses", "").split("@")[0]: step for step in _steps(validate)}
+    assert "home-assistant/actions/hassfest" in uses
+    assert uses["hacs/action"]["with"]["category"] == "integration"
+
+    tests = _read_yaml(GITHUB / "workflows" / "tests.yml")
+    # YAML 1.1 reads the key "on" as True.
+    assert "pull_request" in tests[True]
+    runs = [step["run"] for step in _steps(tests) if "run" in step]
+    assert runs == ["scripts/setup", "scripts/test"]
+
+
+def test_bug_report_asks_for_server_model_and_diagnostics() -> None:
+    """A bug report names the server software, the model and attaches diagnostics."""
+    template = _read_yaml(GITHUB / "ISSUE_TEMPLATE" / "bug_report.yml")
+    required = {
+        field["id"]
+        for field in template["body"]
+        if field.get("validations", {}).get("required")
+    }
+    assert {"server", "model", "diagnostics"} <= required
+    config = _read_yaml(GITHUB / "ISSUE_TEMPLATE" / "config.yml")
+    assert config["blank_issues_enabled"] is False

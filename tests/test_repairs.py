@@ -97,13 +97,11 @@ async def test_pick_another_chat_model(
         "server": entry.title,
         "shutdown": "",
     }
-    # Chat models first, then the rest; nothing about to shut down.
+    # Chat models only; nothing about to shut down.
     assert offered(result, CONF_CHAT_MODEL) == [
         "gpt-4o-mini",
         "gpt-5-mini",
         "llama3.2:3b",
-        "gpt-image-1",
-        "text-embedding-3-small",
     ]
     assert suggested(result, CONF_CHAT_MODEL) == "gpt-4o-mini"
 
@@ -116,7 +114,7 @@ async def test_pick_another_chat_model(
     subentry = entry.subentries[agent]
     assert subentry.data[CONF_CHAT_MODEL] == "llama3.2:3b"
     assert subentry.title == subentry_title(
-        SUBENTRY_CONVERSATION, entry.data, subentry.data
+        SUBENTRY_CONVERSATION, entry.title, entry.data, subentry.data
     )
     assert entry.state is ConfigEntryState.LOADED
     assert model_issues(hass) == {}

@@ -41,8 +41,17 @@ async def async_setup_entry(
     entry.runtime_data = await _async_runtime(hass, entry)
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     _follow_model_issues(hass, entry)
-    entry.async_on_unload(entry.add_update_listener(_async_reload))
+    entry.async_on_unload(entry.add_update_listener(_async_changed))
     return True
+
+
+def setup_basis(entry: OpenAICompatibleConfigEntry) -> tuple[object, ...]:
+    """Return what a setup is built on: all of the entry but its subentries' settings.
+
+    The entities read their subentry's settings at each request, so only a
+    change of this needs a reload.
+    """
+    return (entry.title, dict(entry.data), dict(entry.options), set(entry.subentries))
 
 
 async def _async_runtime(
@@ -62,6 +71,7 @@ async def _async_runtime(
         coordinator=coordinator,
         capabilities=capabilities,
         task_slots=asyncio.Semaphore(provider.concurrency),
+        basis=setup_basis(entry),
     )
 
 
@@ -140,7 +150,7 @@ async def async_migrate_entry(
                 hass.config_entries.async_update_subentry(
                     entry,
                     subentry,
-                    title=subentry_title(kind, entry.data, subentry.data),
+                    title=subentry_title(kind, entry.title, entry.data, subentry.data),
                 )
         hass.config_entries.async_update_entry(entry, unique_id=None, minor_version=2)
         LOGGER.debug("Migrated %s to version 1.2", entry.title)
@@ -161,8 +171,15 @@ async def async_remove_entry(
     await async_forget(hass, entry.entry_id)
 
 
-async def _async_reload(
+async def _async_changed(
     hass: HomeAssistant, entry: OpenAICompatibleConfigEntry
 ) -> None:
-    """Reload after the entry or one of its subentries changed."""
-    await hass.config_entries.async_reload(entry.entry_id)
+    """Reload after the entry changed; take a subentry's new settings in place.
+
+    In place, the entities stay available: the server is read again (a new
+    model's report) and every entity writes its state and device anew.
+    """
+    if setup_basis(entry) != entry.runtime_data.basis:
+        await hass.config_entries.async_reload(entry.entry_id)
+    else:
+        await entry.runtime_data.coordinator.async_refresh()

@@ -12,11 +12,9 @@ from functools import partial
 from typing import Any, Final, override
 
 from homeassistant.components import ai_task, conversation
-from homeassistant.config_entries import ConfigSubentry
 from homeassistant.util import slugify
 import probatio
 
-from . import OpenAICompatibleConfigEntry
 from .const import CONF_IMAGE_MODEL, LOGGER, MAX_TOOL_ROUNDS_AI_TASK, SUBENTRY_AI_TASK
 from .entity import OpenAICompatibleEntity
 from .errors import ModelError
@@ -75,16 +73,9 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
     # An automation can wait for a server that asks to come back later.
     retry_wait = 60.0
 
-    def __init__(
-        self,
-        entry: OpenAICompatibleConfigEntry,
-        subentry: ConfigSubentry,
-    ) -> None:
-        """Describe the entity and the features its subentry allows."""
-        super().__init__(entry, subentry)
-        self._attr_supported_features = self._features()
-
-    def _features(self) -> ai_task.AITaskEntityFeature:
+    @property
+    @override
+    def supported_features(self) -> ai_task.AITaskEntityFeature:
         """Return the features of this subentry's models."""
         features = (
             ai_task.AITaskEntityFeature.GENERATE_DATA

@@ -1,9 +1,10 @@
 """The server's button: forget what was learned about it, and ask it again.
 
-Pressing it forgets every lesson (capabilities.py) and reloads the entry, so
-the server's model list and report are read again and the next request asks
-for what was refused before. It sits on a device of the server itself, apart
-from the service devices of the subentries.
+Pressing it forgets every lesson (capabilities.py) and reads the server's
+model list and report again, without a reload: the next request asks for what
+was refused before. What it forgot becomes the button's `forgotten` attribute
+and one line of the log. It sits on a device of the server itself, apart from
+the service devices of the subentries.
 """
 
 from __future__ import annotations
@@ -54,7 +55,14 @@ class ForgetLessonsButton(ButtonEntity):
         self._attr_device_info = server_device_info(entry)
 
     async def async_press(self) -> None:
-        """Forget every lesson and reload the entry."""
-        LOGGER.debug("Forgetting what was learned about %s", self._entry.title)
-        self._entry.runtime_data.capabilities.forget()
-        self.hass.config_entries.async_schedule_reload(self._entry.entry_id)
+        """Forget every lesson, read the server again, and tell what was forgotten."""
+        runtime = self._entry.runtime_data
+        forgotten = runtime.capabilities.forget()
+        LOGGER.info(
+            "Forgot what was learned about %s: %s",
+            self._entry.title,
+            "; ".join(forgotten) or "nothing had been learned",
+        )
+        self._attr_extra_state_attributes = {"forgotten": forgotten}
+        self.async_write_ha_state()
+        await runtime.coordinator.async_refresh()

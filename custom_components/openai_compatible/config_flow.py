@@ -172,10 +172,11 @@ class OpenAICompatibleConfigFlow(ServerEntryFlow, domain=DOMAIN):
 
     def _async_create(self, chat_model: str | None) -> ConfigFlowResult:
         """Create the entry with one agent and one task."""
+        title = entry_title(self._data, self._other_titles())
         return self.async_create_entry(
-            title=entry_title(self._data, self._other_titles()),
+            title=title,
             data=self._data,
-            subentries=default_subentries(self._data, self._models, chat_model),
+            subentries=default_subentries(title, self._data, self._models, chat_model),
         )
 
     @staticmethod

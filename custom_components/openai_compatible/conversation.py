@@ -6,12 +6,10 @@ from functools import partial
 from typing import Final, Literal, override
 
 from homeassistant.components import conversation
-from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT, MATCH_ALL
 from homeassistant.helpers import llm
 
-from . import OpenAICompatibleConfigEntry
-from .const import DOMAIN, SUBENTRY_CONVERSATION
+from .const import CONF_STREAMING, DOMAIN, SUBENTRY_CONVERSATION
 from .entity import OpenAICompatibleEntity
 from .errors import ModelError
 from .fallback import async_converse_with, handover
@@ -42,16 +40,19 @@ class OpenAICompatibleConversationEntity(
 
     _attr_translation_key = "conversation"
 
-    def __init__(
-        self, entry: OpenAICompatibleConfigEntry, subentry: ConfigSubentry
-    ) -> None:
-        """Set up the agent; it controls the home when an LLM API is chosen."""
-        super().__init__(entry, subentry)
-        self._attr_supports_streaming = self.request_settings().stream
-        if subentry.data.get(CONF_LLM_HASS_API):
-            self._attr_supported_features = (
-                conversation.ConversationEntityFeature.CONTROL
-            )
+    @property
+    @override
+    def supports_streaming(self) -> bool:
+        """Tell whether the subentry streams its answers."""
+        return bool(self.subentry.data.get(CONF_STREAMING, True))
+
+    @property
+    @override
+    def supported_features(self) -> conversation.ConversationEntityFeature:
+        """Control the home when an LLM API is chosen."""
+        if self.subentry.data.get(CONF_LLM_HASS_API):
+            return conversation.ConversationEntityFeature.CONTROL
+        return conversation.ConversationEntityFeature(0)
 
     @property
     @override

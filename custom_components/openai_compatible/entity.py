@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, override
 
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
+from homeassistant.core import callback
 from homeassistant.helpers import device_registry as dr, llm
 from homeassistant.helpers.update_coordinator import CoordinatorEntity
 
@@ -97,6 +98,20 @@ class OpenAICompatibleSubentryEntity(CoordinatorEntity[ServerCoordinator]):
     def model(self) -> str:
         """Return the model of the subentry."""
         return str(self.subentry.data.get(self.model_key, ""))
+
+    @callback
+    @override
+    def _handle_coordinator_update(self) -> None:
+        """Write the state, and the subentry's title and model on its device.
+
+        A subentry's settings change in place (see __init__._async_changed).
+        """
+        if self.device_entry is not None:
+            info = subentry_device_info(self.entry, self.subentry)
+            dr.async_get(self.hass).async_update_device(
+                self.device_entry.id, name=info.get("name"), model=info.get("model")
+            )
+        super()._handle_coordinator_update()
 
     @override
     async def async_added_to_hass(self) -> None:

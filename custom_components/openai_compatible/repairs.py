@@ -1,9 +1,9 @@
 """Fix flows of the model repairs: pick another model for a subentry.
 
-The issues come from model_issues.py. The form offers the server's models
-that are not known to shut down, the evident ones of the right kind first, and
-takes any other name too. Saving updates the subentry (its title follows the
-model unless the user named it), which reloads the entry and checks again.
+The issues come from model_issues.py. The form offers the server's models of
+the right kind (models/kinds.py) that are not known to shut down, and takes
+any other name too. Saving updates the subentry (its title follows the model
+unless the user named it), which the entry takes in place and checks again.
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ class ModelRepairFlow(RepairsFlow):
         key: str,
         model: str,
     ) -> None:
-        """Save the model; the entry reloads and checks its models again."""
+        """Save the model; the entry takes it in place and checks its models again."""
         data = {**subentry.data, key: model}
         if subentry.subentry_type == SUBENTRY_TTS:
             voices = await async_fetch_voices(entry.runtime_data.transport)
@@ -157,6 +157,7 @@ class ModelRepairFlow(RepairsFlow):
             title=followed_title(
                 subentry.title,
                 subentry.subentry_type,
+                entry.title,
                 entry.data,
                 subentry.data,
                 data,

@@ -24,6 +24,9 @@ class RuntimeData:
     # AI-task requests (evaluations, generated data) under way at once, for
     # all the entry's entities; conversation turns are not held back.
     task_slots: asyncio.Semaphore
+    # What the setup was built on (see __init__.setup_basis): a change of it
+    # reloads the entry; a change of subentries' settings alone does not.
+    basis: tuple[object, ...]
     # Tokens, requests and errors of each subentry, for the usage sensors.
     usage: UsageTracker = field(default_factory=UsageTracker)
 

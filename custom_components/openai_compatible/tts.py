@@ -184,9 +184,19 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
         super().__init__(entry, subentry)
         # Text-to-speech refuses an entity without a name of its own.
         self._attr_has_entity_name = False
-        self._attr_name = subentry.title
-        self._attr_supported_languages = speech_languages(self.model)
         self._server_voices: list[str] | None = None
+
+    @property
+    @override
+    def name(self) -> str:
+        """Return the subentry's title."""
+        return self.subentry.title
+
+    @property
+    @override
+    def supported_languages(self) -> list[str]:
+        """Return the languages the subentry's model speaks."""
+        return speech_languages(self.model)
 
     @property
     def _audio_format(self) -> str:

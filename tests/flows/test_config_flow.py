@@ -56,6 +56,7 @@ from custom_components.openai_compatible.const import (
 )
 from custom_components.openai_compatible.errors import ConnectError
 from custom_components.openai_compatible.features import Feature
+from custom_components.openai_compatible.flows.connection import entry_data
 from custom_components.openai_compatible.models.listing import ModelListing
 from custom_components.openai_compatible.models.providers import (
     PROVIDER_CUSTOM,
@@ -72,6 +73,10 @@ TRANSLATIONS = (
     / "custom_components/openai_compatible/translations"
 )
 EN = json.loads((TRANSLATIONS / "en.json").read_text(encoding="utf-8"))
+LANGUAGES = {
+    path.stem: json.loads(path.read_text(encoding="utf-8"))
+    for path in sorted(TRANSLATIONS.glob("*.json"))
+}
 
 
 def _suggested(result: ConfigFlowResult, field: str) -> Any:
@@ -95,11 +100,17 @@ def _fields(result: ConfigFlowResult) -> list[str]:
     return [str(key) for key in result["data_schema"].schema]
 
 
-def _selector_options(result: ConfigFlowResult, field: str) -> list[Any]:
-    """Return the option values of a select field."""
+def _field_selector(result: ConfigFlowResult, field: str) -> Any:
+    """Return the selector of a form field."""
     selector = result["data_schema"].schema[_field(result, field)]
     if isinstance(selector, probatio.All):
         selector = selector.validators[0]
+    return selector
+
+
+def _selector_options(result: ConfigFlowResult, field: str) -> list[Any]:
+    """Return the option values of a select field."""
+    selector = _field_selector(result, field)
     return [
         option["value"] if isinstance(option, dict) else option
         for option in selector.config["options"]
@@ -288,9 +299,10 @@ async def test_hosted_preset_prefers_its_model(
         SUBENTRY_CONVERSATION: ("gpt-4o-mini", None),
         SUBENTRY_AI_TASK: ("gpt-4o-mini", "gpt-image-1"),
     }
+    # Elsewhere than OpenAI's own address, its agents show where, as it does.
     assert sorted(sub.title for sub in entry.subentries.values()) == [
-        "OpenAI · gpt-4o-mini",
-        "OpenAI · gpt-4o-mini · AI task",
+        f"{result['title']} · gpt-4o-mini",
+        f"{result['title']} · gpt-4o-mini · AI task",
     ]
     assert simulator.requests[0].headers["Authorization"] == "Bearer sk-live"
 
@@ -340,7 +352,7 @@ async def test_custom_server_named_after_its_software(
     """An "Other server" entry takes the name of the software it runs, not its IP.
 
     Its agent's entity id follows; a second entry of the same name shows its
-    address to tell the two apart.
+    address to tell the two apart, and so do its agent's and task's names.
     """
     simulator.settings.native = native
     result = await _connect_form(hass, PROVIDER_CUSTOM)
@@ -359,9 +371,23 @@ async def test_custom_server_named_after_its_software(
     result = await hass.config_entries.flow.async_configure(
         result["flow_id"], {CONF_BASE_URL: simulator.base_url, CONF_API_KEY: "sk-b"}
     )
-    assert (
-        result["title"] == f"{name} ({URL(simulator.base_url).host_port_subcomponent})"
-    )
+    titled = f"{name} ({URL(simulator.base_url).host_port_subcomponent})"
+    assert result["title"] == titled
+    await hass.async_block_till_done()
+    subentries = result["result"].subentries.values()
+    assert sorted(subentry.title for subentry in subentries) == [
+        f"{titled} · gpt-4o-mini",
+        f"{titled} · gpt-4o-mini · AI task",
+    ]
+    agents = [
+        hass.states.get(e.entity_id)
+        for e in registry.entities.values()
+        if e.platform == DOMAIN and e.domain == "conversation"
+    ]
+    assert {state.name for state in agents if state} == {
+        f"{name} · gpt-4o-mini",
+        f"{titled} · gpt-4o-mini",
+    }
 
 
 @pytest.mark.parametrize(
@@ -500,6 +526,23 @@ async def test_invalid_url(hass: HomeAssistant, url: str) -> None:
     )
     assert result["type"] is FlowResultType.FORM
     assert result["errors"] == {CONF_BASE_URL: "invalid_url"}
+
+
+# The address every language's invalid_url message gives as one that is taken.
+TAKEN_WITHOUT_SCHEME = "192.168.1.20:11434/v1"
+
+
+@pytest.mark.parametrize("language", sorted(LANGUAGES))
+def test_invalid_url_message_tells_what_is_refused(language: str) -> None:
+    """The message shows that a host with its port needs no scheme, and what is refused.
+
+    It no longer asks for a complete http:// address: those are completed.
+    """
+    message = LANGUAGES[language]["config"]["error"]["invalid_url"]
+    assert TAKEN_WITHOUT_SCHEME in message
+    for refused in ("http://", "https://", "?", "#", ".."):
+        assert refused in message
+    assert entry_data({CONF_BASE_URL: TAKEN_WITHOUT_SCHEME}, PROVIDER_CUSTOM)
 
 
 @pytest.mark.parametrize("path", ["/v1", "/v1/"])
@@ -722,7 +765,10 @@ async def test_missing_models_endpoint_asks_for_model(
 async def test_only_non_chat_models_asks_for_model(
     hass: HomeAssistant, socket_enabled: None
 ) -> None:
-    """A server listing no chat model offers its models and a typed name."""
+    """A server listing no chat model asks for a typed name.
+
+    Its embedding and moderation models are not offered for chat.
+    """
     # (A server with audio models only gets voice subentries: test_voice_subentry.)
     models = ["text-embedding-3-small", "omni-moderation-latest"]
     async with served(OpenAISimulator(models=models)) as sim:
@@ -731,10 +777,7 @@ async def test_only_non_chat_models_asks_for_model(
             result["flow_id"], {CONF_BASE_URL: sim.base_url}
         )
         assert result["step_id"] == "model"
-        assert _selector_options(result, CONF_CHAT_MODEL) == [
-            "omni-moderation-latest",
-            "text-embedding-3-small",
-        ]
+        assert _selector_options(result, CONF_CHAT_MODEL) == []
         result = await hass.config_entries.flow.async_configure(
             result["flow_id"], {CONF_CHAT_MODEL: "qwen3"}
         )
@@ -898,6 +941,34 @@ async def test_keyless_duplicate_aborts(
     message = EN["config"]["abort"]["already_configured"]
     assert "{name}" in message
     assert "key" not in message.lower()
+
+
+@pytest.mark.parametrize(
+    ("saved", "typed"),
+    [
+        ("http://localhost:{port}/v1", "127.0.0.1:{port}/v1"),
+        ("http://127.0.0.1:{port}/v1", "localhost:{port}/v1/"),
+        ("http://[::1]:{port}/v1", "http://LocalHost:{port}/v1"),
+    ],
+)
+async def test_loopback_names_are_one_server(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    make_config_entry: MakeConfigEntry,
+    saved: str,
+    typed: str,
+) -> None:
+    """localhost, 127.0.0.1 and ::1 on one port are the same server; the entry is named."""
+    port = URL(simulator.base_url).port
+    make_config_entry(base_url=saved.format(port=port), title="Kitchen server")
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: typed.format(port=port)}
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "already_configured"
+    assert result["description_placeholders"] == {"name": "Kitchen server"}
+    assert simulator.requests == []
 
 
 async def test_other_path_on_the_same_host_is_another_entry(
@@ -1209,7 +1280,10 @@ async def _subentry_form(
 async def test_add_conversation_recommended(
     hass: HomeAssistant, setup_integration: MockConfigEntry
 ) -> None:
-    """A new agent offers chat models first and saves only what it shows."""
+    """A new agent offers chat models only and saves only what it shows.
+
+    No image or embedding model is offered; any other name can be typed.
+    """
     entry = setup_integration
     result = await _subentry_form(hass, entry, SUBENTRY_CONVERSATION)
     assert _fields(result) == [
@@ -1232,10 +1306,18 @@ async def test_add_conversation_recommended(
         "gpt-4o-mini",
         "gpt-5-mini",
         "llama3.2:3b",
-        "gpt-image-1",
-        "text-embedding-3-small",
     ]
+    assert _field_selector(result, CONF_CHAT_MODEL).config["custom_value"] is True
     assert _suggested(result, CONF_CHAT_MODEL) == "gpt-4o-mini"
+    # Each LLM API offered is told apart in our own words, in every language.
+    apis = [
+        option["label"]
+        for option in _field_selector(result, CONF_LLM_HASS_API).config["options"]
+    ]
+    assert set(apis) >= {"Device control", "Home Assistant"}
+    for strings in LANGUAGES.values():
+        step = strings["config_subentries"]["conversation"]["step"]["init"]
+        assert all(api in step["data_description"][CONF_LLM_HASS_API] for api in apis)
     assert _suggested(result, CONF_PROMPT) == llm.DEFAULT_INSTRUCTIONS_PROMPT
     assert _suggested(result, CONF_LLM_HASS_API) == [llm.LLM_API_ASSIST]
     assert _field(result, CONF_MAX_TOKENS).visible == {
@@ -1308,24 +1390,23 @@ async def test_add_conversation_advanced_custom_model_no_api(
 async def test_add_ai_task(
     hass: HomeAssistant, setup_integration: MockConfigEntry
 ) -> None:
-    """An AI task offers image models first; an empty image model is left out."""
+    """An AI task offers image models for images, chat models for data.
+
+    An empty image model is left out.
+    """
     result = await _subentry_form(hass, setup_integration, SUBENTRY_AI_TASK)
     assert CONF_PROMPT not in _fields(result)
     assert CONF_LLM_HASS_API not in _fields(result)
     assert CONF_HISTORY_TURNS not in _fields(result)
     assert isinstance(_field(result, CONF_CONTEXT_WINDOW), probatio.Optional)
-    # Image models first; chat models and the rest stay reachable.
-    assert _selector_options(result, CONF_IMAGE_MODEL) == [
-        "gpt-image-1",
+    # Each job its models; any other name can be typed.
+    assert _selector_options(result, CONF_IMAGE_MODEL) == ["gpt-image-1"]
+    assert _selector_options(result, CONF_CHAT_MODEL) == [
         "gpt-4o-mini",
         "gpt-5-mini",
         "llama3.2:3b",
-        "text-embedding-3-small",
     ]
-    assert _selector_options(result, CONF_CHAT_MODEL)[-2:] == [
-        "gpt-image-1",
-        "text-embedding-3-small",
-    ]
+    assert _field_selector(result, CONF_IMAGE_MODEL).config["custom_value"] is True
     assert _suggested(result, CONF_IMAGE_MODEL) == "gpt-image-1"
     # Left empty, the name is made of server and model.
     assert isinstance(_field(result, CONF_NAME), probatio.Optional)

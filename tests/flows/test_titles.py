@@ -61,7 +61,9 @@ def test_custom_entry_named_after_its_software(kind: str, title: str) -> None:
     """A custom server recognised as some software is named after it, not its IP."""
     data = {**CUSTOM_IP, CONF_SERVER_KIND: kind}
     assert entry_title(data) == title
-    agent = subentry_title(SUBENTRY_CONVERSATION, data, {CONF_CHAT_MODEL: "qwen3"})
+    agent = subentry_title(
+        SUBENTRY_CONVERSATION, title, data, {CONF_CHAT_MODEL: "qwen3"}
+    )
     assert agent == f"{title} · qwen3"
 
 
@@ -106,7 +108,27 @@ def test_subentry_title(
     title: str,
 ) -> None:
     """A subentry is named by server, model and, for a task, its kind."""
-    assert subentry_title(subentry_type, entry_data, subentry_data) == title
+    assert subentry_title(subentry_type, "Any", entry_data, subentry_data) == title
+
+
+@pytest.mark.parametrize(
+    ("entry_title", "label"),
+    [
+        ("Ollama (192.168.1.20:11434)", "Ollama (192.168.1.20:11434)"),
+        ("Ollama", "Ollama"),
+        ("Attic server", "Ollama"),
+    ],
+)
+def test_subentry_title_has_the_address_the_entry_title_has(
+    entry_title: str, label: str
+) -> None:
+    """Where the entry's title tells it apart by its address, its subentries' do too."""
+    model = {CONF_CHAT_MODEL: "llama3.1:8b"}
+    agent = subentry_title(SUBENTRY_CONVERSATION, entry_title, OLLAMA, model)
+    task = subentry_title(SUBENTRY_AI_TASK, entry_title, OLLAMA, model)
+    assert agent == f"{label} · llama3.1:8b"
+    assert task == f"{label} · llama3.1:8b · AI task"
+    assert is_generated_title(agent, SUBENTRY_CONVERSATION, entry_title, OLLAMA, model)
 
 
 @pytest.mark.parametrize(
@@ -124,15 +146,19 @@ def test_subentry_title(
 def test_is_generated_title(subentry_type: str, title: str, generated: bool) -> None:
     """Only the title the subentry would get now, or the old fixed one, is ours."""
     model = {CONF_CHAT_MODEL: "llama3.1:8b"}
-    assert is_generated_title(title, subentry_type, OLLAMA, model) is generated
+    assert (
+        is_generated_title(title, subentry_type, "Ollama", OLLAMA, model) is generated
+    )
 
 
 def test_host_named_subentry_of_a_custom_server_is_generated() -> None:
     """A custom server's agent once named after its IP still follows its model."""
     old, new = {CONF_CHAT_MODEL: "llama3.1:8b"}, {CONF_CHAT_MODEL: "qwen3"}
     title = "127.0.0.1 · llama3.1:8b"
-    assert is_generated_title(title, SUBENTRY_CONVERSATION, CUSTOM_IP, old)
-    assert followed_title(title, SUBENTRY_CONVERSATION, CUSTOM_IP, old, new) == (
+    entry_title = "OpenAI-compatible server"
+    kind = SUBENTRY_CONVERSATION
+    assert is_generated_title(title, kind, entry_title, CUSTOM_IP, old)
+    assert followed_title(title, kind, entry_title, CUSTOM_IP, old, new) == (
         "OpenAI-compatible server · qwen3"
     )
 
@@ -149,4 +175,15 @@ def test_followed_title(title: str, followed: str) -> None:
     """A title the integration gave follows the new model; a given name stays."""
     old = {CONF_CHAT_MODEL: "llama3.1:8b"}
     new = {CONF_CHAT_MODEL: "qwen3"}
-    assert followed_title(title, SUBENTRY_CONVERSATION, OLLAMA, old, new) == followed
+    kind = SUBENTRY_CONVERSATION
+    assert followed_title(title, kind, "Ollama", OLLAMA, old, new) == followed
+
+
+def test_title_named_before_the_address_follows_with_it() -> None:
+    """An agent named after the server alone takes the address its entry has now."""
+    old, new = {CONF_CHAT_MODEL: "llama3.1:8b"}, {CONF_CHAT_MODEL: "qwen3"}
+    entry_title = "Ollama (192.168.1.20:11434)"
+    kind = SUBENTRY_CONVERSATION
+    assert followed_title(
+        "Ollama · llama3.1:8b", kind, entry_title, OLLAMA, old, new
+    ) == ("Ollama (192.168.1.20:11434) · qwen3")

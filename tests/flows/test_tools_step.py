@@ -9,6 +9,7 @@ from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType
 from homeassistant.helpers import llm
+import pytest
 
 from custom_components.openai_compatible.const import (
     CONF_CHAT_MODEL,
@@ -50,11 +51,50 @@ async def _tools_form(
     return result
 
 
-def _options(result: Any) -> list[str]:
-    """Return the tool names the step offers."""
+def _labels(result: Any) -> dict[str, str]:
+    """Return the tools the step offers: their labels by name."""
     schema = result["data_schema"].schema
     key = next(key for key in schema if key == CONF_TOOLS)
-    return list(schema[key].config["options"])
+    return {
+        option["value"]: option["label"] for option in schema[key].config["options"]
+    }
+
+
+def _options(result: Any) -> list[str]:
+    """Return the tool names the step offers."""
+    return list(_labels(result))
+
+
+class NoteTool(llm.Tool):
+    """A tool of the notes API, named as one of Assist's."""
+
+    name = TURN_ON
+    integration = "notes"
+
+    def __init__(self, title: str | None, description: str) -> None:
+        """Take the title and description the test gives."""
+        self.title, self.description = title, description
+
+    async def async_call(
+        self,
+        hass: HomeAssistant,
+        tool_input: llm.ToolInput,
+        llm_context: llm.LLMContext,
+    ) -> llm.ToolResult:
+        """Never called: the step only lists tools."""
+        raise NotImplementedError
+
+
+class NotesAPI(llm.API):
+    """An API whose one tool shares its name with an Assist tool."""
+
+    tool: NoteTool
+
+    async def async_get_api_instance(
+        self, llm_context: llm.LLMContext
+    ) -> llm.APIInstance:
+        """Return the API with its tool."""
+        return llm.APIInstance(self, "", llm_context, [self.tool])
 
 
 async def test_tools_step_stores_the_choice(
@@ -74,6 +114,74 @@ async def test_tools_step_stores_the_choice(
     assert result["data"][CONF_TOOLS] == [TURN_ON]
     assert result["data"][CONF_TOOLS_ON_DEMAND] is True
     assert result["data"][CONF_MAX_TOOL_CALLS] == 3
+
+
+async def test_tools_are_listed_by_what_they_do_and_their_api(
+    hass: HomeAssistant, setup_entry: SetupEntry
+) -> None:
+    """A tool shows its title (or description) and its API; its name is the value."""
+    entry = await setup_entry()
+    result = await _tools_form(hass, entry.entry_id)
+
+    labels = _labels(result)
+    assert labels[TURN_ON] == "Turn on (Device control)"
+    assert "__" not in "".join(labels.values())
+    assert list(labels.values()) == sorted(labels.values())
+
+
+@pytest.mark.parametrize(
+    ("title", "description", "label"),
+    [
+        ("Switch a note", "Ignored.", "Switch a note (Notes)"),
+        (
+            None,
+            (
+                "Marks a note as done in the household notebook that everyone "
+                "shares. Use it for chores."
+            ),
+            "Marks a note as done in the household notebook that… (Notes)",
+        ),
+    ],
+)
+async def test_a_tool_of_two_apis_shows_each_api(
+    hass: HomeAssistant,
+    setup_entry: SetupEntry,
+    title: str | None,
+    description: str,
+    label: str,
+) -> None:
+    """Where two APIs have a tool of one name, each is listed under its own API.
+
+    A title goes first; a long description is cut at a word.
+    """
+    api = NotesAPI(hass=hass, id="notes", name="Notes")
+    api.tool = NoteTool(title, description)
+    llm.async_register_api(hass, api)
+    entry = await setup_entry(
+        conversation={CONF_LLM_HASS_API: [llm.LLM_API_ASSIST, "notes"]}
+    )
+    subentry_id = next(
+        sub.subentry_id
+        for sub in entry.subentries.values()
+        if sub.subentry_type == SUBENTRY_CONVERSATION
+    )
+    flows = hass.config_entries.subentries
+    result = await flows.async_init(
+        (entry.entry_id, SUBENTRY_CONVERSATION),
+        context={"source": "reconfigure", "subentry_id": subentry_id},
+    )
+    result = await flows.async_configure(
+        result["flow_id"],
+        {
+            CONF_CHAT_MODEL: "gpt-4o-mini",
+            CONF_LLM_HASS_API: [llm.LLM_API_ASSIST, "notes"],
+            CONF_RECOMMENDED: True,
+        },
+    )
+
+    labels = _labels(result)
+    assert labels[f"notes__{TURN_ON}"] == label
+    assert labels[f"assist__{TURN_ON}"] == ("Turn on (Device control)")
 
 
 async def test_a_stored_name_the_api_lost_stays_listed(

@@ -205,7 +205,7 @@ async def test_refused_tools_are_asked_again(
     simulator.enqueue("/chat/completions", status=400, json=NO_TOOLS)
     await converse(hass, "Turn on the light")
     blocked = await converse(hass, "Turn on the light")
-    assert "Forget what was learned about the server" in speech(blocked)
+    assert "Relearn capabilities" in speech(blocked)
     assert len(chat_paths(simulator)) == 1
 
     if heal == "an hour passes":

@@ -11,6 +11,7 @@ import pydantic
 import pytest
 
 from simulator import OpenAISimulator
+from simulator.small_talk import CANNED, JOKE
 from tests.simulator.chat_client import MODEL, collect, streamed_text, user
 
 
@@ -119,7 +120,31 @@ async def test_echo_of_a_question_does_not_ask_back(
     )
 
     text = answer.choices[0].message.content
-    assert text == f"You asked: {question.rstrip()} The simulator has no answer."
+    assert text == f"You asked: {question.rstrip()} {CANNED}"
+
+
+@pytest.mark.parametrize(
+    ("said", "answered"),
+    [
+        ("tell me a joke", JOKE),
+        ("Do you know any jokes?", JOKE),
+        ("Tell me about the moon", f"You asked: Tell me about the moon. {CANNED}"),
+        ("why is the sky blue", f"You asked: why is the sky blue. {CANNED}"),
+        ("Thanks!", "You said: Thanks!"),
+    ],
+)
+async def test_general_questions_get_a_canned_answer(
+    client: openai.AsyncOpenAI, said: str, answered: str
+) -> None:
+    """A joke asked for is told; other questions and requests get the canned answer.
+
+    Statements are still echoed.
+    """
+    answer = await client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": said}]
+    )
+
+    assert answer.choices[0].message.content == answered
 
 
 async def test_echo_not_streamed(client: openai.AsyncOpenAI) -> None:

@@ -441,7 +441,6 @@ async def test_multimodal_content_is_accepted(client: openai.AsyncOpenAI) -> Non
             }
         ],
     )
-    assert (
-        answer.choices[0].message.content
-        == "You asked: What is this? The simulator has no answer."
+    assert (answer.choices[0].message.content or "").startswith(
+        "You asked: What is this? The simulator has no answer."
     )

@@ -15,6 +15,7 @@ from openai.types.decision import (
 import pytest
 
 from simulator import OpenAISimulator
+from simulator.decisions import LIKELY, UNLIKELY, UNSURE
 
 MODEL = "gpt-6-luna"
 PREDICATE = {
@@ -48,7 +49,8 @@ async def test_round_trip(client: openai.AsyncOpenAI) -> None:
     predicate, choice, score = decision.answers
     assert isinstance(predicate, AnswerAnswerResourcePredicate)
     assert predicate.name == "charged_twice"
-    assert predicate.probability == pytest.approx(0.8)
+    # The input says nothing of a state the question asks about.
+    assert predicate.probability == pytest.approx(UNSURE)
     assert isinstance(choice, AnswerAnswerResourceChoice)
     assert choice.choice == "billing"
     assert choice.confidence == max(p.probability for p in choice.probabilities)
@@ -69,6 +71,38 @@ async def test_round_trip(client: openai.AsyncOpenAI) -> None:
     assert decision.usage.total_tokens == (
         decision.usage.input_tokens + decision.usage.output_tokens
     )
+
+
+@pytest.mark.parametrize(
+    ("state", "probability"),
+    [
+        ('{"front_door": "open", "open_for": "40 minutes"}', LIKELY),
+        ('{"front_door": "closed"}', UNLIKELY),
+        ("The front door is closed; the garage door is open.", UNSURE),
+        ('{"kitchen_light": "on"}', UNSURE),
+    ],
+)
+async def test_predicate_follows_the_state(
+    client: openai.AsyncOpenAI, state: str, probability: float
+) -> None:
+    """A predicate is likely where the state says what it asks, unlikely where the opposite.
+
+    A state that says both, or neither, leaves it unsure.
+    """
+    decision = await client.decisions.create(
+        model=MODEL,
+        input=f"State (JSON):\n{state}",
+        questions=[
+            {
+                "type": "predicate",
+                "instructions": "Has the front door been left open?",
+            }
+        ],
+    )
+
+    (answer,) = decision.answers
+    assert isinstance(answer, AnswerAnswerResourcePredicate)
+    assert answer.probability == pytest.approx(probability)
 
 
 async def test_messages_with_images_and_boolean_choices(

@@ -9,6 +9,7 @@ import openai
 import pytest
 
 from simulator.home import live_entities
+from simulator.small_talk import CANNED
 
 MODEL = "gpt-4o-mini"
 LIVE = "homeassistant__GetLiveContext"
@@ -88,6 +89,31 @@ async def test_state_question_reads_the_live_context(
     assert text == said
 
 
+@pytest.mark.parametrize(
+    ("question", "said"),
+    [
+        (
+            "What's the temperature?",
+            "Thermostat is in heat mode, set to 21.0 degrees; it is 20.5 degrees now.",
+        ),
+        ("Are the lights on?", "Kitchen light is on."),
+        ("Is any door open?", "Front door is closed."),
+        ("What is the capital of France?", f"You asked: What is the capital of France? {CANNED}"),
+    ],
+)  # fmt: skip
+async def test_question_answers_only_what_it_asks(
+    client: openai.AsyncOpenAI, question: str, said: str
+) -> None:
+    """A question naming a kind of device hears of those only; one naming none, small talk.
+
+    Not every device of the home in one breath.
+    """
+    name, arguments = await _call(client, question)
+    assert (name, arguments) == (LIVE, {})
+
+    assert await _answer(client, question, name, arguments, {"result": HOME}) == said
+
+
 async def test_thermostat_question_and_command(client: openai.AsyncOpenAI) -> None:
     """The thermostat's state is read, and its target set through its intent."""
     text = await _answer(
@@ -131,7 +157,7 @@ async def test_without_tools_a_question_is_echoed(client: openai.AsyncOpenAI) ->
         model=MODEL, messages=[{"role": "user", "content": "Is the door open?"}]
     )
     assert answer.choices[0].message.content == (
-        "You asked: Is the door open? The simulator has no answer."
+        f"You asked: Is the door open? {CANNED}"
     )
 
 

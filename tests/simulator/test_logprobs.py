@@ -50,7 +50,7 @@ async def test_logprobs_single_label(
 async def test_logprobs_streamed_and_echo(client: openai.AsyncOpenAI) -> None:
     """Streamed logprobs ride on the chunk choices, one per token."""
     chunks = await collect(
-        client, messages=user("Tell me something"), logprobs=True, top_logprobs=2
+        client, messages=user("Something to echo"), logprobs=True, top_logprobs=2
     )
 
     entries = [
@@ -59,9 +59,9 @@ async def test_logprobs_streamed_and_echo(client: openai.AsyncOpenAI) -> None:
         if c.choices and c.choices[0].logprobs
         for entry in c.choices[0].logprobs.content or ()
     ]
-    assert "".join(e.token for e in entries) == "You said: Tell me something"
+    assert "".join(e.token for e in entries) == "You said: Something to echo"
     assert all(len(e.top_logprobs) == 2 for e in entries)
-    assert streamed_text(chunks) == "You said: Tell me something"
+    assert streamed_text(chunks) == "You said: Something to echo"
 
 
 async def test_logprobs_switched_off(

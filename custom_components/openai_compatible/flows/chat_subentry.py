@@ -54,7 +54,7 @@ from .fields import dropdown, whole_number
 from .knobs import KNOB_KEYS, knob_data, knob_errors, knob_fields
 from .responses_step import responses_data, responses_schema, suggested_values
 from .subentry_base import SubentryFlow
-from .tools_step import async_tool_names, tools_data, tools_schema
+from .tools_step import async_tool_options, tools_data, tools_schema
 
 # The sampling settings behind the "recommended" toggle, with their defaults.
 ADVANCED_DEFAULTS: Final[dict[str, float]] = {
@@ -140,11 +140,12 @@ class ModelSubentryFlowHandler(SubentryFlow):
         """Show and save which tools the agent offers, and how."""
         if user_input is not None:
             return await self._async_after_tools(tools_data(self.options, user_input))
-        names = await async_tool_names(self.hass, self.options[CONF_LLM_HASS_API])
+        apis = self.options[CONF_LLM_HASS_API]
+        options = await async_tool_options(self.hass, apis)
         return self.async_show_form(
             step_id="tools",
             data_schema=self.add_suggested_values_to_schema(
-                tools_schema(names, self.options), self.options
+                tools_schema(options, self.options), self.options
             ),
             last_step=self._responses_schema(self.options) is None,
         )

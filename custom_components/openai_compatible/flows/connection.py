@@ -81,6 +81,27 @@ def entry_data(
     return data
 
 
+# Names of this machine's loopback that reach the same server on one port.
+LOOPBACK_NAMES: Final = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def same_server(url: str, other: str) -> bool:
+    """Tell whether two canonical base URLs reach one server.
+
+    The loopback's names count as one; scheme, port and path must match.
+    """
+    return _server_address(url) == _server_address(other)
+
+
+def _server_address(base_url: str) -> tuple[str, str, int | None, str]:
+    """Return a base URL's scheme, host (the loopback as one), port and path."""
+    url = URL(base_url)
+    host = (url.host or "").lower()
+    if host in LOOPBACK_NAMES:
+        host = "localhost"
+    return url.scheme, host, url.port, url.path.rstrip("/")
+
+
 def same_origin(url: str, other: str) -> bool:
     """Tell whether two base URLs have the same scheme, host and port."""
     first, second = URL(url), URL(other)

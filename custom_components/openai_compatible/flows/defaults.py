@@ -41,10 +41,14 @@ CHAT_SUBENTRIES: Final = (SUBENTRY_CONVERSATION, SUBENTRY_AI_TASK)
 
 
 def default_subentries(
-    entry_data: Mapping[str, Any], models: list[str], chat_model: str | None
+    entry_title: str,
+    entry_data: Mapping[str, Any],
+    models: list[str],
+    chat_model: str | None,
 ) -> list[ConfigSubentryData]:
     """Return one conversation agent and one AI task for a new entry.
 
+    Their titles start as `entry_title` does (see titles.server_label).
     Speech-to-text and text-to-speech come too where the server lists evident
     audio models; a server with only those gets only them.
     """
@@ -59,7 +63,7 @@ def default_subentries(
         ConfigSubentryData(
             subentry_type=kind,
             data=data,
-            title=subentry_title(kind, entry_data, data),
+            title=subentry_title(kind, entry_title, entry_data, data),
             unique_id=None,
         )
         for kind, data in (*chat, *voice)

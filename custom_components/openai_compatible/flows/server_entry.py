@@ -29,6 +29,7 @@ from .connection import (
     async_check_server,
     entry_data,
     same_origin,
+    same_server,
 )
 from .titles import (
     entry_title,
@@ -139,9 +140,11 @@ class ServerEntryFlow(ConfigFlow):
             title = entry_title(data, self._other_titles())
         for subentry in entry.subentries.values():
             kind, options = subentry.subentry_type, subentry.data
-            if is_generated_title(subentry.title, kind, entry.data, options):
+            if is_generated_title(
+                subentry.title, kind, entry.title, entry.data, options
+            ):
                 self.hass.config_entries.async_update_subentry(
-                    entry, subentry, title=subentry_title(kind, data, options)
+                    entry, subentry, title=subentry_title(kind, title, data, options)
                 )
         if entry.state is ConfigEntryState.LOADED:
             # What was learned was about the old server.
@@ -159,16 +162,16 @@ class ServerEntryFlow(ConfigFlow):
         }
 
     def _abort_if_duplicate(self, data: Mapping[str, Any]) -> None:
-        """Abort, naming the entry, when another has the same base URL and key.
+        """Abort, naming the entry, when another reaches the same server with the key.
 
-        Without a key, any other entry for the same base URL counts: a server
+        Without a key, any other entry for the same server counts: a server
         that needs no key is already reachable through it.
         """
         api_key = data.get(CONF_API_KEY)
         for entry in self._async_current_entries(include_ignore=False):
             if (
                 entry.entry_id != self.context.get("entry_id")
-                and entry.data[CONF_BASE_URL] == data[CONF_BASE_URL]
+                and same_server(entry.data[CONF_BASE_URL], data[CONF_BASE_URL])
                 and api_key in (None, entry.data.get(CONF_API_KEY))
             ):
                 raise data_entry_flow.AbortFlow(

@@ -76,11 +76,17 @@ class SubentryFlow(ConfigSubentryFlow):
         entry = self._get_entry()
         if self._is_new:
             return self.async_create_entry(
-                title=name or subentry_title(self._subentry_type, entry.data, data),
+                title=name
+                or subentry_title(self._subentry_type, entry.title, entry.data, data),
                 data=data,
             )
         subentry = self._get_reconfigure_subentry()
         title = followed_title(
-            subentry.title, self._subentry_type, entry.data, subentry.data, data
+            subentry.title,
+            self._subentry_type,
+            entry.title,
+            entry.data,
+            subentry.data,
+            data,
         )
         return self.async_update_and_abort(entry, subentry, data=data, title=title)

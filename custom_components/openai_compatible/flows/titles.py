@@ -81,26 +81,51 @@ def entry_title(entry_data: Mapping[str, Any], taken: Collection[str] = ()) -> s
     preset_host = URL(preset.base_url).host if preset.base_url else None
     hosted = not preset.local and preset_host not in (None, "localhost")
     if (hosted and url.host != preset_host) or (not hosted and name in taken):
-        return f"{name} ({url.host_port_subcomponent or ''})"
+        return _with_address(name, entry_data)
     return name
+
+
+def _with_address(name: str, entry_data: Mapping[str, Any]) -> str:
+    """Return a name followed by the host and port of the entry's server."""
+    return f"{name} ({URL(entry_data[CONF_BASE_URL]).host_port_subcomponent or ''})"
 
 
 def is_generated_entry_title(title: str, entry_data: Mapping[str, Any]) -> bool:
     """Tell whether an entry still has a title the integration gave it."""
-    address = URL(entry_data[CONF_BASE_URL]).host_port_subcomponent or ""
     name = server_name(entry_data)
-    return title in (name, f"{name} ({address})", f"{LEGACY_CUSTOM_NAME} ({address})")
+    return title in (
+        name,
+        _with_address(name, entry_data),
+        _with_address(LEGACY_CUSTOM_NAME, entry_data),
+    )
+
+
+def server_label(entry_title: str, entry_data: Mapping[str, Any]) -> str:
+    """Return what the titles of an entry's subentries start with.
+
+    The server's name, with the address where the entry's title has it to
+    tell entries apart, so that its agents and tasks are told apart too.
+    """
+    name = server_name(entry_data)
+    with_address = _with_address(name, entry_data)
+    return with_address if entry_title == with_address else name
 
 
 def subentry_title(
-    subentry_type: str, entry_data: Mapping[str, Any], subentry_data: Mapping[str, Any]
+    subentry_type: str,
+    entry_title: str,
+    entry_data: Mapping[str, Any],
+    subentry_data: Mapping[str, Any],
 ) -> str:
     """Return the title a subentry gets unless the user names it.
 
     "Ollama · llama3.1:8b" for an agent, "Ollama · llama3.1:8b · AI task" for
-    a task, "OpenAI · whisper-1 · Speech-to-text" for speech-to-text.
+    a task, "OpenAI · whisper-1 · Speech-to-text" for speech-to-text;
+    "Ollama (192.168.1.20:11434) · llama3.1:8b" for an agent of an entry
+    titled with its address.
     """
-    return _title(server_name(entry_data), subentry_type, subentry_data)
+    label = server_label(entry_title, entry_data)
+    return _title(label, subentry_type, subentry_data)
 
 
 def _title(label: str, subentry_type: str, subentry_data: Mapping[str, Any]) -> str:
@@ -118,15 +143,20 @@ def _title(label: str, subentry_type: str, subentry_data: Mapping[str, Any]) -> 
 def is_generated_title(
     title: str,
     subentry_type: str,
+    entry_title: str,
     entry_data: Mapping[str, Any],
     subentry_data: Mapping[str, Any],
 ) -> bool:
-    """Tell whether a subentry still has a title the integration gave it."""
-    # Custom servers' subentries were once named after the host.
+    """Tell whether a subentry still has a title the integration gave it.
+
+    Subentries were once named after the server alone, and custom servers'
+    after the host.
+    """
     host = str(URL(entry_data[CONF_BASE_URL]).host)
     return title in (
-        subentry_title(subentry_type, entry_data, subentry_data),
+        subentry_title(subentry_type, entry_title, entry_data, subentry_data),
         LEGACY_TITLES.get(subentry_type),
+        _title(server_name(entry_data), subentry_type, subentry_data),
         _title(host, subentry_type, subentry_data),
     )
 
@@ -134,11 +164,12 @@ def is_generated_title(
 def followed_title(
     title: str,
     subentry_type: str,
+    entry_title: str,
     entry_data: Mapping[str, Any],
     old_data: Mapping[str, Any],
     new_data: Mapping[str, Any],
 ) -> str:
     """Return a subentry's title after its settings change: a given name stays."""
-    if is_generated_title(title, subentry_type, entry_data, old_data):
-        return subentry_title(subentry_type, entry_data, new_data)
+    if is_generated_title(title, subentry_type, entry_title, entry_data, old_data):
+        return subentry_title(subentry_type, entry_title, entry_data, new_data)
     return title

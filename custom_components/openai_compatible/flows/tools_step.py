@@ -1,8 +1,9 @@
 """The agent's tools step: which tools are offered, on demand, and a call cap.
 
-The tools are chosen by their names in Home Assistant. Nothing chosen offers
-every tool, new ones too; a chosen name the API no longer has stays listed, so
-it can be taken out, and is not offered.
+The tools are chosen by their names in Home Assistant, shown by their titles
+or their descriptions' first words and the API they come from. Nothing chosen
+offers every tool, new ones too; a chosen name the API no longer has stays
+listed, so it can be taken out, and is not offered.
 """
 
 from __future__ import annotations
@@ -15,20 +16,29 @@ from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import llm
 from homeassistant.helpers.selector import (
+    SelectOptionDict,
     SelectSelector,
     SelectSelectorConfig,
     SelectSelectorMode,
 )
 import probatio
+from slugify import slugify
 
 from ..const import CONF_MAX_TOOL_CALLS, CONF_TOOLS, CONF_TOOLS_ON_DEMAND, DOMAIN
 from .fields import whole_number
 
 TOOL_KEYS: Final = (CONF_TOOLS, CONF_TOOLS_ON_DEMAND, CONF_MAX_TOOL_CALLS)
+# A label shows this much of a description's first sentence.
+LABEL_CHARACTERS: Final = 60
 
 
-async def async_tool_names(hass: HomeAssistant, api_ids: list[str]) -> list[str]:
-    """Return the names of the tools the LLM APIs provide today."""
+async def async_tool_options(
+    hass: HomeAssistant, api_ids: list[str]
+) -> list[SelectOptionDict]:
+    """Return the tools the LLM APIs provide today: names, and readable labels.
+
+    A label says what the tool does and which API it comes from.
+    """
     context = llm.LLMContext(
         platform=DOMAIN,
         context=Context(),
@@ -37,19 +47,51 @@ async def async_tool_names(hass: HomeAssistant, api_ids: list[str]) -> list[str]
         device_id=None,
     )
     try:
-        api = await llm.async_get_api(hass, api_ids, context)
+        merged = await llm.async_get_api(hass, api_ids, context)
+        apis = [await llm.async_get_api(hass, api_id, context) for api_id in api_ids]
     except HomeAssistantError:
         return []
-    return [tool.name for tool in api.tools]
+    # Where two APIs have a tool of one name, the merged one is namespaced.
+    sources: dict[str, str] = {}
+    for api in apis:
+        for tool in api.tools:
+            sources.setdefault(tool.name, api.api.name)
+            sources[f"{slugify(api.api.id)}__{tool.name}"] = api.api.name
+    return [
+        SelectOptionDict(
+            value=tool.name,
+            label=f"{_readable(tool)} ({sources.get(tool.name, merged.api.name)})",
+        )
+        for tool in merged.tools
+    ]
 
 
-def tools_schema(names: list[str], data: Mapping[str, Any]) -> probatio.Schema:
+def _readable(tool: llm.Tool) -> str:
+    """Return a tool's title, else its description's first sentence, cut short."""
+    text = tool.title or (tool.description or "").split(". ")[0].split("\n")[0]
+    text = text.strip().rstrip(".")
+    if len(text) > LABEL_CHARACTERS:
+        text = text[:LABEL_CHARACTERS].rsplit(" ", 1)[0] + "…"
+    return text or tool.name
+
+
+def tools_schema(
+    options: list[SelectOptionDict], data: Mapping[str, Any]
+) -> probatio.Schema:
     """Return the form: the tools to offer, on demand, the cap on calls."""
+    offered = {option["value"] for option in options}
+    kept = [
+        SelectOptionDict(value=name, label=name)
+        for name in data.get(CONF_TOOLS, ())
+        if name not in offered
+    ]
     return probatio.Schema(
         {
             probatio.Optional(CONF_TOOLS): SelectSelector(
                 SelectSelectorConfig(
-                    options=sorted({*names, *data.get(CONF_TOOLS, ())}),
+                    options=sorted(
+                        [*options, *kept], key=lambda option: option["label"]
+                    ),
                     multiple=True,
                     mode=SelectSelectorMode.DROPDOWN,
                 )

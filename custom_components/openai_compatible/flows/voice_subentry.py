@@ -43,16 +43,15 @@ from .subentry_base import SubentryFlow
 
 # The formats of OpenAI's speech route, which the others copy.
 AUDIO_FORMATS: Final = ("mp3", "wav", "flac", "opus", "aac", "pcm")
-# A voice model picker's order after the evident voice models.
-_LATER: Final = (ModelKind.UNKNOWN, ModelKind.OTHER, ModelKind.IMAGE, ModelKind.CHAT)
 
 
-def _voice_models_first(models: list[str], first: Callable[[str], bool]) -> list[str]:
-    """Return the models matching `first`, then those of unknown kind, chat last."""
-    return sorted(
-        models,
-        key=lambda model: -1 if first(model) else _LATER.index(model_kind(model)),
-    )
+def _voice_models(models: list[str], evident: Callable[[str], bool]) -> list[str]:
+    """Return the models evidently of the picker's kind, then those of unknown kind.
+
+    Chat, image and other audio models are left out; any name can be typed.
+    """
+    unknown = [model for model in models if model_kind(model) is ModelKind.UNKNOWN]
+    return [*filter(evident, models), *unknown]
 
 
 def _keep_text(options: dict[str, object], key: str, value: object) -> None:
@@ -97,7 +96,7 @@ class _VoiceSubentryFlow(SubentryFlow):
         if self._is_new:
             # Left empty, server and model name the subentry.
             schema[probatio.Optional(CONF_NAME)] = str
-        models = _voice_models_first(entry.runtime_data.models, self._evident)
+        models = _voice_models(entry.runtime_data.models, self._evident)
         schema[probatio.Required(CONF_AUDIO_MODEL)] = dropdown(
             models, self.options.get(CONF_AUDIO_MODEL)
         )

@@ -20,7 +20,7 @@ Once the entry unloads, nothing more is written.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict
 from datetime import date
 import hashlib
@@ -270,10 +270,19 @@ class Capabilities:
         self.fingerprint = fingerprint
         self.forget()
 
-    def forget(self) -> None:
-        """Forget every lesson about the server, now and in the store."""
+    def forget(self) -> list[str]:
+        """Forget every lesson about the server, now and in the store.
+
+        Return what held, a line per model: "gpt-4o-mini: refused tools".
+        """
+        forgotten = [
+            _told(name, lessons.diagnostics())
+            for name, lessons in sorted(self._lessons.items())
+            if lessons.any()
+        ]
         self._lessons.clear()
         self._schedule_save()
+        return forgotten
 
     async def async_load(self) -> None:
         """Bring back the lessons stored for this very server, if any."""
@@ -340,6 +349,22 @@ class Capabilities:
         """Save the lessons soon, once for a burst of them; never once closed."""
         if not self._closed:
             self._store.async_delay_save(self.as_dict, _SAVE_DELAY)
+
+
+def _told(model: str, lessons: Mapping[str, object]) -> str:
+    """Return what a model's lessons say, in one line, from their diagnostics."""
+    parts = [
+        f"{label} {', '.join(map(str, learned))}"
+        for key, label in (
+            ("refused", "refused"),
+            ("proven", "took"),
+            ("fields", "refused the fields"),
+        )
+        if isinstance(learned := lessons[key], Mapping) and learned
+    ]
+    if window := lessons["context_window"]:
+        parts.append(f"read at most {window} tokens")
+    return f"{model}: {'; '.join(parts)}"
 
 
 def _store(hass: HomeAssistant, entry_id: str) -> Store[dict[str, object]]:

@@ -107,30 +107,34 @@ def model_kind(model: str) -> ModelKind:
     return ModelKind.UNKNOWN
 
 
-# The order of kinds in each picker: the wanted kind, then models that may be
-# of it, then the rest.
-_CHAT_ORDER: Final = (
-    ModelKind.CHAT,
-    ModelKind.UNKNOWN,
-    ModelKind.IMAGE,
-    ModelKind.OTHER,
-)
-_IMAGE_ORDER: Final = (
-    ModelKind.IMAGE,
-    ModelKind.UNKNOWN,
-    ModelKind.CHAT,
-    ModelKind.OTHER,
-)
+# The kinds each picker offers, in order: the wanted kind, then models that
+# may be of it. Evidently other models are left out; any name can be typed.
+_CHAT_PICKS: Final = (ModelKind.CHAT, ModelKind.UNKNOWN)
+_IMAGE_PICKS: Final = (ModelKind.IMAGE, ModelKind.UNKNOWN)
 
 
 def chat_models_first(models: list[str]) -> list[str]:
-    """Return the models for a chat-model picker: evident chat models first."""
-    return sorted(models, key=lambda model: _CHAT_ORDER.index(model_kind(model)))
+    """Return the models for a chat-model picker: evident chat models first.
+
+    Then those of unknown kind; no image, speech or embedding model.
+    """
+    return _picks(models, _CHAT_PICKS)
 
 
 def image_models_first(models: list[str]) -> list[str]:
-    """Return the models for an image-model picker: evident image models first."""
-    return sorted(models, key=lambda model: _IMAGE_ORDER.index(model_kind(model)))
+    """Return the models for an image-model picker: evident image models first.
+
+    Then those of unknown kind; no chat, speech or embedding model.
+    """
+    return _picks(models, _IMAGE_PICKS)
+
+
+def _picks(models: list[str], kinds: tuple[ModelKind, ...]) -> list[str]:
+    """Return the models of the kinds, by kind in that order; each kind read once."""
+    by_kind: dict[ModelKind, list[str]] = {kind: [] for kind in kinds}
+    for model in models:
+        by_kind.get(model_kind(model), []).append(model)
+    return [model for kind in kinds for model in by_kind[kind]]
 
 
 def pick_chat_model(models: list[str], recommended: str | None) -> str | None:
@@ -141,10 +145,7 @@ def pick_chat_model(models: list[str], recommended: str | None) -> str | None:
     """
     if recommended and recommended in models:
         return recommended
-    first = next(iter(chat_models_first(models)), None)
-    if first is not None and model_kind(first) in (ModelKind.CHAT, ModelKind.UNKNOWN):
-        return first
-    return recommended
+    return next(iter(chat_models_first(models)), recommended)
 
 
 def pick_image_model(models: list[str]) -> str | None:
