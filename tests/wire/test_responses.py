@@ -30,6 +30,7 @@ from custom_components.openai_compatible.wire.responses import (
     body_features,
     handling_body,
     settings_body,
+    varying_in_user,
     without_feature,
 )
 from custom_components.openai_compatible.wire.responses_chat_form import (
@@ -846,3 +847,23 @@ async def test_evaluate_answer_that_is_no_object(
 
     with pytest.raises(HomeAssistantError, match="the answer"):
         await task(hass, "evaluate", questions={"door": DOOR}, state="open")
+
+
+def test_the_varying_instructions_go_before_the_parts_of_a_user_message() -> None:
+    """A user message of parts (an attachment) gets them as its first part."""
+    image = {"type": "input_image", "image_url": "data:image/png;base64,AA"}
+    items: list[Any] = [
+        {"type": "message", "role": "system", "content": "Shared."},
+        {"type": "message", "role": "system", "content": "Varying."},
+        {"type": "message", "role": "user", "content": [image]},
+    ]
+
+    assert varying_in_user(items) == [
+        items[0],
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "Varying.\n\n"}, image],
+        },
+    ]
+    assert varying_in_user(items[1:]) == items[1:]
