@@ -137,7 +137,9 @@ def spoken(text: str, path: Path) -> float:
         if shutil.which(tool) is None:
             raise RuntimeError(f"{tool} is missing: apt-get install espeak-ng sox")
     raw = path.with_suffix(".espeak.wav")
-    subprocess.run(["espeak-ng", "-w", str(raw), text], check=True)
+    subprocess.run(
+        ["espeak-ng", "-v", "en-us", "-s", "140", "-w", str(raw), text], check=True
+    )
     subprocess.run(
         ["sox", str(raw), "-r", str(SAMPLE_RATE), "-c", "1", "-b", "16", str(path)],
         check=True,
