@@ -131,12 +131,10 @@ def running() -> Generator[Servers]:
         pytest_socket.enable_socket()
         stack.callback(pytest_socket.enable_socket)
         model_port, speech_port = _free_port(), _free_port()
-        model = stack.enter_context(
-            _process(
-                servers.llama_server_command(configuration, MODEL_FILE, model_port),
-                work / "llama-server.out",
-            )
-        )
+        command = servers.llama_server_command(configuration, MODEL_FILE, model_port)
+        # The server lists the model by its own name.
+        command[command.index("--alias") + 1] = MODEL
+        model = stack.enter_context(_process(command, work / "llama-server.out"))
         listening = stack.enter_context(
             _process(
                 speech.whisper_command(whisper, speech_port, work),
