@@ -65,7 +65,8 @@ MODEL = "qwen2.5-coder-0.5b-instruct"
 MODEL_FILE = servers.CACHE / "models" / f"{MODEL}.gguf"
 NAMES = ("ours", "core")
 # HOOK(one-round answers): the agent option that answers a device command
-# with Home Assistant's own response in one model round is not in this tree
+# with Home Assistant's own response in one model round (`CONF_ONE_ROUND`,
+# "one_round_answers", on by default for local servers) is not in this tree
 # yet. Once it is: add a third agent of ours with it off ("ours, two rounds")
 # to the cold part, and print for each device command its whole time with the
 # option on over the time with it off, met at 60 % or less.
