@@ -182,11 +182,12 @@ async def async_add_agents(
     proxy: RecordingProxy,
     names: tuple[str, ...],
     subentry_type: str = ours_const.SUBENTRY_CONVERSATION,
+    model: str = MODEL,
 ) -> dict[str, str]:
     """Add our agent (or AI task) and core's agent on one server, answers capped."""
     base_url = f"{proxy.url}/v1"
     agent = {
-        ours_const.CONF_CHAT_MODEL: MODEL,
+        ours_const.CONF_CHAT_MODEL: model,
         CONF_PROMPT: llm.DEFAULT_INSTRUCTIONS_PROMPT,
         CONF_LLM_HASS_API: [llm.LLM_API_ASSIST],
         ours_const.CONF_MAX_TOKENS: ANSWER_TOKENS,

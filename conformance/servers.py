@@ -84,6 +84,8 @@ class Package:
     version: str
     requirement: str
     environment: tuple[tuple[str, str], ...] = ()
+    # More requirements installed beside it, pinned.
+    extra: tuple[str, ...] = ()
 
     @property
     def folder(self) -> Path:
@@ -119,12 +121,20 @@ class Package:
                         "--python",
                         str(self.python),
                         self.requirement,
+                        *self.extra,
                     ],
                 ]
             else:
                 commands = [
                     [python, "-m", "venv", str(self.folder)],
-                    [str(self.python), "-m", "pip", "install", self.requirement],
+                    [
+                        str(self.python),
+                        "-m",
+                        "pip",
+                        "install",
+                        self.requirement,
+                        *self.extra,
+                    ],
                 ]
             for command in commands:
                 out.write(f"$ {' '.join(command)}\n".encode())

@@ -98,11 +98,13 @@ def _tool_answer(body: dict[str, Any], messages: list[dict[str, Any]]) -> Answer
     if not tools or choice == "none" or not (asked or ends_with_lookup(messages)):
         return None
     names = tool_names(tools)
+    # The command is the message's last paragraph: instructions may come first
+    # (the agent's varying ones, or a system prompt a chat template folded).
     text = next(
         message_text(m.get("content"))
         for m in reversed(messages)
         if m["role"] == "user"
-    )
+    ).rsplit("\n\n", 1)[-1]
     if call := _command_call(text, names):
         return call
     if not asked:

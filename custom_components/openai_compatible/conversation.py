@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from functools import partial
-from typing import Final, Literal, override
+import time
+from typing import Any, Final, Literal, override
 
 from homeassistant.components import conversation
 from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT, MATCH_ALL
+from homeassistant.core import Context
+from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import llm
+from homeassistant.helpers.json import json_dumps
+from homeassistant.util.ulid import ulid_now
 
-from .const import CONF_STREAMING, DOMAIN, SUBENTRY_CONVERSATION
+from .const import CONF_API, CONF_STREAMING, DOMAIN, LOGGER, SUBENTRY_CONVERSATION
 from .entity import OpenAICompatibleEntity
 from .errors import ModelError
 from .fallback import async_converse_with, handover
+from .features import WireApi, api_setting
+from .net.request import RequestSettings, ToolSet
 from .platforms import setup_per_subentry
+from .tool_offer.offer import ToolOffer
+from .wire.round_trip import Dialect
 
 PARALLEL_UPDATES = 0
 
@@ -23,6 +34,9 @@ SPOKEN_ANSWER: Final = (
     "Your answer is spoken aloud: answer in plain sentences, without markdown, "
     "lists, tables, code or emoji."
 )
+# Seconds in which the same prompt is not sent ahead again: the commands in
+# between kept it in the server's cache.
+WARM_AGAIN_AFTER: Final = 30.0
 
 
 async_setup_entry = setup_per_subentry(
@@ -39,6 +53,9 @@ class OpenAICompatibleConversationEntity(
     """A conversation agent that streams its answers."""
 
     _attr_translation_key = "conversation"
+    _warming: asyncio.Task[None] | None = None
+    # The prompt last sent ahead (its hash), and when.
+    _warmed: tuple[int, float] | None = None
 
     @property
     @override
@@ -73,6 +90,64 @@ class OpenAICompatibleConversationEntity(
         await super().async_will_remove_from_hass()
 
     @override
+    async def async_prepare(self, language: str | None = None) -> None:
+        """Have the server evaluate the start of a spoken command's prompt now.
+
+        Home Assistant's pipeline calls this as speech-to-text begins, so the
+        server works while the user speaks. Only where the server keeps a
+        prompt cache and bills nothing for it, one at a time; it never fails.
+        """
+        if not self.capabilities.caches_prompts or (
+            self._warming is not None and not self._warming.done()
+        ):
+            return
+        self._warming = self.entry.async_create_background_task(
+            self.hass, self._async_warm_up(language), f"{self.entity_id} warm-up"
+        )
+
+    async def _async_warm_up(self, language: str | None) -> None:
+        """Send the first request of a spoken command without its words."""
+        try:
+            chat_log = await self._async_spoken_start(language)
+            offer = ToolOffer(
+                self._tool_set(chat_log.llm_api), self.subentry.data, chat_log
+            )
+            api = self.capabilities.api(api_setting(self.entry.options.get(CONF_API)))
+            dialect: Callable[[RequestSettings, ToolSet], Dialect[Any, Any, Any]] = (
+                self._chat_dialect
+                if api is WireApi.CHAT_COMPLETIONS
+                else self._responses_dialect
+            )
+            round_trip = self._round_trip(dialect, offer.tool_set(), chat_log)
+            body = await round_trip.async_build_body(chat_log)
+            digest = hash(json_dumps(body))
+            if self._warmed and self._warmed[0] == digest:
+                if time.monotonic() - self._warmed[1] < WARM_AGAIN_AFTER:
+                    return
+            await round_trip.async_warm(body)
+            self._warmed = (digest, time.monotonic())
+        except HomeAssistantError as err:
+            LOGGER.debug("%s sent nothing ahead: %s", self.entity_id, err)
+
+    async def _async_spoken_start(self, language: str | None) -> conversation.ChatLog:
+        """Return a new conversation as a spoken command starts it, but its words.
+
+        Home Assistant writes the system prompt and picks the tools, for no
+        device: what every satellite's commands share.
+        """
+        chat_log = conversation.ChatLog(self.hass, ulid_now())
+        chat_log.content.append(conversation.UserContent(""))
+        options = self.subentry.data
+        await chat_log.async_provide_llm_data(
+            llm.LLMContext(
+                DOMAIN, Context(), language, conversation.DOMAIN, None, self.entity_id
+            ),
+            options.get(CONF_LLM_HASS_API),
+            _spoken(options.get(CONF_PROMPT)),
+        )
+        return chat_log
+
+    @override
     async def _async_handle_message(
         self,
         user_input: conversation.ConversationInput,
@@ -80,6 +155,10 @@ class OpenAICompatibleConversationEntity(
     ) -> conversation.ConversationResult:
         """Answer one user message."""
         options = self.subentry.data
+        if self._warming is not None:
+            # On a server of several slots, a request sent meanwhile would
+            # take another one, its cache cold.
+            await asyncio.wait({self._warming})
         try:
             await chat_log.async_provide_llm_data(
                 user_input.as_llm_context(DOMAIN),
@@ -113,6 +192,11 @@ def _instructions(
     """Return the agent's instructions, told to speak where a device listens."""
     if not (user_input.satellite_id or user_input.device_id):
         return prompt
+    return _spoken(prompt)
+
+
+def _spoken(prompt: str | None) -> str:
+    """Return the agent's instructions, told that the answer is spoken."""
     return f"{prompt or llm.DEFAULT_INSTRUCTIONS_PROMPT}\n{SPOKEN_ANSWER}"
 
 

@@ -24,6 +24,7 @@ from custom_components.openai_compatible.wire.responses import (
     body_features,
     handling_body,
     settings_body,
+    varying_in_user,
     without_feature,
 )
 from simulator import (
@@ -607,3 +608,23 @@ def test_how_the_provider_handles_the_request() -> None:
     assert Feature.SERVICE_TIER in body_features(chosen)
     assert handling_body(ResponsesOptions()) == {"store": False}
     assert handling_body(ResponsesOptions(store=True)) == {"store": True}
+
+
+def test_the_varying_instructions_go_before_the_parts_of_a_user_message() -> None:
+    """A user message of parts (an attachment) gets them as its first part."""
+    image = {"type": "input_image", "image_url": "data:image/png;base64,AA"}
+    items: list[Any] = [
+        {"type": "message", "role": "system", "content": "Shared."},
+        {"type": "message", "role": "system", "content": "Varying."},
+        {"type": "message", "role": "user", "content": [image]},
+    ]
+
+    assert varying_in_user(items) == [
+        items[0],
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "Varying.\n\n"}, image],
+        },
+    ]
+    assert varying_in_user(items[1:]) == items[1:]

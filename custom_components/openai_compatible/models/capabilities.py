@@ -99,6 +99,15 @@ class ModelCapabilities:
             return lessons.context_window
         return reported
 
+    @property
+    def caches_prompts(self) -> bool:
+        """Tell whether the server keeps a prompt cache worth filling ahead.
+
+        Server software we know keeps one (llama.cpp, Ollama, which also loads
+        the model for it, vLLM, LM Studio); a hosted preset bills for it.
+        """
+        return self.kind is not None and not self.provider.api_key_required
+
     def refuses(self, feature: Feature) -> bool:
         """Tell whether a request with this feature is known to be refused."""
         if feature in self.provider.refuses or self.lessons.refuses(feature):

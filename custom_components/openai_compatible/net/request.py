@@ -10,8 +10,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 import hashlib
 import re
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
+from homeassistant.components.intent.const import DOMAIN as INTENT_DOMAIN
+from homeassistant.components.intent.llm import TIMER_INTENTS
 from homeassistant.helpers import llm
 import probatio
 
@@ -24,6 +26,11 @@ if TYPE_CHECKING:
 
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+# The Assist API's tools only a device that takes timers gets: last, so the
+# tools before them are the same for every device.
+_DEVICE_TOOLS: Final = frozenset(
+    f"{INTENT_DOMAIN}__{intent}" for intent in TIMER_INTENTS
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +107,10 @@ def _wire_tool_name(name: str, taken: set[str]) -> str:
 
 
 def build_tool_set(llm_api: llm.APIInstance | None) -> ToolSet:
-    """Convert every tool of the API, in a stable order."""
+    """Convert every tool of the API, in a stable order.
+
+    By name, the tools only some devices get last.
+    """
     if llm_api is None or not llm_api.tools:
         return ToolSet([], {}, {})
     serializer: Callable[[Any], Any] = (
@@ -109,7 +119,9 @@ def build_tool_set(llm_api: llm.APIInstance | None) -> ToolSet:
     tools: list[ChatTool] = []
     to_wire: dict[str, str] = {}
     from_wire: dict[str, str] = {}
-    for tool in sorted(llm_api.tools, key=lambda tool: tool.name):
+    for tool in sorted(
+        llm_api.tools, key=lambda tool: (tool.name in _DEVICE_TOOLS, tool.name)
+    ):
         name = _wire_tool_name(tool.name, set(from_wire))
         to_wire[tool.name] = name
         from_wire[name] = tool.name

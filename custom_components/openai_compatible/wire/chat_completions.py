@@ -108,6 +108,17 @@ class MessageRenderer(ChatLogRenderer[Message, ChatPart]):
         return [message]
 
 
+def varying_in_user(messages: list[Message]) -> list[Message]:
+    """Return the messages with the system prompt's varying part moved.
+
+    To the start of the first user message (render.py): the system prompt
+    and the tools stay the same from one conversation to the next.
+    """
+    if not messages or messages[0].get("role") != "system":
+        return messages
+    return [messages[0], *fold_system(messages[1:])]
+
+
 def body_features(body: ChatBody) -> frozenset[Feature]:
     """Return the request features a Chat Completions body holds."""
     features: set[Feature] = set()
@@ -223,7 +234,10 @@ class ChatCompletionsDialect:
         self, conversation: list[Message], response_format: ResponseFormat | None
     ) -> ChatBody:
         """Return the request body around the messages."""
-        body: JsonObject = {"model": self.settings.model, "messages": conversation}
+        body: JsonObject = {
+            "model": self.settings.model,
+            "messages": varying_in_user(conversation),
+        }
         if self.tools:
             body["tools"] = self.tools
             # The default where tools are offered; some servers only consider

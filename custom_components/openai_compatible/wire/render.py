@@ -6,22 +6,51 @@ Within one round trip each content object is rendered once and attachments
 are read once. A call left without a result is answered with a placeholder
 (servers refuse it otherwise); a result whose call the server never saw
 (another agent's, or a provider-run one) is left out.
+
+Where tools are offered, the system prompt goes as two messages: what every
+device and command shares, then what varies by device or command
+(`split_instructions`). The dialects move the second to the start of the
+first user message once the request is fitted (so fitting never leaves it
+out): a server's cache then keeps the system prompt and the tools, which chat
+templates place after it, from one conversation to the next.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from homeassistant.components import conversation
+from homeassistant.components.intent.llm import DEVICE_CONTROL_TOOL_USAGE_PROMPT
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers.llm import DATE_TIME_PROMPT
 
 from ..media.attachments import LoadedFile, async_load_attachments
 from ..net.request import ToolSet
 
 type Role = Literal["system", "user", "assistant"]
 type Instructions = tuple[conversation.UserContent, str]
+
+# Where Home Assistant's system prompt turns to what varies: the lines after
+# the Assist API's device control line (the device's area, whether it takes
+# timers), and the date line it adds where no tool tells the time. A
+# satellite's extra system prompt comes after both.
+_VARIES_AFTER: Final = f"{DEVICE_CONTROL_TOOL_USAGE_PROMPT}\n"
+_VARIES_FROM: Final = "\n" + DATE_TIME_PROMPT.split("{{", 1)[0]
+
+
+def split_instructions(text: str) -> tuple[str, str]:
+    """Return the part of a system prompt every device and command shares, and the rest.
+
+    Both as Home Assistant wrote them, but the line break between them.
+    """
+    cut = len(text)
+    if (found := text.find(_VARIES_AFTER)) >= 0:
+        cut = found + len(_VARIES_AFTER) - 1
+    if (found := text.find(_VARIES_FROM)) >= 0:
+        cut = min(cut, found)
+    return text[:cut], text[cut:].strip("\n")
 
 
 class ChatLogRenderer[Item, Part](ABC):
@@ -84,7 +113,11 @@ class ChatLogRenderer[Item, Part](ABC):
     ) -> list[Item]:
         """Convert one piece of content."""
         if isinstance(content, conversation.SystemContent):
-            return [self._message("system", content.content)]
+            if not self._tool_set.tools:
+                return [self._message("system", content.content)]
+            shared, varying = split_instructions(content.content)
+            varying_message = [self._message("system", varying)] if varying else []
+            return [self._message("system", shared), *varying_message]
         if isinstance(content, conversation.UserContent):
             return [await self._async_user(content, extra)]
         if isinstance(content, conversation.AssistantContent):

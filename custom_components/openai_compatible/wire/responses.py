@@ -19,6 +19,7 @@ from ..models.capabilities import ModelCapabilities
 from ..models.provider_tools import ResponsesOptions
 from ..net.request import RequestSettings, ToolSet, without_keys
 from ..net.shapes import (
+    InputPart,
     JsonObject,
     ResponseFormat,
     ResponsesBody,
@@ -227,6 +228,27 @@ def _drop_provider_tool(body: ResponsesBody, feature: Feature) -> None:
             _drop_include(body, value)
 
 
+def varying_in_user(items: list[ResponsesItem]) -> list[ResponsesItem]:
+    """Return the input with the system prompt's varying part moved.
+
+    To the start of the first user message, as Chat Completions does it
+    (render.py).
+    """
+    if [item.get("role") for item in items[:3]] != ["system", "system", "user"]:
+        return items
+    varying = f"{items[1].get('content')}\n\n"
+    first = items[2]
+    content = first.get("content")
+    if isinstance(content, list):
+        folded: str | list[InputPart] = [
+            {"type": "input_text", "text": varying},
+            *cast("list[InputPart]", content),
+        ]
+    else:
+        folded = f"{varying}{content or ''}"
+    return [items[0], {**first, "content": folded}, *items[3:]]
+
+
 class ResponsesDialect:
     """`/responses`: input items in, a response or its events out.
 
@@ -271,7 +293,10 @@ class ResponsesDialect:
         self, conversation: list[ResponsesItem], response_format: ResponseFormat | None
     ) -> ResponsesBody:
         """Return the request body around the input items."""
-        body: JsonObject = {"model": self.settings.model, "input": conversation}
+        body: JsonObject = {
+            "model": self.settings.model,
+            "input": varying_in_user(conversation),
+        }
         if self.tools:
             body["tools"] = self.tools
         body.update(settings_body(self.settings, self._options, self._capabilities))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
 from homeassistant.components import conversation
 
@@ -205,6 +205,16 @@ class RoundTrip:
         if isinstance(usage := answer.get("usage"), dict):
             self._on_usage(usage)
         return answer
+
+    async def async_warm(self, body: WireBody) -> None:
+        """Send a request for its prompt alone, so that the server caches it.
+
+        Unstreamed, the least answer asked; the answer is read and dropped.
+        """
+        dialect = self._dialect
+        least = cast("WireBody", {**body, dialect.limit_key: dialect.least_limit})
+        async with self._async_open(self._shaped(least, stream=False)) as (chunks, _):
+            await async_read_body(chunks)
 
     def _streams_with_tools(self, body: WireBody) -> bool:
         """Tell whether an empty answer to the body is asked again unstreamed."""
