@@ -310,3 +310,33 @@ def test_a_command_line_shows_both_agents() -> None:
 
     assert re.match(r"\s+7 x\s+\| ours ✓ 2r   1.0s 'Done.' \| core ✗ 2r", line)
     assert line.endswith("[light.kitchen_light state 'off', not 'on']")
+
+
+# The device and field each question for a number asks about.
+ASKED = {
+    "What is the temperature in the living room?": (
+        "sensor.living_room_temperature",
+        "state",
+    ),
+    "How warm is it outside?": ("sensor.outdoor_temperature", "state"),
+    "What's the humidity in the bathroom?": ("sensor.bathroom_humidity", "state"),
+    "How cold is the fridge?": ("sensor.fridge_temperature", "state"),
+    "How much power is the house using right now?": ("sensor.power_usage", "state"),
+    "What's the CO2 level in the office?": ("sensor.office_co2", "state"),
+    "What is the bedroom thermostat set to?": (
+        "climate.bedroom_thermostat",
+        "temperature",
+    ),
+}
+
+
+@pytest.mark.parametrize(("text", "asked"), ASKED.items())
+def test_a_question_wants_the_value_the_home_holds(
+    text: str, asked: tuple[str, str]
+) -> None:
+    """The number a question must hear is the one its device shows."""
+    command = _command(text)
+    start = start_states(command)
+    entity_id, field = asked
+
+    assert judge(command, start, start, f"It is {start[entity_id][field]}.").good
