@@ -286,7 +286,7 @@ class HomeThermostat(_Device, ClimateEntity):
     """A heating thermostat."""
 
     _attr_hvac_modes = [HVACMode.HEAT, HVACMode.OFF]
-    _attr_temperature_unit = UnitOfTemperature.CELSIUS
+    _attr_native_temperature_unit = UnitOfTemperature.CELSIUS
     _attr_target_temperature_step = 0.5
     _attr_supported_features = (
         ClimateEntityFeature.TARGET_TEMPERATURE
@@ -297,12 +297,12 @@ class HomeThermostat(_Device, ClimateEntity):
     def apply(self, fields: Mapping[str, Any]) -> None:
         """Set the mode, the target and the room's temperature."""
         self._attr_hvac_mode = HVACMode(fields["state"])
-        self._attr_target_temperature = fields["temperature"]
-        self._attr_current_temperature = fields["current_temperature"]
+        self._attr_native_target_temperature = fields["temperature"]
+        self._attr_native_current_temperature = fields["current_temperature"]
 
     async def async_set_temperature(self, **kwargs: Any) -> None:
         """Set the target."""
-        self._attr_target_temperature = kwargs["temperature"]
+        self._attr_native_target_temperature = kwargs["temperature"]
         self.async_write_ha_state()
 
     async def async_set_hvac_mode(self, hvac_mode: HVACMode) -> None:
