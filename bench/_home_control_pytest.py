@@ -78,7 +78,6 @@ from pytest_homeassistant_custom_component.common import (  # type: ignore[impor
     MockConfigEntry,
     setup_test_component_platform,
 )
-import pytest_socket  # type: ignore[import-untyped]
 
 from bench._conversation_pytest import _agent_id
 from bench.home import (
@@ -115,6 +114,7 @@ WHEEL_MODELS = {"0.5b": "qwen-0.5b", "1.5b": "qwen-1.5b"}
 ANSWER_TOKENS = 128
 TEMPERATURE = 0.0
 COMMAND_SECONDS = 150.0
+SERVER_SECONDS = 600.0
 # One slot per agent, each its own window, so that neither evicts the
 # other's prompt: llama-server gives a request the slot whose cached prompt
 # shares most with it.
@@ -612,7 +612,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def proxy(request: pytest.FixtureRequest) -> Generator[RecordingProxy]:
+def proxy(
+    request: pytest.FixtureRequest, socket_enabled: None
+) -> Generator[RecordingProxy]:
     """Start llama-server with the model of the parameter, outside the event loop."""
     if not servers.LLAMA_SERVER.installed():
         log = servers.CACHE / f"{servers.LLAMA_SERVER.folder.name}.log"
@@ -620,13 +622,8 @@ def proxy(request: pytest.FixtureRequest) -> Generator[RecordingProxy]:
         servers.LLAMA_SERVER.install(log)
     work = Path(tempfile.mkdtemp(prefix="bench-home-control-"))
     print(f"server log in {work}", flush=True)
-    pytest_socket.enable_socket()
-    try:
-        with _serving(request.param, work) as running:
-            pytest_socket.disable_socket(allow_unix_socket=True)
-            yield running
-    finally:
-        pytest_socket.enable_socket()
+    with _serving(request.param, work) as running:
+        yield running
 
 
 async def async_add_agents(
@@ -650,7 +647,8 @@ async def async_add_agents(
                 ours_const.CONF_PROVIDER: "llama_cpp",
                 ours_const.CONF_BASE_URL: base_url,
             },
-            options={ours_const.CONF_TIMEOUT: COMMAND_SECONDS},
+            # As long as core's client waits: a cold prompt takes minutes.
+            options={ours_const.CONF_TIMEOUT: SERVER_SECONDS},
             subentries_data=[
                 ConfigSubentryData(
                     data={ours_const.CONF_RECOMMENDED: False, **agent},
