@@ -23,6 +23,7 @@ import tempfile
 import time
 from typing import Any
 
+import aiohttp
 from homeassistant.components import conversation
 from homeassistant.components.binary_sensor import (
     BinarySensorDeviceClass,
@@ -682,6 +683,22 @@ async def async_add_agents(
     return agents
 
 
+async def async_idle(proxy: RecordingProxy) -> None:
+    """Wait until no slot is busy: a request cut at the time limit runs on a while.
+
+    A request that found its agent's slot busy would take the other agent's
+    slot, and throw away that agent's cached prompt.
+    """
+    deadline = time.monotonic() + COMMAND_SECONDS
+    async with aiohttp.ClientSession() as session:
+        while time.monotonic() < deadline:
+            async with session.get(f"{proxy.upstream}/slots") as response:
+                slots = await response.json()
+            if not any(slot.get("is_processing") for slot in slots):
+                return
+            await asyncio.sleep(0.5)
+
+
 # --- one command --------------------------------------------------------------------
 
 
@@ -693,6 +710,7 @@ async def async_say(
     command: Command,
 ) -> Outcome:
     """Say a command in a fresh conversation, every state reset; judge it."""
+    await async_idle(proxy)
     before = await async_reset(hass, home, command)
     seen = len(proxy.exchanges)
     speech, timed_out = "", False
