@@ -47,6 +47,13 @@ END_MARKER = "<!-- conformance:end -->"
 # Scenarios whose fallback must be remembered: a second run asks once.
 REMEMBERED = ("generate_data structure", "evaluate")
 _PROMPT_TOKENS = re.compile(r'"prompt_tokens": (\d+)')
+# The models, as the line above the table names them.
+MODELS = {
+    "tiny": "the tiny random-weight model",
+    "gemma": "Gemma 3 270M Q4_K_M",
+    "qwen-0.5b": "Qwen2.5 Coder 0.5B Instruct Q4_K_M",
+    "qwen-1.5b": "Qwen2.5 Coder 1.5B Instruct Q4_K_M",
+}
 
 CONFIGURATION = """\
 homeassistant:
@@ -145,7 +152,10 @@ def serving(
             else:
                 backend = running[configuration.backend].proxy.upstream
                 config = work / f"{configuration.name}.yaml"
-                config.write_text(servers.litellm_config(backend), encoding="utf-8")
+                config.write_text(
+                    servers.litellm_config(backend, configuration.alias),
+                    encoding="utf-8",
+                )
                 command = servers.litellm_command(config, port)
                 env = {**os.environ, **servers.LITELLM_ENVIRONMENT}
             log(f"starting {configuration.name}")
@@ -245,23 +255,18 @@ def notes(run: Running) -> dict[str, Any]:
 
 def summary(runs: list[Running]) -> str:
     """Return the line above the table: when, which models, how large a prompt."""
-    prompts = {
-        model: max(
-            (
-                tokens
-                for run in runs
-                if run.configuration.model == model
-                and (tokens := _assist_prompt_tokens([run])) is not None
-            ),
-            default=None,
-        )
-        for model in ("tiny", "gemma")
-    }
+    models = []
+    for model, shown in MODELS.items():
+        ran = [run for run in runs if run.configuration.model == model]
+        if ran:
+            prompt = max(
+                (t for run in ran if (t := _assist_prompt_tokens([run])) is not None),
+                default=None,
+            )
+            models.append(f"{shown} (Assist prompt {prompt} tokens)")
     return (
-        f"Last run: {dt.date.today().isoformat()}; the tiny random-weight model "
-        f"(Assist prompt {prompts['tiny']} tokens) and Gemma 3 270M Q4_K_M "
-        f"(Assist prompt {prompts['gemma']} tokens); n_ctx {servers.CONTEXT} "
-        "unless the configuration says otherwise."
+        f"Last run: {dt.date.today().isoformat()}; {', '.join(models)}; n_ctx "
+        f"{servers.CONTEXT} unless the configuration says otherwise."
     )
 
 

