@@ -12,9 +12,12 @@ from functools import partial
 from typing import Any, Final, override
 
 from homeassistant.components import ai_task, conversation
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.util import slugify
 import probatio
 
+from . import OpenAICompatibleConfigEntry
 from .const import CONF_IMAGE_MODEL, LOGGER, MAX_TOOL_ROUNDS_AI_TASK, SUBENTRY_AI_TASK
 from .entity import OpenAICompatibleEntity
 from .errors import ModelError
@@ -29,7 +32,6 @@ from .media.images import async_generate_image
 from .models.fit import check_model_takes, learning_refusals
 from .net.request import build_tool_set
 from .net.shapes import JsonSchema
-from .platforms import setup_per_subentry
 from .structured.json_answer import StructureMismatch, checked_answer, parse_json_answer
 from .structured.rungs import StructuredRequest, async_climb
 from .structured.selector_schema import structure_to_json_schema
@@ -44,10 +46,18 @@ _REPAIR: Final = (
 )
 
 
-async_setup_entry = setup_per_subentry(
-    lambda entry, subentry: [OpenAICompatibleTaskEntity(entry, subentry)],
-    SUBENTRY_AI_TASK,
-)
+async def async_setup_entry(
+    hass: HomeAssistant,
+    entry: OpenAICompatibleConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+) -> None:
+    """Add an entity for each AI task subentry."""
+    for subentry in entry.subentries.values():
+        if subentry.subentry_type == SUBENTRY_AI_TASK:
+            async_add_entities(
+                [OpenAICompatibleTaskEntity(entry, subentry)],
+                config_subentry_id=subentry.subentry_id,
+            )
 
 
 def schema_name(task_name: str) -> str:
