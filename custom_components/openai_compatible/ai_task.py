@@ -1,13 +1,13 @@
-"""AI task entities, one per AI task subentry.
+"""AI task entities: data, images and evaluations.
 
-Structured data is asked for down the ladder of structured/rungs.py, checked
-(structured/json_answer.py) and asked for once more when it does not fit.
+A structure is asked for down the rungs of structured/rungs.py, and once
+more when the answer does not fit it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Any, Final, override
 
@@ -248,26 +248,16 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
                 attachments=task.attachments,
                 budget=self.budget(),
             )
+        info = GeneratedImageInfo(
+            model, image.mime_type, image.width, image.height, image.revised_prompt
+        )
         chat_log.async_add_assistant_content_without_tools(
-            conversation.AssistantContent(
-                agent_id=self.entity_id,
-                native=GeneratedImageInfo(
-                    model=model,
-                    mime_type=image.mime_type,
-                    width=image.width,
-                    height=image.height,
-                    revised_prompt=image.revised_prompt,
-                ),
-            )
+            conversation.AssistantContent(agent_id=self.entity_id, native=info)
         )
         return ai_task.GenImageTaskResult(
             image_data=image.data,
             conversation_id=chat_log.conversation_id,
-            mime_type=image.mime_type,
-            width=image.width,
-            height=image.height,
-            model=model,
-            revised_prompt=image.revised_prompt,
+            **asdict(info),
         )
 
 
