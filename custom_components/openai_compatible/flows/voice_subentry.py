@@ -59,7 +59,7 @@ def _taken(
     keys: Iterable[object],
     required: str,
 ) -> bool:
-    """Take a step's values if the required one is given; blank or left out, one goes."""
+    """Take the values if the required one is given; blank or left-out text goes."""
     values = {
         key: value.strip() if isinstance(value, str) else value
         for key, value in user_input.items()
