@@ -83,7 +83,19 @@ SETTINGS_KEYS: Final = frozenset(
     }
 )
 # The fields behind the "recommended" toggle.
+ADVANCED_KEYS: Final = (
+    CONF_MAX_TOKENS,
+    CONF_TEMPERATURE,
+    CONF_TOP_P,
+    CONF_EXTRA_FIELDS,
+    CONF_THINKING,
+)
 _ADVANCED: Final[FieldCondition] = {"field": CONF_RECOMMENDED, "value": False}
+# Values that ask for nothing, and so are not saved.
+_UNSAVED: Final[dict[str, object]] = {
+    CONF_STREAMING: True,
+    CONF_THINKING: Thinking.DEFAULT,
+}
 
 
 def _extra_fields_errors(
@@ -260,37 +272,19 @@ class ModelSubentryFlowHandler(SubentryFlow):
         return default_answer_limit(server, self.options) or RECOMMENDED_MAX_TOKENS
 
     def _settings(self, user_input: dict[str, Any]) -> dict[str, Any]:
-        """Return the subentry's data with the step's values: what differs from none.
+        """Return the subentry's data with the step's values, but those asking nothing.
 
-        The tuning is saved only when the recommended toggle is off, and then
-        in full: all of it is sent.
+        The advanced fields are saved only with the recommended toggle off,
+        and then all of the tuning is: it is sent.
         """
         data = {k: v for k, v in self.options.items() if k not in SETTINGS_KEYS}
-        data[CONF_RECOMMENDED] = user_input[CONF_RECOMMENDED]
-        data[CONF_CHAT_MODEL] = user_input[CONF_CHAT_MODEL].strip()
-        if name := (user_input.get(CONF_NAME) or "").strip():
-            data[CONF_NAME] = name
-        for key in (CONF_PROMPT, CONF_LLM_HASS_API):
-            if value := user_input.get(key):
+        for key, value in user_input.items():
+            if isinstance(value, str) and key != CONF_PROMPT:
+                value = value.strip()
+            if not (
+                (key in ADVANCED_KEYS and user_input[CONF_RECOMMENDED])
+                or value in (None, "", [], {})
+                or _UNSAVED.get(key) == value
+            ):
                 data[key] = value
-        if image_model := (user_input.get(CONF_IMAGE_MODEL) or "").strip():
-            data[CONF_IMAGE_MODEL] = image_model
-        for key in (CONF_HISTORY_TURNS, CONF_CONTEXT_WINDOW, CONF_FALLBACK):
-            if (value := user_input.get(key)) is not None:
-                data[key] = value
-        if not user_input.get(CONF_STREAMING, True):
-            data[CONF_STREAMING] = False
-        if not data[CONF_RECOMMENDED]:
-            tuning = {
-                CONF_MAX_TOKENS: self._max_tokens(),
-                CONF_TEMPERATURE: RECOMMENDED_TEMPERATURE,
-                CONF_TOP_P: RECOMMENDED_TOP_P,
-            }
-            for key, default in tuning.items():
-                if (value := user_input.get(key, default)) is not None:
-                    data[key] = value
-            if fields := user_input.get(CONF_EXTRA_FIELDS):
-                data[CONF_EXTRA_FIELDS] = fields
-            if user_input.get(CONF_THINKING) not in (None, Thinking.DEFAULT):
-                data[CONF_THINKING] = user_input[CONF_THINKING]
         return data
