@@ -116,18 +116,16 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         self, task: ai_task.GenDataTask, chat_log: conversation.ChatLog
     ) -> ai_task.GenDataTaskResult:
         """Answer a generate-data task with text, or with data of its structure."""
-        if task.structure is None:
+        if task.structure is not None:
+            data = await self._async_structured(task.name, task.structure, chat_log)
+        else:
             await self._async_handle_chat_log(
                 chat_log,
                 max_rounds=MAX_TOOL_ROUNDS_AI_TASK,
                 slots=self.runtime.task_slots,
             )
-            text = _answer(chat_log)
-            if not text:
+            if not (data := _answer(chat_log)):
                 raise ModelError("no_answer")
-            data: Any = text
-        else:
-            data = await self._async_structured(task.name, task.structure, chat_log)
         return ai_task.GenDataTaskResult(
             conversation_id=chat_log.conversation_id, data=data
         )
