@@ -260,7 +260,6 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
 
 
 def _answer(chat_log: conversation.ChatLog) -> str:
-    """Return the text of the model's last answer."""
     last = chat_log.content[-1]
     if isinstance(last, conversation.AssistantContent) and last.content:
         return last.content

@@ -186,7 +186,6 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         return self.async_show_form(step_id="model", data_schema=schema)
 
     def _async_create(self, chat_model: str | None) -> ConfigFlowResult:
-        """Create the entry with one agent and one task."""
         title = entry_title(self._data, self._other_titles())
         return self.async_create_entry(
             title=title,

@@ -192,14 +192,12 @@ class ModelSubentryFlowHandler(SubentryFlow):
         )
 
     def _responses_schema(self) -> probatio.Schema | None:
-        """Return the Responses API options the model takes, if any."""
         entry = self._get_entry()
         model = str(self.options.get(CONF_CHAT_MODEL))
         capabilities = entry.runtime_data.capabilities.model(model)
         return responses_schema(entry.options, capabilities, self._subentry_type)
 
     def _drop_stale_apis(self) -> None:
-        """Forget saved LLM APIs that no longer exist."""
         if (saved := self.options.get(CONF_LLM_HASS_API)) is None:
             return
         known = {api.id for api in llm.async_get_apis(self.hass)}
@@ -210,7 +208,6 @@ class ModelSubentryFlowHandler(SubentryFlow):
             self.options.pop(CONF_LLM_HASS_API)
 
     def _schema(self, models: list[str]) -> probatio.Schema:
-        """Return the settings form for this kind of subentry."""
         schema: VolDictType = {}
         if self._is_new:
             # Left empty, the name is made of server and model.
@@ -246,7 +243,6 @@ class ModelSubentryFlowHandler(SubentryFlow):
         return probatio.Schema(schema | self._advanced_fields())
 
     def _advanced_fields(self) -> VolDictType:
-        """Return the fields shown when the recommended toggle is off."""
 
         def advanced(key: str, default: Any = None) -> data_entry_flow.Optional:
             if default is None:

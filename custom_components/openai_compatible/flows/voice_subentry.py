@@ -115,7 +115,6 @@ class _VoiceSubentryFlow(SubentryFlow):
         )
 
     async def _async_model_taken(self) -> SubentryFlowResult:
-        """Save the subentry once the model step is filled in."""
         return self._async_store(self.options)
 
 
@@ -130,7 +129,6 @@ class SpeechToTextSubentryFlowHandler(_VoiceSubentryFlow):
     }
 
     def _defaults(self, models: list[str], preset: Provider) -> dict[str, object]:
-        """Start from the first evident transcription model, else the preset's."""
         model = pick_transcription_model(models) or preset.transcription_model
         return stt_defaults(model)
 
@@ -142,11 +140,9 @@ class TextToSpeechSubentryFlowHandler(_VoiceSubentryFlow):
     _model_step_last = False
 
     def _defaults(self, models: list[str], preset: Provider) -> dict[str, object]:
-        """Start from the first evident speech model, else the preset's."""
         return tts_defaults(pick_speech_model(models) or preset.speech_model)
 
     async def _async_model_taken(self) -> SubentryFlowResult:
-        """Ask for the model's voice next."""
         return await self.async_step_voice()
 
     async def async_step_voice(
