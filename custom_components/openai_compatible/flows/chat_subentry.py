@@ -62,26 +62,6 @@ from .responses_step import responses_data, responses_schema, suggested_values
 from .subentry_base import SubentryFlow
 from .tools_step import async_tool_options, tools_data, tools_schema
 
-# Every key the settings step owns; other keys in saved data are kept.
-SETTINGS_KEYS: Final = frozenset(
-    {
-        CONF_CHAT_MODEL,
-        CONF_CONTEXT_WINDOW,
-        CONF_EXTRA_FIELDS,
-        CONF_FALLBACK,
-        CONF_HISTORY_TURNS,
-        CONF_IMAGE_MODEL,
-        CONF_LLM_HASS_API,
-        CONF_MAX_TOKENS,
-        CONF_NAME,
-        CONF_PROMPT,
-        CONF_RECOMMENDED,
-        CONF_STREAMING,
-        CONF_TEMPERATURE,
-        CONF_THINKING,
-        CONF_TOP_P,
-    }
-)
 # The fields behind the "recommended" toggle.
 ADVANCED_KEYS: Final = (
     CONF_MAX_TOKENS,
@@ -89,6 +69,22 @@ ADVANCED_KEYS: Final = (
     CONF_TOP_P,
     CONF_EXTRA_FIELDS,
     CONF_THINKING,
+)
+# Every key the settings step owns; other keys in saved data are kept.
+SETTINGS_KEYS: Final = frozenset(
+    {
+        *ADVANCED_KEYS,
+        CONF_CHAT_MODEL,
+        CONF_CONTEXT_WINDOW,
+        CONF_FALLBACK,
+        CONF_HISTORY_TURNS,
+        CONF_IMAGE_MODEL,
+        CONF_LLM_HASS_API,
+        CONF_NAME,
+        CONF_PROMPT,
+        CONF_RECOMMENDED,
+        CONF_STREAMING,
+    }
 )
 _ADVANCED: Final[FieldCondition] = {"field": CONF_RECOMMENDED, "value": False}
 # Values that ask for nothing, and so are not saved.
@@ -149,9 +145,10 @@ class ModelSubentryFlowHandler(SubentryFlow):
         self, user_input: dict[str, Any] | None = None
     ) -> SubentryFlowResult:
         """Show and take which tools the agent offers, where it has an LLM API."""
-        if user_input is not None or not (apis := self.options.get(CONF_LLM_HASS_API)):
-            if user_input is not None:
-                self.options = tools_data(self.options, user_input)
+        apis = self.options.get(CONF_LLM_HASS_API)
+        if user_input is not None:
+            self.options = tools_data(self.options, user_input)
+        if user_input is not None or not apis:
             return await self.async_step_responses()
         options = await async_tool_options(self.hass, apis)
         return self.async_show_form(
