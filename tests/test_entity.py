@@ -29,7 +29,7 @@ async def test_a_refused_key_mid_conversation_starts_reauth(
     flows = hass.config_entries.flow.async_progress_by_handler(DOMAIN)
     assert [flow["context"]["source"] for flow in flows] == [SOURCE_REAUTH]
     subentry_id = next(iter(entry.subentries))
-    assert entry.runtime_data.usage.counts(subentry_id).errors == 1
+    assert entry.runtime_data.usage.counts[subentry_id]["errors"] == 1
 
 
 async def test_a_refused_request_counts_as_an_error(
@@ -48,7 +48,7 @@ async def test_a_refused_request_counts_as_an_error(
     assert result.response.response_type is intent.IntentResponseType.ERROR
     assert not hass.config_entries.flow.async_progress_by_handler(DOMAIN)
     subentry_id = next(iter(entry.subentries))
-    assert entry.runtime_data.usage.counts(subentry_id).errors == 1
+    assert entry.runtime_data.usage.counts[subentry_id]["errors"] == 1
 
 
 async def test_a_model_that_keeps_calling_tools_stops_at_the_round_limit(

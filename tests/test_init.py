@@ -499,7 +499,16 @@ async def test_a_model_list_over_the_cap_sets_up_with_what_fits(
     assert models[-1] == data[len(models) - 2]["id"]
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any(f"set up with the first {len(models)}" in w for w in warnings)
+    unread = f"larger than 8 MiB: the first {len(models)} read"
     diagnostics = await async_get_config_entry_diagnostics(hass, mock_config_entry)
-    assert diagnostics["models_unread"] == (
-        f"larger than 8 MiB: the first {len(models)} read"
+    assert diagnostics["models_unread"] == unread
+
+    # A refresh that reads the list cut again says so as well, warning no more.
+    simulator.enqueue(
+        "/models", raw=json.dumps(page), headers={"Content-Type": "application/json"}
     )
+    await mock_config_entry.runtime_data.coordinator.async_refresh()
+    diagnostics = await async_get_config_entry_diagnostics(hass, mock_config_entry)
+    assert diagnostics["models_unread"] == unread
+    cut = [r for r in caplog.records if "lists more models than" in r.getMessage()]
+    assert len(cut) == 1

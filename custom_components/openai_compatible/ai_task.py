@@ -1,20 +1,23 @@
-"""AI task entities, one per AI task subentry.
+"""AI task entities: data, images and evaluations.
 
-Structured data is asked for down the ladder of structured/rungs.py, checked
-(structured/json_answer.py) and asked for once more when it does not fit.
+A structure is asked for down the rungs of structured/rungs.py, and once
+more when the answer does not fit it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Any, Final, override
 
 from homeassistant.components import ai_task, conversation
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.util import slugify
 import probatio
 
+from . import OpenAICompatibleConfigEntry
 from .const import CONF_IMAGE_MODEL, LOGGER, MAX_TOOL_ROUNDS_AI_TASK, SUBENTRY_AI_TASK
 from .entity import OpenAICompatibleEntity
 from .errors import ModelError
@@ -29,7 +32,6 @@ from .media.images import async_generate_image
 from .models.fit import check_model_takes, learning_refusals
 from .net.request import build_tool_set
 from .net.shapes import JsonSchema
-from .platforms import setup_per_subentry
 from .structured.json_answer import StructureMismatch, checked_answer, parse_json_answer
 from .structured.rungs import StructuredRequest, async_climb
 from .structured.selector_schema import structure_to_json_schema
@@ -44,10 +46,18 @@ _REPAIR: Final = (
 )
 
 
-async_setup_entry = setup_per_subentry(
-    lambda entry, subentry: [OpenAICompatibleTaskEntity(entry, subentry)],
-    SUBENTRY_AI_TASK,
-)
+async def async_setup_entry(
+    hass: HomeAssistant,
+    entry: OpenAICompatibleConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+) -> None:
+    """Add an entity for each AI task subentry."""
+    for subentry in entry.subentries.values():
+        if subentry.subentry_type == SUBENTRY_AI_TASK:
+            async_add_entities(
+                [OpenAICompatibleTaskEntity(entry, subentry)],
+                config_subentry_id=subentry.subentry_id,
+            )
 
 
 def schema_name(task_name: str) -> str:
@@ -106,18 +116,16 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         self, task: ai_task.GenDataTask, chat_log: conversation.ChatLog
     ) -> ai_task.GenDataTaskResult:
         """Answer a generate-data task with text, or with data of its structure."""
-        if task.structure is None:
+        if task.structure is not None:
+            data = await self._async_structured(task.name, task.structure, chat_log)
+        else:
             await self._async_handle_chat_log(
                 chat_log,
                 max_rounds=MAX_TOOL_ROUNDS_AI_TASK,
                 slots=self.runtime.task_slots,
             )
-            text = _answer(chat_log)
-            if not text:
+            if not (data := _answer(chat_log)):
                 raise ModelError("no_answer")
-            data: Any = text
-        else:
-            data = await self._async_structured(task.name, task.structure, chat_log)
         return ai_task.GenDataTaskResult(
             conversation_id=chat_log.conversation_id, data=data
         )
@@ -238,31 +246,20 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
                 attachments=task.attachments,
                 budget=self.budget(),
             )
+        info = GeneratedImageInfo(
+            model, image.mime_type, image.width, image.height, image.revised_prompt
+        )
         chat_log.async_add_assistant_content_without_tools(
-            conversation.AssistantContent(
-                agent_id=self.entity_id,
-                native=GeneratedImageInfo(
-                    model=model,
-                    mime_type=image.mime_type,
-                    width=image.width,
-                    height=image.height,
-                    revised_prompt=image.revised_prompt,
-                ),
-            )
+            conversation.AssistantContent(agent_id=self.entity_id, native=info)
         )
         return ai_task.GenImageTaskResult(
             image_data=image.data,
             conversation_id=chat_log.conversation_id,
-            mime_type=image.mime_type,
-            width=image.width,
-            height=image.height,
-            model=model,
-            revised_prompt=image.revised_prompt,
+            **asdict(info),
         )
 
 
 def _answer(chat_log: conversation.ChatLog) -> str:
-    """Return the text of the model's last answer."""
     last = chat_log.content[-1]
     if isinstance(last, conversation.AssistantContent) and last.content:
         return last.content

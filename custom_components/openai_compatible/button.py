@@ -1,10 +1,6 @@
-"""The server's button: forget what was learned about it, and ask it again.
+"""The server's button: forget what was learned about it, and read it again.
 
-Pressing it forgets every lesson (capabilities.py) and reads the server's
-model list and report again, without a reload: the next request asks for what
-was refused before. What it forgot becomes the button's `forgotten` attribute
-and one line of the log. It sits on a device of the server itself, apart from
-the service devices of the subentries.
+It sits on a device of the server itself, apart from the subentries' devices.
 """
 
 from __future__ import annotations
@@ -31,16 +27,6 @@ async def async_setup_entry(
     async_add_entities([ForgetLessonsButton(entry)])
 
 
-def server_device_info(entry: OpenAICompatibleConfigEntry) -> dr.DeviceInfo:
-    """Return the device of the entry's server."""
-    return dr.DeviceInfo(
-        identifiers={(DOMAIN, entry.entry_id)},
-        name=entry.title,
-        manufacturer=provider_for(entry.data.get(CONF_PROVIDER)).name,
-        entry_type=dr.DeviceEntryType.SERVICE,
-    )
-
-
 class ForgetLessonsButton(ButtonEntity):
     """Forget what was learned about the server, and read what it reports again."""
 
@@ -52,10 +38,15 @@ class ForgetLessonsButton(ButtonEntity):
         """Belong to the entry's server."""
         self._entry = entry
         self._attr_unique_id = f"{entry.entry_id}_forget_lessons"
-        self._attr_device_info = server_device_info(entry)
+        self._attr_device_info = dr.DeviceInfo(
+            identifiers={(DOMAIN, entry.entry_id)},
+            name=entry.title,
+            manufacturer=provider_for(entry.data.get(CONF_PROVIDER)).name,
+            entry_type=dr.DeviceEntryType.SERVICE,
+        )
 
     async def async_press(self) -> None:
-        """Forget every lesson, read the server again, and tell what was forgotten."""
+        """Forget every lesson, tell which, and read the server again."""
         runtime = self._entry.runtime_data
         forgotten = runtime.capabilities.forget()
         LOGGER.info(

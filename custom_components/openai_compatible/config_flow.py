@@ -1,33 +1,47 @@
 """Config flow: pick a server, connect to it, and set up agents and tasks.
 
-The steps that change an entry, and the subentry and options flows, live in
-flows/.
+The subentry flows and what the steps share live in flows/.
 """
 
 from __future__ import annotations
 
-from typing import Any, override
+from collections.abc import Mapping
+from typing import Any, Final, override
 
+from homeassistant import data_entry_flow
 from homeassistant.config_entries import (
     ConfigEntry,
+    ConfigEntryState,
+    ConfigFlow,
     ConfigFlowResult,
     ConfigSubentryFlow,
     OptionsFlow,
 )
+from homeassistant.const import CONF_API_KEY
 from homeassistant.core import callback
+from homeassistant.helpers.selector import (
+    NumberSelector,
+    NumberSelectorConfig,
+    NumberSelectorMode,
+    SelectSelectorMode,
+)
 import probatio
 from yarl import URL
 
 from .const import (
+    CONF_API,
     CONF_BASE_URL,
     CONF_CHAT_MODEL,
     CONF_PROVIDER,
+    CONF_TIMEOUT,
+    DEFAULT_TIMEOUT_SECONDS,
     DOMAIN,
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
+from .features import WireApi, api_setting
 from .flows.chat_subentry import ModelSubentryFlowHandler
 from .flows.connection import (
     API_KEY_SELECTOR,
@@ -36,25 +50,36 @@ from .flows.connection import (
     async_check_server,
     connect_step,
     entry_data,
+    same_origin,
+    same_server,
 )
 from .flows.defaults import default_subentries, voice_defaults
 from .flows.fields import choice, dropdown
-from .flows.options import ConnectionOptionsFlow
-from .flows.server_entry import ServerEntryFlow
-from .flows.titles import entry_title
+from .flows.titles import (
+    entry_title,
+    is_generated_entry_title,
+    is_generated_title,
+    subentry_title,
+)
 from .flows.voice_subentry import (
     SpeechToTextSubentryFlowHandler,
     TextToSpeechSubentryFlowHandler,
 )
+from .models.capabilities import async_forget
 from .models.discovery import async_answering_presets
 from .models.kinds import chat_models_first, pick_chat_model
 from .models.providers import PROVIDER_CUSTOM, PROVIDERS, provider_for
 
-DEFAULT_PROVIDER = "openai"
+DEFAULT_PROVIDER: Final = "openai"
+TIMEOUT_SELECTOR: Final = NumberSelector(
+    NumberSelectorConfig(
+        min=10, max=3600, step=1, unit_of_measurement="s", mode=NumberSelectorMode.BOX
+    )
+)
 
 
-class OpenAICompatibleConfigFlow(ServerEntryFlow, domain=DOMAIN):
-    """Set up a connection to one OpenAI-compatible server."""
+class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
+    """Set up, reauthenticate or reconfigure one OpenAI-compatible server."""
 
     VERSION = 1
     # 1.2: no unique id (duplicates are refused by data); subentry titles name
@@ -74,8 +99,7 @@ class OpenAICompatibleConfigFlow(ServerEntryFlow, domain=DOMAIN):
         """Ask which kind of server to connect to."""
         if user_input is not None:
             self._provider_key = user_input[CONF_PROVIDER]
-            return await self._async_connect(None)
-
+            return await self.async_step_connect()
         # Local servers answering on this machine come first, then any other
         # server, then the remaining presets.
         found = await async_answering_presets(self.hass)
@@ -103,18 +127,7 @@ class OpenAICompatibleConfigFlow(ServerEntryFlow, domain=DOMAIN):
     async def async_step_connect(
         self, user_input: dict[str, Any] | None = None
     ) -> ConfigFlowResult:
-        """Connect to a hosted service, or any server under the step's variants."""
-        return await self._async_connect(user_input)
-
-    # The connect step's variants differ in their hints only (see connect_step).
-    async_step_connect_azure = async_step_connect
-    async_step_connect_custom = async_step_connect
-    async_step_connect_local = async_step_connect
-
-    async def _async_connect(
-        self, user_input: dict[str, Any] | None
-    ) -> ConfigFlowResult:
-        """Ask where the server is and for its key; validate and create."""
+        """Ask where the server is and for its key; check it and create the entry."""
         preset = provider_for(self._provider_key)
         errors: dict[str, str] = {}
         placeholders = {
@@ -123,7 +136,6 @@ class OpenAICompatibleConfigFlow(ServerEntryFlow, domain=DOMAIN):
             "listen": preset.listen_command or "",
             "message": "",
         }
-
         if user_input is not None:
             data = entry_data(user_input, self._provider_key)
             if data is None:
@@ -138,22 +150,25 @@ class OpenAICompatibleConfigFlow(ServerEntryFlow, domain=DOMAIN):
                     ) is None and not voice_defaults(models):
                         return await self.async_step_model()
                     return self._async_create(None)
-
         schema = probatio.Schema(
             {
                 probatio.Required(CONF_BASE_URL): URL_SELECTOR,
                 api_key_field(preset.api_key_required): API_KEY_SELECTOR,
             }
         )
-        suggested = {CONF_BASE_URL: preset.base_url or None}
         return self.async_show_form(
             step_id=connect_step(self._provider_key),
             data_schema=self.add_suggested_values_to_schema(
-                schema, {**suggested, **(user_input or {})}
+                schema, {CONF_BASE_URL: preset.base_url or None, **(user_input or {})}
             ),
             errors=errors,
             description_placeholders=placeholders,
         )
+
+    # The connect step's variants differ in their hints only (see connect_step).
+    async_step_connect_azure = async_step_connect
+    async_step_connect_custom = async_step_connect
+    async_step_connect_local = async_step_connect
 
     async def async_step_model(
         self, user_input: dict[str, Any] | None = None
@@ -171,13 +186,150 @@ class OpenAICompatibleConfigFlow(ServerEntryFlow, domain=DOMAIN):
         return self.async_show_form(step_id="model", data_schema=schema)
 
     def _async_create(self, chat_model: str | None) -> ConfigFlowResult:
-        """Create the entry with one agent and one task."""
         title = entry_title(self._data, self._other_titles())
         return self.async_create_entry(
             title=title,
             data=self._data,
             subentries=default_subentries(title, self._data, self._models, chat_model),
         )
+
+    async def async_step_reauth(
+        self, entry_data: Mapping[str, Any]
+    ) -> ConfigFlowResult:
+        """Start re-authentication after the server refused the key."""
+        return await self.async_step_reauth_confirm()
+
+    async def async_step_reauth_confirm(
+        self, user_input: dict[str, Any] | None = None
+    ) -> ConfigFlowResult:
+        """Ask for a new key and check it against the same server."""
+        entry = self._get_reauth_entry()
+        errors: dict[str, str] = {}
+        placeholders = {
+            "name": entry.title,
+            "base_url": entry.data[CONF_BASE_URL],
+            "message": "",
+        }
+        if user_input is not None:
+            data = {
+                key: value for key, value in entry.data.items() if key != CONF_API_KEY
+            }
+            if api_key := (user_input.get(CONF_API_KEY) or "").strip():
+                data[CONF_API_KEY] = api_key
+            self._abort_if_duplicate(data)
+            await async_check_server(self.hass, data, errors, placeholders)
+            if not errors:
+                return self._async_update_entry(entry, data, entry.title)
+        required = provider_for(entry.data.get(CONF_PROVIDER)).api_key_required
+        return self.async_show_form(
+            step_id="reauth_confirm",
+            data_schema=probatio.Schema({api_key_field(required): API_KEY_SELECTOR}),
+            errors=errors,
+            description_placeholders=placeholders,
+        )
+
+    async def async_step_reconfigure(
+        self, user_input: dict[str, Any] | None = None
+    ) -> ConfigFlowResult:
+        """Change the address and/or the key of a server; forget what was learned."""
+        entry = self._get_reconfigure_entry()
+        errors: dict[str, str] = {}
+        placeholders = {"name": entry.title, "message": ""}
+        if user_input is not None:
+            data = self._reconfigured_data(entry, user_input, errors)
+            if data is not None and not errors:
+                self._abort_if_duplicate(data)
+                await async_check_server(self.hass, data, errors, placeholders)
+                if not errors:
+                    return await self._async_reconfigure(entry, data)
+        schema = probatio.Schema(
+            {
+                probatio.Required(CONF_BASE_URL): URL_SELECTOR,
+                probatio.Optional(probatio.Secret(CONF_API_KEY)): API_KEY_SELECTOR,
+            }
+        )
+        return self.async_show_form(
+            step_id="reconfigure",
+            data_schema=self.add_suggested_values_to_schema(
+                schema, {CONF_BASE_URL: (user_input or entry.data)[CONF_BASE_URL]}
+            ),
+            errors=errors,
+            description_placeholders=placeholders,
+        )
+
+    @staticmethod
+    def _reconfigured_data(
+        entry: ConfigEntry, user_input: Mapping[str, Any], errors: dict[str, str]
+    ) -> dict[str, Any] | None:
+        """Return the entry's new data; an empty key keeps the old on its origin only.
+
+        The key must never go to another server.
+        """
+        provider_key = entry.data.get(CONF_PROVIDER, PROVIDER_CUSTOM)
+        data = entry_data(user_input, provider_key)
+        if data is None:
+            errors[CONF_BASE_URL] = "invalid_url"
+        elif CONF_API_KEY not in data and entry.data.get(CONF_API_KEY):
+            if same_origin(data[CONF_BASE_URL], entry.data[CONF_BASE_URL]):
+                data[CONF_API_KEY] = entry.data[CONF_API_KEY]
+            elif provider_for(provider_key).api_key_required:
+                errors[CONF_API_KEY] = "api_key_required"
+        return data
+
+    async def _async_reconfigure(
+        self, entry: ConfigEntry, data: dict[str, Any]
+    ) -> ConfigFlowResult:
+        """Save a server's new settings; titles the integration gave follow it."""
+        title = entry.title
+        if is_generated_entry_title(title, entry.data):
+            title = entry_title(data, self._other_titles())
+        for subentry in entry.subentries.values():
+            kind, options = subentry.subentry_type, subentry.data
+            if is_generated_title(
+                subentry.title, kind, entry.title, entry.data, options
+            ):
+                self.hass.config_entries.async_update_subentry(
+                    entry, subentry, title=subentry_title(kind, title, data, options)
+                )
+        # What was learned was about the old server.
+        if entry.state is ConfigEntryState.LOADED:
+            entry.runtime_data.capabilities.forget()
+        else:
+            await async_forget(self.hass, entry.entry_id)
+        return self._async_update_entry(entry, data, title)
+
+    def _other_titles(self) -> set[str]:
+        """Return the titles of the other entries, which a new title must not repeat."""
+        return {
+            entry.title
+            for entry in self._async_current_entries(include_ignore=False)
+            if entry.entry_id != self.context.get("entry_id")
+        }
+
+    def _abort_if_duplicate(self, data: Mapping[str, Any]) -> None:
+        """Abort when another entry reaches the same server with the same key.
+
+        Without a key, any other entry of the server counts: it reaches it too.
+        """
+        api_key = data.get(CONF_API_KEY)
+        for entry in self._async_current_entries(include_ignore=False):
+            if (
+                entry.entry_id != self.context.get("entry_id")
+                and same_server(entry.data[CONF_BASE_URL], data[CONF_BASE_URL])
+                and api_key in (None, entry.data.get(CONF_API_KEY))
+            ):
+                raise data_entry_flow.AbortFlow(
+                    "already_configured_key" if api_key else "already_configured",
+                    {"name": entry.title},
+                )
+
+    def _async_update_entry(
+        self, entry: ConfigEntry, data: dict[str, Any], title: str
+    ) -> ConfigFlowResult:
+        """Save the new settings; a loaded entry reloads through its update listener."""
+        if entry.update_listeners:
+            return self.async_update_and_abort(entry, data=data, title=title)
+        return self.async_update_reload_and_abort(entry, data=data, title=title)
 
     @staticmethod
     @callback
@@ -199,3 +351,27 @@ class OpenAICompatibleConfigFlow(ServerEntryFlow, domain=DOMAIN):
             SUBENTRY_STT: SpeechToTextSubentryFlowHandler,
             SUBENTRY_TTS: TextToSpeechSubentryFlowHandler,
         }
+
+
+class ConnectionOptionsFlow(OptionsFlow):
+    """Change how long one round trip may take, and the API it goes over."""
+
+    async def async_step_init(
+        self, user_input: dict[str, Any] | None = None
+    ) -> ConfigFlowResult:
+        """Show the options; save them as given."""
+        if user_input is not None:
+            return self.async_create_entry(data=user_input)
+        options = self.config_entry.options
+        schema = probatio.Schema(
+            {
+                probatio.Required(
+                    CONF_TIMEOUT,
+                    default=options.get(CONF_TIMEOUT, DEFAULT_TIMEOUT_SECONDS),
+                ): TIMEOUT_SELECTOR,
+                probatio.Required(
+                    CONF_API, default=api_setting(options.get(CONF_API))
+                ): choice(CONF_API, WireApi, SelectSelectorMode.LIST),
+            }
+        )
+        return self.async_show_form(step_id="init", data_schema=schema)

@@ -1,20 +1,10 @@
 """One coordinator per entry: whether its server answers, and its model list.
 
-The transport reports every request (`async_report`): an answer of any status
-means the server is there; a failure to connect or a timeout means it is not.
-The entities follow the coordinator, so they are unavailable while it is not.
-Each change is logged once: a warning when the server goes, an info line when
-it comes back.
-
-The coordinator reads the model list again every REFRESH_INTERVAL, and every
-CHECK_INTERVAL while the server does not answer, so that the entities come
-back even when nothing asks. A refresh updates the loaded entry in place
-rather than reloading it: agents, tasks and voice entities keep running, and a
-new model list or server version gives the capabilities a new fingerprint,
-which forgets what was learned about the old server (capabilities.py). A
-refresh the server answers but fails changes nothing and is logged at debug
-level only. Its listeners (the entities, the model issues of model_issues.py)
-hear of every refresh.
+The transport reports every request (`async_report`): any answer means the
+server is there, a failed connection or a timeout that it is not; the entities
+follow. The model list is read again every REFRESH_INTERVAL, and every
+CHECK_INTERVAL while the server is gone; a new list or server version gives
+the capabilities a new fingerprint, which forgets the old server's lessons.
 """
 
 from __future__ import annotations
@@ -24,8 +14,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final, override
 
+from homeassistant.config_entries import ConfigEntryState
 from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant, callback
+from homeassistant.exceptions import ConfigEntryAuthFailed
 from homeassistant.helpers.update_coordinator import DataUpdateCoordinator, UpdateFailed
 
 from .const import (
@@ -33,14 +25,16 @@ from .const import (
     CONF_CHAT_MODEL,
     CONF_PROVIDER,
     CONF_SERVER_KIND,
+    DOMAIN,
     LOGGER,
 )
-from .errors import ServerError
+from .errors import AuthError, ServerError
 from .models.capabilities import server_fingerprint
-from .models.listing import ModelListing, async_fetch_models
+from .models.listing import MAX_LISTING_BYTES, ModelListing, async_fetch_models
 from .models.providers import provider_for
 from .models.reports import ServerKind, ServerReport
 from .models.server_info import async_server_report
+from .net.sse import mebibytes
 from .net.transport import Transport
 
 if TYPE_CHECKING:
@@ -57,17 +51,8 @@ class Survey:
     models: list[str]
     report: ServerReport
     fingerprint: str
-    # Why the model list was not read (it is too large), if it was not.
+    # Why the model list was not read whole (it is too large), if it was not.
     unread: str | None = None
-
-
-def models_in_use(entry: OpenAICompatibleConfigEntry) -> set[str]:
-    """Return the chat models the entry's subentries use."""
-    return {
-        str(model)
-        for subentry in entry.subentries.values()
-        if (model := subentry.data.get(CONF_CHAT_MODEL))
-    }
 
 
 def entry_kind(data: Mapping[str, Any]) -> ServerKind | None:
@@ -78,39 +63,13 @@ def entry_kind(data: Mapping[str, Any]) -> ServerKind | None:
     return ServerKind(stored) if stored in ServerKind else None
 
 
-async def async_survey(
-    entry: OpenAICompatibleConfigEntry,
-    transport: Transport,
-    listing: ModelListing | None,
-) -> Survey:
-    """Return what the server has, from its model list and its report.
-
-    The fingerprint is taken in the executor: it reads the whole list.
-    """
-    models = listing.ids if listing else []
-    report = await async_server_report(
-        transport,
-        entry_kind(entry.data),
-        listing,
-        models_in_use(entry),
-    )
-    fingerprint = await transport.hass.async_add_executor_job(
-        server_fingerprint,
-        entry.data[CONF_BASE_URL],
-        entry.data.get(CONF_API_KEY),
-        report,
-        models,
-    )
-    return Survey(models, report, fingerprint)
-
-
 class ServerCoordinator(DataUpdateCoordinator[Survey]):
     """One entry's server: the connection, whether it answers, what it has."""
 
     config_entry: OpenAICompatibleConfigEntry
 
     def __init__(self, hass: HomeAssistant, entry: OpenAICompatibleConfigEntry) -> None:
-        """Connect to the entry's server; the setup hands over the first survey."""
+        """Connect to the entry's server."""
         super().__init__(
             hass,
             LOGGER,
@@ -146,19 +105,69 @@ class ServerCoordinator(DataUpdateCoordinator[Survey]):
 
     @override
     async def _async_update_data(self) -> Survey:
-        """Read the model list again; keep what is known when it cannot be read."""
+        """Read the model list; keep what is known when it cannot be read.
+
+        At setup, a refused key asks for a new one; other failures retry later.
+        """
+        at_setup = self.config_entry.state is ConfigEntryState.SETUP_IN_PROGRESS
         try:
             listing = await async_fetch_models(self.transport)
         except ServerError as err:
-            if not self.last_update_success:
-                raise UpdateFailed(err.translation_key) from err
+            if at_setup and isinstance(err, AuthError):
+                raise ConfigEntryAuthFailed(
+                    translation_domain=DOMAIN, translation_key="invalid_auth"
+                ) from err
+            if at_setup or not self.last_update_success:
+                raise UpdateFailed(
+                    translation_domain=DOMAIN,
+                    translation_key=err.translation_key,
+                    translation_placeholders=err.translation_placeholders,
+                ) from err
             LOGGER.debug("The models of %s were not refreshed: %s", self.name, err)
             return self.data
-        if listing is None and self.data.models:
+        if listing is None and not at_setup and self.data.models:
             LOGGER.debug("%s listed no models this time; keeping its list", self.name)
             return self.data
-        survey = await async_survey(self.config_entry, self.transport, listing)
-        self.config_entry.runtime_data.capabilities.update_report(
-            survey.report, survey.fingerprint
-        )
+        survey = await self._async_survey(listing, at_setup)
+        if not at_setup:
+            self.config_entry.runtime_data.capabilities.update_report(
+                survey.report, survey.fingerprint
+            )
         return survey
+
+    async def _async_survey(
+        self, listing: ModelListing | None, at_setup: bool
+    ) -> Survey:
+        entry = self.config_entry
+        models = listing.ids if listing else []
+        unread = None
+        if listing is None:
+            # Some servers have no models endpoint; they still serve chat.
+            LOGGER.debug("%s lists no models; chat still works", self.name)
+        elif listing.cut:
+            size = mebibytes(MAX_LISTING_BYTES)
+            unread = f"larger than {size}: the first {len(models)} read"
+            if at_setup:
+                LOGGER.warning(
+                    "%s lists more models than fit in %s; it is set up with the first %d",
+                    self.name,
+                    size,
+                    len(models),
+                )
+        in_use = {
+            str(model)
+            for subentry in entry.subentries.values()
+            if (model := subentry.data.get(CONF_CHAT_MODEL))
+        }
+        report = await async_server_report(
+            self.transport, entry_kind(entry.data), listing, in_use
+        )
+        # In the executor: it reads the whole list.
+        fingerprint = await self.hass.async_add_executor_job(
+            server_fingerprint,
+            entry.data[CONF_BASE_URL],
+            entry.data.get(CONF_API_KEY),
+            report,
+            models,
+        )
+        return Survey(models, report, fingerprint, unread)

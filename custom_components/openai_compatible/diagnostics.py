@@ -35,8 +35,8 @@ async def async_get_config_entry_diagnostics(
     }
     if entry.state is ConfigEntryState.LOADED:
         diagnostics["models"] = entry.runtime_data.models
-        if entry.runtime_data.models_unread:
-            diagnostics["models_unread"] = entry.runtime_data.models_unread
+        if unread := entry.runtime_data.coordinator.data.unread:
+            diagnostics["models_unread"] = unread
         diagnostics["capabilities"] = entry.runtime_data.capabilities.diagnostics(
             str(subentry.data[CONF_CHAT_MODEL])
             for subentry in entry.subentries.values()

@@ -1,14 +1,9 @@
-"""Handing a turn to another agent or AI task when our server cannot answer.
+"""Handing a turn to the agent or AI task a subentry names when our server cannot.
 
-A subentry may name a fallback: any conversation agent, or any AI task
-entity. It takes the turn when the server is down, overloaded, failing or
-too slow, never for the user's own errors (a refused key, a request too
-large or refused). It takes it only while our attempt left nothing in the
-chat log after the user's message: a turn whose tools already acted on the
-home is not run twice.
-
-Within one call chain an agent hands over once: one that is entered again
-answers (or fails) on its own, so that fallbacks cannot go round in a loop.
+Only for the server's failures, never the user's own errors, and only while
+our attempt left nothing after the user's message (tools that acted on the
+home are not run twice). Within one call chain an agent hands over once, so
+fallbacks cannot go round in a loop.
 """
 
 from __future__ import annotations
@@ -47,11 +42,7 @@ _SERVER_FAILURES: Final = frozenset(
 
 
 def server_failed(err: ServerError) -> bool:
-    """Tell whether another server might answer where this one failed.
-
-    Unreachable, too slow, rate limited, or a 5xx; not a refused key, a
-    refused or too large request, nor an answer that cannot be read.
-    """
+    """Tell whether another server might answer: ours is gone, slow, busy or failing."""
     if isinstance(err, ConnectError | RateLimitedError):
         return True
     return type(err) is ServerError and err.translation_key in _SERVER_FAILURES
@@ -71,27 +62,21 @@ class Handover:
         own: Callable[[], Awaitable[T]],
         other: Callable[[str], Awaitable[T]],
     ) -> T:
-        """Answer with `own`, or with `other` (given the fallback) if it fails.
-
-        An unavailable source hands over without trying its server.
-        """
+        """Answer with `own`, or with `other` (given the fallback) if it fails."""
         if not available:
             return await self._async_hand_over(other, "unavailable")
         try:
             return await own()
         except ServerError as err:
-            if not (server_failed(err) and self._untouched()):
+            # Only while the attempt left nothing after the user's message.
+            untouched = isinstance(self.chat_log.content[-1], conversation.UserContent)
+            if not (server_failed(err) and untouched):
                 raise
             return await self._async_hand_over(other, str(err.translation_key))
-
-    def _untouched(self) -> bool:
-        """Tell whether the failed attempt left nothing after the user's message."""
-        return isinstance(self.chat_log.content[-1], conversation.UserContent)
 
     async def _async_hand_over[T](
         self, other: Callable[[str], Awaitable[T]], reason: str
     ) -> T:
-        """Run the fallback with the source marked as handing over."""
         LOGGER.info(
             "%s cannot answer (%s); %s answers instead",
             self.source,
@@ -125,10 +110,7 @@ async def async_converse_with(
     conversation_id: str,
     target: str,
 ) -> conversation.ConversationResult:
-    """Ask another agent the user's message, in the same conversation.
-
-    Home Assistant hands it the open chat log, which ends with the message.
-    """
+    """Ask another agent the user's message, in the same conversation."""
     return await conversation.async_converse(
         hass,
         user_input.text,
@@ -174,37 +156,40 @@ async def async_generate_image_with(
     context: Context | None,
     target: str,
 ) -> ai_task.GenImageTaskResult:
-    """Give the same image task to another AI task entity; see `makes_images`.
-
-    Home Assistant's own helper keeps the image in its media folder and hands
-    back no bytes, so the entity is called; the user's right to control it
-    is checked first, as the helper would.
-    """
+    """Give the same image task to another AI task entity that `makes_images`."""
+    # As Home Assistant's helper does before it runs the entity.
     await async_check_permissions(hass, target, None, context)
-    entity = _task_entity(hass, target)
-    assert entity is not None  # checked by makes_images
+    entity = _image_entity(hass, target)
+    assert entity is not None
     with async_get_chat_session(hass, context=context) as session:
         return await entity.internal_async_generate_image(session, task, context)
 
 
 def makes_images(hass: HomeAssistant, entity_id: str) -> bool:
     """Tell whether an AI task entity generates images."""
-    entity = _task_entity(hass, entity_id)
-    return entity is not None and (
-        ai_task.AITaskEntityFeature.GENERATE_IMAGE in entity.supported_features
-    )
+    return _image_entity(hass, entity_id) is not None
 
 
-def _task_entity(hass: HomeAssistant, entity_id: str) -> ai_task.AITaskEntity | None:
-    """Return an AI task entity by its id."""
-    return hass.data[DATA_COMPONENT].get_entity(entity_id)
+def _image_entity(hass: HomeAssistant, entity_id: str) -> ai_task.AITaskEntity | None:
+    """Return the AI task entity if it generates images.
+
+    The one place that reads ai_task's entity component, which is not public:
+    Home Assistant's image helper stores the image and hands back no bytes,
+    so a fallback runs the entity as that helper does.
+    """
+    entity = hass.data[DATA_COMPONENT].get_entity(entity_id)
+    if (
+        entity
+        and ai_task.AITaskEntityFeature.GENERATE_IMAGE in entity.supported_features
+    ):
+        return entity
+    return None
 
 
 def closes_loop(hass: HomeAssistant, source: str | None, target: str) -> bool:
     """Tell whether naming `target` as the fallback of `source` makes a loop.
 
-    The chain is followed through our own agents and tasks; another
-    integration's fallbacks are not known.
+    The chain is followed through our own agents and tasks only.
     """
     seen: set[str] = set()
     current: str | None = target
@@ -217,7 +202,6 @@ def closes_loop(hass: HomeAssistant, source: str | None, target: str) -> bool:
 
 
 def _fallback_of(hass: HomeAssistant, entity_id: str) -> str | None:
-    """Return the fallback one of our agents or tasks names, if any."""
     entity = er.async_get(hass).async_get(entity_id)
     if entity is None or entity.platform != DOMAIN or entity.config_entry_id is None:
         return None

@@ -1,26 +1,17 @@
-"""Fix flows of the model repairs: pick another model for a subentry.
+"""Fix flows of the model issues (models/issues.py): pick another model.
 
-The issues come from model_issues.py. The form offers the server's models of
-the right kind (models/kinds.py) that are not known to shut down, and takes
-any other name too. Saving updates the subentry (its title follows the model
-unless the user named it), which the entry takes in place and checks again.
+The form offers the server's models of the setting's kind that are not known
+to shut down first, and takes any other name too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from homeassistant.components.repairs import RepairsFlow, RepairsFlowResult
 from homeassistant.config_entries import ConfigEntryState, ConfigSubentry
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
-from homeassistant.helpers.selector import (
-    SelectOptionDict,
-    SelectSelector,
-    SelectSelectorConfig,
-    SelectSelectorMode,
-)
 import probatio
 
 from .const import (
@@ -31,6 +22,7 @@ from .const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
+from .flows.fields import dropdown
 from .flows.titles import followed_title
 from .models.audio_models import is_speech_model, is_transcription_model, known_voices
 from .models.issues import ISSUE_ENTRY, ISSUE_MODEL_KEY, ISSUE_SUBENTRY, MODEL_KEYS
@@ -41,24 +33,16 @@ if TYPE_CHECKING:
     from . import OpenAICompatibleConfigEntry
 
 
-def _evident_first(first: Callable[[str], bool]) -> Callable[[list[str]], list[str]]:
-    """Return an ordering that puts the models `first` picks out before the rest."""
-
-    def order(models: list[str]) -> list[str]:
-        return sorted(models, key=lambda model: not first(model))
-
-    return order
-
-
-def _ordering(subentry_type: str, key: str) -> Callable[[list[str]], list[str]]:
-    """Return how the picker orders the models for one model setting."""
+def _ordered(subentry_type: str, key: str, models: list[str]) -> list[str]:
+    """Return the models with those of the setting's kind first."""
     if key == CONF_IMAGE_MODEL:
-        return image_models_first
+        return image_models_first(models)
     if key == CONF_AUDIO_MODEL:
-        if subentry_type == SUBENTRY_STT:
-            return _evident_first(is_transcription_model)
-        return _evident_first(is_speech_model)
-    return chat_models_first
+        evident = (
+            is_transcription_model if subentry_type == SUBENTRY_STT else is_speech_model
+        )
+        return sorted(models, key=lambda model: not evident(model))
+    return chat_models_first(models)
 
 
 class ModelRepairFlow(RepairsFlow):
@@ -67,15 +51,14 @@ class ModelRepairFlow(RepairsFlow):
     async def async_step_init(
         self, user_input: dict[str, Any] | None = None
     ) -> RepairsFlowResult:
-        """Start with the form (Home Assistant passes the issue id as input)."""
+        """Show the form."""
         return await self.async_step_model()
 
     async def async_step_model(
         self, user_input: dict[str, Any] | None = None
     ) -> RepairsFlowResult:
         """Offer the server's models; save the one picked or typed."""
-        target = self._target()
-        if target is None:
+        if (target := self._target()) is None:
             return self.async_abort(reason="not_loaded")
         entry, subentry, key = target
         current = str(subentry.data.get(key) or "")
@@ -89,32 +72,27 @@ class ModelRepairFlow(RepairsFlow):
             else:
                 await self._async_save(entry, subentry, key, model)
                 return self.async_create_entry(data={})
-
         runtime = entry.runtime_data
-        choices = _ordering(subentry.subentry_type, key)(
+        choices = _ordered(
+            subentry.subentry_type,
+            key,
             [
                 model
                 for model in runtime.models
                 if model != current and runtime.capabilities.shutdown(model) is None
-            ]
+            ],
         )
-        schema = probatio.Schema(
-            {
-                probatio.Required(key): SelectSelector(
-                    SelectSelectorConfig(
-                        options=[SelectOptionDict(value=m, label=m) for m in choices],
-                        custom_value=True,
-                        mode=SelectSelectorMode.DROPDOWN,
-                    )
-                )
-            }
-        )
-        suggested = user_input or ({key: choices[0]} if choices else {})
+        issue = ir.async_get(self.hass).async_get_issue(DOMAIN, self.issue_id)
         return self.async_show_form(
             step_id="model",
-            data_schema=self.add_suggested_values_to_schema(schema, suggested),
+            data_schema=self.add_suggested_values_to_schema(
+                probatio.Schema({probatio.Required(key): dropdown(choices)}),
+                user_input or ({key: choices[0]} if choices else {}),
+            ),
             errors=errors,
-            description_placeholders=self._placeholders(),
+            description_placeholders=dict(
+                (issue.translation_placeholders if issue else None) or {}
+            ),
         )
 
     def _target(
@@ -130,11 +108,6 @@ class ModelRepairFlow(RepairsFlow):
         if subentry is None or key not in MODEL_KEYS.get(subentry.subentry_type, ()):
             return None
         return entry, subentry, key
-
-    def _placeholders(self) -> dict[str, str]:
-        """Return the issue's placeholders: the subentry, model, server and date."""
-        issue = ir.async_get(self.hass).async_get_issue(DOMAIN, self.issue_id)
-        return dict((issue.translation_placeholders if issue else None) or {})
 
     async def _async_save(
         self,

@@ -18,16 +18,13 @@ if TYPE_CHECKING:
 class RuntimeData:
     """Everything a loaded entry holds."""
 
-    # The server's availability and model list, and the connection to it.
     coordinator: ServerCoordinator
     capabilities: Capabilities
-    # AI-task requests (evaluations, generated data) under way at once, for
-    # all the entry's entities; conversation turns are not held back.
+    # AI-task requests under way at once, for all the entry's entities;
+    # conversation turns are not held back.
     task_slots: asyncio.Semaphore
-    # What the setup was built on (see __init__.setup_basis): a change of it
-    # reloads the entry; a change of subentries' settings alone does not.
+    # What a change must touch to need a reload (__init__.setup_basis).
     basis: tuple[object, ...]
-    # Tokens, requests and errors of each subentry, for the usage sensors.
     usage: UsageTracker = field(default_factory=UsageTracker)
 
     @property
@@ -39,8 +36,3 @@ class RuntimeData:
     def models(self) -> list[str]:
         """Return the models the server lists (empty when it lists none)."""
         return self.coordinator.data.models
-
-    @property
-    def models_unread(self) -> str | None:
-        """Return why the server's model list was not read, if it was not."""
-        return self.coordinator.data.unread

@@ -1,10 +1,7 @@
-"""Speech-to-text entities, one per speech-to-text subentry.
+"""Speech-to-text entities: the recording posted whole to `/audio/transcriptions`.
 
-The pipeline's recording is posted whole to `/audio/transcriptions`. The
-entity asks for transcript events; servers that stream them (OpenAI's gpt-4o
-transcribe models, Speaches, vLLM) give partial results, the others answer
-whole, and a model that refuses the request to stream is asked again without,
-which its capabilities then remember.
+Servers that stream transcript events give partial results; a model that
+refuses to stream is asked again without, which is learned.
 """
 
 from __future__ import annotations
@@ -18,14 +15,15 @@ from homeassistant.components.homeassistant.exposed_entities import async_should
 from homeassistant.const import CONF_PROMPT
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import area_registry as ar
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
+from . import OpenAICompatibleConfigEntry
 from .const import CONF_AUDIO_MODEL, CONF_HINT_NAMES, LOGGER, SUBENTRY_STT
 from .entity import OpenAICompatibleSubentryEntity
 from .errors import InputError, RequestRejectedError, TranslatedError
 from .features import Feature
 from .models.audio_models import transcription_languages
 from .net.sse import mebibytes
-from .platforms import setup_per_subentry
 from .voice.audio import (
     MAX_RECORDING_BYTES,
     TranscriptionRequest,
@@ -40,18 +38,24 @@ PARALLEL_UPDATES = 0
 MAX_PROMPT_CHARACTERS: Final = 800
 
 
-async_setup_entry = setup_per_subentry(
-    lambda entry, subentry: [OpenAICompatibleSTTEntity(entry, subentry)], SUBENTRY_STT
-)
+async def async_setup_entry(
+    hass: HomeAssistant,
+    entry: OpenAICompatibleConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+) -> None:
+    """Add an entity for each speech-to-text subentry."""
+    for subentry in entry.subentries.values():
+        if subentry.subentry_type == SUBENTRY_STT:
+            async_add_entities(
+                [OpenAICompatibleSTTEntity(entry, subentry)],
+                config_subentry_id=subentry.subentry_id,
+            )
 
 
 async def async_read_recording(
     metadata: stt.SpeechMetadata, stream: AsyncIterable[bytes]
 ) -> tuple[bytes, str]:
-    """Return the recording as a file and its name; raise if it is too large.
-
-    Home Assistant streams WAV as raw samples; they get their header here.
-    """
+    """Return the recording as a file and its name; WAV's raw samples get a header."""
     audio = bytearray()
     async for chunk in stream:
         audio += chunk
@@ -87,51 +91,24 @@ class OpenAICompatibleSTTEntity(stt.SpeechToTextEntity, OpenAICompatibleSubentry
     model_key = CONF_AUDIO_MODEL
     _attr_translation_key = "stt"
 
+    # Servers decode WAV (PCM, of any width, rate and channels) and Ogg (Opus).
+    supported_formats = [stt.AudioFormats.WAV, stt.AudioFormats.OGG]
+    supported_codecs = [stt.AudioCodecs.PCM, stt.AudioCodecs.OPUS]
+    supported_bit_rates = list(stt.AudioBitRates)
+    supported_sample_rates = list(stt.AudioSampleRates)
+    supported_channels = list(stt.AudioChannels)
+
     @property
     @override
     def supported_languages(self) -> list[str]:
         """Return the languages of the model (Whisper's for most)."""
         return transcription_languages(self.model)
 
-    @property
-    @override
-    def supported_formats(self) -> list[stt.AudioFormats]:
-        """Return WAV and Ogg: servers decode both."""
-        return [stt.AudioFormats.WAV, stt.AudioFormats.OGG]
-
-    @property
-    @override
-    def supported_codecs(self) -> list[stt.AudioCodecs]:
-        """Return PCM (in WAV) and Opus (in Ogg)."""
-        return [stt.AudioCodecs.PCM, stt.AudioCodecs.OPUS]
-
-    @property
-    @override
-    def supported_bit_rates(self) -> list[stt.AudioBitRates]:
-        """Return every sample width: the WAV header says which."""
-        return list(stt.AudioBitRates)
-
-    @property
-    @override
-    def supported_sample_rates(self) -> list[stt.AudioSampleRates]:
-        """Return every sample rate: servers resample."""
-        return list(stt.AudioSampleRates)
-
-    @property
-    @override
-    def supported_channels(self) -> list[stt.AudioChannels]:
-        """Return mono and stereo."""
-        return list(stt.AudioChannels)
-
     @override
     async def async_process_audio_stream_with_progress(
         self, metadata: stt.SpeechMetadata, stream: AsyncIterable[bytes]
     ) -> AsyncGenerator[stt.PartialSpeechResult | stt.SpeechResult]:
-        """Transcribe the recording; yield what the server heard so far, then all.
-
-        A failure is logged with its translated message and ends in an error
-        result, as the speech-to-text platform expects.
-        """
+        """Yield what the server heard so far, then all; a failure ends in ERROR."""
         try:
             recording, filename = await async_read_recording(metadata, stream)
             with self._server_errors():

@@ -1752,7 +1752,7 @@ def lan_server() -> Iterator[None]:
             return_value=ModelListing(LAN_MODELS, {}),
         ),
         patch(
-            "custom_components.openai_compatible.async_fetch_models",
+            "custom_components.openai_compatible.coordinator.async_fetch_models",
             return_value=ModelListing(
                 LAN_MODELS, {model: {"id": model} for model in LAN_MODELS}
             ),

@@ -1,8 +1,11 @@
-"""Subentry flow of conversation agents and AI tasks: model, prompt, tuning."""
+"""Subentry flow of conversation agents and AI tasks: model, prompt, tuning.
+
+The settings step is followed by the tools step where an LLM API is chosen,
+and by the Responses API options where the model takes some.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Final
 
 from homeassistant import data_entry_flow
@@ -17,6 +20,7 @@ from homeassistant.helpers.selector import (
     EntitySelectorConfig,
     NumberSelector,
     NumberSelectorConfig,
+    ObjectSelector,
     SelectOptionDict,
     SelectSelector,
     SelectSelectorConfig,
@@ -29,6 +33,7 @@ import probatio
 from ..const import (
     CONF_CHAT_MODEL,
     CONF_CONTEXT_WINDOW,
+    CONF_EXTRA_FIELDS,
     CONF_FALLBACK,
     CONF_HISTORY_TURNS,
     CONF_IMAGE_MODEL,
@@ -36,64 +41,75 @@ from ..const import (
     CONF_RECOMMENDED,
     CONF_STREAMING,
     CONF_TEMPERATURE,
+    CONF_THINKING,
     CONF_TOP_P,
     DOMAIN,
     RECOMMENDED_MAX_TOKENS,
     RECOMMENDED_TEMPERATURE,
     RECOMMENDED_TOP_P,
-    SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
 )
 from ..fallback import closes_loop
 from ..models.kinds import chat_models_first, image_models_first
 from ..models.lifecycle import lasting_models
 from ..models.providers import Provider
+from ..models.thinking import Thinking
 from ..window.context_window import default_answer_limit
+from ..wire.extra_fields import owned_fields
 from .defaults import chat_defaults
-from .fields import dropdown, whole_number
-from .knobs import KNOB_KEYS, knob_data, knob_errors, knob_fields
+from .fields import choice, dropdown, whole_number
 from .responses_step import responses_data, responses_schema, suggested_values
 from .subentry_base import SubentryFlow
 from .tools_step import async_tool_options, tools_data, tools_schema
 
-# The sampling settings behind the "recommended" toggle, with their defaults.
-ADVANCED_DEFAULTS: Final[dict[str, float]] = {
-    CONF_MAX_TOKENS: RECOMMENDED_MAX_TOKENS,
-    CONF_TEMPERATURE: RECOMMENDED_TEMPERATURE,
-    CONF_TOP_P: RECOMMENDED_TOP_P,
-}
-
-# How much of the context an agent or task uses; empty: the default.
-CONTEXT_KEYS: Final = (CONF_HISTORY_TURNS, CONF_CONTEXT_WINDOW)
-
-# Every key the subentry form owns; other keys in saved data are kept.
-SUBENTRY_FORM_KEYS: Final = frozenset(
+# The fields behind the "recommended" toggle.
+ADVANCED_KEYS: Final = (
+    CONF_MAX_TOKENS,
+    CONF_TEMPERATURE,
+    CONF_TOP_P,
+    CONF_EXTRA_FIELDS,
+    CONF_THINKING,
+)
+# Every key the settings step owns; other keys in saved data are kept.
+SETTINGS_KEYS: Final = frozenset(
     {
-        *CONTEXT_KEYS,
+        *ADVANCED_KEYS,
         CONF_CHAT_MODEL,
+        CONF_CONTEXT_WINDOW,
         CONF_FALLBACK,
+        CONF_HISTORY_TURNS,
         CONF_IMAGE_MODEL,
         CONF_LLM_HASS_API,
+        CONF_NAME,
         CONF_PROMPT,
         CONF_RECOMMENDED,
         CONF_STREAMING,
-        *ADVANCED_DEFAULTS,
-        *KNOB_KEYS,
     }
 )
 _ADVANCED: Final[FieldCondition] = {"field": CONF_RECOMMENDED, "value": False}
-# The entity domain of each kind of subentry, for its fallback.
-_ENTITY_DOMAINS: Final = {
-    SUBENTRY_CONVERSATION: CONVERSATION_DOMAIN,
-    SUBENTRY_AI_TASK: AI_TASK_DOMAIN,
+# Values that ask for nothing, and so are not saved.
+_UNSAVED: Final[dict[str, object]] = {
+    CONF_STREAMING: True,
+    CONF_THINKING: Thinking.DEFAULT,
 }
+
+
+def _extra_fields_errors(
+    user_input: dict[str, Any],
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Return the errors of the extra fields, an object setting nothing we own."""
+    fields = user_input.get(CONF_EXTRA_FIELDS)
+    if user_input.get(CONF_RECOMMENDED, True) or fields in (None, ""):
+        return {}, {}
+    if not isinstance(fields, dict):
+        return {CONF_EXTRA_FIELDS: "extra_fields_not_object"}, {}
+    if owned := owned_fields(fields):
+        return {CONF_EXTRA_FIELDS: "extra_fields_owned"}, {"fields": ", ".join(owned)}
+    return {}, {}
 
 
 class ModelSubentryFlowHandler(SubentryFlow):
     """Add or change a conversation agent or an AI task of a server."""
-
-    # The name given in the first step of a new subentry.
-    _name = ""
 
     def _defaults(self, models: list[str], preset: Provider) -> dict[str, object]:
         """Start from the recommended settings and a model that will last."""
@@ -103,23 +119,15 @@ class ModelSubentryFlowHandler(SubentryFlow):
     async def async_step_init(
         self, user_input: dict[str, Any] | None = None
     ) -> SubentryFlowResult:
-        """Show and save the settings of the agent or task."""
-        if (entry := self._loaded_entry()) is None:
-            return self.async_abort(reason="entry_not_loaded")
-
-        errors, placeholders = knob_errors(user_input or {})
+        """Show and take the settings of the agent or task."""
+        entry = self._entry()
+        errors, placeholders = _extra_fields_errors(user_input or {})
         if user_input is not None and not errors:
-            data = self._form_data(user_input)
-            self._name = (user_input.get(CONF_NAME) or "").strip()
-            if self._closes_loop(data):
-                errors[CONF_FALLBACK] = "fallback_loop"
-                self.options = data
-            elif data.get(CONF_LLM_HASS_API):
-                self.options = data
+            self.options = self._settings(user_input)
+            target = self.options.get(CONF_FALLBACK)
+            if not (target and closes_loop(self.hass, self._own_entity_id(), target)):
                 return await self.async_step_tools()
-            else:
-                return await self._async_after_tools(data)
-
+            errors[CONF_FALLBACK] = "fallback_loop"
         self._drop_stale_apis()
         return self.async_show_form(
             step_id="init",
@@ -129,44 +137,36 @@ class ModelSubentryFlowHandler(SubentryFlow):
             ),
             errors=errors or None,
             description_placeholders=placeholders or None,
-            # The tools step follows where an LLM API is chosen.
             last_step=not self.options.get(CONF_LLM_HASS_API)
-            and self._responses_schema(self.options) is None,
+            and self._responses_schema() is None,
         )
 
     async def async_step_tools(
         self, user_input: dict[str, Any] | None = None
     ) -> SubentryFlowResult:
-        """Show and save which tools the agent offers, and how."""
+        """Show and take which tools the agent offers, where it has an LLM API."""
+        apis = self.options.get(CONF_LLM_HASS_API)
         if user_input is not None:
-            return await self._async_after_tools(tools_data(self.options, user_input))
-        apis = self.options[CONF_LLM_HASS_API]
+            self.options = tools_data(self.options, user_input)
+        if user_input is not None or not apis:
+            return await self.async_step_responses()
         options = await async_tool_options(self.hass, apis)
         return self.async_show_form(
             step_id="tools",
             data_schema=self.add_suggested_values_to_schema(
                 tools_schema(options, self.options), self.options
             ),
-            last_step=self._responses_schema(self.options) is None,
+            last_step=self._responses_schema() is None,
         )
-
-    async def _async_after_tools(self, data: dict[str, Any]) -> SubentryFlowResult:
-        """Go on to the Responses API options where the model takes some; or save."""
-        if self._responses_schema(data) is not None:
-            self.options = data
-            return await self.async_step_responses()
-        return self._async_store(data, self._name)
 
     async def async_step_responses(
         self, user_input: dict[str, Any] | None = None
     ) -> SubentryFlowResult:
-        """Show and save the Responses API options the chosen model takes."""
+        """Show and save the Responses API options the model takes; or save."""
+        if (schema := self._responses_schema()) is None:
+            return self._async_store(self.options)
         if user_input is not None:
-            return self._async_store(
-                responses_data(self.options, user_input), self._name
-            )
-        schema = self._responses_schema(self.options)
-        assert schema is not None  # only reached over the Responses API
+            return self._async_store(responses_data(self.options, user_input))
         return self.async_show_form(
             step_id="responses",
             data_schema=self.add_suggested_values_to_schema(
@@ -175,56 +175,36 @@ class ModelSubentryFlowHandler(SubentryFlow):
             last_step=True,
         )
 
+    def _entity_domain(self) -> str:
+        if self._subentry_type == SUBENTRY_CONVERSATION:
+            return CONVERSATION_DOMAIN
+        return AI_TASK_DOMAIN
+
     def _own_entity_id(self) -> str | None:
         """Return the entity of the subentry being changed; None for a new one."""
         if self._is_new:
             return None
         return er.async_get(self.hass).async_get_entity_id(
-            _ENTITY_DOMAINS[self._subentry_type],
-            DOMAIN,
-            self._get_reconfigure_subentry().subentry_id,
+            self._entity_domain(), DOMAIN, self._get_reconfigure_subentry().subentry_id
         )
 
-    def _closes_loop(self, data: Mapping[str, object]) -> bool:
-        """Tell whether the chosen fallback leads back to this agent or task."""
-        target = data.get(CONF_FALLBACK)
-        return isinstance(target, str) and closes_loop(
-            self.hass, self._own_entity_id(), target
-        )
-
-    def _fallback_field(self) -> VolDictType:
-        """Return the fallback field: an agent or task of any integration but this."""
-        own = self._own_entity_id()
-        return {
-            probatio.Optional(CONF_FALLBACK): EntitySelector(
-                EntitySelectorConfig(
-                    domain=_ENTITY_DOMAINS[self._subentry_type],
-                    exclude_entities=[own] if own else [],
-                )
-            )
-        }
-
-    def _responses_schema(self, data: Mapping[str, Any]) -> probatio.Schema | None:
-        """Return the Responses API options the subentry's model takes, if any."""
+    def _responses_schema(self) -> probatio.Schema | None:
         entry = self._get_entry()
-        model = entry.runtime_data.capabilities.model(str(data.get(CONF_CHAT_MODEL)))
-        return responses_schema(entry.options, model, self._subentry_type)
+        model = str(self.options.get(CONF_CHAT_MODEL))
+        capabilities = entry.runtime_data.capabilities.model(model)
+        return responses_schema(entry.options, capabilities, self._subentry_type)
 
     def _drop_stale_apis(self) -> None:
-        """Forget saved LLM APIs that no longer exist."""
-        saved = self.options.get(CONF_LLM_HASS_API)
-        if saved is None:
+        if (saved := self.options.get(CONF_LLM_HASS_API)) is None:
             return
-        if isinstance(saved, str):
-            saved = [saved]
         known = {api.id for api in llm.async_get_apis(self.hass)}
+        saved = [saved] if isinstance(saved, str) else saved
         if apis := [api for api in saved if api in known]:
             self.options[CONF_LLM_HASS_API] = apis
         else:
             self.options.pop(CONF_LLM_HASS_API)
 
     def _schema(self, models: list[str]) -> probatio.Schema:
-        """Return the form for this kind of subentry."""
         schema: VolDictType = {}
         if self._is_new:
             # Left empty, the name is made of server and model.
@@ -233,85 +213,71 @@ class ModelSubentryFlowHandler(SubentryFlow):
             chat_models_first(models), self.options.get(CONF_CHAT_MODEL)
         )
         if self._subentry_type == SUBENTRY_CONVERSATION:
-            schema.update(self._agent_fields())
+            apis = [
+                SelectOptionDict(value=api.id, label=api.name)
+                for api in llm.async_get_apis(self.hass)
+            ]
+            schema[probatio.Optional(CONF_PROMPT)] = TemplateSelector()
+            schema[probatio.Optional(CONF_LLM_HASS_API)] = SelectSelector(
+                SelectSelectorConfig(
+                    options=apis, multiple=True, mode=SelectSelectorMode.LIST
+                )
+            )
+            schema[probatio.Optional(CONF_HISTORY_TURNS)] = whole_number(0, 1000)
         else:
             schema[probatio.Optional(CONF_IMAGE_MODEL)] = dropdown(
                 image_models_first(models), self.options.get(CONF_IMAGE_MODEL)
             )
-        schema.update(self._fallback_field())
+        own = self._own_entity_id()
+        schema[probatio.Optional(CONF_FALLBACK)] = EntitySelector(
+            EntitySelectorConfig(
+                domain=self._entity_domain(), exclude_entities=[own] if own else []
+            )
+        )
         schema[probatio.Optional(CONF_CONTEXT_WINDOW)] = whole_number(256, 10_000_000)
         schema[probatio.Optional(CONF_STREAMING, default=True)] = bool
         schema[probatio.Required(CONF_RECOMMENDED, default=True)] = bool
-        schema.update(self._tuning_fields())
-        schema.update(knob_fields(_ADVANCED))
-        return probatio.Schema(schema)
+        return probatio.Schema(schema | self._advanced_fields())
 
-    def _agent_fields(self) -> VolDictType:
-        """Return the fields only a conversation agent has."""
-        apis = [
-            SelectOptionDict(value=api.id, label=api.name)
-            for api in llm.async_get_apis(self.hass)
-        ]
+    def _advanced_fields(self) -> VolDictType:
+
+        def advanced(key: str, default: Any = None) -> data_entry_flow.Optional:
+            if default is None:
+                return data_entry_flow.Optional(key, visible=_ADVANCED)
+            return data_entry_flow.Optional(key, default=default, visible=_ADVANCED)
+
         return {
-            probatio.Optional(CONF_PROMPT): TemplateSelector(),
-            probatio.Optional(CONF_LLM_HASS_API): SelectSelector(
-                SelectSelectorConfig(
-                    options=apis, multiple=True, mode=SelectSelectorMode.LIST
-                )
+            advanced(CONF_MAX_TOKENS, self._max_tokens()): whole_number(1, 1_000_000),
+            advanced(CONF_TEMPERATURE, RECOMMENDED_TEMPERATURE): NumberSelector(
+                NumberSelectorConfig(min=0, max=2, step=0.05)
             ),
-            probatio.Optional(CONF_HISTORY_TURNS): whole_number(0, 1000),
-        }
-
-    def _tuning_fields(self) -> VolDictType:
-        """Return the sampling fields, shown when the recommended toggle is off."""
-        return {
-            data_entry_flow.Optional(
-                CONF_MAX_TOKENS, default=self._max_tokens(), visible=_ADVANCED
-            ): whole_number(1, 1_000_000),
-            data_entry_flow.Optional(
-                CONF_TEMPERATURE, default=RECOMMENDED_TEMPERATURE, visible=_ADVANCED
-            ): NumberSelector(NumberSelectorConfig(min=0, max=2, step=0.05)),
-            data_entry_flow.Optional(
-                CONF_TOP_P, default=RECOMMENDED_TOP_P, visible=_ADVANCED
-            ): NumberSelector(NumberSelectorConfig(min=0, max=1, step=0.05)),
+            advanced(CONF_TOP_P, RECOMMENDED_TOP_P): NumberSelector(
+                NumberSelectorConfig(min=0, max=1, step=0.05)
+            ),
+            # Extra request fields and the thinking switch, for local servers.
+            advanced(CONF_EXTRA_FIELDS): ObjectSelector(),
+            advanced(CONF_THINKING, Thinking.DEFAULT): choice(CONF_THINKING, Thinking),
         }
 
     def _max_tokens(self) -> int:
-        """Return the maximum tokens the form offers: a local server's own limit."""
+        """Return the answer limit the form offers: a local server's own limit."""
         server = self._get_entry().runtime_data.capabilities
         return default_answer_limit(server, self.options) or RECOMMENDED_MAX_TOKENS
 
-    def _form_data(self, user_input: dict[str, Any]) -> dict[str, Any]:
-        """Return the subentry's data with the form's values; tuning only when on."""
-        data = {
-            key: value
-            for key, value in self.options.items()
-            if key not in SUBENTRY_FORM_KEYS
-        }
-        data[CONF_RECOMMENDED] = user_input[CONF_RECOMMENDED]
-        data[CONF_CHAT_MODEL] = user_input[CONF_CHAT_MODEL].strip()
-        if self._subentry_type == SUBENTRY_CONVERSATION:
-            if prompt := user_input.get(CONF_PROMPT):
-                data[CONF_PROMPT] = prompt
-            if apis := user_input.get(CONF_LLM_HASS_API):
-                data[CONF_LLM_HASS_API] = apis
-        elif image_model := (user_input.get(CONF_IMAGE_MODEL) or "").strip():
-            data[CONF_IMAGE_MODEL] = image_model
-        for key in (*CONTEXT_KEYS, CONF_FALLBACK):
-            if (value := user_input.get(key)) is not None:
-                data[key] = value
-        if not user_input.get(CONF_STREAMING, True):
-            data[CONF_STREAMING] = False
-        if not data[CONF_RECOMMENDED]:
-            data.update(self._tuning(user_input))
-            data.update(knob_data(user_input))
-        return data
+    def _settings(self, user_input: dict[str, Any]) -> dict[str, Any]:
+        """Return the subentry's data with the step's values, but those asking nothing.
 
-    def _tuning(self, user_input: dict[str, Any]) -> dict[str, Any]:
-        """Return what the form shows of the tuning, defaults included: all is sent."""
-        defaults = {**ADVANCED_DEFAULTS, CONF_MAX_TOKENS: self._max_tokens()}
-        return {
-            key: value
-            for key, default in defaults.items()
-            if (value := user_input.get(key, default)) is not None
-        }
+        The advanced fields are saved only with the recommended toggle off,
+        and then all of the tuning is: it is sent.
+        """
+        data = {k: v for k, v in self.options.items() if k not in SETTINGS_KEYS}
+        for key, value in user_input.items():
+            if isinstance(value, str) and key != CONF_PROMPT:
+                value = value.strip()
+            if not (
+                (key in ADVANCED_KEYS and user_input[CONF_RECOMMENDED])
+                or value in (None, "", [], {})
+                or _UNSAVED.get(key) == value
+            ):
+                data[key] = value
+        return data

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-import ipaddress
+from ipaddress import ip_address
 import logging
 from typing import Any, Final
 
@@ -14,6 +14,7 @@ from homeassistant.helpers.selector import (
     TextSelectorConfig,
     TextSelectorType,
 )
+from homeassistant.util.network import is_ip_address
 import probatio
 from yarl import URL
 
@@ -51,8 +52,9 @@ _TOLD_ERRORS: Final = frozenset(
 
 def api_key_field(required: bool) -> probatio.Marker:
     """Return the schema key of the API key, required or not."""
-    marker = probatio.Required if required else probatio.Optional
-    return marker(probatio.Secret(CONF_API_KEY))
+    return (probatio.Required if required else probatio.Optional)(
+        probatio.Secret(CONF_API_KEY)
+    )
 
 
 def connect_step(provider_key: str) -> str:
@@ -81,25 +83,17 @@ def entry_data(
     return data
 
 
-# Names of this machine's loopback that reach the same server on one port.
-LOOPBACK_NAMES: Final = frozenset({"localhost", "127.0.0.1", "::1"})
+def _server(base_url: str) -> tuple[str, str, int | None, str]:
+    url = URL(base_url)
+    host = (url.host or "").lower()
+    # The loopback's names reach the same server.
+    host = "localhost" if host in ("localhost", "127.0.0.1", "::1") else host
+    return url.scheme, host, url.port, url.path.rstrip("/")
 
 
 def same_server(url: str, other: str) -> bool:
-    """Tell whether two canonical base URLs reach one server.
-
-    The loopback's names count as one; scheme, port and path must match.
-    """
-    return _server_address(url) == _server_address(other)
-
-
-def _server_address(base_url: str) -> tuple[str, str, int | None, str]:
-    """Return a base URL's scheme, host (the loopback as one), port and path."""
-    url = URL(base_url)
-    host = (url.host or "").lower()
-    if host in LOOPBACK_NAMES:
-        host = "localhost"
-    return url.scheme, host, url.port, url.path.rstrip("/")
+    """Tell whether two canonical base URLs reach one server (and path)."""
+    return _server(url) == _server(other)
 
 
 def same_origin(url: str, other: str) -> bool:
@@ -146,16 +140,11 @@ async def async_check_server(
 
 
 def _is_loopback(base_url: str) -> bool:
-    """Tell whether a base URL points at the machine that runs Home Assistant."""
     host = URL(base_url).host or ""
-    try:
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return host == "localhost" or (is_ip_address(host) and ip_address(host).is_loopback)
 
 
 def _flow_error(err: ServerError, placeholders: dict[str, str]) -> str:
-    """Return the form's error for a server error; fill in its placeholders."""
     given = err.translation_placeholders or {}
     if (key := err.translation_key) is not None and key in _TOLD_ERRORS:
         placeholders.update(given)
@@ -167,7 +156,6 @@ def _flow_error(err: ServerError, placeholders: dict[str, str]) -> str:
 async def _async_note_server_kind(
     hass: HomeAssistant, data: dict[str, Any], listing: ModelListing
 ) -> None:
-    """Note the server software a custom server was recognised as."""
     data.pop(CONF_SERVER_KIND, None)
     if data.get(CONF_PROVIDER) != PROVIDER_CUSTOM:
         return

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 from homeassistant.config_entries import ConfigSubentryData
 from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT
@@ -36,9 +36,6 @@ from ..models.lifecycle import lasting_models
 from ..models.providers import provider_for
 from .titles import subentry_title
 
-# What a new entry gets where its server lists a chat model.
-CHAT_SUBENTRIES: Final = (SUBENTRY_CONVERSATION, SUBENTRY_AI_TASK)
-
 
 def default_subentries(
     entry_title: str,
@@ -48,14 +45,16 @@ def default_subentries(
 ) -> list[ConfigSubentryData]:
     """Return one conversation agent and one AI task for a new entry.
 
-    Their titles start as `entry_title` does (see titles.server_label).
     Speech-to-text and text-to-speech come too where the server lists evident
     audio models; a server with only those gets only them.
     """
     preset = provider_for(entry_data.get(CONF_PROVIDER))
     lasting = lasting_models(models, preset.shutdowns)
     preferred = chat_model or preset.recommended_model
-    chat = [(kind, chat_defaults(kind, lasting, preferred)) for kind in CHAT_SUBENTRIES]
+    chat = [
+        (kind, chat_defaults(kind, lasting, preferred))
+        for kind in (SUBENTRY_CONVERSATION, SUBENTRY_AI_TASK)
+    ]
     voice = voice_defaults(lasting)
     if voice and pick_chat_model(lasting, preferred) is None:
         chat = []
@@ -73,11 +72,7 @@ def default_subentries(
 def chat_defaults(
     subentry_type: str, models: list[str], preferred: str | None
 ) -> dict[str, object]:
-    """Return the settings a new conversation agent or AI task starts from.
-
-    `models` are those the server lists with no announced shutdown; the
-    preferred chat model is taken where it is listed.
-    """
+    """Return the settings a new agent or task starts from, of the lasting `models`."""
     data: dict[str, object] = {CONF_RECOMMENDED: True}
     if chat_model := pick_chat_model(models, preferred):
         data[CONF_CHAT_MODEL] = chat_model
@@ -90,11 +85,7 @@ def chat_defaults(
 
 
 def voice_defaults(models: list[str]) -> list[tuple[str, dict[str, object]]]:
-    """Return the types and data of a new entry's voice subentries.
-
-    Speech-to-text and text-to-speech come only where the server lists an
-    evident model for them.
-    """
+    """Return the voice subentries (type, data) whose evident model the server lists."""
     defaults: list[tuple[str, dict[str, object]]] = []
     if transcription_model := pick_transcription_model(models):
         defaults.append((SUBENTRY_STT, stt_defaults(transcription_model)))

@@ -17,10 +17,7 @@ import probatio
 
 
 def dropdown(values: list[str], current: str | None = None) -> SelectSelector:
-    """Return a dropdown of the values in their order that takes any other too.
-
-    A current value the list lacks comes first, so a saved model stays.
-    """
+    """Return a dropdown of the values that takes any other too; a current one stays."""
     if current and current not in values:
         values = [current, *values]
     return SelectSelector(

@@ -1,11 +1,7 @@
 """The subentry step of Responses API options: reasoning and provider-run tools.
 
-It follows the agent's or task's settings when the entry's requests go over
-the Responses API, and offers only what the chosen model takes: reasoning
-effort and summaries for reasoning models, verbosity for GPT-5, the service
-tiers of OpenAI's models, and, for a conversation agent, the tools the
-provider runs (web search, code interpreter, image generation). Storing the
-requests at the provider is offered whatever the model.
+Over the Responses API only, and only what the chosen model takes; the
+provider-run tools for a conversation agent only.
 """
 
 from __future__ import annotations
@@ -94,7 +90,6 @@ def responses_schema(
 
 
 def _tools_schema(capabilities: ModelCapabilities) -> VolDictType:
-    """Return the fields of the provider-run tools the model may use."""
     schema: VolDictType = {}
     if not capabilities.refuses(Feature.WEB_SEARCH):
         schema[probatio.Optional(CONF_WEB_SEARCH, default=False)] = bool
@@ -119,7 +114,7 @@ def _tools_schema(capabilities: ModelCapabilities) -> VolDictType:
 def suggested_values(
     schema: probatio.Schema, data: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """Return the saved values the step can show; one its field refuses is left out.
+    """Return the saved values the step can show: not one its field refuses.
 
     A service tier saved for another model may not be among this model's.
     """

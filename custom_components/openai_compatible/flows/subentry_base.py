@@ -11,6 +11,7 @@ from homeassistant.config_entries import (
     ConfigSubentryFlow,
     SubentryFlowResult,
 )
+from homeassistant.const import CONF_NAME
 from homeassistant.data_entry_flow import AbortFlow
 
 from ..const import CONF_PROVIDER
@@ -25,17 +26,12 @@ class SubentryFlow(ConfigSubentryFlow):
 
     @property
     def _is_new(self) -> bool:
-        """Tell whether the flow creates a subentry."""
         return self.source == SOURCE_USER
 
-    def _loaded_entry(self) -> ConfigEntry | None:
-        """Return the entry when it is loaded (its models are known)."""
-        entry = self._get_entry()
-        return entry if entry.state is ConfigEntryState.LOADED else None
-
     def _entry(self) -> ConfigEntry:
-        """Return the loaded entry; abort the flow when it is not loaded."""
-        if (entry := self._loaded_entry()) is None:
+        """Return the entry; abort the flow unless it is loaded (its models known)."""
+        entry = self._get_entry()
+        if entry.state is not ConfigEntryState.LOADED:
             raise AbortFlow("entry_not_loaded")
         return entry
 
@@ -56,8 +52,7 @@ class SubentryFlow(ConfigSubentryFlow):
         self, user_input: dict[str, Any] | None = None
     ) -> SubentryFlowResult:
         """Change a subentry, starting from its saved settings."""
-        if self._loaded_entry() is None:
-            return self.async_abort(reason="entry_not_loaded")
+        self._entry()
         self.options = dict(self._get_reconfigure_subentry().data)
         return await self.async_step_init()
 
@@ -67,13 +62,15 @@ class SubentryFlow(ConfigSubentryFlow):
         """Show the subentry's first form."""
         raise NotImplementedError
 
-    def _async_store(self, data: dict[str, Any], name: str) -> SubentryFlowResult:
+    def _async_store(self, data: dict[str, Any]) -> SubentryFlowResult:
         """Create the subentry, or save the changed one.
 
         A new subentry takes the name given, else server and model name it; a
         title the integration made follows the model, a given one stays.
         """
         entry = self._get_entry()
+        name = str(data.get(CONF_NAME) or "").strip()
+        data = {key: value for key, value in data.items() if key != CONF_NAME}
         if self._is_new:
             return self.async_create_entry(
                 title=name

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-import ipaddress
 from typing import Any, Final
 
+from homeassistant.util.network import is_ip_address
 from yarl import URL
 
 from ..const import (
@@ -41,10 +41,9 @@ LEGACY_CUSTOM_NAME: Final = "Custom"
 
 
 def server_name(entry_data: Mapping[str, Any]) -> str:
-    """Return what a server is called: its preset, or the software it runs.
+    """Return what a server is called: its preset, the software it runs, or its host.
 
-    A custom server is named after the server software it was recognised as,
-    else after its host name; an IP address or localhost names nothing.
+    An IP address or localhost names nothing.
     """
     key = entry_data.get(CONF_PROVIDER)
     if key != PROVIDER_CUSTOM and key in PROVIDERS:
@@ -54,26 +53,16 @@ def server_name(entry_data: Mapping[str, Any]) -> str:
             if preset.kind == kind:
                 return preset.name
     host = URL(entry_data[CONF_BASE_URL]).host or ""
-    if host == "localhost" or _is_ip_address(host):
+    if host == "localhost" or is_ip_address(host):
         return PROVIDERS[PROVIDER_CUSTOM].name
     return host
-
-
-def _is_ip_address(host: str) -> bool:
-    """Tell whether a host is an IP address rather than a name."""
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
 
 
 def entry_title(entry_data: Mapping[str, Any], taken: Collection[str] = ()) -> str:
     """Return the title of an entry: the server's name, plus its address if needed.
 
-    A hosted service at its own address is named alone, one elsewhere (a
-    proxy, an Azure resource) shows where; any other server shows its address
-    only where another entry (its title in `taken`) already has the name.
+    A hosted service shows its address where it is not at its own (a proxy, an
+    Azure resource); any other server where another entry has its name.
     """
     name = server_name(entry_data)
     preset = provider_for(entry_data.get(CONF_PROVIDER))
@@ -86,7 +75,6 @@ def entry_title(entry_data: Mapping[str, Any], taken: Collection[str] = ()) -> s
 
 
 def _with_address(name: str, entry_data: Mapping[str, Any]) -> str:
-    """Return a name followed by the host and port of the entry's server."""
     return f"{name} ({URL(entry_data[CONF_BASE_URL]).host_port_subcomponent or ''})"
 
 
@@ -103,8 +91,7 @@ def is_generated_entry_title(title: str, entry_data: Mapping[str, Any]) -> bool:
 def server_label(entry_title: str, entry_data: Mapping[str, Any]) -> str:
     """Return what the titles of an entry's subentries start with.
 
-    The server's name, with the address where the entry's title has it to
-    tell entries apart, so that its agents and tasks are told apart too.
+    The server's name, with the address where the entry's title has it.
     """
     name = server_name(entry_data)
     with_address = _with_address(name, entry_data)
@@ -119,17 +106,15 @@ def subentry_title(
 ) -> str:
     """Return the title a subentry gets unless the user names it.
 
-    "Ollama · llama3.1:8b" for an agent, "Ollama · llama3.1:8b · AI task" for
-    a task, "OpenAI · whisper-1 · Speech-to-text" for speech-to-text;
-    "Ollama (192.168.1.20:11434) · llama3.1:8b" for an agent of an entry
-    titled with its address.
+    "Ollama · llama3.1:8b" for an agent, "Ollama · llama3.1:8b · AI task" for a
+    task, "Ollama (192.168.1.20:11434) · llama3.1:8b" where the entry's title
+    has its address.
     """
     label = server_label(entry_title, entry_data)
     return _title(label, subentry_type, subentry_data)
 
 
 def _title(label: str, subentry_type: str, subentry_data: Mapping[str, Any]) -> str:
-    """Return a subentry title that starts with the server's label."""
     parts = [label]
     if model := subentry_data.get(CONF_CHAT_MODEL) or subentry_data.get(
         CONF_AUDIO_MODEL
@@ -147,11 +132,7 @@ def is_generated_title(
     entry_data: Mapping[str, Any],
     subentry_data: Mapping[str, Any],
 ) -> bool:
-    """Tell whether a subentry still has a title the integration gave it.
-
-    Subentries were once named after the server alone, and custom servers'
-    after the host.
-    """
+    """Tell whether a subentry has a title the integration gave, now or before."""
     host = str(URL(entry_data[CONF_BASE_URL]).host)
     return title in (
         subentry_title(subentry_type, entry_title, entry_data, subentry_data),

@@ -1,9 +1,7 @@
 """The agent's tools step: which tools are offered, on demand, and a call cap.
 
-The tools are chosen by their names in Home Assistant, shown by their titles
-or their descriptions' first words and the API they come from. Nothing chosen
-offers every tool, new ones too; a chosen name the API no longer has stays
-listed, so it can be taken out, and is not offered.
+Nothing chosen offers every tool, new ones too; a chosen name the API no
+longer has stays listed, so it can be taken out.
 """
 
 from __future__ import annotations
@@ -35,10 +33,7 @@ LABEL_CHARACTERS: Final = 60
 async def async_tool_options(
     hass: HomeAssistant, api_ids: list[str]
 ) -> list[SelectOptionDict]:
-    """Return the tools the LLM APIs provide today: names, and readable labels.
-
-    A label says what the tool does and which API it comes from.
-    """
+    """Return the APIs' tools: names, labeled with what they do and their API."""
     context = llm.LLMContext(
         platform=DOMAIN,
         context=Context(),
@@ -67,7 +62,7 @@ async def async_tool_options(
 
 
 def _readable(tool: llm.Tool) -> str:
-    """Return a tool's title, else its description's first sentence, cut short."""
+    # The title, else the description's first sentence, cut short.
     text = tool.title or (tool.description or "").split(". ")[0].split("\n")[0]
     text = text.strip().rstrip(".")
     if len(text) > LABEL_CHARACTERS:

@@ -1,4 +1,4 @@
-"""The advanced form's extra request fields and thinking switch, as saved."""
+"""The agent and task flow: the advanced extra request fields and thinking switch."""
 
 from __future__ import annotations
 
