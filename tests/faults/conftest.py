@@ -56,8 +56,13 @@ class LoopWatch:
         self._task = asyncio.get_running_loop().create_task(self._beat())
 
     async def stop(self) -> float:
-        """Stop beating; return the longest stall in seconds."""
+        """Stop beating; return the longest stall in seconds.
+
+        The loop turns once more first, so that a stall just before the stop
+        is recorded by a late beat rather than cancelled with it.
+        """
         assert self._task is not None
+        await asyncio.sleep(2 * HEARTBEAT_SECONDS)
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
