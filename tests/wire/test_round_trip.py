@@ -9,7 +9,14 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import intent
 import pytest
 
+from custom_components.openai_compatible.const import (
+    CONF_MAX_TOKENS,
+    CONF_RECOMMENDED,
+    CONF_TEMPERATURE,
+    CONF_TIMEOUT,
+)
 from custom_components.openai_compatible.features import Feature
+from custom_components.openai_compatible.wire import round_trip
 from custom_components.openai_compatible.wire.round_trip import says_something
 from simulator import OpenAISimulator, response_stream
 from tests.conftest import SetupEntry, converse, speech
@@ -21,6 +28,13 @@ APIS = pytest.mark.parametrize(
     [("custom", "/chat/completions"), ("openai", "/responses")],
     ids=["chat_completions", "responses"],
 )
+# Settings that send an answer limit and a temperature.
+TUNED = {
+    **NO_TOOLS,
+    CONF_RECOMMENDED: False,
+    CONF_MAX_TOKENS: 100,
+    CONF_TEMPERATURE: 0.5,
+}
 OVERFLOW = {
     "error": {
         "message": (
@@ -109,3 +123,66 @@ async def test_an_empty_responses_stream_is_not_asked_again(
 def test_what_says_something(delta: Any, said: bool) -> None:
     """Anything beyond the role and empty values counts as said."""
     assert says_something(delta) is said
+
+
+def _refusal(message: str) -> dict[str, Any]:
+    """Return an OpenAI-style error body refusing with `message`."""
+    return {"error": {"message": message, "type": "invalid_request_error"}}
+
+
+async def test_a_field_once_dropped_is_not_sent_again(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A refusal naming both answer limits swaps them once, then is told."""
+    await setup_entry(conversation=TUNED)
+    both = _refusal("max_tokens and max_completion_tokens are not supported")
+    for _ in range(2):
+        simulator.enqueue("/chat/completions", status=400, json=both)
+
+    result = await converse(hass, "Hello")
+
+    assert result.response.response_type is intent.IntentResponseType.ERROR
+    assert "not supported" in speech(result)
+    first, second = posted(simulator, "/chat/completions")
+    limits = ("max_tokens", "max_completion_tokens")
+    assert {key for key in limits if key in first} != {
+        key for key in limits if key in second
+    }
+
+
+async def test_the_tries_of_a_round_trip_are_counted(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past the cap on tries, the last refusal is told, with features left."""
+    monkeypatch.setattr(round_trip, "MAX_TRIES", 2)
+    await setup_entry(conversation=TUNED)
+    for name in ("stream_options", "temperature"):
+        simulator.enqueue(
+            "/chat/completions", status=400, json=_refusal(f"{name} is unsupported")
+        )
+
+    result = await converse(hass, "Hello")
+
+    assert result.response.response_type is intent.IntentResponseType.ERROR
+    assert "temperature" in speech(result)
+    assert len(posted(simulator, "/chat/completions")) == 2
+
+
+async def test_one_deadline_covers_the_whole_round_trip(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """Slow answers, each within the timeout, end the turn once it is spent."""
+    await setup_entry(conversation=TUNED, options={CONF_TIMEOUT: 1.0})
+    simulator.settings.latency = 0.4
+    for name in ("stream_options", "temperature"):
+        simulator.enqueue(
+            "/chat/completions", status=400, json=_refusal(f"{name} is unsupported")
+        )
+
+    result = await converse(hass, "Hello")
+
+    assert result.response.response_type is intent.IntentResponseType.ERROR
+    assert "did not answer in time" in speech(result)
