@@ -37,6 +37,7 @@ from .const import (
 )
 from .errors import ServerError
 from .models.capabilities import server_fingerprint
+from .models.lifecycle import ListedModels, listed_models
 from .models.listing import ModelListing, async_fetch_models
 from .models.providers import provider_for
 from .models.reports import ServerKind, ServerReport
@@ -57,6 +58,8 @@ class Survey:
     models: list[str]
     report: ServerReport
     fingerprint: str
+    # The models as they are looked up in, read once per list.
+    listed: ListedModels
     # Why the model list was not read (it is too large), if it was not.
     unread: str | None = None
 
@@ -85,7 +88,8 @@ async def async_survey(
 ) -> Survey:
     """Return what the server has, from its model list and its report.
 
-    The fingerprint is taken in the executor: it reads the whole list.
+    The fingerprint and the lookup are made in the executor: they read the
+    whole list.
     """
     models = listing.ids if listing else []
     report = await async_server_report(
@@ -101,7 +105,8 @@ async def async_survey(
         report,
         models,
     )
-    return Survey(models, report, fingerprint)
+    listed = await transport.hass.async_add_executor_job(listed_models, models)
+    return Survey(models, report, fingerprint, listed)
 
 
 class ServerCoordinator(DataUpdateCoordinator[Survey]):
