@@ -52,8 +52,9 @@ class LoopWatch:
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        """Start beating on the running loop."""
-        self._task = asyncio.get_running_loop().create_task(self._beat())
+        """Start beating on the running loop, counting from now."""
+        loop = asyncio.get_running_loop()
+        self._task = loop.create_task(self._beat(loop.time()))
 
     async def stop(self) -> float:
         """Stop beating; return the longest stall in seconds.
@@ -68,14 +69,21 @@ class LoopWatch:
             await self._task
         return self.longest_stall
 
-    async def _beat(self) -> None:
-        """Sleep briefly, over and over, noting how late each wake-up is."""
+    async def _beat(self, since: float) -> None:
+        """Sleep briefly, over and over, noting how late each wake-up is.
+
+        The first wake-up counts from `since`: a task scheduled before the
+        watch started may stall the loop before the first beat.
+        """
         loop = asyncio.get_running_loop()
+        before = since
         while True:
-            before = loop.time()
             await asyncio.sleep(HEARTBEAT_SECONDS)
-            late = loop.time() - before - HEARTBEAT_SECONDS
-            self.longest_stall = max(self.longest_stall, late)
+            now = loop.time()
+            self.longest_stall = max(
+                self.longest_stall, now - before - HEARTBEAT_SECONDS
+            )
+            before = now
 
 
 @dataclass(slots=True)
