@@ -16,7 +16,11 @@ from homeassistant.helpers import llm
 import probatio
 import pytest
 
-from custom_components.openai_compatible.const import MAX_TOOL_ROUNDS_CONVERSATION
+from custom_components.openai_compatible.const import (
+    CONF_TOOLS_ON_DEMAND,
+    MAX_TOOL_ROUNDS_CONVERSATION,
+)
+from custom_components.openai_compatible.tool_offer.lookup import LOOKUP_TOOL
 from simulator import (
     OpenAISimulator,
     chunk,
@@ -378,3 +382,25 @@ async def test_tools_kept_in_a_small_prompt_are_no_alarm(
     result = await harness.run(harness.converse("Hi"))
 
     assert speech(result) == "You said: Hi"
+
+
+async def test_a_lookup_of_a_huge_query_keeps_the_loop_free(
+    fault_harness: FaultHarnessFactory,
+) -> None:
+    """A find_tools query of 900 KiB of words is read only as far as its cap."""
+    harness = await fault_harness(
+        conversation={
+            CONF_LLM_HASS_API: [llm.LLM_API_ASSIST],
+            CONF_TOOLS_ON_DEMAND: True,
+        }
+    )
+    query = " ".join(f"turn{index}" for index in range(100_000))
+    arguments = json.dumps({"query": f"turn on the light {query}"})
+    harness.faulty.enqueue(CHAT, sse=[call_chunk(0, "call_1", LOOKUP_TOOL, arguments)])
+    harness.faulty.enqueue(CHAT, sse=sse_text("Done."))
+
+    result = await harness.run(harness.converse("Turn on the light"))
+
+    assert speech(result) == "Done."
+    told = json.loads(harness.faulty.chat_requests()[1]["messages"][-1]["content"])
+    assert "intent__HassTurnOn" in [tool["name"] for tool in told["tools"]]
