@@ -16,13 +16,14 @@ from homeassistant.exceptions import HomeAssistantError
 
 from .const import DOMAIN
 from .features import Feature
-from .redact import redact
+from .redact import redact, shown
 
 
 class TranslatedError(HomeAssistantError):
     """An error whose message comes from our translations.
 
-    Its placeholders may quote a server: keys are removed from them.
+    Its placeholders may quote a server: keys are removed from them, and
+    each is cut to a length users read (`redact.shown`).
     """
 
     def __init__(self, key: str, **placeholders: str) -> None:
@@ -31,7 +32,7 @@ class TranslatedError(HomeAssistantError):
             translation_domain=DOMAIN,
             translation_key=key,
             translation_placeholders={
-                name: redact(value) for name, value in placeholders.items()
+                name: shown(value) for name, value in placeholders.items()
             }
             or None,
         )

@@ -490,3 +490,48 @@ async def test_an_event_of_two_million_lines_keeps_the_loop_free(
     result = await harness.run(harness.converse("Hi"))
 
     assert speech(result) == "Hi"
+
+
+# A server's message inside a stream: markup, then half a million characters.
+HOSTILE_MESSAGE = "<script>alert(1)</script><b>Overloaded</b> " + "y" * 500_000
+HOSTILE_EVENTS = {
+    "chat_error_chunk": ("custom", CHAT, [{"error": {"message": HOSTILE_MESSAGE}}]),
+    "responses_error": (
+        "openai",
+        "/responses",
+        [{"type": "error", "code": "server_error", "message": HOSTILE_MESSAGE}],
+    ),
+    "responses_failed": (
+        "openai",
+        "/responses",
+        [
+            {
+                "type": "response.failed",
+                "response": {"status": "failed", "error": {"message": HOSTILE_MESSAGE}},
+            }
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("provider", "route", "events"), HOSTILE_EVENTS.values(), ids=HOSTILE_EVENTS
+)
+async def test_an_error_in_a_stream_is_shown_short_and_plain(
+    fault_harness: FaultHarnessFactory,
+    provider: str,
+    route: str,
+    events: list[Any],
+) -> None:
+    """An error event's message is told without markup, at most 200 characters."""
+    harness = await fault_harness(provider=provider, conversation=NO_TOOLS)
+    harness.faulty.enqueue(route, sse=events)
+
+    result = await harness.run(harness.converse("Hi"))
+
+    assert failed(result)
+    said = speech(result)
+    assert "Overloaded y" in said
+    assert "<" not in said
+    assert "alert" not in said
+    assert len(said) < 300

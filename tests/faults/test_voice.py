@@ -189,6 +189,20 @@ TRANSCRIPT_FAULTS: dict[str, tuple[dict[str, Any], str]] = {
         },
         "The server's answer is larger than 1 MiB",
     ),
+    "error_event": (
+        {
+            "sse": [
+                {
+                    "type": "error",
+                    "error": {
+                        "message": "<script>alert(1)</script><b>Overloaded</b> "
+                        + "y" * 500_000
+                    },
+                }
+            ]
+        },
+        "The model server answered with an error: Overloaded yyy",
+    ),
     "audio_labelled_json": (
         audio(bytes(range(256)) * 64, "application/json"),
         "The server's transcription cannot be read: the answer is not JSON",
@@ -218,6 +232,8 @@ async def test_transcript_fault(
     final = results[-1]
     assert final.result is stt.SpeechResultState.ERROR
     assert f"Speech-to-text failed: {message}" in caplog.text
+    ours = [r.getMessage() for r in caplog.records if r.name.startswith("custom_")]
+    assert all(len(line) < 500 and "<" not in line for line in ours), ours
 
 
 @pytest.mark.parametrize("streaming", [True, False], ids=["streamed", "whole"])

@@ -14,7 +14,7 @@ from typing import Any, Final, Literal
 from homeassistant.components import ai_task
 
 from ..errors import ModelError
-from ..server_errors.text import shown
+from ..redact import shown
 
 type Path = Literal["decisions", "logprobs", "stated"]
 type Kind = Literal["noul", "choice", "score"]

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import MalformedAnswerError
+from ..server_errors.text import plain
 from .shapes import JsonObject
 
 # The readers' name for open JSON (shapes.py declares it).
@@ -64,8 +65,11 @@ def string_or_none(value: object) -> str | None:
 
 
 def error_message(error: object) -> str:
-    """Return the message of an error the server sent: an object, or else."""
-    return str(error.get("message") if isinstance(error, dict) else error)
+    """Return the message of an error the server sent in an answer, without markup.
+
+    An object's `message`, or whatever else was sent as the error.
+    """
+    return plain(str(error.get("message") if isinstance(error, dict) else error))
 
 
 @dataclass(slots=True)

@@ -29,6 +29,7 @@ from ..errors import (
 )
 from ..net.readers import (
     JSONObject,
+    error_message,
     read_index,
     read_list,
     read_object,
@@ -378,7 +379,7 @@ def _failure(event: JSONObject) -> ServerError:
     response = event.get("response")
     error = response.get("error") if isinstance(response, dict) else event
     details = error if isinstance(error, dict) else {}
-    message = str(details.get("message") or "the server reported an error")
+    message = error_message(details.get("message") or "the server reported an error")
     if (overflow := parse_overflow(message, details)) is not None:
         return ContextOverflowError(overflow.window, overflow.prompt_tokens)
     return ServerError("api_error", message=message)
