@@ -91,8 +91,14 @@ class RequestRejectedError(ServerError):
 
     @property
     def lesson_source(self) -> str:
-        """Return what taught a lesson from this refusal: the status and the words."""
-        return f"HTTP {self.status}: {self.server_message}"
+        """Return what taught a lesson from this refusal: its status and feature.
+
+        Never the server's words: a refusal may quote the prompt, and lessons
+        are stored and shown in diagnostics.
+        """
+        return f"HTTP {self.status}" + (
+            f" refusing {self.feature}" if self.feature else ""
+        )
 
 
 # Refusals a user can act on, told in their own words; the rest are api_error.

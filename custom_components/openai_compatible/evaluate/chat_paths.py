@@ -106,12 +106,12 @@ class ChatPaths:
         try:
             data = await self._async_complete(body)
         except RequestRejectedError as err:
-            reason = f"refused: {err.server_message}"
+            # Else about this request (the context, an attachment), not logprobs.
             if err.feature is Feature.LOGPROBS and err.general:
-                self._no_logprobs(question, reason)
-            else:
-                # About this request (the context, an attachment), not logprobs.
-                self.skipped[question.key].append(f"logprobs: {reason}")
+                self.capabilities.learn_refused(Feature.LOGPROBS, err.lesson_source)
+            self.skipped[question.key].append(
+                f"logprobs: refused: {err.server_message}"
+            )
             return None
         top = top_logprobs(first_choice(data))
         if top is None:
