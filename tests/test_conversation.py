@@ -553,15 +553,24 @@ async def test_entry_unloads(
 async def test_usage_is_traced(
     hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:
-    """Token usage from the stream's last chunk lands in the conversation trace."""
+    """Token usage from the stream's last chunk lands in the conversation trace.
+
+    Only its counts: a server may add objects of any size and depth.
+    """
     await setup_entry(conversation={CONF_LLM_HASS_API: []})
     usage = {
         "prompt_tokens": 120,
         "completion_tokens": 7,
         "total_tokens": 127,
         "prompt_tokens_details": {"cached_tokens": 100},
+        "completion_tokens_details": {"reasoning_tokens": 0},
     }
-    simulator.enqueue("/chat/completions", sse=sse_text("Hi.", usage=usage))
+    deep: dict[str, Any] = {}
+    for _ in range(300):
+        deep = {"deeper": deep}
+    simulator.enqueue(
+        "/chat/completions", sse=sse_text("Hi.", usage={**usage, "cost": deep})
+    )
 
     await converse(hass, "Hello")
 

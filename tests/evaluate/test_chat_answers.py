@@ -70,6 +70,14 @@ def test_top_logprobs_in_openai_and_llama_cpp_form() -> None:
     assert top_logprobs({"logprobs": {"content": [{"token": "Yes"}]}}) is None
 
 
+def test_numbers_no_float_holds_are_no_numbers() -> None:
+    """A log-probability or a stated weight of 400 digits is none, not a crash."""
+    huge = 10**400
+    content = [_token("Yes", huge, ("No", -huge), ("Maybe", -0.5))]
+    assert top_logprobs({"logprobs": {"content": content}}) == {"Maybe": -0.5}
+    assert stated_weights(_stated(f'{{"yes": {huge}, "no": 1}}'), DOOR) is None
+
+
 def test_held_answer_reads_the_first_token_with_a_label() -> None:
     """After the JSON string's opening quote, the label's token is read."""
     content = [_token('"', 0.0, ('"', 0.0)), _token("No", -0.2, ("Yes", -1.7))]

@@ -193,11 +193,17 @@ def test_an_error_event_is_raised() -> None:
 
 
 def test_usage_is_kept() -> None:
-    """The last usage figures are kept; null usage changes nothing."""
+    """The last usage figures are kept, only its counts; null changes nothing."""
     parser = ChatStreamParser({})
-    parser.feed(chunk(None, usage={"prompt_tokens": 3}))
+    parser.feed(chunk(None, usage={"prompt_tokens": 3, "cost": {"usd": [1]}}))
     parser.feed({"choices": [], "usage": None})
-    assert parser.usage == {"prompt_tokens": 3}
+    assert parser.usage == {
+        "prompt_tokens": 3,
+        "completion_tokens": None,
+        "total_tokens": None,
+        "prompt_tokens_details": {"cached_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0},
+    }
 
 
 def test_text_that_cannot_be_a_call_streams_at_once() -> None:

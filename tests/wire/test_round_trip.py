@@ -7,6 +7,7 @@ from typing import Any
 from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import intent
+from homeassistant.helpers.json import json_bytes
 import pytest
 
 from custom_components.openai_compatible.const import (
@@ -16,6 +17,7 @@ from custom_components.openai_compatible.const import (
     CONF_TIMEOUT,
 )
 from custom_components.openai_compatible.features import Feature
+from custom_components.openai_compatible.net.readers import MAX_TOKENS, MIN_WINDOW
 from custom_components.openai_compatible.wire import round_trip
 from custom_components.openai_compatible.wire.round_trip import says_something
 from simulator import OpenAISimulator, response_stream
@@ -186,3 +188,66 @@ async def test_one_deadline_covers_the_whole_round_trip(
 
     assert result.response.response_type is intent.IntentResponseType.ERROR
     assert "did not answer in time" in speech(result)
+
+
+def _overflow_naming(n_ctx: int, **counted: int) -> dict[str, Any]:
+    """Return llama.cpp's overflow error naming a window (and what it counted)."""
+    return {
+        "error": {
+            "message": "the request exceeds the available context size",
+            "type": "exceed_context_size_error",
+            "n_ctx": n_ctx,
+            **counted,
+        }
+    }
+
+
+async def test_a_window_of_400_digits_is_taken_as_the_largest_believed(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """The turn is answered, the next one too, and the lessons can be saved."""
+    entry = await setup_entry(conversation=NO_TOOLS)
+    simulator.enqueue(
+        "/chat/completions",
+        status=400,
+        json=_overflow_naming(10**400, n_prompt_tokens=10**400),
+    )
+
+    first = await converse(hass, "Hello")
+    second = await converse(hass, "Again")
+
+    assert speech(first) == "You said: Hello"
+    assert speech(second) == "You said: Again"
+    capabilities = entry.runtime_data.capabilities
+    assert capabilities.model("gpt-4o-mini").context_window == MAX_TOKENS
+    assert json_bytes(capabilities.as_dict())
+
+
+async def test_a_window_of_one_token_is_taken_as_the_least_believed(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """Before any answer, a window of 1 reads as MIN_WINDOW."""
+    entry = await setup_entry(conversation=NO_TOOLS)
+    simulator.enqueue("/chat/completions", status=400, json=_overflow_naming(1))
+
+    await converse(hass, "Hello")
+
+    model = entry.runtime_data.capabilities.model("gpt-4o-mini")
+    assert model.context_window == MIN_WINDOW
+
+
+async def test_a_window_smaller_than_an_answered_prompt_is_not_believed(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """After an answer to a longer prompt, the error is told, the window not kept."""
+    entry = await setup_entry(conversation=NO_TOOLS)
+    await converse(hass, "Hello " * 1000)
+    simulator.enqueue("/chat/completions", status=400, json=_overflow_naming(300))
+
+    result = await converse(hass, "Hello")
+
+    assert result.response.response_type is intent.IntentResponseType.ERROR
+    assert "300" not in speech(result)
+    model = entry.runtime_data.capabilities.model("gpt-4o-mini")
+    assert model.context_window is None
+    assert len(posted(simulator, "/chat/completions")) == 2

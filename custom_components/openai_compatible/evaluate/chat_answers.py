@@ -21,6 +21,7 @@ from typing import Final, TypeGuard, cast
 
 from ..errors import ModelError
 from ..models.reports import ServerKind
+from ..net.readers import read_number
 from ..net.shapes import ChatBody, ChatFields, ChatMessage, JsonObject, JsonSchema
 from ..structured.json_answer import StructureMismatch, parse_json_answer
 from .questions import Question, probability
@@ -175,21 +176,12 @@ def _alternatives(first: object) -> dict[str, float] | None:
 
 def _logprob(entry: JsonObject) -> tuple[str, float] | None:
     """Return an alternative's token and log-probability, if it states them."""
-    token, logprob, prob = entry.get("token"), entry.get("logprob"), entry.get("prob")
-    if _finite(prob) and prob > 0:
+    token, logprob = entry.get("token"), read_number(entry.get("logprob"))
+    if (prob := read_number(entry.get("prob"))) is not None and prob > 0:
         logprob = math.log(prob)
-    if isinstance(token, str) and _finite(logprob):
-        return token, min(float(logprob), 0.0)
+    if isinstance(token, str) and logprob is not None:
+        return token, min(logprob, 0.0)
     return None
-
-
-def _finite(value: object) -> TypeGuard[float]:
-    """Tell whether a value is a finite number (not a bool)."""
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-    )
 
 
 def fold(token: str) -> str:
@@ -262,9 +254,5 @@ def _stated_values(choice: JsonObject, question: Question) -> JsonObject:
 
 
 def _is_number(value: object) -> TypeGuard[float]:
-    """Tell whether a JSON value is a number, minus infinity included."""
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and value < math.inf
-    )
+    """Tell whether a JSON value is a number a float holds, minus infinity too."""
+    return read_number(value) is not None or value == -math.inf

@@ -98,6 +98,10 @@ class Lessons[F: StrEnum]:
     context_window: int | None = None
     reported_window: int | None = None
     window: Lesson | None = None
+    # Kept in memory only: the largest prompt the server answered, and whether
+    # one answer's count already suggested that the tools were left out.
+    accepted_prompt: int = 0
+    tools_doubted: bool = False
 
     def refuses(self, feature: F) -> bool:
         """Tell whether a refusal of the feature was learned and still holds."""

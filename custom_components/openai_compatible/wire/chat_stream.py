@@ -23,6 +23,7 @@ from ..net.readers import (
     read_choices,
     read_list,
     read_object,
+    read_usage,
 )
 from ..net.request import OwnCalls
 from ..net.sse import EventStream, async_read_body
@@ -89,7 +90,7 @@ class ChatStreamParser:
                 raise ContextOverflowError(overflow.window, overflow.prompt_tokens)
             raise answer_error(message, tools=bool(self._tool_names))
         if (usage := chunk.get("usage")) is not None:
-            self.usage = read_object(usage, "usage")
+            self.usage = read_usage(read_object(usage, "usage"))
         deltas: list[Delta] = []
         for choice in read_choices(chunk):
             self._choice(choice, deltas)

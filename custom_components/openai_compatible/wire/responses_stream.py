@@ -34,6 +34,7 @@ from ..net.readers import (
     read_list,
     read_object,
     read_string,
+    read_usage,
     string_or_none,
 )
 from ..net.request import OwnCalls
@@ -351,23 +352,15 @@ class ResponsesStreamParser:
 
 def chat_usage(usage: Mapping[str, object]) -> JSONObject:
     """Return Responses API usage in the Chat Completions form the engine counts."""
-    input_details = usage.get("input_tokens_details")
-    output_details = usage.get("output_tokens_details")
-    cached = (
-        input_details.get("cached_tokens") if isinstance(input_details, dict) else None
+    return read_usage(
+        {
+            "prompt_tokens": usage.get("input_tokens"),
+            "completion_tokens": usage.get("output_tokens"),
+            "total_tokens": usage.get("total_tokens"),
+            "prompt_tokens_details": usage.get("input_tokens_details"),
+            "completion_tokens_details": usage.get("output_tokens_details"),
+        }
     )
-    reasoning = (
-        output_details.get("reasoning_tokens")
-        if isinstance(output_details, dict)
-        else None
-    )
-    return {
-        "prompt_tokens": usage.get("input_tokens"),
-        "completion_tokens": usage.get("output_tokens"),
-        "total_tokens": usage.get("total_tokens"),
-        "prompt_tokens_details": {"cached_tokens": cached or 0},
-        "completion_tokens_details": {"reasoning_tokens": reasoning or 0},
-    }
 
 
 def _failure(event: JSONObject) -> ServerError:

@@ -34,6 +34,7 @@ from ..errors import (
 )
 from ..features import Feature
 from ..models.capabilities import ModelCapabilities
+from ..net.readers import read_usage
 from ..net.request import RequestSettings, ToolSet, without_keys
 from ..net.shapes import ChatBody, JsonObject, ResponseFormat, WireBody, WireItem
 from ..net.sse import async_read_body
@@ -246,7 +247,7 @@ class RoundTrip:
             raise MalformedAnswerError(part="the answer")
         completion = self._dialect.completion(answer)
         if isinstance(usage := completion.get("usage"), dict):
-            self._on_usage(usage)
+            self._on_usage(read_usage(usage))
         return completion
 
     def _tries(self) -> _Tries:
