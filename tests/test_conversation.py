@@ -593,6 +593,28 @@ async def test_usage_is_traced(
     ]
 
 
+async def test_an_answer_cut_at_its_token_limit_says_so(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """The words stand, the user is told they are not all, the trace notes it."""
+    await setup_entry(conversation={CONF_LLM_HASS_API: []})
+    simulator.enqueue(
+        "/chat/completions",
+        sse=[
+            chunk({"role": "assistant", "content": "The kitchen light is"}),
+            chunk({}, finish_reason="length"),
+        ],
+    )
+
+    result = await converse(hass, "Is the kitchen light on?")
+
+    assert speech(result) == (
+        "The kitchen light is… (the answer was cut off at its token limit)"
+    )
+    events = trace.async_get_traces()[-1].as_dict()["events"]
+    assert {"answer_cut": "token_limit"} in [event["data"] for event in events]
+
+
 def _whole(text: str) -> dict[str, Any]:
     """Return an unstreamed answer that says `text`."""
     return {
