@@ -409,7 +409,7 @@ def test_stored_form_skips_what_is_unknown(freezer: FrozenDateTimeFactory) -> No
     lessons = read_lessons(
         {
             "refused": {
-                "logprobs": {"learned": learned.isoformat(), "source": "HTTP 400: x"},
+                "logprobs": {"learned": learned.isoformat(), "source": "x" * 90},
                 "json_schema": {"learned": "yesterday"},
                 "strict_schema": {"learned": "2026-13-45T25:61:00+00:00"},
                 "json_object": None,
@@ -423,7 +423,7 @@ def test_stored_form_skips_what_is_unknown(freezer: FrozenDateTimeFactory) -> No
     )
     # Unreadable dates drop their lessons; none at all counts from now.
     assert lessons.refused == {
-        Feature.LOGPROBS: Lesson(learned, "HTTP 400: x", timedelta(days=1)),
+        Feature.LOGPROBS: Lesson(learned, "x" * 79 + "…", timedelta(days=1)),
         Feature.JSON_OBJECT: Lesson(
             dt_util.utcnow(), EARLIER_VERSION, timedelta(days=1)
         ),
