@@ -553,15 +553,24 @@ async def test_entry_unloads(
 async def test_usage_is_traced(
     hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:
-    """Token usage from the stream's last chunk lands in the conversation trace."""
+    """Token usage from the stream's last chunk lands in the conversation trace.
+
+    Only its counts: a server may add objects of any size and depth.
+    """
     await setup_entry(conversation={CONF_LLM_HASS_API: []})
     usage = {
         "prompt_tokens": 120,
         "completion_tokens": 7,
         "total_tokens": 127,
         "prompt_tokens_details": {"cached_tokens": 100},
+        "completion_tokens_details": {"reasoning_tokens": 0},
     }
-    simulator.enqueue("/chat/completions", sse=sse_text("Hi.", usage=usage))
+    deep: dict[str, Any] = {}
+    for _ in range(300):
+        deep = {"deeper": deep}
+    simulator.enqueue(
+        "/chat/completions", sse=sse_text("Hi.", usage={**usage, "cost": deep})
+    )
 
     await converse(hass, "Hello")
 
@@ -582,6 +591,28 @@ async def test_usage_is_traced(
             "usage": usage,
         }
     ]
+
+
+async def test_an_answer_cut_at_its_token_limit_says_so(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """The words stand, the user is told they are not all, the trace notes it."""
+    await setup_entry(conversation={CONF_LLM_HASS_API: []})
+    simulator.enqueue(
+        "/chat/completions",
+        sse=[
+            chunk({"role": "assistant", "content": "The kitchen light is"}),
+            chunk({}, finish_reason="length"),
+        ],
+    )
+
+    result = await converse(hass, "Is the kitchen light on?")
+
+    assert speech(result) == (
+        "The kitchen light is… (the answer was cut off at its token limit)"
+    )
+    events = trace.async_get_traces()[-1].as_dict()["events"]
+    assert {"answer_cut": "token_limit"} in [event["data"] for event in events]
 
 
 def _whole(text: str) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from datetime import timedelta
 import json
 
 from freezegun.api import FrozenDateTimeFactory
+from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import HomeAssistant
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from pytest_homeassistant_custom_component.components.diagnostics import (
@@ -19,8 +20,9 @@ from custom_components.openai_compatible.diagnostics import (
     async_get_config_entry_diagnostics,
 )
 from custom_components.openai_compatible.features import Feature
+from simulator import OpenAISimulator
 
-from .conftest import TEST_API_KEY
+from .conftest import TEST_API_KEY, SetupEntry, converse
 
 # The simulator listens on a random port.
 VOLATILE = path_type({"title": (str,), "data.base_url": (str,)})
@@ -68,3 +70,29 @@ async def test_diagnostics_of_entry_not_loaded(
     assert "models" not in result
     assert "capabilities" not in result
     assert result["data"]["api_key"] == "**REDACTED**"
+
+
+async def test_a_refusal_quoting_the_prompt_is_not_kept(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A lesson keeps the status and the feature refused, not the server's words."""
+    entry = await setup_entry(conversation={CONF_LLM_HASS_API: []})
+    simulator.enqueue(
+        "/chat/completions",
+        status=400,
+        json={
+            "error": {
+                "message": "stream_options is not supported. Your prompt: my PIN "
+                "is 4711 and the alarm code is 0815"
+            }
+        },
+    )
+
+    await converse(hass, "Hello")
+
+    model = entry.runtime_data.capabilities.model("gpt-4o-mini")
+    lesson = model.lessons.refused[Feature.STREAM_OPTIONS]
+    assert lesson.source == "HTTP 400 refusing stream_options"
+    text = json.dumps(await async_get_config_entry_diagnostics(hass, entry))
+    assert "4711" not in text
+    assert "4711" not in json.dumps(entry.runtime_data.capabilities.as_dict())

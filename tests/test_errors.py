@@ -34,11 +34,14 @@ def test_refusals_a_user_can_act_on_have_their_own_words() -> None:
     }
 
 
-def test_a_refusal_teaches_with_its_status_and_words() -> None:
-    """What a lesson was learned from names the status and the server's words."""
-    err = RequestRejectedError("tools not supported", Feature.TOOLS, status=422)
-    assert "422" in err.lesson_source
-    assert "tools not supported" in err.lesson_source
+def test_a_refusal_teaches_with_its_status_and_feature() -> None:
+    """What a lesson was learned from names the status and the feature, not words.
+
+    A server's words may quote the prompt; lessons are stored and shown.
+    """
+    err = RequestRejectedError("no tools: PIN 4711", Feature.TOOLS, status=422)
+    assert err.lesson_source == "HTTP 422 refusing tools"
+    assert RequestRejectedError("no", status=400).lesson_source == "HTTP 400"
 
 
 def test_answer_and_window_errors_keep_their_details() -> None:

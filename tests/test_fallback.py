@@ -30,7 +30,15 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
 )
-from simulator import OpenAISimulator, Pause, chunk, sse_text
+from simulator import (
+    OpenAISimulator,
+    Pause,
+    chunk,
+    message_item,
+    reasoning_item,
+    response_stream,
+    sse_text,
+)
 
 from .conftest import SetupEntry, served, speech, stored_chat_log
 
@@ -381,3 +389,42 @@ async def test_form_offers_agents_but_itself(
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     assert result["data"][CONF_FALLBACK] == entity_of(hass, ours, SUBENTRY_CONVERSATION)
+
+
+async def test_the_first_servers_reasoning_stays_with_it(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    backup: OpenAISimulator,
+    setup_entry: SetupEntry,
+) -> None:
+    """After a handover, the other server gets the earlier answer as a message."""
+    spare = await setup_entry(
+        base_url=backup.base_url, title="Backup", provider="openai"
+    )
+    ours = await setup_entry(
+        title="Ours",
+        provider="openai",
+        conversation={
+            CONF_FALLBACK: entity_of(hass, spare, SUBENTRY_CONVERSATION),
+            CONF_LLM_HASS_API: [],
+        },
+    )
+    agent = entity_of(hass, ours, SUBENTRY_CONVERSATION)
+    simulator.enqueue(
+        "/responses",
+        sse=response_stream([reasoning_item("Greet back."), message_item("Hello!")]),
+    )
+    first = await ask(hass, agent, "Hi")
+    simulator.enqueue("/responses", status=503)
+    backup.enqueue("/responses", sse=response_stream([message_item("Backup here.")]))
+
+    result = await conversation.async_converse(
+        hass, "And now?", first.conversation_id, Context(), agent_id=agent
+    )
+
+    assert speech(result) == "Backup here."
+    (sent,) = backup.responses_requests()
+    assert {"type": "message", "role": "assistant", "content": "Hello!"} in sent[
+        "input"
+    ]
+    assert not [item for item in sent["input"] if item["type"] == "reasoning"]

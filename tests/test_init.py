@@ -445,7 +445,8 @@ async def test_a_long_model_list_is_read_off_the_event_loop(
 ) -> None:
     """The models page is parsed and summarised in the executor, once per entry.
 
-    The server's fingerprint, which reads the whole list, is taken there too.
+    The server's fingerprint and the lookup of listed models, which read the
+    whole list, are made there too.
     """
     simulator.models = [*DEFAULT_MODELS, *(f"model-{n}" for n in range(5000))]
     threads: list[int] = []
@@ -463,13 +464,15 @@ async def test_a_long_model_list_is_read_off_the_event_loop(
         patch.object(
             coordinator, "server_fingerprint", recorded(coordinator.server_fingerprint)
         ),
+        patch.object(coordinator, "listed_models", recorded(coordinator.listed_models)),
     ):
         assert await hass.config_entries.async_setup(mock_config_entry.entry_id)
         await hass.async_block_till_done()
 
-    assert len(mock_config_entry.runtime_data.models) == len(simulator.models)
-    # One page read, one report per entry, one fingerprint: nothing twice.
-    assert len(threads) == 1 + len(simulator.models) + 1
+    survey = mock_config_entry.runtime_data.coordinator.data
+    assert len(survey.models) == len(simulator.models)
+    # One page read, one report per entry, one fingerprint, one lookup.
+    assert len(threads) == 1 + len(simulator.models) + 1 + 1
     assert threading.get_ident() not in threads
 
 
@@ -493,7 +496,7 @@ async def test_a_model_list_over_the_cap_sets_up_with_what_fits(
     await hass.async_block_till_done()
 
     assert mock_config_entry.state is ConfigEntryState.LOADED
-    models = mock_config_entry.runtime_data.models
+    models = mock_config_entry.runtime_data.coordinator.data.models
     assert "gpt-4o-mini" in models
     assert 0 < len(models) - 1 < count
     assert models[-1] == data[len(models) - 2]["id"]

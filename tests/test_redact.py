@@ -8,9 +8,11 @@ from custom_components.openai_compatible import redact as redact_module
 from custom_components.openai_compatible.errors import RequestRejectedError, ServerError
 from custom_components.openai_compatible.redact import (
     MAX_KEYS,
+    MAX_SHOWN_CHARACTERS,
     REMOVED,
     redact,
     remember_key,
+    shown,
 )
 
 
@@ -66,3 +68,23 @@ def test_errors_hold_no_key() -> None:
     assert error.translation_placeholders == {"message": f"bad key {REMOVED}"}
     assert refusal.server_message == f"bad key {REMOVED}"
     assert token not in str(refusal.translation_placeholders)
+
+
+def test_shown() -> None:
+    """Long texts are cut to what users read, with an ellipsis."""
+    assert shown("short") == "short"
+    cut = shown("x" * 1000)
+    assert len(cut) == MAX_SHOWN_CHARACTERS
+    assert cut.endswith("…")
+
+
+@pytest.mark.parametrize("before", range(175, 200, 4))
+def test_a_key_across_the_cut_is_removed_first(before: int) -> None:
+    """A key that the cut would split is removed whole, wherever the cut falls."""
+    key = "sk-proj-0123456789abcdefghijklmnop"
+    message = "x" * before + f" {key} and more"
+    error = ServerError("api_error", message=message)
+
+    for text in (shown(message), str(error.translation_placeholders)):
+        assert "sk-" not in text
+        assert len(text) <= MAX_SHOWN_CHARACTERS + len("{'message': ''}")

@@ -30,6 +30,7 @@ from .const import (
 )
 from .errors import AuthError, ServerError
 from .models.capabilities import server_fingerprint
+from .models.lifecycle import ListedModels, listed_models
 from .models.listing import MAX_LISTING_BYTES, ModelListing, async_fetch_models
 from .models.providers import provider_for
 from .models.reports import ServerKind, ServerReport
@@ -51,6 +52,8 @@ class Survey:
     models: list[str]
     report: ServerReport
     fingerprint: str
+    # The models as they are looked up in, read once per list.
+    listed: ListedModels
     # Why the model list was not read whole (it is too large), if it was not.
     unread: str | None = None
 
@@ -170,4 +173,5 @@ class ServerCoordinator(DataUpdateCoordinator[Survey]):
             report,
             models,
         )
-        return Survey(models, report, fingerprint, unread)
+        listed = await self.hass.async_add_executor_job(listed_models, models)
+        return Survey(models, report, fingerprint, listed, unread)

@@ -207,7 +207,7 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
         """Return the Responses dialect, with the subentry's Responses options."""
         options = responses_options(self.hass, self.subentry.data)
         return ResponsesDialect(
-            self.hass, self.capabilities, settings, options, tool_set
+            self.hass, self.capabilities, settings, options, tool_set, self.entity_id
         )
 
     def _round_trip(

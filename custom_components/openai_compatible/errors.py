@@ -16,13 +16,14 @@ from homeassistant.exceptions import HomeAssistantError
 
 from .const import DOMAIN
 from .features import Feature
-from .redact import redact
+from .redact import redact, shown
 
 
 class TranslatedError(HomeAssistantError):
     """An error whose message comes from our translations.
 
-    Its placeholders may quote a server: keys are removed from them.
+    Its placeholders may quote a server: keys are removed from them, and
+    each is cut to a length users read (`redact.shown`).
     """
 
     def __init__(self, key: str, **placeholders: str) -> None:
@@ -31,7 +32,7 @@ class TranslatedError(HomeAssistantError):
             translation_domain=DOMAIN,
             translation_key=key,
             translation_placeholders={
-                name: redact(value) for name, value in placeholders.items()
+                name: shown(value) for name, value in placeholders.items()
             }
             or None,
         )
@@ -90,8 +91,14 @@ class RequestRejectedError(ServerError):
 
     @property
     def lesson_source(self) -> str:
-        """Return what taught a lesson from this refusal: the status and the words."""
-        return f"HTTP {self.status}: {self.server_message}"
+        """Return what taught a lesson from this refusal: its status and feature.
+
+        Never the server's words: a refusal may quote the prompt, and lessons
+        are stored and shown in diagnostics.
+        """
+        return f"HTTP {self.status}" + (
+            f" refusing {self.feature}" if self.feature else ""
+        )
 
 
 # Refusals a user can act on, told in their own words; the rest are api_error.

@@ -12,6 +12,8 @@ import re
 from typing import Final
 
 REMOVED: Final = "***"
+# A server's text is shown to users at most this long.
+MAX_SHOWN_CHARACTERS: Final = 200
 # A key this short would garble messages more than it would protect.
 MIN_KEY_LENGTH: Final = 8
 # Keys told, newest last; the oldest is forgotten past this many.
@@ -41,6 +43,17 @@ def redact(text: str) -> str:
         if key in text:
             text = text.replace(key, REMOVED)
     return _TOKEN.sub(_removed, text)
+
+
+def shown(text: str) -> str:
+    """Return a server's text as users may see it: keys out first, then cut.
+
+    Cut first, a key across the cut would lose the end it is known by.
+    """
+    text = redact(text)
+    if len(text) <= MAX_SHOWN_CHARACTERS:
+        return text
+    return text[: MAX_SHOWN_CHARACTERS - 1].rstrip() + "…"
 
 
 def _removed(match: re.Match[str]) -> str:

@@ -6,6 +6,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .models.kinds import offered
 from .usage import UsageTracker
 
 if TYPE_CHECKING:
@@ -34,5 +35,5 @@ class RuntimeData:
 
     @property
     def models(self) -> list[str]:
-        """Return the models the server lists (empty when it lists none)."""
-        return self.coordinator.data.models
+        """Return the models the server lists that the pickers offer (or none)."""
+        return offered(self.coordinator.data.models)

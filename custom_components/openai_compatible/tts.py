@@ -83,7 +83,8 @@ SERVER_FORMATS: Final = {
     "raw": "pcm",
 }
 # The end of a sentence: its punctuation with the space after it, or a line end.
-_SENTENCE_END = re.compile(r"[.!?…。！？]+[\"')\]]*(?=\s)|\n")
+# Only a whole run of punctuation is tried, never given back: linear in time.
+_SENTENCE_END = re.compile(r"(?<![.!?…。！？])[.!?…。！？]++[\"')\]]*+(?=\s)|\n")
 
 
 async_setup_entry = setup_per_subentry(
@@ -99,9 +100,10 @@ def _speakable(text: str) -> bool:
 def _cut(text: str, limit: int) -> int | None:
     """Return where the first complete sentence of a text ends, if it does.
 
-    A text longer than `limit` without one is cut at its last space before.
+    A text longer than `limit` without one that ends within it is cut at its
+    last space before.
     """
-    if match := _SENTENCE_END.search(text):
+    if (match := _SENTENCE_END.search(text)) and match.end() <= limit:
         return match.end()
     if len(text) <= limit:
         return None

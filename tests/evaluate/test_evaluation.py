@@ -25,7 +25,7 @@ from custom_components.openai_compatible.evaluate.evaluation import MAX_QUESTION
 from custom_components.openai_compatible.evaluate.labels import TOP_LOGPROBS, fold
 from custom_components.openai_compatible.evaluate.questions import Ask
 from custom_components.openai_compatible.features import Feature, WireApi
-from custom_components.openai_compatible.server_errors.text import shown
+from custom_components.openai_compatible.redact import shown
 from custom_components.openai_compatible.structured.rungs import (
     RUNG_INSTRUCTIONS,
     RUNG_JSON_OBJECT,

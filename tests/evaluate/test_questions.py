@@ -6,11 +6,13 @@ from homeassistant.components import ai_task
 import pytest
 
 from custom_components.openai_compatible.errors import ModelError
+from custom_components.openai_compatible.evaluate.labels import _alternatives
 from custom_components.openai_compatible.evaluate.questions import (
     Question,
     normalised,
     probability,
 )
+from custom_components.openai_compatible.evaluate.stated import stated_weights
 
 DOOR = Question.from_task(
     "door", ai_task.NoulQuestion(type="noul", instructions="Is the door open?")
@@ -73,3 +75,21 @@ def test_normalised_within_tolerance_only() -> None:
     with pytest.raises(ModelError) as caught:
         normalised(DOOR, [0.5, 0.7], 0.05)
     assert caught.value.translation_placeholders == {"question": "door", "total": "1.2"}
+
+
+def test_numbers_no_float_holds_are_no_numbers() -> None:
+    """A log-probability or a stated weight of 400 digits is none, not a crash."""
+    huge = 10**400
+    first = {
+        "token": "Yes",
+        "logprob": huge,
+        "top_logprobs": [
+            {"token": "No", "logprob": -huge},
+            {"token": "Maybe", "logprob": -0.5},
+        ],
+    }
+    assert _alternatives(first) == {"Maybe": -0.5}
+    stated = {"message": {"content": f'{{"yes": {huge}, "no": 1}}'}}
+    assert stated_weights(stated, DOOR) is None
+    with pytest.raises(ModelError):
+        probability(huge, DOOR)

@@ -52,25 +52,38 @@ class LoopWatch:
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        """Start beating on the running loop."""
-        self._task = asyncio.get_running_loop().create_task(self._beat())
+        """Start beating on the running loop, counting from now."""
+        loop = asyncio.get_running_loop()
+        self._task = loop.create_task(self._beat(loop.time()))
 
     async def stop(self) -> float:
-        """Stop beating; return the longest stall in seconds."""
+        """Stop beating; return the longest stall in seconds.
+
+        The loop turns once more first, so that a stall just before the stop
+        is recorded by a late beat rather than cancelled with it.
+        """
         assert self._task is not None
+        await asyncio.sleep(2 * HEARTBEAT_SECONDS)
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         return self.longest_stall
 
-    async def _beat(self) -> None:
-        """Sleep briefly, over and over, noting how late each wake-up is."""
+    async def _beat(self, since: float) -> None:
+        """Sleep briefly, over and over, noting how late each wake-up is.
+
+        The first wake-up counts from `since`: a task scheduled before the
+        watch started may stall the loop before the first beat.
+        """
         loop = asyncio.get_running_loop()
+        before = since
         while True:
-            before = loop.time()
             await asyncio.sleep(HEARTBEAT_SECONDS)
-            late = loop.time() - before - HEARTBEAT_SECONDS
-            self.longest_stall = max(self.longest_stall, late)
+            now = loop.time()
+            self.longest_stall = max(
+                self.longest_stall, now - before - HEARTBEAT_SECONDS
+            )
+            before = now
 
 
 @dataclass(slots=True)

@@ -78,3 +78,21 @@ async def test_loop_watch_measures_a_stall() -> None:
     time.sleep(0.2)  # noqa: ASYNC251
     await asyncio.sleep(0.02)
     assert 0.15 < await watch.stop() < LOOP_STALL_LIMIT
+
+
+async def test_loop_watch_sees_a_stall_right_before_it_stops() -> None:
+    """A stall just before `stop` is measured, not cancelled with the beat."""
+    watch = LoopWatch()
+    watch.start()
+    await asyncio.sleep(0.02)
+    time.sleep(0.2)  # noqa: ASYNC251
+    assert 0.15 < await watch.stop() < LOOP_STALL_LIMIT
+
+
+async def test_loop_watch_sees_a_stall_before_its_first_beat() -> None:
+    """A stall right after `start`, before the heartbeat ran once, is measured."""
+    watch = LoopWatch()
+    watch.start()
+    time.sleep(0.2)  # noqa: ASYNC251
+    await asyncio.sleep(0.02)
+    assert 0.15 < await watch.stop() < LOOP_STALL_LIMIT

@@ -93,6 +93,16 @@ FAULTS: dict[str, tuple[Answer, str]] = {
         ),
         "the image could not be fetched: it is larger than 32 MiB",
     ),
+    "jpeg_of_fill_bytes": (
+        served("fill", b"\xff\xd8" + b"\xff" * (IMAGE_MAX_BYTES - 2)),
+        "the server sent an image whose size cannot be read",
+    ),
+    "jpeg_of_empty_segments": (
+        served(
+            "segments", b"\xff\xd8" + b"\xff\xe0\x00\x02" * (IMAGE_MAX_BYTES // 4 - 1)
+        ),
+        "the server sent an image whose size cannot be read",
+    ),
     "not_found": (
         served("gone", status=404),
         "the image could not be fetched: the server answered HTTP 404",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 from typing import Any
 
 from homeassistant.components import ai_task, conversation
@@ -89,9 +90,14 @@ async def test_one_line_is_read_up_to_its_limit(
 async def test_a_streamed_answer_is_read_up_to_its_limit(
     fault_harness: FaultHarnessFactory,
 ) -> None:
-    """A stream past MAX_ANSWER_BYTES fails, translated."""
+    """A stream past MAX_ANSWER_BYTES fails, translated.
+
+    Home Assistant's chat log writes each delta and content whole in its own
+    debug lines (off unless asked for): 16 MiB of them would be its stall.
+    """
     assert MAX_ANSWER_BYTES == 16 * 1024 * 1024
     harness = await fault_harness(conversation=NO_TOOLS)
+    harness.caplog.set_level(logging.INFO, "homeassistant.components.conversation")
     piece = event(chunk({"content": "x" * (MAX_LINE_BYTES // 2)}))
     harness.faulty.enqueue(CHAT, sse=[piece] * (2 * MAX_ANSWER_BYTES // len(piece) + 1))
 
@@ -471,3 +477,61 @@ async def test_a_task_answer_cut_at_the_token_limit_is_told(
                 structure=probatio.Schema({probatio.Required("condition"): str}),
             )
         )
+
+
+async def test_an_event_of_two_million_lines_keeps_the_loop_free(
+    fault_harness: FaultHarnessFactory,
+) -> None:
+    """One event of 2 million short data lines is read in bounded batches."""
+    harness = await fault_harness(conversation=NO_TOOLS)
+    lines = "data: x\n" * 2_000_000
+    harness.faulty.enqueue(CHAT, sse=[lines + "\n", event(chunk({"content": "Hi"}))])
+
+    result = await harness.run(harness.converse("Hi"))
+
+    assert speech(result) == "Hi"
+
+
+# A server's message inside a stream: markup, then half a million characters.
+HOSTILE_MESSAGE = "<script>alert(1)</script><b>Overloaded</b> " + "y" * 500_000
+HOSTILE_EVENTS = {
+    "chat_error_chunk": ("custom", CHAT, [{"error": {"message": HOSTILE_MESSAGE}}]),
+    "responses_error": (
+        "openai",
+        "/responses",
+        [{"type": "error", "code": "server_error", "message": HOSTILE_MESSAGE}],
+    ),
+    "responses_failed": (
+        "openai",
+        "/responses",
+        [
+            {
+                "type": "response.failed",
+                "response": {"status": "failed", "error": {"message": HOSTILE_MESSAGE}},
+            }
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("provider", "route", "events"), HOSTILE_EVENTS.values(), ids=HOSTILE_EVENTS
+)
+async def test_an_error_in_a_stream_is_shown_short_and_plain(
+    fault_harness: FaultHarnessFactory,
+    provider: str,
+    route: str,
+    events: list[Any],
+) -> None:
+    """An error event's message is told without markup, at most 200 characters."""
+    harness = await fault_harness(provider=provider, conversation=NO_TOOLS)
+    harness.faulty.enqueue(route, sse=events)
+
+    result = await harness.run(harness.converse("Hi"))
+
+    assert failed(result)
+    said = speech(result)
+    assert "Overloaded y" in said
+    assert "<" not in said
+    assert "alert" not in said
+    assert len(said) < 300

@@ -16,7 +16,12 @@ from homeassistant.helpers import llm
 import probatio
 import pytest
 
-from custom_components.openai_compatible.const import MAX_TOOL_ROUNDS_CONVERSATION
+from custom_components.openai_compatible.const import (
+    CONF_TOOLS_ON_DEMAND,
+    MAX_TOOL_ROUNDS_CONVERSATION,
+)
+from custom_components.openai_compatible.features import Feature
+from custom_components.openai_compatible.tool_offer.lookup import LOOKUP_TOOL
 from simulator import (
     OpenAISimulator,
     chunk,
@@ -333,20 +338,56 @@ async def test_unparsed_tool_call_twice_is_told(
 async def test_tools_left_out_of_the_prompt_are_told(
     fault_harness: FaultHarnessFactory,
 ) -> None:
-    """A server that counts a prompt smaller than its tools dropped them: told."""
+    """A server that counts two prompts smaller than their tools dropped them: told.
+
+    One count alone may be made up: the first answer stands.
+    """
     harness = await fault_harness()
     harness.faulty.settings.drops_tools = True
 
-    result = await harness.run(harness.converse("Turn on the kitchen light"))
+    first = await harness.run(harness.converse("Turn on the kitchen light"))
+    result = await harness.converse("Turn on the kitchen light")
 
+    assert not failed(first)
     assert failed(result)
     assert "leaves the tools out of the prompt" in speech(result)
-    (body,) = harness.faulty.chat_requests()
-    assert body["tools"]
+    assert all(body["tools"] for body in harness.faulty.chat_requests())
     # From then on the agent says so at once, as for a refusal of tools.
     result = await harness.converse("Turn on the kitchen light")
     assert "cannot call tools, so nothing was sent" in speech(result)
-    assert len(harness.faulty.chat_requests()) == 1
+    assert len(harness.faulty.chat_requests()) == 2
+
+
+async def test_one_made_up_count_keeps_the_tools(
+    fault_harness: FaultHarnessFactory,
+) -> None:
+    """An overflow error that claims a prompt far larger than the answers count.
+
+    The estimate it skewed is set right by the next answer's own count; the
+    tools stay offered.
+    """
+    harness = await fault_harness()
+    harness.faulty.enqueue(
+        CHAT,
+        status=400,
+        json={
+            "error": {
+                "message": "the request exceeds the available context size",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": 3_300,
+                "n_ctx": 100_000,
+            }
+        },
+    )
+
+    first = await harness.run(harness.converse("Hello"))
+    second = await harness.converse("Hello again")
+
+    assert not failed(first), speech(first)
+    assert not failed(second), speech(second)
+    assert all(body["tools"] for body in harness.faulty.chat_requests())
+    model = harness.faulty_entry.runtime_data.capabilities.model("gpt-4o-mini")
+    assert not model.refuses(Feature.TOOLS)
 
 
 async def test_a_server_that_reports_tools_is_trusted_over_the_count(
@@ -380,3 +421,25 @@ async def test_tools_kept_in_a_small_prompt_are_no_alarm(
     # The date line, which this API's tools leave to the prompt, comes first.
     assert speech(result).startswith("You said: Current time is ")
     assert speech(result).endswith("\n\nHi")
+
+
+async def test_a_lookup_of_a_huge_query_keeps_the_loop_free(
+    fault_harness: FaultHarnessFactory,
+) -> None:
+    """A find_tools query of 900 KiB of words is read only as far as its cap."""
+    harness = await fault_harness(
+        conversation={
+            CONF_LLM_HASS_API: [llm.LLM_API_ASSIST],
+            CONF_TOOLS_ON_DEMAND: True,
+        }
+    )
+    query = " ".join(f"turn{index}" for index in range(100_000))
+    arguments = json.dumps({"query": f"turn on the light {query}"})
+    harness.faulty.enqueue(CHAT, sse=[call_chunk(0, "call_1", LOOKUP_TOOL, arguments)])
+    harness.faulty.enqueue(CHAT, sse=sse_text("Done."))
+
+    result = await harness.run(harness.converse("Turn on the light"))
+
+    assert speech(result) == "Done."
+    told = json.loads(harness.faulty.chat_requests()[1]["messages"][-1]["content"])
+    assert "intent__HassTurnOn" in [tool["name"] for tool in told["tools"]]

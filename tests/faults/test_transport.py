@@ -19,8 +19,8 @@ from pytest_homeassistant_custom_component.common import async_fire_time_changed
 from custom_components.openai_compatible.const import CONF_TIMEOUT
 from custom_components.openai_compatible.coordinator import CHECK_INTERVAL
 from custom_components.openai_compatible.net.transport import RETRY_MIN_WAITS
+from custom_components.openai_compatible.redact import MAX_SHOWN_CHARACTERS
 from custom_components.openai_compatible.server_errors.answers import MAX_ERROR_BYTES
-from custom_components.openai_compatible.server_errors.text import MAX_SHOWN_CHARACTERS
 from simulator import OpenAISimulator, Pause, sse_text
 
 from .conftest import FaultHarnessFactory
@@ -307,7 +307,7 @@ async def test_a_key_quoted_back_is_never_shown(
 async def test_a_lesson_taught_by_a_text_quoting_the_key_keeps_no_key(
     fault_harness: FaultHarnessFactory,
 ) -> None:
-    """What a refusal taught, shown in diagnostics, holds its words but no key."""
+    """What a refusal taught, shown in diagnostics, holds no key, nor its words."""
     harness = await fault_harness(api_key=SECRET_KEY)
     message = f"Bearer {SECRET_KEY}: gemma does not support tools"
     harness.faulty.enqueue(CHAT, status=400, json={"error": {"message": message}})
@@ -317,7 +317,8 @@ async def test_a_lesson_taught_by_a_text_quoting_the_key_keeps_no_key(
     assert failed(result)
     capabilities = harness.faulty_entry.runtime_data.capabilities
     learned = json.dumps([capabilities.diagnostics([]), capabilities.as_dict()])
-    assert "does not support tools" in learned
+    assert "HTTP 400 refusing tools" in learned
+    assert "gemma" not in learned
     assert SECRET_KEY not in learned
 
 

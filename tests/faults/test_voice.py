@@ -15,7 +15,12 @@ from homeassistant.components import stt, tts
 from homeassistant.exceptions import HomeAssistantError
 import pytest
 
-from custom_components.openai_compatible.const import SUBENTRY_STT, SUBENTRY_TTS
+from custom_components.openai_compatible.const import (
+    CONF_STREAMING,
+    SUBENTRY_STT,
+    SUBENTRY_TTS,
+)
+from custom_components.openai_compatible.tts import MAX_SPEECH_CHARACTERS
 from custom_components.openai_compatible.voice.audio import (
     MAX_SPEECH_BYTES,
     MAX_TEXT_BYTES,
@@ -184,6 +189,20 @@ TRANSCRIPT_FAULTS: dict[str, tuple[dict[str, Any], str]] = {
         },
         "The server's answer is larger than 1 MiB",
     ),
+    "error_event": (
+        {
+            "sse": [
+                {
+                    "type": "error",
+                    "error": {
+                        "message": "<script>alert(1)</script><b>Overloaded</b> "
+                        + "y" * 500_000
+                    },
+                }
+            ]
+        },
+        "The model server answered with an error: Overloaded yyy",
+    ),
     "audio_labelled_json": (
         audio(bytes(range(256)) * 64, "application/json"),
         "The server's transcription cannot be read: the answer is not JSON",
@@ -213,3 +232,42 @@ async def test_transcript_fault(
     final = results[-1]
     assert final.result is stt.SpeechResultState.ERROR
     assert f"Speech-to-text failed: {message}" in caplog.text
+    ours = [r.getMessage() for r in caplog.records if r.name.startswith("custom_")]
+    assert all(len(line) < 500 and "<" not in line for line in ours), ours
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["streamed", "whole"])
+@pytest.mark.parametrize(
+    "marks",
+    ["[" * 32_000, "![" * 16_000, "](" * 16_000, "." * 32_000],
+    ids=["brackets", "image_links", "link_tails", "full_stops"],
+)
+async def test_a_text_of_marks_is_said_in_linear_time(
+    fault_harness: FaultHarnessFactory,
+    simulator: OpenAISimulator,
+    marks: str,
+    streaming: bool,
+) -> None:
+    """32k characters of link or sentence marks are said, in pieces that fit."""
+    simulator.models += AUDIO_MODELS
+    harness = await fault_harness(
+        voice=[voice_subentry(SUBENTRY_TTS, {CONF_STREAMING: streaming})]
+    )
+
+    async def said() -> bytes:
+        # Set within the fault: Home Assistant starts speaking at once.
+        stream = tts.async_create_stream(harness.hass, TTS_ENTITY)
+        if streaming:
+            stream.async_set_message_stream(_pieces("Say this ", marks, " and this."))
+        else:
+            stream.async_set_message(f"Say this {marks} and this.")
+        return b"".join([piece async for piece in stream.async_stream_result()])
+
+    assert await harness.run(said())
+    inputs = [
+        request.json["input"]
+        for request in harness.faulty.requests
+        if request.path.endswith(SPEECH)
+    ]
+    assert inputs
+    assert max(len(text) for text in inputs) <= MAX_SPEECH_CHARACTERS

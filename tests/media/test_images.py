@@ -33,6 +33,8 @@ from custom_components.openai_compatible.net.transport import Budget, Transport
 from simulator import OpenAISimulator
 
 PNG_START = b"\x89PNG\r\n\x1a\n"
+# The start of a PNG of 3 x 2 pixels, as far as its size.
+PNG_HEADER = PNG_START + b"\x00\x00\x00\rIHDR" + struct.pack(">II", 3, 2)
 GENERATIONS = "/images/generations"
 
 
@@ -170,7 +172,7 @@ async def test_base64_at_the_limit(
     hass: HomeAssistant, simulator: OpenAISimulator, transport: Transport
 ) -> None:
     """An image of exactly the limit is decoded."""
-    data = PNG_START + bytes(IMAGE_MAX_BYTES - len(PNG_START))
+    data = PNG_HEADER + bytes(IMAGE_MAX_BYTES - len(PNG_HEADER))
     encoded = base64.b64encode(data).decode()
     simulator.enqueue(GENERATIONS, json={"created": 1, "data": [{"b64_json": encoded}]})
 
@@ -205,12 +207,13 @@ async def test_url_from_the_servers_network(
     hass: HomeAssistant, simulator: OpenAISimulator, transport: Transport
 ) -> None:
     """A URL on the base URL's own network is fetched, the server being local."""
-    url = simulator.serve_file("fox", PNG_START + bytes(16))
+    url = simulator.serve_file("fox", PNG_HEADER + bytes(16))
     simulator.enqueue(GENERATIONS, json={"created": 1, "data": [{"url": url}]})
 
     image = await generate(hass, transport)
 
-    assert image.data == PNG_START + bytes(16)
+    assert image.data == PNG_HEADER + bytes(16)
+    assert (image.width, image.height) == (3, 2)
     fetched = [r for r in simulator.requests if r.path == "/files/fox.png"]
     assert len(fetched) == 1
     assert "Authorization" not in fetched[0].headers
@@ -238,6 +241,14 @@ def encode(kind: str, width: int, height: int, **options: Any) -> bytes:
         (b"\xff\xd8\xff\xd8\xff\xe0\x00\x04ab\x00", None),
         (b"\xff\xd8\x00\x00\x00\x00", None),
         (b"\xff\xd8\xff\xff\xc0\x00\x11\x08\x00\x02\x00\x03", (3, 2)),
+        (
+            b"\xff\xd8" + b"\xff\xe0\x00\x02" * 255 + b"\xff\xc0\x00\x11\x08\0\2\0\3",
+            (3, 2),
+        ),
+        (
+            b"\xff\xd8" + b"\xff\xe0\x00\x02" * 256 + b"\xff\xc0\x00\x11\x08\0\2\0\3",
+            None,
+        ),
         (b"RIFF\x00\x00\x00\x00WEBPVP8 \x00\x00", None),
         (b"RIFF\x00\x00\x00\x00WEBPVP8X\x00\x00", None),
         (b"hello", None),
@@ -254,6 +265,8 @@ def encode(kind: str, width: int, height: int, **options: Any) -> bytes:
         "jpeg_broken",
         "jpeg_no_marker",
         "jpeg_fill_bytes",
+        "jpeg_255_segments",
+        "jpeg_past_the_markers_read",
         "webp_truncated",
         "webp_extended_truncated",
         "unknown",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, timedelta
+import logging
 from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
@@ -267,6 +268,31 @@ async def test_lessons_that_only_refuse_are_not_kept(
     assert again.model("m").refuses(Feature.LOGPROBS)
 
 
+async def test_a_lesson_with_an_impossible_date_is_dropped(
+    hass: HomeAssistant,
+    hass_storage: dict[str, Any],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A stored date past the calendar loads as no lesson, with a debug line."""
+    bad = {"learned": "2026-13-45T25:61:00+00:00", "source": "HTTP 400: x"}
+    hass_storage[f"{DOMAIN}.entry.capabilities"] = {
+        "version": 1,
+        "minor_version": 1,
+        "key": f"{DOMAIN}.entry.capabilities",
+        "data": {
+            "fingerprint": "fingerprint",
+            "models": {"m": {"refused": {"logprobs": bad}, "window": bad}},
+        },
+    }
+    capabilities = _capabilities(hass)
+
+    with caplog.at_level(logging.DEBUG):
+        await capabilities.async_load()
+
+    assert not capabilities.model("m").refuses(Feature.LOGPROBS)
+    assert "no readable date" in caplog.text
+
+
 async def test_lessons_stored_without_dates(
     hass: HomeAssistant,
     hass_storage: dict[str, Any],
@@ -378,26 +404,31 @@ async def test_learned_window_yields_to_a_newer_report(hass: HomeAssistant) -> N
 
 
 def test_stored_form_skips_what_is_unknown(freezer: FrozenDateTimeFactory) -> None:
-    """Lessons from another version load without what this one cannot read."""
+    """Lessons from another version, or damaged, load without what cannot be read."""
     learned = dt_util.utcnow() - timedelta(hours=2)
     lessons = read_lessons(
         {
             "refused": {
-                "logprobs": {"learned": learned.isoformat(), "source": "HTTP 400: x"},
+                "logprobs": {"learned": learned.isoformat(), "source": "x" * 90},
                 "json_schema": {"learned": "yesterday"},
+                "strict_schema": {"learned": "2026-13-45T25:61:00+00:00"},
+                "json_object": None,
                 "teleport": {"learned": learned.isoformat()},
             },
             "proven": "x",
+            "fields": {"seed": {"learned": "2026-13-45T00:00:00+00:00"}},
             "context_window": -1,
             "reported_window": "8192",
         }
     )
+    # Unreadable dates drop their lessons; none at all counts from now.
     assert lessons.refused == {
-        Feature.LOGPROBS: Lesson(learned, "HTTP 400: x", timedelta(days=1)),
-        Feature.JSON_SCHEMA: Lesson(
+        Feature.LOGPROBS: Lesson(learned, "x" * 79 + "…", timedelta(days=1)),
+        Feature.JSON_OBJECT: Lesson(
             dt_util.utcnow(), EARLIER_VERSION, timedelta(days=1)
         ),
     }
+    assert lessons.fields == {}
     assert (lessons.proven, lessons.context_window, lessons.window) == ({}, None, None)
     assert read_lessons(None) == Lessons()
 

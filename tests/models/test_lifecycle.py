@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 
 from custom_components.openai_compatible.models.lifecycle import (
+    MAX_PATTERNS,
     is_listed,
+    listed_models,
     listed_shutdown,
 )
 
@@ -42,7 +44,15 @@ from custom_components.openai_compatible.models.lifecycle import (
 )
 def test_is_listed(model: str, listed: list[str], expected: bool) -> None:
     """A model counts as listed under any name the server takes for it."""
-    assert is_listed(model, listed) is expected
+    assert is_listed(model, listed_models(listed)) is expected
+
+
+def test_only_the_first_patterns_count() -> None:
+    """A list of many patterns is matched by its first MAX_PATTERNS only."""
+    patterns = [f"{index}/*" for index in range(MAX_PATTERNS + 1)]
+    listed = listed_models(patterns)
+    assert is_listed(f"{MAX_PATTERNS - 1}/model", listed)
+    assert not is_listed(f"{MAX_PATTERNS}/model", listed)
 
 
 @pytest.mark.parametrize(

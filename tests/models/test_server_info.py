@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
+from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import HomeAssistant
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
@@ -19,10 +20,11 @@ from custom_components.openai_compatible.models.server_info import (
     guess_kind,
     may_be_ollama,
 )
+from custom_components.openai_compatible.net.readers import MAX_TOKENS, MIN_WINDOW
 from custom_components.openai_compatible.net.transport import Transport
 from simulator import OpenAISimulator
 from simulator.native import TRAINED_CONTEXT, VERSIONS
-from tests.conftest import SetupEntry
+from tests.conftest import SetupEntry, converse, speech
 
 MODEL = "gpt-4o-mini"
 
@@ -222,6 +224,35 @@ async def test_hosted_listing(
     assert (mistral.context_window, mistral.report.vision) == (32768, True)
     assert mistral.report.shutdown is None
     assert not mistral.refuses(Feature.TOOLS)
+
+
+@pytest.mark.parametrize(
+    ("listed", "window", "said"),
+    [
+        (10**400, MAX_TOKENS, "You said: Hello"),
+        (1, MIN_WINDOW, "The prompt for your exposed entities and tools needs"),
+        (0, None, "You said: Hello"),
+    ],
+    ids=["400_digits", "one_token", "none"],
+)
+async def test_a_listed_window_is_read_within_bounds(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    listed: int,
+    window: int | None,
+    said: str,
+) -> None:
+    """A context length of 400 digits, or of one token, is not taken as it came."""
+    simulator.enqueue(
+        "/models", json={"data": [{"id": MODEL, "context_length": listed}]}
+    )
+    entry = await setup_entry(conversation={CONF_LLM_HASS_API: []})
+
+    result = await converse(hass, "Hello")
+
+    assert model_of(entry).context_window == window
+    assert speech(result).startswith(said)
 
 
 @pytest.mark.parametrize("tools", [True, False])

@@ -9,17 +9,23 @@ import pytest
 
 from custom_components.openai_compatible.errors import ServerError
 from custom_components.openai_compatible.net.readers import (
+    MAX_TOKENS,
+    MIN_WINDOW,
     CallFragment,
     ChoiceDelta,
     error_message,
     read_call_fragment,
     read_choices,
+    read_count,
     read_index,
     read_list,
+    read_number,
     read_object,
     read_object_or_empty,
     read_optional_string,
     read_string,
+    read_usage,
+    read_window,
     string_or_none,
 )
 
@@ -78,6 +84,49 @@ def test_lenient_strings_and_error_messages() -> None:
     assert error_message({"message": "model crashed"}) == "model crashed"
     assert error_message("overloaded") == "overloaded"
     assert error_message({"code": 5}) == "None"
+    assert error_message("<p>Down &amp; out</p>") == "Down & out"
+
+
+@pytest.mark.parametrize(
+    ("value", "count", "window", "number"),
+    [
+        (4096, 4096, 4096, 4096.0),
+        (10**400, MAX_TOKENS, MAX_TOKENS, None),
+        (1, 1, MIN_WINDOW, 1.0),
+        (0, 0, None, 0.0),
+        (-5, None, None, -5.0),
+        (0.5, None, None, 0.5),
+        (float("inf"), None, None, None),
+        (True, None, None, None),
+        ("4096", None, None, None),
+    ],
+)
+def test_numbers_are_read_within_bounds(
+    value: object, count: int | None, window: int | None, number: float | None
+) -> None:
+    """Counts up to MAX_TOKENS, windows from MIN_WINDOW; floats that hold them."""
+    assert read_count(value) == count
+    assert read_window(value) == window
+    assert read_number(value) == number
+
+
+def test_usage_keeps_its_counts_only() -> None:
+    """Counts clamped, details read where given, anything else left out."""
+    usage = read_usage(
+        {
+            "prompt_tokens": 10**400,
+            "completion_tokens": 7,
+            "prompt_tokens_details": {"cached_tokens": 3, "audio": [1]},
+            "cost": {"usd": 1},
+        }
+    )
+    assert usage == {
+        "prompt_tokens": MAX_TOKENS,
+        "completion_tokens": 7,
+        "total_tokens": None,
+        "prompt_tokens_details": {"cached_tokens": 3},
+        "completion_tokens_details": {"reasoning_tokens": 0},
+    }
 
 
 def test_the_first_choice_of_a_chunk() -> None:

@@ -11,6 +11,7 @@ import pytest
 from custom_components.openai_compatible.errors import ServerError
 from custom_components.openai_compatible.net.sse import (
     MAX_ANSWER_BYTES,
+    MAX_EVENT_LINES,
     MAX_LINE_BYTES,
     EventStream,
     SSEDecoder,
@@ -127,6 +128,20 @@ async def test_event_stream_is_lenient_where_nothing_is_lost(
     events, _ = await read_events(b'data: {"c": "\xff"}\n\ndata: not json\n\n')
     assert events == [{"c": "\ufffd"}]
     assert "not JSON: 'not json'" in caplog.text
+
+
+async def test_an_event_of_many_lines_is_read_in_batches(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Data lines go out in events of at most MAX_EVENT_LINES; one log line."""
+    caplog.set_level(logging.DEBUG)
+    lines = 3 * MAX_EVENT_LINES
+    assert {len(data.split(b"\n")) for data in decode(b"data: x\n" * lines)} == {
+        MAX_EVENT_LINES
+    }
+    events, _ = await read_events(b'data: {"a": 1}\ndata: x\n' * lines)
+    assert events == [{"a": 1}] * lines
+    assert caplog.text.count("not JSON") == 1
 
 
 async def test_skipped_stream_data_is_logged_without_keys(

@@ -23,11 +23,7 @@ from custom_components.openai_compatible.server_errors.answers import (
     error_for_status,
     retry_after,
 )
-from custom_components.openai_compatible.server_errors.text import (
-    MAX_SHOWN_CHARACTERS,
-    error_text,
-    shown,
-)
+from custom_components.openai_compatible.server_errors.text import error_text
 
 FORMAT = frozenset({Feature.STRICT_SCHEMA, Feature.JSON_SCHEMA})
 STREAMED_TOOLS = frozenset(
@@ -271,14 +267,6 @@ def test_only_the_start_of_a_long_error_body_counts() -> None:
     assert error_for_status(404, {}, said).translation_key == "model_not_found"
     hidden = error_for_status(404, {}, b" " * MAX_ERROR_BYTES + said)
     assert hidden.translation_key == "api_error"
-
-
-def test_shown() -> None:
-    """Long texts are cut to what users read, with an ellipsis."""
-    assert shown("short") == "short"
-    cut = shown("x" * 1000)
-    assert len(cut) == MAX_SHOWN_CHARACTERS
-    assert cut.endswith("…")
 
 
 def test_retry_after() -> None:

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 import json
 from typing import Any
 
+from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 import httpx2
 import pytest
@@ -193,11 +194,17 @@ def test_an_error_event_is_raised() -> None:
 
 
 def test_usage_is_kept() -> None:
-    """The last usage figures are kept; null usage changes nothing."""
+    """The last usage figures are kept, only its counts; null changes nothing."""
     parser = ChatStreamParser({})
-    parser.feed(chunk(None, usage={"prompt_tokens": 3}))
+    parser.feed(chunk(None, usage={"prompt_tokens": 3, "cost": {"usd": [1]}}))
     parser.feed({"choices": [], "usage": None})
-    assert parser.usage == {"prompt_tokens": 3}
+    assert parser.usage == {
+        "prompt_tokens": 3,
+        "completion_tokens": None,
+        "total_tokens": None,
+        "prompt_tokens_details": {"cached_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0},
+    }
 
 
 def test_text_that_cannot_be_a_call_streams_at_once() -> None:
@@ -367,8 +374,8 @@ async def test_read_what_the_end_of_the_stream_releases() -> None:
     assert await read(parser, stream) == [{"content": "Hi "}, {"content": "<"}]
 
 
-async def test_text_cut_at_the_token_limit_is_the_answer() -> None:
-    """Text the limit cut, with no tool call under way, stands as the answer."""
+async def test_text_cut_at_the_token_limit_is_the_answer(hass: HomeAssistant) -> None:
+    """Text the limit cut, with no tool call under way, stands, with a note."""
     parser = ChatStreamParser(LIGHT_TOOLS)
     stream = sse(
         chunk({"content": "You may call these "}),
@@ -376,7 +383,7 @@ async def test_text_cut_at_the_token_limit_is_the_answer() -> None:
     )
     deltas = await read(parser, stream)
     assert "".join(d.get("content", "") for d in deltas) == (
-        "You may call these functions"
+        "You may call these functions… (answer_cut)"
     )
     parser.raise_if_cut()
 

@@ -32,7 +32,7 @@ async def test_another_agents_answer_goes_back_as_a_message_and_calls(
     hass: HomeAssistant,
 ) -> None:
     """Text and calls become items under wire names; each call keeps its result."""
-    renderer = InputRenderer(hass, TOOLS)
+    renderer = InputRenderer(hass, TOOLS, AGENT)
     answer = conversation.AssistantContent(
         AGENT, content="On it", tool_calls=[_call("call_1")]
     )
@@ -59,7 +59,7 @@ async def test_calls_without_a_result_and_results_without_a_call(
     hass: HomeAssistant,
 ) -> None:
     """An unanswered call gets a placeholder; a provider-run result is left out."""
-    renderer = InputRenderer(hass, TOOLS)
+    renderer = InputRenderer(hass, TOOLS, AGENT)
     contents: list[conversation.Content] = [
         conversation.AssistantContent(
             AGENT, tool_calls=[_call("call_1"), _call("ws_1", external=True)]
@@ -94,7 +94,7 @@ async def test_an_answer_of_this_api_goes_back_as_it_came(
         AGENT, content="Hi", native=ResponsesReplay(replayed)
     )
 
-    items = await InputRenderer(hass, TOOLS).async_render([answer])
+    items = await InputRenderer(hass, TOOLS, AGENT).async_render([answer])
 
     assert items == list(replayed)
 
@@ -105,7 +105,7 @@ async def test_instructions_go_with_the_tasks_own_message(
     """The task's instructions follow its message, not a later one."""
     task = conversation.UserContent("Describe the room")
     later = conversation.UserContent("More")
-    renderer = InputRenderer(hass, TOOLS)
+    renderer = InputRenderer(hass, TOOLS, AGENT)
 
     first = await renderer.async_render([task], (task, "Answer in JSON."))
     again = await renderer.async_render([task, later])
@@ -113,3 +113,20 @@ async def test_instructions_go_with_the_tasks_own_message(
     assert first[0]["content"] == "Describe the room\n\nAnswer in JSON."
     assert again[0] == first[0]
     assert again[1]["content"] == "More"
+
+
+async def test_another_agents_native_answer_goes_back_as_a_message(
+    hass: HomeAssistant,
+) -> None:
+    """Reasoning of another agent (a turn handed over) stays with its server."""
+    replayed = (
+        {"type": "reasoning", "id": "rs_1", "encrypted_content": "secret"},
+        {"type": "message", "role": "assistant", "content": []},
+    )
+    answer = conversation.AssistantContent(
+        "conversation.first", content="Hi", native=ResponsesReplay(replayed)
+    )
+
+    items = await InputRenderer(hass, TOOLS, AGENT).async_render([answer])
+
+    assert items == [{"type": "message", "role": "assistant", "content": "Hi"}]

@@ -47,14 +47,17 @@ async def async_decide(ask: Ask, questions: list[Question]) -> dict[str, Outcome
     except RequestRejectedError as err:
         # Learned only when the answer says the route is missing.
         reason = f"refused ({err.status}): {err.server_message}"
-        return _not_decided(ask, asked, reason, err.feature is Feature.DECISIONS)
+        lesson = err.lesson_source if err.feature is Feature.DECISIONS else None
+        return _not_decided(ask, asked, reason, lesson)
     except ServerError as err:
         if err.translation_key not in ("permission_denied", "answer_not_json"):
             raise
-        return _not_decided(ask, asked, str(err.translation_key), learn=True)
+        key = str(err.translation_key)
+        return _not_decided(ask, asked, key, key)
     if not isinstance(data, dict) or not isinstance(data.get("answers"), list):
         # A catch-all page (some proxies answer any path with 200).
-        return _not_decided(ask, asked, "the answer is not a Decision", learn=True)
+        reason = "the answer is not a Decision"
+        return _not_decided(ask, asked, reason, reason)
     ask.capabilities.learn_proven(Feature.DECISIONS)
     return _outcomes(data["answers"], asked)
 
@@ -84,12 +87,12 @@ def _eligible(ask: Ask, questions: list[Question]) -> list[Question]:
 
 
 def _not_decided(
-    ask: Ask, questions: list[Question], reason: str, learn: bool
+    ask: Ask, questions: list[Question], reason: str, lesson: str | None
 ) -> dict[str, Outcome]:
-    """Send the questions on; remember that the model has no Decisions API."""
+    """Send the questions on; with a lesson, the model has no Decisions API."""
     LOGGER.debug("Decisions API not used, using chat completions: %s", reason)
-    if learn:
-        ask.capabilities.learn_refused(Feature.DECISIONS, reason)
+    if lesson is not None:
+        ask.capabilities.learn_refused(Feature.DECISIONS, lesson)
     for question in questions:
         ask.skip(question, f"decisions: {reason}")
     return {}

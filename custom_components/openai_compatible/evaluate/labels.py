@@ -18,8 +18,9 @@ from typing import Final
 from ..errors import RequestRejectedError
 from ..features import Feature
 from ..models.reports import ServerKind
+from ..net.readers import read_number
 from ..net.shapes import ChatBody, ChatFields, JsonObject
-from .questions import Ask, Outcome, Question, finite
+from .questions import Ask, Outcome, Question
 
 TOP_LOGPROBS: Final = 20
 # Below this share of the answer on the labels, the model answers none of
@@ -76,12 +77,10 @@ async def async_read_labels(
     try:
         choice = await ask.async_choice(body)
     except RequestRejectedError as err:
-        reason = f"refused: {err.server_message}"
+        # Else about this request (the context, an attachment), not logprobs.
         if err.feature is Feature.LOGPROBS and err.general:
-            _no_logprobs(ask, question, reason)
-        else:
-            # About this request (the context, an attachment), not logprobs.
-            ask.skip(question, f"logprobs: {reason}")
+            ask.capabilities.learn_refused(Feature.LOGPROBS, err.lesson_source)
+        ask.skip(question, f"logprobs: refused: {err.server_message}")
         return None
     # None when the server gave no log-probabilities, or only the chosen token's.
     content = _logprob_content(choice)
@@ -184,11 +183,11 @@ def _logprob(entry: JsonObject) -> tuple[str, float] | None:
 
     The one place a log-probability (or probability) number of an answer is read.
     """
-    token, logprob, prob = entry.get("token"), entry.get("logprob"), entry.get("prob")
-    if finite(prob) and prob > 0:
+    token, logprob = entry.get("token"), read_number(entry.get("logprob"))
+    if (prob := read_number(entry.get("prob"))) is not None and prob > 0:
         logprob = math.log(prob)
-    if isinstance(token, str) and finite(logprob):
-        return token, min(float(logprob), 0.0)
+    if isinstance(token, str) and logprob is not None:
+        return token, min(logprob, 0.0)
     return None
 
 

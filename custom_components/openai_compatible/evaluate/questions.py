@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-import math
 import string
 from typing import Any, Final, Literal, TypeGuard, cast
 
@@ -19,10 +18,11 @@ from homeassistant.components import ai_task
 from ..errors import ModelError
 from ..media.attachments import LoadedFile
 from ..models.capabilities import ModelCapabilities
+from ..net.readers import read_number
 from ..net.request import RequestSettings
 from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject
 from ..net.transport import Budget, Transport
-from ..server_errors.text import shown
+from ..redact import shown
 from ..wire.chat_completions import attachment_part
 from ..wire.round_trip import RoundTrip
 
@@ -113,10 +113,8 @@ class Outcome:
 
 
 def finite(value: object) -> TypeGuard[float]:
-    """Tell whether a value is a finite number (not a bool); any int is."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    return isinstance(value, int) or math.isfinite(value)
+    """Tell whether a value is a finite number a float holds (not a bool)."""
+    return read_number(value) is not None
 
 
 def probability(value: Any, question: Question) -> float:

@@ -90,6 +90,14 @@ def normalize_base_url(url: str) -> str:
 
 
 def _has_dot_segment(text: str) -> bool:
-    """Tell whether a URL's path has a `.` or `..` segment, however it is spelled."""
-    segments = urlsplit(text).path.split("/")
-    return any(unquote(segment) in (".", "..") for segment in segments)
+    """Tell whether a URL's path has a `.` or `..` segment, however it is spelled.
+
+    The path is decoded until nothing changes, so that encoded slashes split
+    it as a server that decodes them would (`/v1%2f..%2fadmin`); a backslash
+    counts as a slash too.
+    """
+    path = urlsplit(text).path
+    while (decoded := unquote(path)) != path:
+        path = decoded
+    segments = path.replace("\\", "/").split("/")
+    return any(segment in (".", "..") for segment in segments)

@@ -27,6 +27,7 @@ from ..errors import (
     RateLimitedError,
     ServerError,
 )
+from ..models.kinds import offered
 from ..models.listing import ModelListing, async_validate_server
 from ..models.providers import PROVIDER_CUSTOM, provider_for
 from ..models.server_info import async_guess_kind
@@ -135,7 +136,7 @@ async def async_check_server(
         errors["base"] = "unknown"
     else:
         await _async_note_server_kind(hass, data, listing)
-        return listing.ids
+        return offered(listing.ids)
     return []
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 from dataclasses import dataclass
+import re
 import struct
 from typing import Final
 
@@ -47,6 +48,10 @@ _JPEG_FRAMES = frozenset(
 )
 # JPEG markers without a length: TEM, RST0-7, SOI, EOI.
 _JPEG_STANDALONE = frozenset({0x01, *range(0xD0, 0xDA)})
+# The fill bytes any JPEG marker may follow, skipped at once.
+_JPEG_FILL = re.compile(rb"\xff+")
+# The most markers read before the frame: a real header has a few dozen.
+_JPEG_MAX_MARKERS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +60,8 @@ class GeneratedImage:
 
     data: bytes
     mime_type: str
-    width: int | None
-    height: int | None
+    width: int
+    height: int
     revised_prompt: str | None
 
 
@@ -153,7 +158,12 @@ async def _async_read_image(
         raise ServerError(
             "image_generation_failed", message="the server sent data that is no image"
         )
-    width, height = image_size(data) or (None, None)
+    if (size := image_size(data)) is None:
+        raise ServerError(
+            "image_generation_failed",
+            message="the server sent an image whose size cannot be read",
+        )
+    width, height = size
     return GeneratedImage(
         data=data,
         mime_type=mime_type,
@@ -267,15 +277,18 @@ def _webp_size(data: bytes) -> tuple[int, int] | None:
 
 
 def _jpeg_size(data: bytes) -> tuple[int, int] | None:
-    """Return the size in the first start-of-frame segment of a JPEG."""
+    """Return the size in the first start-of-frame segment of a JPEG.
+
+    None past _JPEG_MAX_MARKERS markers: a made-up header is not walked on.
+    """
     position = 2
-    while position + 4 <= len(data):
-        if data[position] != 0xFF:
+    for _ in range(_JPEG_MAX_MARKERS):
+        if (fill := _JPEG_FILL.match(data, position)) is None:
+            return None
+        position = fill.end() - 1
+        if position + 4 > len(data):
             return None
         marker = data[position + 1]
-        if marker == 0xFF:  # fill byte
-            position += 1
-            continue
         if marker in _JPEG_STANDALONE:
             position += 2
             continue

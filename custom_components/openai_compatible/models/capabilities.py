@@ -202,11 +202,27 @@ class ModelCapabilities:
         )
         self._on_learn()
 
+    def accepted_prompt(self, tokens: int) -> None:
+        """Remember a prompt the server answered: the window holds at least that."""
+        self.lessons.accepted_prompt = max(self.lessons.accepted_prompt, tokens)
+
+    def believed_window(self, tokens: int | None) -> int | None:
+        """Return a window a server named, unless it is smaller than a prompt it answered."""
+        if tokens is not None and tokens < self.lessons.accepted_prompt:
+            LOGGER.debug(
+                "%s named a window of %d tokens after answering %d; not believed",
+                self.model,
+                tokens,
+                self.lessons.accepted_prompt,
+            )
+            return None
+        return tokens
+
     def learn_context_window(self, tokens: int) -> None:
         """Remember the context window an overflow error named, and the report."""
         lesson = (tokens, self.report.context_window)
         known = (self.lessons.context_window, self.lessons.reported_window)
-        if tokens > 0 and (lesson != known or not self.lessons.holds_window()):
+        if lesson != known or not self.lessons.holds_window():
             self.lessons.context_window, self.lessons.reported_window = lesson
             self.lessons.window = Lesson.now(
                 "the server's context overflow error", WINDOW_LIFETIME

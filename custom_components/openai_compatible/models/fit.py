@@ -89,17 +89,24 @@ def check_tools_kept(
 
     A chat template that has no tool format (llama-cpp-python's chatml) takes
     `tools` and leaves them out of the prompt; its model then claims actions
-    it never did. Such a model is learned to refuse tools. Not where the
-    server reports that the model takes tools (llama.cpp's template
-    capabilities, Ollama's): a template may render the tools far shorter than
-    their schemas, which no count tells from leaving them out.
+    it never did. Such a model is learned to refuse tools once two answers in
+    a row say so: one count may be made up, or the estimate it is held
+    against skewed by an error's claim. Not where the server reports that the
+    model takes tools (llama.cpp's template capabilities, Ollama's): a
+    template may render the tools far shorter than their schemas, which no
+    count tells from leaving them out.
     """
+    lessons = capabilities.lessons
     if (
         capabilities.report.tools is True
         or tool_tokens < MIN_TOOL_TOKENS
         or not isinstance(prompt_tokens, int)
         or not 0 < prompt_tokens < tool_tokens * _DROPPED_TOOLS_SHARE
     ):
+        lessons.tools_doubted = False
+        return
+    if not lessons.tools_doubted:
+        lessons.tools_doubted = True
         return
     capabilities.learn_refused(
         Feature.TOOLS,

@@ -111,7 +111,7 @@ class ModelIssues:
         if (
             runtime.models
             and runtime.capabilities.provider.lists_every_model
-            and not is_listed(model, runtime.models)
+            and not is_listed(model, runtime.coordinator.data.listed)
         ):
             return ModelProblem.NOT_LISTED
         if shutdown is not None:

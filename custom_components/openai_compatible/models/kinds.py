@@ -89,6 +89,16 @@ CHAT_WORDS: Final = ("chat", "instruct")
 
 _WORD = re.compile(r"[a-z0-9]+")
 
+# The most listed models the pickers offer and new subentries are picked from:
+# more than anyone scrolls, and few enough that reading each name's kind (on
+# the event loop, several times per form) takes no time; any other can be typed.
+MAX_OFFERED: Final = 2000
+
+
+def offered(models: list[str]) -> list[str]:
+    """Return the listed models the pickers offer and the defaults come from."""
+    return models[:MAX_OFFERED]
+
 
 def model_kind(model: str) -> ModelKind:
     """Return what the model's name says it is."""

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from homeassistant.util import dt as dt_util
 
+from ..const import LOGGER
 from ..features import Feature
 
 BLOCKING_LIFETIME: Final = timedelta(hours=1)
@@ -45,14 +46,22 @@ class Lesson:
         return cls(dt_util.utcnow(), short(source), lifetime)
 
     @classmethod
-    def from_dict(cls, data: Any, lifetime: timedelta) -> Lesson:
-        """Return a stored lesson; one without a readable date counts from now."""
-        if isinstance(data, dict) and isinstance(data.get("learned"), str):
-            learned = dt_util.parse_datetime(data["learned"])
-            if learned is not None and learned.tzinfo is not None:
-                source = short(str(data.get("source") or EARLIER_VERSION))
-                return cls(learned, source, lifetime)
-        return cls.now(EARLIER_VERSION, lifetime)
+    def from_dict(cls, data: Any, lifetime: timedelta) -> Lesson | None:
+        """Return a stored lesson; one stored without a date counts from now.
+
+        One whose date cannot be read (a hand-edited or damaged store) is
+        dropped: None.
+        """
+        if not isinstance(data, dict):
+            return cls.now(EARLIER_VERSION, lifetime)
+        try:
+            learned = dt_util.parse_datetime(str(data.get("learned")))
+        except ValueError:
+            learned = None
+        if learned is None or learned.tzinfo is None:
+            LOGGER.debug("Dropping a stored lesson with no readable date: %s", data)
+            return None
+        return cls(learned, short(str(data.get("source") or EARLIER_VERSION)), lifetime)
 
     @property
     def kept(self) -> bool:
@@ -89,6 +98,10 @@ class Lessons[F: StrEnum]:
     context_window: int | None = None
     reported_window: int | None = None
     window: Lesson | None = None
+    # Kept in memory only: the largest prompt the server answered, and whether
+    # one answer's count already suggested that the tools were left out.
+    accepted_prompt: int = 0
+    tools_doubted: bool = False
 
     def refuses(self, feature: F) -> bool:
         """Tell whether a refusal of the feature was learned and still holds."""
@@ -211,9 +224,10 @@ def _lessons(values: Any) -> dict[Feature, Lesson]:
     known = {feature.value for feature in Feature} - set(BLOCKING)
     return holding(
         {
-            Feature(name): Lesson.from_dict(data, lifetime(Feature(name)))
+            Feature(name): lesson
             for name, data in values.items()
             if name in known
+            and (lesson := Lesson.from_dict(data, lifetime(Feature(name))))
         }
     )
 
@@ -224,7 +238,8 @@ def _field_lessons(values: Any) -> dict[str, Lesson]:
         return {}
     return holding(
         {
-            str(name): Lesson.from_dict(data, FALLBACK_LIFETIME)
+            str(name): lesson
             for name, data in values.items()
+            if (lesson := Lesson.from_dict(data, FALLBACK_LIFETIME))
         }
     )

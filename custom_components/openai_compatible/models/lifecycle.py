@@ -7,9 +7,12 @@ and whether a model list holds a model under any name the server takes for it.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import date
-from fnmatch import fnmatchcase
+from fnmatch import translate
+from itertools import islice
+import re
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -47,6 +50,29 @@ ROUTING_VARIANTS: Final = (":nitro", ":floor", ":exacto", ":online")
 GEMINI_PREFIX: Final = "models/"
 # Ollama lists "<name>:latest" and takes the bare name for it.
 OLLAMA_DEFAULT_TAG: Final = ":latest"
+# Listed patterns with `*` that count: LiteLLM's wildcard routes are a few; a
+# list of thousands would be matched one by one against each model setting.
+MAX_PATTERNS: Final = 64
+
+
+@dataclass(frozen=True, slots=True)
+class ListedModels:
+    """A model list as models are looked up in it: names, and its patterns."""
+
+    names: frozenset[str] = frozenset()
+    patterns: re.Pattern[str] | None = None
+
+
+def listed_models(models: list[str]) -> ListedModels:
+    """Return a model list to look up in; run in the executor, once per list.
+
+    A listed pattern with `*` holds every model it matches: LiteLLM lists its
+    wildcard routes ("openai/*", "*") as they are configured. The first
+    MAX_PATTERNS of them count.
+    """
+    patterns = islice((model for model in models if "*" in model), MAX_PATTERNS)
+    joined = "|".join(map(translate, patterns))
+    return ListedModels(frozenset(models), re.compile(joined) if joined else None)
 
 
 def listed_shutdown(entry: Mapping[str, Any]) -> date | None:
@@ -83,12 +109,8 @@ def _names(model: str) -> set[str]:
     return names
 
 
-def is_listed(model: str, listed: Collection[str]) -> bool:
-    """Tell whether a model list holds the model.
-
-    A listed pattern with `*` holds every model it matches: LiteLLM lists its
-    wildcard routes ("openai/*", "*") as they are configured.
-    """
-    if any(name in listed for name in _names(model)):
+def is_listed(model: str, listed: ListedModels) -> bool:
+    """Tell whether a model list holds the model, by a name or a pattern."""
+    if not listed.names.isdisjoint(_names(model)):
         return True
-    return any("*" in pattern and fnmatchcase(model, pattern) for pattern in listed)
+    return listed.patterns is not None and bool(listed.patterns.match(model))

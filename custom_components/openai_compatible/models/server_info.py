@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from ..const import LOGGER
 from ..errors import ServerError
+from ..net.readers import read_window
 from ..net.shapes import JsonObject
 from ..net.transport import Budget, Transport
 from .lifecycle import listed_shutdown
@@ -123,11 +124,10 @@ def listed_report(entry: Mapping[str, Any]) -> ModelReport:
 
 
 def _context(entry: Mapping[str, Any]) -> int | None:
-    """Return the first positive context length an entry names."""
+    """Return the first context length an entry names, as a window is believed."""
     for key in _CONTEXT_KEYS:
-        value = entry.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
+        if (window := read_window(entry.get(key))) is not None:
+            return window
     return None
 
 
@@ -245,7 +245,7 @@ async def _async_ollama(
     return version
 
 
-def _ollama_context(shown: JsonObject) -> int:
+def _ollama_context(shown: JsonObject) -> int | None:
     """Return the context Ollama gives a model: its num_ctx, else the default.
 
     Never more than the model was trained for.
@@ -259,7 +259,7 @@ def _ollama_context(shown: JsonObject) -> int:
         for key, value in (info.items() if isinstance(info, dict) else ())
         if key.endswith(".context_length") and isinstance(value, int) and value > 0
     ]
-    return min([window, *trained])
+    return read_window(min([window, *trained]))
 
 
 async def _async_lm_studio(

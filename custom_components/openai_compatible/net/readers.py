@@ -8,14 +8,21 @@ reads as an empty one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+import math
+from typing import Final
 
 from ..errors import MalformedAnswerError
+from ..server_errors.text import plain
 from .shapes import JsonObject
 
 # The readers' name for open JSON (shapes.py declares it).
 type JSONObject = JsonObject
+
+# Token counts are believed up to this many; a context window from this many.
+MAX_TOKENS: Final = 10**9
+MIN_WINDOW: Final = 256
 
 
 def read_object(value: object, part: str) -> JSONObject:
@@ -63,9 +70,60 @@ def string_or_none(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def read_number(value: object) -> float | None:
+    """Return a finite number a server sent; None for anything else.
+
+    A JSON number may have hundreds of digits, more than a float holds.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def read_count(value: object) -> int | None:
+    """Return a count of tokens a server sent, at most MAX_TOKENS; None for none."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return min(value, MAX_TOKENS)
+
+
+def read_window(value: object) -> int | None:
+    """Return a context window a server named, at least MIN_WINDOW; None for none."""
+    count = read_count(value)
+    return max(count, MIN_WINDOW) if count else None
+
+
+def read_usage(usage: Mapping[str, object]) -> JSONObject:
+    """Return the token counts of a Chat Completions `usage`, and nothing else.
+
+    A server's usage object may have any size and depth; only these go on to
+    the trace and the counts.
+    """
+    prompt = usage.get("prompt_tokens_details")
+    completion = usage.get("completion_tokens_details")
+    cached = prompt.get("cached_tokens") if isinstance(prompt, dict) else None
+    reasoning = (
+        completion.get("reasoning_tokens") if isinstance(completion, dict) else None
+    )
+    return {
+        "prompt_tokens": read_count(usage.get("prompt_tokens")),
+        "completion_tokens": read_count(usage.get("completion_tokens")),
+        "total_tokens": read_count(usage.get("total_tokens")),
+        "prompt_tokens_details": {"cached_tokens": read_count(cached) or 0},
+        "completion_tokens_details": {"reasoning_tokens": read_count(reasoning) or 0},
+    }
+
+
 def error_message(error: object) -> str:
-    """Return the message of an error the server sent: an object, or else."""
-    return str(error.get("message") if isinstance(error, dict) else error)
+    """Return the message of an error the server sent in an answer, without markup.
+
+    An object's `message`, or whatever else was sent as the error.
+    """
+    return plain(str(error.get("message") if isinstance(error, dict) else error))
 
 
 @dataclass(slots=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import KW_ONLY, dataclass, field
+import logging
 import re
 
 from homeassistant.util.json import json_loads
@@ -21,6 +22,9 @@ from .readers import JSONObject, read_object
 
 # The longest line of an event stream we read.
 MAX_LINE_BYTES = 1024 * 1024
+# The most data lines of one event: OpenAI-style servers send one, a server
+# that ends events with one LF instead of two has its lines read in batches.
+MAX_EVENT_LINES = 256
 # The most bytes of one answer we read, streamed or not, after decompression.
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
 
@@ -121,6 +125,8 @@ class SSEDecoder:
             self._check_size(len(line))
         if line.startswith(b"data:"):
             self._data.append(line[6:] if line[5:6] == b" " else line[5:])
+            if len(self._data) >= MAX_EVENT_LINES:
+                self._line(b"", events)
         elif not line:
             if self._data:
                 data = self._data
@@ -149,6 +155,8 @@ class EventStream:
     max_line_bytes: int = MAX_LINE_BYTES
     max_bytes: int = MAX_ANSWER_BYTES
     done: bool = field(default=False, init=False)
+    # Whether data that is no JSON was skipped (and logged) already.
+    _skipped: bool = field(default=False, init=False)
 
     async def __aiter__(self) -> AsyncIterator[list[JSONObject]]:
         """Yield the JSON objects of the events each network chunk completes."""
@@ -166,18 +174,31 @@ class EventStream:
         if data.strip() == _DONE:
             self.done = True
             return []
-        try:
-            return [read_object(json_loads(data), _EVENT)]
-        except ValueError:
-            pass
+        if (event := _object(data)) is not None:
+            return [event]
         if b"\n" in data:
             # A server that ends events with one LF instead of two.
             return [event for line in data.split(b"\n") for event in self._events(line)]
-        try:
-            return [read_object(json_loads(data.decode("utf-8", "replace")), _EVENT)]
-        except ValueError:
+        if not self._skipped and LOGGER.isEnabledFor(logging.DEBUG):
             LOGGER.debug(
-                "Skipping stream data that is not JSON: %r",
+                "Skipping stream data that is not JSON: %r (and any more, unlogged)",
                 redact(data[:_LOGGED_BYTES].decode("utf-8", "replace")),
             )
-            return []
+        self._skipped = True
+        return []
+
+
+def _object(data: bytes) -> JSONObject | None:
+    """Return the JSON object of an event's data; None when it is no JSON.
+
+    Data that is no UTF-8 is read with replacement characters.
+    """
+    try:
+        return read_object(json_loads(data), _EVENT)
+    except ValueError:
+        if data.isascii():
+            return None
+    try:
+        return read_object(json_loads(data.decode("utf-8", "replace")), _EVENT)
+    except ValueError:
+        return None

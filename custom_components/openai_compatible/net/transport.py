@@ -29,9 +29,8 @@ import httpx2
 from ..const import LOGGER
 from ..errors import ConnectError, ServerError
 from ..features import Feature
-from ..redact import remember_key
+from ..redact import remember_key, shown
 from ..server_errors.answers import MAX_ERROR_BYTES, error_for_status, retry_after
-from ..server_errors.text import shown
 from .sse import MAX_ANSWER_BYTES, async_read_body
 
 # Local servers ignore the key, but some gateways insist on the header.

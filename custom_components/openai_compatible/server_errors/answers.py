@@ -28,10 +28,10 @@ from ..errors import (
     ServerError,
 )
 from ..features import Feature
-from ..redact import redact
+from ..redact import redact, shown
 from .overflow import parse_overflow
 from .routes import FEATURE_ROUTES, names_unknown_model, route_errors
-from .text import error_text, is_page, shown, status_line
+from .text import error_text, is_page, status_line
 
 # Error bodies are read up to this many bytes: enough for any message.
 MAX_ERROR_BYTES: Final = 64 * 1024

@@ -1,4 +1,4 @@
-"""The human part of an error answer: its message, without markup, cut to show.
+"""The human part of an error answer: its message, without markup.
 
 Servers wrap their words in OpenAI's error object, FastAPI's ``{"detail":
 [...]}``, a gateway's rewrapped text, HTML or plain text; markup is removed
@@ -13,10 +13,6 @@ from http import HTTPStatus
 import json
 import re
 from typing import Any, Final
-
-# Shown to users at most this long; the whole text (of a page, these first
-# characters) goes to the debug log.
-MAX_SHOWN_CHARACTERS: Final = 200
 
 # Markup is removed in time linear in the text: a hostile error page of many
 # unclosed tags must not block the event loop.
@@ -38,8 +34,8 @@ def error_text(body: bytes) -> str:
     try:
         data = json.loads(text)
     except ValueError, RecursionError:
-        return _plain(text)
-    return _plain(_message_in(data) or text)
+        return plain(text)
+    return plain(_message_in(data) or text)
 
 
 def _message_in(data: Any) -> str | None:
@@ -69,7 +65,7 @@ def _problem(item: Any) -> str:
     return f"{where}: {message}" if where else message
 
 
-def _plain(text: str) -> str:
+def plain(text: str) -> str:
     """Return text without markup, on one line."""
     return _SPACES.sub(" ", html.unescape(_TAG.sub(" ", _without_blocks(text)))).strip()
 
@@ -95,13 +91,6 @@ def _without_blocks(text: str) -> str:
         position = closing.end()
     kept.append(text[position:])
     return " ".join(kept)
-
-
-def shown(text: str) -> str:
-    """Return an error text cut to a length users can read."""
-    if len(text) <= MAX_SHOWN_CHARACTERS:
-        return text
-    return text[: MAX_SHOWN_CHARACTERS - 1].rstrip() + "…"
 
 
 def is_page(headers: Mapping[str, str], raw: str) -> bool:

@@ -21,6 +21,9 @@ LOOKUP_TOOL: Final = "find_tools"
 # Tools one conversation may look up, and tools one lookup names at most.
 MAX_LOOKED_UP: Final = 16
 MAX_MATCHES: Final = 5
+# What of a query is read: a few words say what a tool should do, and each
+# word is matched against every tool's words.
+MAX_QUERY_CHARACTERS: Final = 1024
 
 LOOKUP_SCHEMA: Final[ChatTool] = {
     "type": "function",
@@ -74,7 +77,7 @@ def _hit(word: str, words_of_tool: set[str]) -> int:
 
 def matches(tools: list[ChatTool], query: str) -> list[ChatTool]:
     """Return the tools that match a query, best first, at most MAX_MATCHES."""
-    wanted = words(query)
+    wanted = words(query[:MAX_QUERY_CHARACTERS])
     scored = [(_score(tool, wanted), index) for index, tool in enumerate(tools)]
     best = sorted((item for item in scored if item[0]), key=lambda item: -item[0])
     return [tools[index] for _, index in best[:MAX_MATCHES]]

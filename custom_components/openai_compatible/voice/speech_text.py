@@ -28,9 +28,11 @@ _DRAWING: Final = re.compile(
     r"[ \t]*(?:(?:[-*_][ \t]*){3,}|\|?(?:[ \t]*:?-+:?[ \t]*\|)+[ \t]*:?-*:?)[ \t]*"
 )
 
-_LINK: Final = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+# No bracket inside a link's text, no parenthesis inside its address: each
+# attempt stops at the next one, so that a text of brackets is read in linear time.
+_LINK: Final = re.compile(r"!?\[([^\[\]]*)\]\([^()]*\)")
 _STRUCK: Final = re.compile(r"~~[^~]*~~")
-_LINK_TAIL: Final = re.compile(r"\]\([^)]*\)")
+_LINK_TAIL: Final = re.compile(r"\]\([^()]*\)")
 _EMPHASIS: Final = re.compile(r"\*+|~~|`+|[\[\]]|(?<!\w)_+|_+(?!\w)")
 _TABLE_BAR: Final = re.compile(r"[ \t]*\|[ \t]*")
 # Emoji: pictographs, symbols and dingbats, flags, keycaps, their joiners,

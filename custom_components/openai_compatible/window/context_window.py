@@ -34,6 +34,7 @@ from ..errors import ContextOverflowError, ContextWindowError
 from ..features import Feature
 from ..models.fit import check_tools_kept
 from ..models.reports import ServerKind
+from ..net.readers import read_count, read_window
 from ..net.shapes import JsonObject
 from .prompt_fit import (
     DEFAULT_ANSWER_TOKENS,
@@ -223,17 +224,20 @@ class RequestFit:
             err.window,
             err.prompt_tokens,
         )
+        named = self._capabilities.believed_window(read_window(err.window))
         if self._retried:
-            raise self._unfixable(err)
+            raise self._unfixable(err, named)
         self._retried = True
         before = self._owner.estimate.ratio
-        self._owner.estimate.calibrate(self._sent_raw, err.prompt_tokens)
+        self._owner.estimate.calibrate(
+            self._sent_raw, read_count(err.prompt_tokens), claimed=True
+        )
         window = self._owner.limits(self._capabilities, self._settings).window
-        if err.window and (window is None or err.window < window):
-            self._capabilities.learn_context_window(err.window)
+        if named and (window is None or named < window):
+            self._capabilities.learn_context_window(named)
         elif window is None or self._owner.estimate.ratio == before:
             # Nothing new to fit by: trimming again would send the same.
-            raise self._unfixable(err)
+            raise self._unfixable(err, named)
         # Fitted again from what was asked: the body may hold it reshaped.
         key = next(key for key in CONVERSATION_KEYS if key in body)
         return cast("B", {**body, key: self._fitted(*self._asked)})
@@ -248,6 +252,8 @@ class RequestFit:
         estimate = self._owner.estimate
         counted = usage.get("prompt_tokens")
         tool_tokens = estimate.tokens(estimate.raw_tools(self._sent_tools))
+        if isinstance(counted, int):
+            self._capabilities.accepted_prompt(counted)
         if self._dropped_system(counted):
             LOGGER.info(
                 "%s counted %s prompt tokens for a system prompt of about %d: its "
@@ -317,14 +323,20 @@ class RequestFit:
             }
         )
 
-    def _unfixable(self, err: ContextOverflowError) -> Exception:
-        """Return the translated error for an overflow that trimming cannot fix."""
+    def _unfixable(self, err: ContextOverflowError, named: int | None) -> Exception:
+        """Return the translated error for an overflow that trimming cannot fix.
+
+        `named` is the window the error named, where it is believed.
+        """
         limits = self._owner.limits(self._capabilities, self._settings)
-        window = err.window or limits.window
+        window = named or limits.window
         if window is None:
             return err
         needed = (
-            max(err.prompt_tokens or 0, self._owner.estimate.tokens(self._sent_raw))
+            max(
+                read_count(err.prompt_tokens) or 0,
+                self._owner.estimate.tokens(self._sent_raw),
+            )
             + limits.least_answer_tokens
         )
         error = ContextWindowError(

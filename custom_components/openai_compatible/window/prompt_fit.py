@@ -76,6 +76,8 @@ class TokenEstimate:
         # Server tokens per raw estimated token.
         self.ratio = 1.0
         self.calibrated = False
+        # Whether the ratio rests on a count only an error claimed.
+        self._claimed = False
         self._tools: tuple[Tools, float] | None = None
 
     def tokens(self, raw: float) -> int:
@@ -98,16 +100,24 @@ class TokenEstimate:
         """Return the raw estimate of a whole request."""
         return sum(map(raw_message, items)) + self.raw_tools(tools)
 
-    def calibrate(self, raw: float, prompt_tokens: Any) -> None:
-        """Correct the estimate by the tokens the server counted for it."""
+    def calibrate(
+        self, raw: float, prompt_tokens: Any, *, claimed: bool = False
+    ) -> None:
+        """Correct the estimate by the tokens the server counted for it.
+
+        A count an error `claimed` fits the request sent again; the next count
+        of an answer replaces it rather than being averaged with it.
+        """
         if not isinstance(prompt_tokens, int) or raw <= 0 or prompt_tokens <= 0:
             return
         ratio = prompt_tokens / raw
         if not _RATIO_RANGE[0] <= ratio <= _RATIO_RANGE[1]:
             return
         # Lean on the latest figure, smoothed over the previous ones.
-        self.ratio = (self.ratio + ratio) / 2 if self.calibrated else ratio
+        smoothed = self.calibrated and not self._claimed
+        self.ratio = (self.ratio + ratio) / 2 if smoothed else ratio
         self.calibrated = True
+        self._claimed = claimed
 
 
 def raw_message(item: PromptItem) -> float:

@@ -11,10 +11,12 @@ from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from uuid import uuid4
 
 from homeassistant.components import conversation
+from homeassistant.components.conversation import trace
+from homeassistant.helpers.translation import async_get_exception_message
 from homeassistant.util.json import json_loads
 import httpx2
 
-from ..const import LOGGER
+from ..const import DOMAIN, LOGGER
 from ..errors import ContextOverflowError, ModelError, ServerError, TranslatedError
 from ..net.readers import (
     ChoiceDelta,
@@ -23,6 +25,7 @@ from ..net.readers import (
     read_choices,
     read_list,
     read_object,
+    read_usage,
 )
 from ..net.request import OwnCalls
 from ..net.sse import EventStream, async_read_body
@@ -89,7 +92,7 @@ class ChatStreamParser:
                 raise ContextOverflowError(overflow.window, overflow.prompt_tokens)
             raise answer_error(message, tools=bool(self._tool_names))
         if (usage := chunk.get("usage")) is not None:
-            self.usage = read_object(usage, "usage")
+            self.usage = read_usage(read_object(usage, "usage"))
         deltas: list[Delta] = []
         for choice in read_choices(chunk):
             self._choice(choice, deltas)
@@ -118,11 +121,12 @@ class ChatStreamParser:
         """
         if self._cut == "unended":
             raise ServerError("answer_cut_short")
-        if self._cut == "length" and not (self._cut_call or self._structured):
-            LOGGER.debug("The answer reached its token limit; its text so far stands")
-            return
-        if self._cut is not None:
+        if self._cut is not None and not self.cut_at_limit():
             raise ModelError(_CUT_ERRORS[self._cut])
+
+    def cut_at_limit(self) -> bool:
+        """Tell whether the answer is text cut at its token limit, which stands."""
+        return self._cut == "length" and not (self._cut_call or self._structured)
 
     def _choice(self, choice: ChoiceDelta, deltas: list[Delta]) -> None:
         """Add the deltas of the first choice of a chunk."""
@@ -249,7 +253,22 @@ async def async_read_answer(
             ended = True
         for delta in parser.close(ended=ended):
             yield delta
+        if parser.cut_at_limit():
+            yield _cut_note()
         parser.raise_if_cut()
     except TranslatedError, httpx2.HTTPError:
         yield {"role": "assistant"}
         raise
+
+
+def _cut_note() -> Delta:
+    """Return the note that ends text cut at its token limit, and trace the cut.
+
+    The text stands (a local model that does not stop is cut there on every
+    turn), but the user sees and hears that it is not all.
+    """
+    LOGGER.debug("The answer reached its token limit; its text so far stands")
+    trace.async_conversation_trace_append(
+        trace.ConversationTraceEventType.AGENT_DETAIL, {"answer_cut": "token_limit"}
+    )
+    return {"content": f"… ({async_get_exception_message(DOMAIN, 'answer_cut')})"}

@@ -270,14 +270,15 @@ class ResponsesDialect:
         settings: RequestSettings,
         options: ResponsesOptions,
         tool_set: ToolSet,
+        agent_id: str,
     ) -> None:
-        """Prepare the renderer for a run of rounds."""
+        """Prepare the renderer for a run of rounds of one agent."""
         self.settings = settings
         self.tool_set = tool_set
         self.tools = [*function_tools(tool_set), *options.provider_tools]
         self._capabilities = capabilities
         self._options = options
-        self._renderer = InputRenderer(hass, tool_set)
+        self._renderer = InputRenderer(hass, tool_set, agent_id)
 
     async def async_render(
         self, contents: list[conversation.Content], instructions: Instructions | None

@@ -1,9 +1,10 @@
 """The chat log rendered as Responses API input items (see render.py).
 
-Messages of this integration's Responses answers go back exactly as the
-server gave them (`ResponsesReplay`: reasoning with its encrypted content,
-provider-run calls); anything else (other agents, Chat Completions rounds)
-goes back as messages and function calls.
+The agent's own Responses answers go back exactly as the server gave them
+(`ResponsesReplay`: reasoning with its encrypted content, provider-run calls);
+anything else (other agents, also ones of this integration that handed a turn
+over, and Chat Completions rounds) goes back as messages and function calls:
+another server cannot read the first one's reasoning.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from homeassistant.components import conversation
+from homeassistant.core import HomeAssistant
 from homeassistant.helpers.json import json_dumps
 
 from ..media.attachments import LoadedFile
@@ -46,6 +48,11 @@ class InputRenderer(ChatLogRenderer[Item, InputPart]):
 
     _attachment_part = staticmethod(input_attachment)
 
+    def __init__(self, hass: HomeAssistant, tool_set: ToolSet, agent_id: str) -> None:
+        """Render for one agent: its own answers are replayed as they came."""
+        super().__init__(hass, tool_set)
+        self._agent_id = agent_id
+
     def _text_part(self, text: str) -> InputPart:
         """Return a text content part."""
         return {"type": "input_text", "text": text}
@@ -70,8 +77,10 @@ class InputRenderer(ChatLogRenderer[Item, InputPart]):
 
     def _assistant(self, content: conversation.AssistantContent) -> list[Item]:
         """Convert an answer: as the server gave it, or as text and calls."""
-        if isinstance(content.native, ResponsesReplay):
-            # As the server gave them.
+        if (
+            isinstance(content.native, ResponsesReplay)
+            and content.agent_id == self._agent_id
+        ):
             return cast("list[Item]", list(content.native.items))
         calls = model_calls(content)
         if not calls and not content.content:

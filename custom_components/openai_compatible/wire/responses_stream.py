@@ -29,10 +29,12 @@ from ..errors import (
 )
 from ..net.readers import (
     JSONObject,
+    error_message,
     read_index,
     read_list,
     read_object,
     read_string,
+    read_usage,
     string_or_none,
 )
 from ..net.request import OwnCalls
@@ -350,23 +352,15 @@ class ResponsesStreamParser:
 
 def chat_usage(usage: Mapping[str, object]) -> JSONObject:
     """Return Responses API usage in the Chat Completions form the engine counts."""
-    input_details = usage.get("input_tokens_details")
-    output_details = usage.get("output_tokens_details")
-    cached = (
-        input_details.get("cached_tokens") if isinstance(input_details, dict) else None
+    return read_usage(
+        {
+            "prompt_tokens": usage.get("input_tokens"),
+            "completion_tokens": usage.get("output_tokens"),
+            "total_tokens": usage.get("total_tokens"),
+            "prompt_tokens_details": usage.get("input_tokens_details"),
+            "completion_tokens_details": usage.get("output_tokens_details"),
+        }
     )
-    reasoning = (
-        output_details.get("reasoning_tokens")
-        if isinstance(output_details, dict)
-        else None
-    )
-    return {
-        "prompt_tokens": usage.get("input_tokens"),
-        "completion_tokens": usage.get("output_tokens"),
-        "total_tokens": usage.get("total_tokens"),
-        "prompt_tokens_details": {"cached_tokens": cached or 0},
-        "completion_tokens_details": {"reasoning_tokens": reasoning or 0},
-    }
 
 
 def _failure(event: JSONObject) -> ServerError:
@@ -378,7 +372,7 @@ def _failure(event: JSONObject) -> ServerError:
     response = event.get("response")
     error = response.get("error") if isinstance(response, dict) else event
     details = error if isinstance(error, dict) else {}
-    message = str(details.get("message") or "the server reported an error")
+    message = error_message(details.get("message") or "the server reported an error")
     if (overflow := parse_overflow(message, details)) is not None:
         return ContextOverflowError(overflow.window, overflow.prompt_tokens)
     return ServerError("api_error", message=message)

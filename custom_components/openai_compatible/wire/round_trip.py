@@ -8,7 +8,8 @@ answer is parsed. `RoundTrip` runs every request through the same loop:
    what the model is known to refuse);
 2. open it; a refusal of a feature that can go is sent again at once without
    it (learned when it holds for any request), a context overflow is fitted
-   again to what the error taught and sent again;
+   again to what the error taught and sent again; the tries of one round trip
+   share one deadline, are counted, and never send again what one dropped;
 3. read the answer into chat log deltas, tracing and counting its usage; an
    overflow a gateway tells in the stream before the answer said anything is
    taken like one told by the status.
@@ -16,16 +17,24 @@ answer is parsed. `RoundTrip` runs every request through the same loop:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypedDict, cast
 
 from homeassistant.components import conversation
 
 from ..const import LOGGER
-from ..errors import ContextOverflowError, MalformedAnswerError, RequestRejectedError
+from ..errors import (
+    ContextOverflowError,
+    MalformedAnswerError,
+    RequestRejectedError,
+    ServerError,
+)
 from ..features import Feature
 from ..models.capabilities import ModelCapabilities
+from ..net.readers import read_usage
 from ..net.request import RequestSettings, ToolSet, without_keys
 from ..net.shapes import JsonObject, ResponseFormat, WireBody, WireItem
 from ..net.sse import async_read_body
@@ -41,6 +50,10 @@ if TYPE_CHECKING:
 type Delta = (
     conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
 )
+
+# Requests one round trip may send: one per feature it may drop, and a few
+# more for refits after an overflow and the unstreamed ask.
+MAX_TRIES: Final = 4 + len(Feature)
 
 
 class BodyAsk(TypedDict, total=False):
@@ -101,6 +114,27 @@ class Dialect[P: AnswerParser, B: WireBody, M: WireItem](Protocol):
         self, parser: P, chunks: AsyncIterator[bytes], streamed: bool
     ) -> AsyncIterator[Delta]:
         """Yield the deltas of an answer."""
+
+
+@dataclass(slots=True)
+class _Tries:
+    """The requests of one round trip: one deadline, a count, what was dropped."""
+
+    budget: Budget
+    deadline_at: float
+    left: int
+    dropped: set[Feature] = field(default_factory=set)
+
+    def next_budget(self) -> Budget:
+        """Return the time the next request has left of the round trip's."""
+        remaining = max(self.deadline_at - asyncio.get_running_loop().time(), 0.0)
+        return Budget(remaining, min(self.budget.retry_wait, remaining))
+
+    def again(self, err: ServerError) -> None:
+        """Count a request sent again after `err`; raise it when none is left."""
+        self.left -= 1
+        if self.left <= 0:
+            raise err
 
 
 def says_something(delta: Delta) -> bool:
@@ -173,9 +207,10 @@ class RoundTrip:
         """
         yield {"role": "assistant"}
         body = self._shaped(body, self._dialect.settings.stream)
+        tries = self._tries()
         said, learn = False, True
         try:
-            async for delta in self._async_answer(chat_log, body):
+            async for delta in self._async_answer(chat_log, body, tries):
                 said = said or says_something(delta)
                 yield delta
         except RequestRejectedError as err:
@@ -186,7 +221,7 @@ class RoundTrip:
             return
         LOGGER.debug("Empty streamed answer next to tools; asking unstreamed")
         unstreamed = self._dialect.without_feature(body, Feature.STREAM_WITH_TOOLS)
-        async for delta in self._async_answer(chat_log, unstreamed or body):
+        async for delta in self._async_answer(chat_log, unstreamed or body, tries):
             if says_something(delta) and not said:
                 said = True
                 if learn:
@@ -198,12 +233,13 @@ class RoundTrip:
 
     async def async_complete(self, body: WireBody) -> JsonObject:
         """Send a whole request of the dialect's form; return its whole answer."""
-        async with self._async_open(self._shaped(body, stream=False)) as (chunks, _):
+        request = self._shaped(body, stream=False)
+        async with self._async_open(request, self._tries()) as (chunks, _):
             answer = parse_json(await async_read_body(chunks))
         if not isinstance(answer, dict):
             raise MalformedAnswerError(part="the answer")
         if isinstance(usage := answer.get("usage"), dict):
-            self._on_usage(usage)
+            self._on_usage(read_usage(usage))
         return answer
 
     async def async_warm(self, body: WireBody) -> None:
@@ -213,8 +249,14 @@ class RoundTrip:
         """
         dialect = self._dialect
         least = cast("WireBody", {**body, dialect.limit_key: dialect.least_limit})
-        async with self._async_open(self._shaped(least, stream=False)) as (chunks, _):
+        request = self._shaped(least, stream=False)
+        async with self._async_open(request, self._tries()) as (chunks, _):
             await async_read_body(chunks)
+
+    def _tries(self) -> _Tries:
+        """Return the tries of a round trip starting now."""
+        loop = asyncio.get_running_loop()
+        return _Tries(self._budget, loop.time() + self._budget.deadline, MAX_TRIES)
 
     def _streams_with_tools(self, body: WireBody) -> bool:
         """Tell whether an empty answer to the body is asked again unstreamed."""
@@ -256,20 +298,21 @@ class RoundTrip:
         return self._shaped(refitted, stream=False)
 
     async def _async_answer(
-        self, chat_log: conversation.ChatLog, body: WireBody
+        self, chat_log: conversation.ChatLog, body: WireBody, tries: _Tries
     ) -> AsyncIterator[Delta]:
         """Send one request and yield its answer's deltas; trace its usage."""
         while True:
             parser = self._dialect.parser(body)
             said = False
             try:
-                async with self._async_open(body) as (chunks, streamed):
+                async with self._async_open(body, tries) as (chunks, streamed):
                     async for delta in self._dialect.read(parser, chunks, streamed):
                         said = said or says_something(delta)
                         yield delta
             except ContextOverflowError as err:
                 if said or self._fit is None:
                     raise
+                tries.again(err)
                 body = self._refitted(body, err, self._fit)
             else:
                 return
@@ -278,7 +321,7 @@ class RoundTrip:
 
     @asynccontextmanager
     async def _async_open(
-        self, body: WireBody
+        self, body: WireBody, tries: _Tries
     ) -> AsyncIterator[tuple[AsyncIterator[bytes], bool]]:
         """Open the answer, dropping each feature the server refuses that can go.
 
@@ -288,18 +331,20 @@ class RoundTrip:
             while True:
                 self._on_request()
                 try:
-                    chunks = await self._async_attempt(stack, body)
+                    chunks = await self._async_attempt(stack, body, tries.next_budget())
                     break
                 except RequestRejectedError as err:
-                    body = self._without_refused(body, err)
+                    tries.again(err)
+                    body = self._without_refused(body, err, tries.dropped)
                 except ContextOverflowError as err:
                     if self._fit is None:
                         raise
+                    tries.again(err)
                     body = self._refitted(body, err, self._fit)
             yield chunks, bool(body.get("stream"))
 
     async def _async_attempt(
-        self, stack: AsyncExitStack, body: WireBody
+        self, stack: AsyncExitStack, body: WireBody, budget: Budget
     ) -> AsyncIterator[bytes]:
         """Send the request; return its body, whose closing `stack` takes on.
 
@@ -312,7 +357,7 @@ class RoundTrip:
                 self._transport.async_open(
                     "POST",
                     dialect.route,
-                    budget=self._budget,
+                    budget=budget,
                     body=body,
                     sent=dialect.body_features(body),
                 )
@@ -330,21 +375,30 @@ class RoundTrip:
             stack.push_async_exit(attempt.pop_all())
         return _prepended(first, chunks)
 
-    def _without_refused(self, body: WireBody, err: RequestRejectedError) -> WireBody:
+    def _without_refused(
+        self, body: WireBody, err: RequestRejectedError, dropped: set[Feature]
+    ) -> WireBody:
         """Return the body without what the server refused; else raise.
 
-        Extra fields the refusal names go first; they are learned at once.
+        Extra fields the refusal names go first; they are learned at once. A
+        feature dropped once is not sent again (one answer that names both
+        answer limits would swap them for ever); `dropped` keeps them.
         """
         if named := self._refused_fields(body, err):
             return without_keys(body, named)
-        changed = (
-            self._dialect.without_feature(body, err.feature) if err.feature else None
-        )
-        if changed is None or changed == body:
+        feature = err.feature
+        changed = self._dialect.without_feature(body, feature) if feature else None
+        if (
+            feature is None
+            or changed is None
+            or changed == body
+            or dropped & self._dialect.body_features(changed)
+        ):
             raise err
-        LOGGER.debug("Sending again without %s: %s", err.feature, err.server_message)
-        if err.general and err.feature is not None:
-            self._capabilities.learn_refused(err.feature, err.lesson_source)
+        dropped.add(feature)
+        LOGGER.debug("Sending again without %s: %s", feature, err.server_message)
+        if err.general:
+            self._capabilities.learn_refused(feature, err.lesson_source)
         return changed
 
     def _refused_fields(
