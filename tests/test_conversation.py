@@ -653,6 +653,10 @@ async def test_question_after_a_tool_call_continues_conversation(
             '<tool_call>\n{"name": "HassTurnOn", "arguments": "{\\"name\\": '
             '\\"Kitchen light\\"}"}\n</tool_call>'
         ),
+        'Sure! ```json\n{"name": "intent__HassTurnOn", "arguments": '
+        '{"name": "Kitchen light"}}\n``` I will turn it on.',
+        'HassTurnOn(name="Kitchen light")',
+        '<tool_call>\n{"name": "hassturnon", "arguments": {"name": "Kitchen light"}}',
     ],
 )
 async def test_tool_call_written_as_text(
@@ -673,7 +677,7 @@ async def test_tool_call_written_as_text(
     assert speech(result) == "It is on."
     assistant = simulator.chat_requests()[1]["messages"][-2]
     # Empty text, not null: llama-cpp-python refuses null next to tool calls.
-    assert assistant["content"] == ""
+    assert assistant["content"] == ("Sure! " if written.startswith("Sure") else "")
     assert assistant["tool_calls"][0]["function"] == {
         "name": "intent__HassTurnOn",
         "arguments": '{"name":"Kitchen light"}',
@@ -684,7 +688,6 @@ async def test_tool_call_written_as_text(
     ("tools", "text"),
     [
         (True, '{"answer": 42}'),
-        (True, '{"name": "NoSuchTool", "arguments": {}}'),
         (True, "```python\nprint(1)\n```"),
         (True, "{not json at all"),
         (False, '{"name": "intent__HassTurnOn", "arguments": {}}'),
@@ -706,6 +709,24 @@ async def test_text_that_only_looks_like_a_call(
 
     assert speech(result) == text
     assert len(simulator.chat_requests()) == 1
+
+
+async def test_a_written_call_of_a_tool_not_offered_is_answered(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """Text that is only a call is never the answer: the model hears the names."""
+    await setup_entry(conversation={CONF_LLM_HASS_API: [llm.LLM_API_ASSIST]})
+    simulator.enqueue(
+        "/chat/completions", sse=sse_text('{"name": "NoSuchTool", "arguments": {}}')
+    )
+    simulator.enqueue("/chat/completions", sse=sse_text("I cannot do that."))
+
+    result = await converse(hass, "Dance")
+
+    assert speech(result) == "I cannot do that."
+    answer = json.loads(simulator.chat_requests()[1]["messages"][-1]["content"])
+    assert answer["error"] == "unknown_tool"
+    assert "intent__HassTurnOn" in answer["error_text"]
 
 
 async def test_streaming_off(

@@ -18,7 +18,8 @@ from homeassistant.helpers import llm
 
 from ..errors import ModelError
 from ..net.request import OwnCalls, ToolSet
-from .tool_calls import PendingCall, offered_name
+from .tool_calls import PendingCall
+from .written_calls import offered_name
 
 type Answer = conversation.ToolResultContentDeltaDict
 
@@ -90,7 +91,7 @@ def checked_calls(tool_set: ToolSet) -> OwnCalls:
     one domain where their parameters say a list).
     """
     required = {
-        tool_set.from_wire[tool["function"]["name"]]: _required(
+        tool_set.from_wire[tool["function"]["name"]]: required_keys(
             tool["function"].get("parameters")
         )
         for tool in tool_set.tools
@@ -99,7 +100,7 @@ def checked_calls(tool_set: ToolSet) -> OwnCalls:
     def answer(call: llm.ToolInput) -> llm.ToolResult | None:
         if missing := [
             key
-            for key in required.get(call.tool_name, ())
+            for key in sorted(required.get(call.tool_name, ()))
             if call.tool_args.get(key) is None
         ]:
             names = ", ".join(repr(key) for key in missing)
@@ -111,10 +112,10 @@ def checked_calls(tool_set: ToolSet) -> OwnCalls:
     return answer
 
 
-def _required(parameters: object) -> list[str]:
+def required_keys(parameters: object) -> frozenset[str]:
     """Return the keys a tool's parameters require."""
-    keys = parameters.get("required") if isinstance(parameters, dict) else None
-    return [str(key) for key in keys] if isinstance(keys, list) else []
+    keys = parameters.get("required") if isinstance(parameters, Mapping) else None
+    return frozenset(map(str, keys)) if isinstance(keys, list) else frozenset()
 
 
 def _answered(
