@@ -406,7 +406,7 @@ async def test_iteration_cap(
                     (
                         f"call_{round_number}",
                         "intent__HassTurnOn",
-                        {"name": "Kitchen light"},
+                        {"name": f"Lamp {round_number}"},
                     )
                 ]
             ),
@@ -653,8 +653,10 @@ async def test_question_after_a_tool_call_continues_conversation(
             '<tool_call>\n{"name": "HassTurnOn", "arguments": "{\\"name\\": '
             '\\"Kitchen light\\"}"}\n</tool_call>'
         ),
-        'Sure! ```json\n{"name": "intent__HassTurnOn", "arguments": '
-        '{"name": "Kitchen light"}}\n``` I will turn it on.',
+        (
+            'Sure! ```json\n{"name": "intent__HassTurnOn", "arguments": '
+            '{"name": "Kitchen light"}}\n``` I will turn it on.'
+        ),
         'HassTurnOn(name="Kitchen light")',
         '<tool_call>\n{"name": "hassturnon", "arguments": {"name": "Kitchen light"}}',
     ],
@@ -758,14 +760,37 @@ async def test_streaming_off(
 async def test_an_empty_answer_is_told(
     hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:
-    """An answer with no words in it says so, in our words."""
+    """An answer that ends without a word or a reason says so, in our words."""
     await setup_entry(conversation={CONF_LLM_HASS_API: []})
-    simulator.enqueue("/chat/completions", sse=[chunk({}, finish_reason="stop")])
+    simulator.enqueue("/chat/completions", sse=[chunk({})])
 
     result = await converse(hass, "Hello")
 
     assert result.response.response_type is intent.IntentResponseType.ERROR
     assert speech(result).startswith("The model gave no answer")
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_an_answer_stopped_empty_is_silent(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    streaming: bool,
+) -> None:
+    """A model that stops having said nothing chose silence: no error is spoken."""
+    await setup_entry(conversation={CONF_LLM_HASS_API: [], "streaming": streaming})
+    if streaming:
+        simulator.enqueue("/chat/completions", sse=[chunk({}, finish_reason="stop")])
+    else:
+        simulator.enqueue("/chat/completions", json=_whole(""))
+
+    result = await converse(hass, "Hello")
+
+    assert result.response.response_type is intent.IntentResponseType.ACTION_DONE
+    assert speech(result) == ""
+    last = stored_chat_log(hass, result.conversation_id).content[-1]
+    assert isinstance(last, conversation.AssistantContent)
+    assert last.content == ""
 
 
 async def test_an_empty_stream_next_to_tools_is_asked_again_unstreamed(

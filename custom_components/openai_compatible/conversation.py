@@ -120,8 +120,9 @@ def _answered(chat_log: conversation.ChatLog) -> bool:
     for content in reversed(chat_log.content):
         if isinstance(content, conversation.UserContent):
             return False
+        # An empty answer the model chose is a silent one.
         if isinstance(content, conversation.AssistantContent) and (
-            content.content or content.tool_calls
+            content.content is not None or content.tool_calls
         ):
             return True
     return False

@@ -138,13 +138,15 @@ class ModelSubentryFlowHandler(SubentryFlow):
         self, user_input: dict[str, Any] | None = None
     ) -> SubentryFlowResult:
         """Show and save which tools the agent offers, and how."""
+        local = bool(self._entry().runtime_data.capabilities.local)
         if user_input is not None:
-            return await self._async_after_tools(tools_data(self.options, user_input))
+            data = tools_data(self.options, user_input, local)
+            return await self._async_after_tools(data)
         names = await async_tool_names(self.hass, self.options[CONF_LLM_HASS_API])
         return self.async_show_form(
             step_id="tools",
             data_schema=self.add_suggested_values_to_schema(
-                tools_schema(names, self.options), self.options
+                tools_schema(names, self.options, local), self.options
             ),
             last_step=self._responses_schema(self.options) is None,
         )
