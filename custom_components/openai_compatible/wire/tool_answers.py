@@ -31,6 +31,11 @@ _HINTS: Final = {
 }
 
 
+# The call Home Assistant's default agent adds for a sentence trigger it
+# answered; its result holds what the trigger said.
+_TRIGGER: Final = "trigger_sentence"
+
+
 @dataclass(frozen=True, slots=True)
 class AnsweredCalls:
     """The native value of a message whose calls were answered here, by id."""
@@ -153,13 +158,18 @@ def answered_calls(answers: list[Answer]) -> AnsweredCalls:
 
 
 def model_calls(content: conversation.AssistantContent) -> list[llm.ToolInput]:
-    """Return the calls of a message that the model made and the server saw."""
+    """Return the calls of a message that go to the server as calls.
+
+    Those the model made, and the sentence triggers Home Assistant answered
+    earlier in the conversation (the model reads them as its own, as Home
+    Assistant means them); not the calls a provider ran itself.
+    """
     native = content.native
     answered = native.ids if isinstance(native, AnsweredCalls) else frozenset()
     return [
         call
         for call in content.tool_calls or ()
-        if not call.external or call.id in answered
+        if not call.external or call.id in answered or call.tool_name == _TRIGGER
     ]
 
 
