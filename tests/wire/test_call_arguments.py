@@ -118,8 +118,22 @@ def test_words(name: str, expected: str) -> None:
         ),
         # Where nothing else says what is meant, they stay: the intent tells.
         ({"area": "Attic", "domain": ["lamp"]}, {"area": "Attic", "domain": ["lamp"]}),
+        # A part of one name, or a domain of one entity, is that one.
+        ({"name": "garage"}, {"name": "Garage Door"}),
+        ({"name": "cover"}, {"name": "Garage Door"}),
+        (
+            {"name": "lamp", "area": "lights"},
+            {"name": "Reading Lamp", "domain": ["light"]},
+        ),
+        # Qwen2.5-Coder 0.5B on llama-server, asked to close the garage door
+        (
+            {"name": "garage", "area": "floor", "floor": "garage"},
+            {"name": "Garage Door"},
+        ),
         # What fits nothing, or more than one, is left as it is.
         ({"name": "Porch Light"}, {"name": "Porch Light"}),
+        ({"name": "light"}, {"name": "light"}),
+        ({"name": "_"}, {"name": "_"}),
     ],
 )
 async def test_arguments_are_cleaned(
@@ -168,3 +182,20 @@ async def test_two_names_that_read_alike_are_left_as_written(
     )
     async_expose_entity(hass, "conversation", "switch.kitchen_lights", True)
     assert cleaned(hass, {"name": "kitchen_lights"}) == {"name": "kitchen_lights"}
+
+
+async def test_a_name_of_another_domain_gives_way_to_the_asked_one(
+    hass: HomeAssistant, small_home: None
+) -> None:
+    """Qwen2.5-Coder 0.5B put the kind of device where the area goes.
+
+    "Kitchen" is a speaker, but the call asks for a light: the kitchen's.
+    """
+    hass.states.async_set("media_player.kitchen", "off", {"friendly_name": "Kitchen"})
+    async_expose_entity(hass, "conversation", "media_player.kitchen", True)
+
+    assert cleaned(hass, {"name": "Kitchen", "area": "light"}) == {
+        "name": "Kitchen Lights",
+        "domain": ["light"],
+    }
+    assert cleaned(hass, {"name": "Kitchen"}) == {"name": "Kitchen"}

@@ -1,12 +1,15 @@
 """A call's arguments cleaned before it runs: placeholders out, names matched.
 
 Small models fill optional arguments with placeholders (`"floor": "unknown"`,
-`"0"`, `"None"`) and write names in code style (`living_room_light`,
-`garageDoor`), and Home Assistant's intents then match nothing. So an
-optional argument that is empty or a placeholder goes; a name, area or floor
-that the home knows only when read as words (exactly one fits) is given as
-the home writes it; an area, floor or domain the home lacks goes where a name
-still says what is meant. A required argument is never dropped.
+`"0"`, `"None"`), write names in code style (`living_room_light`,
+`garageDoor`) or in part (`garage`), and put a kind of device where an area
+goes (`"area": "light"`); Home Assistant's intents then match nothing. So an
+optional argument that is empty or a placeholder goes; an area or floor that
+the home lacks but that names a domain is that domain; a name, area or floor
+is given as the home writes it where exactly one fits its words (all of
+them, else as part of the name; among the call's domains); an area, floor or
+domain the home lacks goes where a name still says what is meant. A required
+argument is never dropped.
 
 What the home holds is read once per turn, and only when a call needs it.
 """
@@ -37,6 +40,9 @@ _PLACEHOLDERS: Final = frozenset(
 )
 # Where a word starts inside a name written in code style.
 _WORD_BREAK: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-.\s]+")
+# The arguments that name places, and the argument of kinds of device.
+_PLACES: Final = ("area", "floor")
+_DOMAIN: Final = "domain"
 
 
 def words(name: str) -> str:
@@ -46,23 +52,59 @@ def words(name: str) -> str:
 
 @dataclass(slots=True)
 class _Names:
-    """Names of one kind the home has, by their words."""
+    """Names of one kind the home has (with their domains), by their words."""
 
-    by_words: dict[str, set[str]] = field(default_factory=dict)
+    by_words: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
 
-    def add(self, name: str, *others: str) -> None:
+    def add(self, name: str, *others: str, domain: str = "") -> None:
         """Add a name as the home writes it, found by it and by its other names."""
         for found_by in (name, *others):
-            self.by_words.setdefault(words(found_by), set()).add(name)
+            self.by_words.setdefault(words(found_by), set()).add((name, domain))
 
-    def match(self, value: str) -> str | None:
-        """Return the one name the value means when read as words, if one."""
-        found = self.by_words.get(words(value), set())
-        return next(iter(found)) if len(found) == 1 else None
+    def match(self, value: str, domains: frozenset[str] = frozenset()) -> str | None:
+        """Return the one name the value means, among the domains if any are given.
+
+        The value's words are the whole of a name, else part of one.
+        """
+        key = words(value)
+        if not key:
+            return None
+        if found := _named(self.by_words.get(key, set()), domains):
+            return _only(found)
+        wanted = set(key.split())
+        return _only(
+            {
+                name
+                for phrase, entries in self.by_words.items()
+                if wanted <= set(phrase.split())
+                for name in _named(entries, domains)
+            }
+        )
+
+    def only_of(self, domain: str) -> str | None:
+        """Return the name of the one entity of a domain, if there is one."""
+        return _only(
+            {
+                name
+                for entries in self.by_words.values()
+                for name, of in entries
+                if of == domain
+            }
+        )
 
     def knows(self, value: str) -> bool:
         """Tell whether the value is one of the names, read as words."""
         return words(value) in self.by_words
+
+
+def _named(entries: set[tuple[str, str]], domains: frozenset[str]) -> set[str]:
+    """Return the names of the entries in the domains (all, if none given)."""
+    return {name for name, domain in entries if not domains or domain in domains}
+
+
+def _only(names: set[str]) -> str | None:
+    """Return the one name, if there is exactly one."""
+    return next(iter(names)) if len(names) == 1 else None
 
 
 @dataclass(slots=True)
@@ -80,23 +122,21 @@ def _read_home(hass: HomeAssistant) -> _Home:
     """Read the names of the home's areas, floors and exposed entities."""
     entities, areas, floors = _Names(), _Names(), _Names()
     entity_names: dict[str, str] = {}
-    domains: set[str] = set()
     registry = er.async_get(hass)
     for state in hass.states.async_all():
         if not async_should_expose(hass, CONVERSATION_DOMAIN, state.entity_id):
             continue
         entity_names[state.entity_id] = state.name
-        domains.add(state.domain)
         entry = registry.async_get(state.entity_id)
         aliases = entry.aliases if entry is not None else ()
-        entities.add(
-            state.name, *(alias for alias in aliases if isinstance(alias, str))
-        )
+        others = (alias for alias in aliases if isinstance(alias, str))
+        entities.add(state.name, *others, domain=state.domain)
     for area in ar.async_get(hass).async_list_areas():
         areas.add(area.name, area.id, *area.aliases)
     for floor in fr.async_get(hass).async_list_floors():
         floors.add(floor.name, floor.floor_id, *floor.aliases)
-    return _Home(entities, areas, floors, frozenset(domains), entity_names)
+    domains = frozenset(entity_id.partition(".")[0] for entity_id in entity_names)
+    return _Home(entities, areas, floors, domains, entity_names)
 
 
 class ArgumentCleaner:
@@ -113,6 +153,13 @@ class ArgumentCleaner:
         }
         self._home: _Home | None = None
 
+    @property
+    def home(self) -> _Home:
+        """Return what the home is called, read at the first need this turn."""
+        if self._home is None:
+            self._home = _read_home(self._hass)
+        return self._home
+
     def clean(self, call: llm.ToolInput) -> llm.ToolInput:
         """Return the call with its arguments cleaned; the same call if none changed."""
         parameters = self._tools.get(call.tool_name)
@@ -122,41 +169,73 @@ class ArgumentCleaner:
         for key, value in call.tool_args.items():
             cleaned = _without_blanks(value, words=key in parameters.words)
             if cleaned is not None:
-                arguments[key] = self._named(key, cleaned)
+                arguments[key] = cleaned
             elif key in parameters.required:
                 arguments[key] = value
-        if "domain" in arguments:
-            arguments["domain"] = _known_domains(arguments["domain"], self.home.domains)
-        if "name" in arguments:
-            self._drop_unknown_places(arguments, parameters.required)
+        if arguments:
+            self._named(arguments, parameters)
         if arguments == call.tool_args:
             return call
         return llm.ToolInput(call.tool_name, arguments, id=call.id)
 
-    @property
-    def home(self) -> _Home:
-        """Return what the home is called, read at the first need this turn."""
-        if self._home is None:
-            self._home = _read_home(self._hass)
-        return self._home
+    def _named(self, arguments: dict[str, Any], parameters: _Parameters) -> None:
+        """Give the domains, places and name as the home has them."""
+        home = self.home
+        if _DOMAIN in parameters.words and _DOMAIN not in arguments:
+            self._places_as_domains(arguments, parameters)
+        if _DOMAIN in arguments:
+            arguments[_DOMAIN] = _known_domains(arguments[_DOMAIN], home.domains)
+        domains = frozenset(_listed(arguments.get(_DOMAIN))) & home.domains
+        for key, names, among in (
+            ("name", home.entities, domains),
+            ("area", home.areas, frozenset()),
+            ("floor", home.floors, frozenset()),
+        ):
+            value = arguments.get(key)
+            if not isinstance(value, str):
+                continue
+            if key == "name":
+                arguments[key] = self._entity_name(value, domains) or value
+            else:
+                arguments[key] = names.match(value, among) or value
+        if "name" in arguments:
+            self._drop_unknown_places(arguments, parameters.required)
 
-    def _named(self, key: str, value: Any) -> Any:
-        """Return a name, area or floor as the home writes it, where one fits."""
-        if not isinstance(value, str) or key not in ("name", "area", "floor"):
-            return value
-        if key == "name" and value in self.home.entity_names:
-            return self.home.entity_names[value]
-        names = {"name": self.home.entities, "area": self.home.areas}.get(
-            key, self.home.floors
-        )
-        return names.match(value) or value
+    def _entity_name(self, value: str, domains: frozenset[str]) -> str | None:
+        """Return the entity a name means: by its id, its words, or its domain.
+
+        A name that only says a domain (`vacuum`) means the home's one entity
+        of that domain, if it has one.
+        """
+        home = self.home
+        if value in home.entity_names:
+            return home.entity_names[value]
+        if found := home.entities.match(value, domains):
+            return found
+        domain = _domain(value, home.domains)
+        return home.entities.only_of(domain) if domain in home.domains else None
+
+    def _places_as_domains(
+        self, arguments: dict[str, Any], parameters: _Parameters
+    ) -> None:
+        """Take an area or floor the home lacks that names a domain as the domain."""
+        home = self.home
+        for key, names in zip(_PLACES, (home.areas, home.floors), strict=True):
+            value = arguments.get(key)
+            if not isinstance(value, str) or names.knows(value):
+                continue
+            if (domain := _domain(value, home.domains)) in home.domains:
+                arguments[_DOMAIN] = [domain]
+                if key not in parameters.required:
+                    del arguments[key]
+                return
 
     def _drop_unknown_places(
         self, arguments: dict[str, Any], required: frozenset[str]
     ) -> None:
         """Drop the areas, floors and domains the home lacks, the name says enough."""
         home = self.home
-        for key, names in (("area", home.areas), ("floor", home.floors)):
+        for key, names in zip(_PLACES, (home.areas, home.floors), strict=True):
             value = arguments.get(key)
             if (
                 key not in required
@@ -164,13 +243,13 @@ class ArgumentCleaner:
                 and not names.knows(value)
             ):
                 del arguments[key]
-        if "domain" not in arguments or "domain" in required:
+        if _DOMAIN not in arguments or _DOMAIN in required:
             return
-        domains = arguments["domain"]
+        domains = arguments[_DOMAIN]
         if kept := [item for item in _listed(domains) if item in home.domains]:
-            arguments["domain"] = kept if isinstance(domains, list) else kept[0]
+            arguments[_DOMAIN] = kept if isinstance(domains, list) else kept[0]
         else:
-            del arguments["domain"]
+            del arguments[_DOMAIN]
 
 
 def _known_domains(value: Any, known: frozenset[str]) -> Any:
@@ -190,7 +269,9 @@ def _domain(item: Any, known: frozenset[str]) -> Any:
 
 
 def _listed(value: Any) -> list[Any]:
-    """Return a value as a list of its items."""
+    """Return a value as a list of its items (none for no value)."""
+    if value is None:
+        return []
     return value if isinstance(value, list) else [value]
 
 

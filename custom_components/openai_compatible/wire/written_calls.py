@@ -44,6 +44,8 @@ _START_REACH: Final = 80
 _MAX_CODE: Final = 4000
 # The keys a written call gives its arguments under.
 _ARGUMENT_KEYS: Final = ("arguments", "parameters", "args")
+# The shortest name that counts as part of another.
+_LEAST_PART: Final = 6
 # How alike a misspelt tool name must be to an offered one, and how much less
 # alike the next one.
 _NEAR: Final = 0.8
@@ -300,8 +302,9 @@ def offered_name(name: object, tool_names: Mapping[str, str]) -> str | None:
     """Return the offered tool a name the model gave means, if only one fits.
 
     Tried in turn: the name itself; the part after `__` and without `Hass`,
-    whatever the case, so a missing or wrong prefix does not matter; then a
-    near spelling, when no other offered name comes close.
+    whatever the case, so a missing or wrong prefix does not matter; that
+    part within one offered name or holding it whole; then a near spelling,
+    when no other offered name comes close.
     """
     if not isinstance(name, str) or len(name) > 128:
         return None
@@ -312,12 +315,20 @@ def offered_name(name: object, tool_names: Mapping[str, str]) -> str | None:
         return matches[0]
     if matches:
         return None
-    return _near(name, tool_names)
+    if len(matches := [wire for wire in tool_names if _within(key, _key(wire))]) == 1:
+        return matches[0]
+    return None if matches else _near(name, tool_names)
 
 
 def _key(name: str) -> str:
     """Return a tool name without its prefix, case or `Hass`."""
     return name.rpartition("__")[2].casefold().removeprefix("hass")
+
+
+def _within(given: str, offered: str) -> bool:
+    """Tell whether one name holds the other whole (`additem`, `listadditem`)."""
+    shorter = min(given, offered, key=len)
+    return len(shorter) >= _LEAST_PART and (given in offered or offered in given)
 
 
 def _near(name: str, tool_names: Mapping[str, str]) -> str | None:
