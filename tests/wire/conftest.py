@@ -2,7 +2,8 @@
 
 `small_home`: the kitchen lights, a lamp in the living room (ground floor)
 and a garage door, all exposed to Assist; `real_answer(key)`: an answer a
-real model gave, from real_answers.json.
+real model gave, from real_answers.json, and `real_stream(key)` its words
+streamed.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from homeassistant.util import slugify
 import pytest
 from pytest_homeassistant_custom_component.common import setup_test_component_platform
 
+from simulator import chunk
+
 REAL_ANSWERS = json.loads(
     (Path(__file__).parent / "real_answers.json").read_text(encoding="utf-8")
 )
@@ -39,6 +42,16 @@ def real_answer(key: str) -> dict[str, Any]:
     """Return an answer a real model gave, as its server sent it."""
     answer: dict[str, Any] = REAL_ANSWERS[key]
     return answer
+
+
+def real_stream(key: str) -> list[dict[str, Any]]:
+    """Return the words of a real answer as a stream, a few characters a chunk."""
+    (choice,) = real_answer(key)["choices"]
+    text = choice["message"]["content"]
+    return [
+        *(chunk({"content": text[at : at + 7]}) for at in range(0, len(text), 7)),
+        chunk({}, finish_reason=choice["finish_reason"]),
+    ]
 
 
 class Lamp(LightEntity):

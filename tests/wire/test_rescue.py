@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from homeassistant.components import conversation
+from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import intent, llm
@@ -15,7 +16,7 @@ from custom_components.openai_compatible.const import CONF_ONE_ROUND
 from simulator import OpenAISimulator, chunk, sse_text, sse_tool_calls
 
 from ..conftest import AGENT, SetupEntry, converse, speech, stored_chat_log
-from .conftest import real_answer
+from .conftest import real_answer, real_stream
 
 ASSIST = {CONF_LLM_HASS_API: [llm.LLM_API_ASSIST], CONF_ONE_ROUND: False}
 CLOSE_GARAGE = ("call_1", "intent__HassTurnOff", {"name": "Garage Door"})
@@ -349,3 +350,73 @@ async def test_a_named_tool_without_arguments_runs(
     assert speech(result) == "The door is open."
     call = simulator.chat_requests()[1]["messages"][-2]["tool_calls"][0]
     assert call["function"]["name"] == "homeassistant__GetLiveContext"
+
+
+# Qwen2.5-Coder 0.5B on llama-server --jinja, as it answered.
+LLAMA_SERVER = "llama_server/qwen2.5-coder-0.5b/"
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_a_model_echoing_the_result_and_calling_again_is_cut_short(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+    streaming: bool,
+) -> None:
+    """After the door closed, the model wrote the result and the call, over and over.
+
+    Cut at the answer's limit, none of it is said: Home Assistant's sentence is.
+    """
+    await setup_entry(conversation={**ASSIST, "streaming": streaming})
+    after = LLAMA_SERVER + "close the garage door/after HassTurnOff was done"
+    if streaming:
+        simulator.enqueue("/chat/completions", sse=sse_tool_calls([CLOSE_GARAGE]))
+        simulator.enqueue("/chat/completions", sse=real_stream(after))
+    else:
+        simulator.enqueue("/chat/completions", json=whole_call(CLOSE_GARAGE))
+        simulator.enqueue("/chat/completions", json=real_answer(after))
+
+    result = await converse(hass, "Close the garage door")
+
+    assert speech(result) == "Closing"
+    assert "{" not in str(spoken_contents(hass, result.conversation_id))
+    assert len(simulator.chat_requests()) == 2
+
+
+@pytest.mark.parametrize(
+    ("asked", "entity_id", "state", "sentence"),
+    [
+        ("close the garage door", "cover.garage_door", "closed", "Closing"),
+        (
+            "turn on the kitchen lights",
+            "light.kitchen_lights",
+            "on",
+            "Turned on the light",
+        ),
+    ],
+)
+async def test_a_call_written_with_odd_arguments_works_in_one_round(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+    asked: str,
+    entity_id: str,
+    state: str,
+    sentence: str,
+) -> None:
+    """The model wrote its call as JSON with made-up places and a part of a name.
+
+    Read, cleaned and run, it is answered at once with Home Assistant's sentence.
+    """
+    hass.states.async_set("media_player.kitchen", "off", {"friendly_name": "Kitchen"})
+    async_expose_entity(hass, conversation.DOMAIN, "media_player.kitchen", True)
+    await setup_entry(conversation={**ASSIST, CONF_ONE_ROUND: True})
+    simulator.enqueue("/chat/completions", sse=real_stream(LLAMA_SERVER + asked))
+
+    result = await converse(hass, asked)
+
+    assert hass.states.get(entity_id).state == state
+    assert speech(result) == sentence
+    assert len(simulator.chat_requests()) == 1

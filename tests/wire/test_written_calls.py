@@ -12,6 +12,8 @@ from custom_components.openai_compatible.wire.written_calls import (
     offered_name,
 )
 
+from .conftest import real_answer
+
 KITCHEN_CALL = '{"name": "HassTurnOn", "arguments": {"name": "Kitchen"}}'
 NAMES = {
     "intent__HassTurnOn": "HassTurnOn",
@@ -235,3 +237,42 @@ def test_a_cut_answer_drops_a_held_call() -> None:
     assert calls_watch.feed("Hello") == ""
     assert not calls_watch.holding
     assert calls_watch.cut() == "Hello"
+
+
+@pytest.mark.parametrize(
+    ("key", "offered"),
+    [
+        (
+            "llama_server/qwen2.5-coder-0.5b/close the garage door",
+            "intent__HassTurnOff",
+        ),
+        (
+            "llama_server/qwen2.5-coder-0.5b/turn on the kitchen lights",
+            "intent__HassTurnOn",
+        ),
+        (
+            "llama_server/qwen2.5-coder-0.5b/add milk to the shopping list",
+            "todo__HassListAddItem",
+        ),
+        ("llama_server/qwen2.5-coder-0.5b/start the vacuum", "vacuum__HassVacuumStart"),
+        (
+            "llama_cpp_python/qwen2.5-coder-0.5b/start the vacuum",
+            "vacuum__HassVacuumStart",
+        ),
+    ],
+)
+def test_calls_real_models_wrote(key: str, offered: str) -> None:
+    """Each call Qwen2.5-Coder 0.5B wrote as text is one call of the tool it meant."""
+    text = real_answer(key)["choices"][0]["message"]["content"]
+
+    calls = calls_in_text(text, NAMES) or []
+
+    assert [offered_name(call.name, NAMES) for call in calls] == [offered]
+
+
+def test_an_echoed_result_is_no_call() -> None:
+    """The result the model wrote back, calls between, cut short: not calls."""
+    key = "llama_server/qwen2.5-coder-0.5b/close the garage door/after HassTurnOff was done"
+    text = real_answer(key)["choices"][0]["message"]["content"]
+
+    assert calls_in_text(text, NAMES) is None
