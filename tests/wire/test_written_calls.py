@@ -83,6 +83,8 @@ def test_call_start(start: str, verdict: bool | None) -> None:
         "```python\nintent__HassTurnOn(name='Kitchen')\n```",
         'HassTurnOn({"name": "Kitchen"})',
         'functions.intent__HassTurnOn:\n{"name": "Kitchen"}',
+        f'{KITCHEN_CALL} {{"answer": 42}}',
+        f'{KITCHEN_CALL}\n{{"speech": {{}}, "response_type": "action_done"}}\n{{"na',
     ],
 )
 def test_one_call_in_every_shape(text: str) -> None:
@@ -131,7 +133,6 @@ def test_names_are_kept_as_written() -> None:
         '{"name": "Kitchen light"}',
         '{"answer": 42}',
         '{"speech": {}, "response_type": "action_done"}',
-        f'{KITCHEN_CALL} {{"answer": 42}}',
         "[1, 2, 3]",
         "```",
         "```python\nprint(1)\n```",
@@ -227,16 +228,20 @@ def test_the_watch_lets_words_through() -> None:
     assert watch("The state is ", '{"on": true}') == ('The state is {"on": true}', [])
 
 
-def test_a_cut_answer_drops_a_held_call() -> None:
-    """An answer cut while a call is written says only its words."""
+def test_a_cut_answer_keeps_the_calls_written_whole() -> None:
+    """An answer cut while a call is written says only its words, and whole calls."""
     calls_watch = WrittenCallWatch(NAMES)
     assert calls_watch.feed("Sure! <tool_call>{") == "Sure! "
     assert calls_watch.holding
-    assert calls_watch.cut() == ""
+    assert calls_watch.cut() == ("", [])
     calls_watch = WrittenCallWatch(NAMES)
     assert calls_watch.feed("Hello") == ""
     assert not calls_watch.holding
-    assert calls_watch.cut() == "Hello"
+    assert calls_watch.cut() == ("Hello", [])
+    calls_watch = WrittenCallWatch(NAMES)
+    assert calls_watch.feed(KITCHEN_CALL + "\n{") == ""
+    said, (call,) = calls_watch.cut()
+    assert (said, call.name) == ("", "HassTurnOn")
 
 
 @pytest.mark.parametrize(
@@ -270,9 +275,13 @@ def test_calls_real_models_wrote(key: str, offered: str) -> None:
     assert [offered_name(call.name, NAMES) for call in calls] == [offered]
 
 
-def test_an_echoed_result_is_no_call() -> None:
-    """The result the model wrote back, calls between, cut short: not calls."""
+def test_calls_among_an_echoed_result() -> None:
+    """The result the model wrote back, and calls between, cut short: the calls."""
     key = "llama_server/qwen2.5-coder-0.5b/close the garage door/after HassTurnOff was done"
     text = real_answer(key)["choices"][0]["message"]["content"]
 
-    assert calls_in_text(text, NAMES) is None
+    calls = calls_in_text(text, NAMES) or []
+
+    assert {(call.name, str(call.arguments())) for call in calls} == {
+        ("intent__HassTurnOff", "{'name': 'Garage Door'}")
+    }

@@ -31,7 +31,7 @@ from ..server_errors.answers import answer_error
 from ..server_errors.overflow import parse_overflow
 from .think_tags import ThinkTagSplitter
 from .tool_answers import answered_calls, tool_inputs
-from .tool_calls import ToolCallAssembler
+from .tool_calls import PendingCall, ToolCallAssembler
 from .written_calls import WrittenCallWatch
 
 type Delta = (
@@ -166,17 +166,22 @@ class ChatStreamParser:
             self._cut = reason
         deltas: list[Delta] = []
         watch = self._watch
+        written: list[PendingCall] = []
         if self._cut is not None:
-            self._cut_call = bool(watch and watch.holding) or bool(self._calls.calls)
-            self._say(watch.cut() if watch else "", deltas)
-            if self._cut == "length":
-                deltas.append({"native": ANSWER_CUT})
-            return deltas
-        if watch is not None:
-            said, calls = watch.finish()
+            holding = bool(watch and watch.holding)
+            said, written = watch.cut() if watch else ("", [])
             self._say(said, deltas)
-            # With native calls too, the text only repeats them.
-            self._calls.adopt(calls)
+            if self._cut != "length" or self._calls.calls or not written:
+                self._cut_call = holding or bool(self._calls.calls)
+                if self._cut == "length":
+                    deltas.append({"native": ANSWER_CUT})
+                return deltas
+            # Calls written whole before the model rambled on: they run.
+        elif watch is not None:
+            said, written = watch.finish()
+            self._say(said, deltas)
+        # With native calls too, written ones only repeat them.
+        self._calls.adopt(written)
         inputs, answers = tool_inputs(
             self._calls.named_calls(),
             self._tool_names,

@@ -108,11 +108,12 @@ class WrittenCallWatch:
         calls = calls_in_text(held, self._names) if held else None
         return (said, calls) if calls else (said + held, [])
 
-    def cut(self) -> str:
-        """Return the words said before the answer was cut; a held call goes."""
+    def cut(self) -> tuple[str, list[PendingCall]]:
+        """Return the words and the calls written whole before the answer was cut."""
+        held = "".join(self._held) if self._held is not None else ""
         said = self._tail + (self._lead + self._start if self._start else "")
         self._tail, self._held, self._start = "", None, None
-        return said
+        return said, (calls_in_text(held, self._names) or []) if held else []
 
     def _scan(self, text: str) -> str:
         """Return the words before any marker; hold the rest from one on."""
@@ -153,12 +154,14 @@ def call_start(text: str, tool_names: Mapping[str, str]) -> bool | None:
 
 
 def calls_in_text(text: str, tool_names: Mapping[str, str]) -> list[PendingCall] | None:
-    """Return the calls a model wrote in the text, if its blocks are all calls.
+    """Return the calls a model wrote in the text, if its blocks are calls.
 
     A block is a tagged or fenced one, or a JSON value or code call between
-    them; other words are left aside. A JSON object naming a tool and its
+    them; other words are left aside, and so is JSON beside calls (a result
+    the model wrote before it came). A JSON object naming a tool and its
     arguments is a call even of a tool not offered (the model is then told
     the offered names); a call written as code must name an offered tool.
+    A block cut short gives the calls written whole before the cut.
     """
     calls: list[PendingCall] = []
     for items in _blocks(text, tool_names):
@@ -166,7 +169,7 @@ def calls_in_text(text: str, tool_names: Mapping[str, str]) -> list[PendingCall]
             return None
         for item in items:
             if (call := _written_call(item, tool_names)) is None:
-                return None
+                continue  # data beside calls: a result the model made up
             if len(calls) == MAX_TOOL_CALLS:
                 raise too_many_calls()
             calls.append(call)
