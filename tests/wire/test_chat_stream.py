@@ -312,6 +312,23 @@ def test_a_cut_answer_runs_no_tool_and_says_why(
     assert getattr(err.value, "translation_key", None) == key
 
 
+def test_calls_written_whole_before_the_limit_run() -> None:
+    """A model that wrote its call, then made up its result until the limit.
+
+    The call runs; what it made up is not said; the answer is not an error.
+    """
+    parser = ChatStreamParser(LIGHT_TOOLS)
+    made_up = '\n{"speech": {}, "response_type": "action_done"}\n{"name": "Hass'
+    deltas = parser.feed(chunk({"content": WRITTEN_CALL + made_up}))
+    deltas += parser.feed(chunk({}, finish_reason="length"))
+    deltas += parser.close(ended=True)
+
+    (handed,) = deltas
+    (call,) = handed["tool_calls"]
+    assert (call.tool_name, call.tool_args) == ("HassTurnOn", {"name": "Kitchen"})
+    parser.raise_if_cut()
+
+
 def test_an_answer_without_finish_but_with_done_is_whole() -> None:
     """[DONE] without a finish reason ends the answer as it is."""
     parser = ChatStreamParser({"a": "A"})
