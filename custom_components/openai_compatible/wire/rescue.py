@@ -106,10 +106,12 @@ class TurnRescue:
         self._round_start = len(self._chat_log.content)
         sentence = await self._async_done_sentence() if self._speaks else None
         message: _Message | None = None
+        given = False
         try:
             async for delta in stream:
                 if "role" in delta:
                     if message is not None and (said := message.end()) is not None:
+                        given = given or said.get("content") == sentence
                         yield said
                     assistant = delta["role"] == "assistant"
                     message = _Message(sentence) if assistant else None
@@ -118,7 +120,8 @@ class TurnRescue:
         except ModelError as err:
             if sentence is None or err.translation_key != "answer_cut_at_token_limit":
                 raise
-            message = _Message(sentence, cut=True)
+            # The cut words were said, or gave way to the sentence already.
+            message = None if given else _Message(sentence, cut=True)
         if message is not None and (said := message.end()) is not None:
             yield said
 
