@@ -116,6 +116,20 @@ def test_words(name: str, expected: str) -> None:
             {"name": "Reading Lamp", "area": "Attic", "domain": ["lamp"]},
             {"name": "Reading Lamp"},
         ),
+        # So do places where the named device is not.
+        # Qwen2.5-Coder 1.5B on llama-server, asked to close the garage door
+        (
+            {"name": "Garage Door", "area": "Living Room", "domain": ["cover"]},
+            {"name": "Garage Door", "domain": ["cover"]},
+        ),
+        (
+            {"name": "Reading Lamp", "area": "Living Room", "floor": "Ground Floor"},
+            {"name": "Reading Lamp", "area": "Living Room", "floor": "Ground Floor"},
+        ),
+        (
+            {"name": "Kitchen Lights", "floor": "ground_floor"},
+            {"name": "Kitchen Lights"},
+        ),
         # Where nothing else says what is meant, they stay: the intent tells.
         ({"area": "Attic", "domain": ["lamp"]}, {"area": "Attic", "domain": ["lamp"]}),
         # A part of one name, or a domain of one entity, is that one.

@@ -178,6 +178,10 @@ def test_too_many_written_calls() -> None:
         # Qwen2.5-Coder 0.5B on llama-server, adding milk to the shopping list
         ("intent__HassAddItem", "todo__HassListAddItem"),
         ("HassTurnOnLight", "intent__HassTurnOn"),
+        # Qwen2.5-Coder 1.5B on llama-server, closing the garage door
+        ("intent__HassCloseEntity", "intent__HassTurnOff"),
+        ("HassUnlockDoor", "intent__HassTurnOff"),
+        ("HassOpenCover", "intent__HassTurnOn"),
         ("HassMedia", None),
         ("HassVacumStart", "vacuum__HassVacuumStart"),
         ("HassTurnOnn", "intent__HassTurnOn"),

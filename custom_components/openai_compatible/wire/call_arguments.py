@@ -26,6 +26,7 @@ from homeassistant.components.homeassistant.exposed_entities import async_should
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import (
     area_registry as ar,
+    device_registry as dr,
     entity_registry as er,
     floor_registry as fr,
     llm,
@@ -116,27 +117,58 @@ class _Home:
     floors: _Names
     domains: frozenset[str]
     entity_names: dict[str, str]
+    # The words of the areas and floors the entities of each name are in.
+    places: dict[str, set[str]]
 
 
 def _read_home(hass: HomeAssistant) -> _Home:
     """Read the names of the home's areas, floors and exposed entities."""
-    entities, areas, floors = _Names(), _Names(), _Names()
-    entity_names: dict[str, str] = {}
-    registry = er.async_get(hass)
+    home = _Home(_Names(), _Names(), _Names(), frozenset(), {}, {})
+    places = _Places(hass)
+    entities = er.async_get(hass)
     for state in hass.states.async_all():
         if not async_should_expose(hass, CONVERSATION_DOMAIN, state.entity_id):
             continue
-        entity_names[state.entity_id] = state.name
-        entry = registry.async_get(state.entity_id)
+        home.entity_names[state.entity_id] = state.name
+        entry = entities.async_get(state.entity_id)
         aliases = entry.aliases if entry is not None else ()
         others = (alias for alias in aliases if isinstance(alias, str))
-        entities.add(state.name, *others, domain=state.domain)
-    for area in ar.async_get(hass).async_list_areas():
-        areas.add(area.name, area.id, *area.aliases)
-    for floor in fr.async_get(hass).async_list_floors():
-        floors.add(floor.name, floor.floor_id, *floor.aliases)
-    domains = frozenset(entity_id.partition(".")[0] for entity_id in entity_names)
-    return _Home(entities, areas, floors, domains, entity_names)
+        home.entities.add(state.name, *others, domain=state.domain)
+        home.places.setdefault(state.name, set()).update(places.of(entry))
+    for area in places.areas.async_list_areas():
+        home.areas.add(area.name, area.id, *area.aliases)
+    for floor in places.floors.async_list_floors():
+        home.floors.add(floor.name, floor.floor_id, *floor.aliases)
+    home.domains = frozenset(
+        entity_id.partition(".")[0] for entity_id in home.entity_names
+    )
+    return home
+
+
+class _Places:
+    """The areas and floors of entities, as words."""
+
+    def __init__(self, hass: HomeAssistant) -> None:
+        """Read from the registries."""
+        self.areas = ar.async_get(hass)
+        self.floors = fr.async_get(hass)
+        self._devices = dr.async_get(hass)
+
+    def of(self, entry: er.RegistryEntry | None) -> set[str]:
+        """Return the words of an entity's area and floor, by name, id and alias."""
+        if entry is None:
+            return set()
+        area_id = entry.area_id
+        if area_id is None and entry.device_id is not None:
+            device = self._devices.async_get(entry.device_id)
+            area_id = device.area_id if device is not None else None
+        area = self.areas.async_get_area(area_id) if area_id else None
+        if area is None:
+            return set()
+        names = {area.name, area.id, *area.aliases}
+        if area.floor_id and (floor := self.floors.async_get_floor(area.floor_id)):
+            names |= {floor.name, floor.floor_id, *floor.aliases}
+        return {words(name) for name in names}
 
 
 class ArgumentCleaner:
@@ -233,14 +265,18 @@ class ArgumentCleaner:
     def _drop_unknown_places(
         self, arguments: dict[str, Any], required: frozenset[str]
     ) -> None:
-        """Drop the areas, floors and domains the home lacks, the name says enough."""
+        """Drop the places and domains the home lacks, the name says enough.
+
+        So goes an area or floor where nothing of that name is.
+        """
         home = self.home
+        places = home.places.get(arguments["name"])
         for key, names in zip(_PLACES, (home.areas, home.floors), strict=True):
             value = arguments.get(key)
-            if (
-                key not in required
-                and isinstance(value, str)
-                and not names.knows(value)
+            if key in required or not isinstance(value, str):
+                continue
+            if not names.knows(value) or (
+                places is not None and words(value) not in places
             ):
                 del arguments[key]
         if _DOMAIN not in arguments or _DOMAIN in required:

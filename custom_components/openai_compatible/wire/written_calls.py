@@ -44,6 +44,16 @@ _START_REACH: Final = 80
 _MAX_CODE: Final = 4000
 # The keys a written call gives its arguments under.
 _ARGUMENT_KEYS: Final = ("arguments", "parameters", "args")
+# Home Assistant's intents for what a name's verb asks (its prompt says to
+# lock with HassTurnOn and unlock with HassTurnOff).
+_VERBS: Final = {
+    "open": "turnon",
+    "close": "turnoff",
+    "lock": "turnon",
+    "unlock": "turnoff",
+    "switchon": "turnon",
+    "switchoff": "turnoff",
+}
 # The shortest name that counts as part of another.
 _LEAST_PART: Final = 6
 # How alike a misspelt tool name must be to an offered one, and how much less
@@ -306,21 +316,30 @@ def offered_name(name: object, tool_names: Mapping[str, str]) -> str | None:
 
     Tried in turn: the name itself; the part after `__` and without `Hass`,
     whatever the case, so a missing or wrong prefix does not matter; that
-    part within one offered name or holding it whole; then a near spelling,
-    when no other offered name comes close.
+    part within one offered name or holding it whole; a verb Home Assistant
+    does with one intent (`HassCloseEntity`: HassTurnOff); then a near
+    spelling, when no other offered name comes close.
     """
     if not isinstance(name, str) or len(name) > 128:
         return None
     if name in tool_names:
         return name
     key = _key(name)
-    if len(matches := [wire for wire in tool_names if _key(wire) == key]) == 1:
+    if any(_key(wire) == key for wire in tool_names):
+        return _only_key(key, tool_names)
+    if len(matches := [wire for wire in tool_names if _within(key, _key(wire))]) == 1:
         return matches[0]
     if matches:
         return None
-    if len(matches := [wire for wire in tool_names if _within(key, _key(wire))]) == 1:
-        return matches[0]
-    return None if matches else _near(name, tool_names)
+    if (verb := next((v for v in _VERBS if key.startswith(v)), None)) is not None:
+        return _only_key(_VERBS[verb], tool_names)
+    return _near(name, tool_names)
+
+
+def _only_key(key: str, tool_names: Mapping[str, str]) -> str | None:
+    """Return the one offered name of this key, if there is one."""
+    matches = [wire for wire in tool_names if _key(wire) == key]
+    return matches[0] if len(matches) == 1 else None
 
 
 def _key(name: str) -> str:
