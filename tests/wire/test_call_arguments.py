@@ -17,6 +17,7 @@ from custom_components.openai_compatible.wire.call_arguments import (
 
 TARGETS = {
     "name": {"type": "string"},
+    "device_class": {"type": "array", "items": {"type": "string"}},
     "area": {"type": "string"},
     "floor": {"type": "string"},
     "domain": {"type": "array", "items": {"type": "string"}},
@@ -129,6 +130,15 @@ def test_words(name: str, expected: str) -> None:
         (
             {"name": "Kitchen Lights", "floor": "ground_floor"},
             {"name": "Kitchen Lights"},
+        ),
+        # Qwen2.5-Coder 1.5B on llama-server, asked to close the garage door
+        (
+            {"name": "Garage Door", "domain": "cover", "device_class": ["door"]},
+            {"name": "Garage Door", "domain": "cover"},
+        ),
+        (
+            {"name": "Garage Door", "device_class": ["door", "garage"]},
+            {"name": "Garage Door", "device_class": ["door", "garage"]},
         ),
         # Where nothing else says what is meant, they stay: the intent tells.
         ({"area": "Attic", "domain": ["lamp"]}, {"area": "Attic", "domain": ["lamp"]}),

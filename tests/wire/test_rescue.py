@@ -391,10 +391,19 @@ async def test_a_model_echoing_the_result_and_calling_again_is_cut_short(
 
 
 @pytest.mark.parametrize(
-    ("asked", "entity_id", "state", "sentence"),
+    ("model", "asked", "entity_id", "state", "sentence"),
     [
-        ("close the garage door", "cover.garage_door", "closed", "Closing"),
+        ("0.5b", "close the garage door", "cover.garage_door", "closed", "Closing"),
         (
+            "0.5b",
+            "turn on the kitchen lights",
+            "light.kitchen_lights",
+            "on",
+            "Turned on the light",
+        ),
+        # Words first, then the call fenced, with an area the home lacks.
+        (
+            "1.5b",
             "turn on the kitchen lights",
             "light.kitchen_lights",
             "on",
@@ -407,19 +416,21 @@ async def test_a_call_written_with_odd_arguments_works_in_one_round(
     simulator: OpenAISimulator,
     setup_entry: SetupEntry,
     small_home: None,
+    model: str,
     asked: str,
     entity_id: str,
     state: str,
     sentence: str,
 ) -> None:
-    """The model wrote its call as JSON with made-up places and a part of a name.
+    """Qwen2.5-Coder wrote its call as JSON, with made-up places or part names.
 
     Read, cleaned and run, it is answered at once with Home Assistant's sentence.
     """
     hass.states.async_set("media_player.kitchen", "off", {"friendly_name": "Kitchen"})
     async_expose_entity(hass, conversation.DOMAIN, "media_player.kitchen", True)
     await setup_entry(conversation={**ASSIST, CONF_ONE_ROUND: True})
-    simulator.enqueue("/chat/completions", sse=real_stream(LLAMA_SERVER + asked))
+    key = f"llama_server/qwen2.5-coder-{model}/{asked}"
+    simulator.enqueue("/chat/completions", sse=real_stream(key))
 
     result = await converse(hass, asked)
 

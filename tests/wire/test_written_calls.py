@@ -268,6 +268,23 @@ def test_a_cut_answer_keeps_the_calls_written_whole() -> None:
             "llama_cpp_python/qwen2.5-coder-0.5b/start the vacuum",
             "vacuum__HassVacuumStart",
         ),
+        # Words, then the call fenced; after it a result it made up.
+        (
+            "llama_server/qwen2.5-coder-1.5b/close the garage door",
+            "intent__HassTurnOff",
+        ),
+        (
+            "llama_server/qwen2.5-coder-1.5b/turn on the kitchen lights",
+            "intent__HassTurnOn",
+        ),
+        (
+            "llama_server/qwen2.5-coder-1.5b/add milk to the shopping list",
+            "todo__HassListAddItem",
+        ),
+        (
+            "llama_server/qwen2.5-coder-1.5b/turn off the ceiling fan",
+            "homeassistant__GetLiveContext",
+        ),
     ],
 )
 def test_calls_real_models_wrote(key: str, offered: str) -> None:

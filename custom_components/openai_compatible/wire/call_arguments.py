@@ -2,13 +2,15 @@
 
 Small models fill optional arguments with placeholders (`"floor": "unknown"`,
 `"0"`, `"None"`), write names in code style (`living_room_light`,
-`garageDoor`) or in part (`garage`), and put a kind of device where an area
-goes (`"area": "light"`); Home Assistant's intents then match nothing. So an
+`garageDoor`) or in part (`garage`), put a kind of device where an area
+goes (`"area": "light"`), and add places or device classes the device does
+not have; Home Assistant's intents then match nothing. So an
 optional argument that is empty or a placeholder goes; an area or floor that
 the home lacks but that names a domain is that domain; a name, area or floor
 is given as the home writes it where exactly one fits its words (all of
 them, else as part of the name; among the call's domains); an area, floor or
-domain the home lacks goes where a name still says what is meant. A required
+domain the home lacks, or one the named device is not in, or a device class
+it does not have, goes where the name still says what is meant. A required
 argument is never dropped.
 
 What the home holds is read once per turn, and only when a call needs it.
@@ -119,11 +121,13 @@ class _Home:
     entity_names: dict[str, str]
     # The words of the areas and floors the entities of each name are in.
     places: dict[str, set[str]]
+    # The device classes of the entities of each name.
+    classes: dict[str, set[str]]
 
 
 def _read_home(hass: HomeAssistant) -> _Home:
     """Read the names of the home's areas, floors and exposed entities."""
-    home = _Home(_Names(), _Names(), _Names(), frozenset(), {}, {})
+    home = _Home(_Names(), _Names(), _Names(), frozenset(), {}, {}, {})
     places = _Places(hass)
     entities = er.async_get(hass)
     for state in hass.states.async_all():
@@ -135,6 +139,9 @@ def _read_home(hass: HomeAssistant) -> _Home:
         others = (alias for alias in aliases if isinstance(alias, str))
         home.entities.add(state.name, *others, domain=state.domain)
         home.places.setdefault(state.name, set()).update(places.of(entry))
+        classes = home.classes.setdefault(state.name, set())
+        if isinstance(device_class := state.attributes.get("device_class"), str):
+            classes.add(device_class)
     for area in places.areas.async_list_areas():
         home.areas.add(area.name, area.id, *area.aliases)
     for floor in places.floors.async_list_floors():
@@ -267,10 +274,17 @@ class ArgumentCleaner:
     ) -> None:
         """Drop the places and domains the home lacks, the name says enough.
 
-        So goes an area or floor where nothing of that name is.
+        So goes an area or floor where nothing of that name is, and a device
+        class nothing of that name has.
         """
         home = self.home
-        places = home.places.get(arguments["name"])
+        name = arguments["name"]
+        classes = home.classes.get(name)
+        if classes is not None and "device_class" not in required:
+            given = _listed(arguments.get("device_class"))
+            if given and not classes.intersection(given):
+                del arguments["device_class"]
+        places = home.places.get(name)
         for key, names in zip(_PLACES, (home.areas, home.floors), strict=True):
             value = arguments.get(key)
             if key in required or not isinstance(value, str):

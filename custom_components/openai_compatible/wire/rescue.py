@@ -187,7 +187,11 @@ class TurnRescue:
         return None
 
     async def _async_one_round_sentence(self) -> str | None:
-        """Return the sentence that answers a round of one intent call, if it did."""
+        """Return the sentence that answers a round of one intent call, if it did.
+
+        Words before the call (a small model's "To turn on the lights, call
+        ...") are no act of their own.
+        """
         if not self._one_round:
             return None
         contents = self._chat_log.content
@@ -197,7 +201,6 @@ class TurnRescue:
         asked = contents[-2]
         if (
             not isinstance(asked, conversation.AssistantContent)
-            or asked.content
             or len(asked.tool_calls or ()) != 1
             or not self._is_intent(results[0].tool_name)
         ):
