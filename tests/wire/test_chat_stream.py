@@ -312,6 +312,21 @@ def test_a_cut_answer_runs_no_tool_and_says_why(
     assert getattr(err.value, "translation_key", None) == key
 
 
+def test_a_piece_of_a_native_call_is_not_said() -> None:
+    """llama-server streamed a `{` as words, then the call it parsed, live."""
+    parser = ChatStreamParser(LIGHT_TOOLS)
+    deltas = parser.feed(chunk({"content": "{"}))
+    deltas += parser.feed(
+        call_fragment(
+            id="c1", function={"name": "intent__HassTurnOn", "arguments": "{}"}
+        )
+    )
+    deltas += parser.feed(chunk({}, finish_reason="tool_calls"))
+
+    (handed,) = deltas
+    assert handed["tool_calls"][0].id == "c1"
+
+
 def test_calls_written_whole_before_the_limit_run() -> None:
     """A model that wrote its call, then made up its result until the limit.
 

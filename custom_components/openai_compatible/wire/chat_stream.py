@@ -178,7 +178,7 @@ class ChatStreamParser:
                 return deltas
             # Calls written whole before the model rambled on: they run.
         elif watch is not None:
-            said, written = watch.finish()
+            said, written = watch.finish(called=bool(self._calls.calls))
             self._say(said, deltas)
         # With native calls too, written ones only repeat them.
         self._calls.adopt(written)

@@ -34,6 +34,8 @@ _MARKER_START: Final = re.compile(
     + r"|`{1,2}|\[\s{0,8}(?:\{\s{0,8})?|\{\s{0,8})\Z"
 )
 _MARKER_REACH: Final = 24
+# What a marker starts with.
+_MARKER_STARTS: Final = ("<", "`", "[", "{")
 # A call written as code starts with a name and its parenthesis.
 _CODE_NAME: Final = re.compile(r"[A-Za-z_][\w.]{0,63}")
 # A call labelled with its name, as `functions.Name:`.
@@ -107,16 +109,23 @@ class WrittenCallWatch:
                 return ""
         return self._scan(text)
 
-    def finish(self) -> tuple[str, list[PendingCall]]:
-        """Return the words still to say and the calls written, at the end."""
+    def finish(self, *, called: bool = False) -> tuple[str, list[PendingCall]]:
+        """Return the words still to say and the calls written, at the end.
+
+        `called`: the server sent calls of its own; held text that starts
+        like a call is a piece of them (llama-server streams a `{` first).
+        """
         said, self._tail = self._tail, ""
         if self._held is not None:
             held = "".join(self._held)
         else:
             held = self._lead + self._start if self._start is not None else ""
         self._held, self._start = None, None
-        calls = calls_in_text(held, self._names) if held else None
-        return (said, calls) if calls else (said + held, [])
+        if calls := calls_in_text(held, self._names) if held else None:
+            return said, calls
+        if called and held.lstrip()[:1] in _MARKER_STARTS:
+            return said, []
+        return said + held, []
 
     def cut(self) -> tuple[str, list[PendingCall]]:
         """Return the words and the calls written whole before the answer was cut."""
