@@ -94,8 +94,10 @@ class TurnRescue:
         self._one_round = one_round and speaks
         self._rounds = 0
         self._round_start = 0
-        # The id of the first call of each call made this turn, by its key.
+        # The id of the first call of each call made this turn, by its key;
+        # the answers given here to calls that could not run.
         self._seen: dict[str, str] = {}
+        self._answers: set[str] = set()
         # The name of a call the round made again, and whether it was answered.
         self._repeated: str | None = None
         self._repeated_answered = False
@@ -156,24 +158,31 @@ class TurnRescue:
         if message is not None:
             message.cut = message.cut or checked.get("native") is ANSWER_CUT
             message.hold(checked)
+        if checked.get("role") == "tool_result" and checked["result"].error:
+            self._answered(checked["tool_name"], checked["result"])
         return checked or None
 
     def _new_calls(self, calls: list[llm.ToolInput]) -> list[llm.ToolInput]:
-        """Return the calls cleaned, without those made before this turn.
+        """Return the calls cleaned, without those already made this turn.
 
         A call answered here (a tool not offered) stays: its answer follows.
         """
         kept: list[llm.ToolInput] = []
         for call in map(self._cleaner.clean, calls):
-            key = json.dumps(
-                [call.tool_name, call.tool_args], sort_keys=True, default=str
-            )
-            if self._seen.setdefault(key, call.id) == call.id or call.external:
+            key = _key(call.tool_name, call.tool_args)
+            if call.external or self._seen.setdefault(key, call.id) == call.id:
                 kept.append(call)
-            if self._seen[key] != call.id:
+            else:
                 self._repeated = call.tool_name
-                self._repeated_answered = call.external
         return kept
+
+    def _answered(self, name: str, result: llm.ToolResult) -> None:
+        """Note an answer given here; the same one again is a repeat."""
+        key = _key(name, result.data)
+        if key in self._answers:
+            self._repeated = name
+            self._repeated_answered = True
+        self._answers.add(key)
 
     async def _async_done_sentence(self) -> str | None:
         """Return the sentence of the last intent this turn that did what was asked."""
@@ -318,6 +327,11 @@ def _response_key(
         if key in responses:
             return key
     return next(iter(responses)) if len(responses) == 1 else None
+
+
+def _key(name: str, value: Any) -> str:
+    """Return what tells two calls or two answers apart."""
+    return json.dumps([name, value], sort_keys=True, default=str)
 
 
 def _speaks(text: str) -> bool:

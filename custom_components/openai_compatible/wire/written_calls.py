@@ -2,8 +2,9 @@
 
 Small models write calls in many shapes: a JSON object or a list of them,
 several objects in a row, fenced in ``` or in Qwen's `<tool_call>` tags, or
-as `HassTurnOn(name="Kitchen light")`. Text whose every block is a call is
-calls, and the words around them are not the answer: the next round says it.
+as `HassTurnOn(name="Kitchen light")`, with words or a result it made up
+around them. Text whose blocks hold calls is calls, and the rest is not the
+answer: the next round says it.
 Every step takes time linear in the text, so a hostile answer cannot block
 the event loop.
 """
