@@ -10,9 +10,11 @@ from homeassistant.components.homeassistant.exposed_entities import async_expose
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import intent, llm
+from homeassistant.setup import async_setup_component
 import pytest
 
 from custom_components.openai_compatible.const import CONF_ONE_ROUND
+from custom_components.openai_compatible.wire.rescue import async_done_sentence
 from simulator import OpenAISimulator, chunk, sse_text, sse_tool_calls
 
 from ..conftest import AGENT, SetupEntry, converse, speech, stored_chat_log
@@ -437,3 +439,80 @@ async def test_a_call_written_with_odd_arguments_works_in_one_round(
     assert hass.states.get(entity_id).state == state
     assert speech(result) == sentence
     assert len(simulator.chat_requests()) == 1
+
+
+def done_result(intent_type: str, language: str = "en") -> llm.ToolResult:
+    """Return the result of an intent that acted on the garage door."""
+    asked = intent.Intent(
+        None,  # type: ignore[arg-type]
+        "test",
+        intent_type,
+        {"name": {"value": "Garage Door"}},
+        None,
+        Context(),
+        language,
+    )
+    response = asked.create_response()
+    response.async_set_results(
+        [
+            intent.IntentResponseTarget(
+                name="Garage Door",
+                type=intent.IntentResponseTargetType.ENTITY,
+                id="cover.garage_door",
+            )
+        ]
+    )
+    return llm.ToolResult(llm.IntentResponseDict(response))
+
+
+@pytest.mark.parametrize(
+    ("result", "sentence"),
+    [
+        # Its own speech, where it has one.
+        (
+            llm.ToolResult(
+                {
+                    "speech": {"plain": {"speech": "Opened it for you."}},
+                    "response_type": "action_done",
+                    "data": {"success": [{"id": "cover.garage_door"}], "failed": []},
+                }
+            ),
+            "Opened it for you.",
+        ),
+        # An intent the default agent has no sentence for: its translated Done.
+        (done_result("HassOpenSesame"), "Done"),
+        (done_result("HassOpenSesame", "de"), "Fertig"),
+        # A done intent's data without the intent itself: nothing to say.
+        (
+            llm.ToolResult(
+                {
+                    "response_type": "action_done",
+                    "data": {"success": [{"id": "cover.garage_door"}], "failed": []},
+                }
+            ),
+            None,
+        ),
+        # A failure, in part or whole, or another tool's result.
+        (
+            llm.ToolResult(
+                {
+                    "response_type": "action_done",
+                    "data": {"success": [{"id": "a"}], "failed": [{"id": "b"}]},
+                }
+            ),
+            None,
+        ),
+        (llm.ToolResult({"error": "MatchFailedError"}, error=True), None),
+        (llm.ToolResult({"success": True, "result": "3 lights"}), None),
+    ],
+)
+async def test_what_home_assistant_says_of_a_result(
+    hass: HomeAssistant,
+    small_home: None,
+    result: llm.ToolResult,
+    sentence: str | None,
+) -> None:
+    """Its own speech, else its sentence for the intent, else Done; or nothing."""
+    assert await async_setup_component(hass, "conversation", {})
+
+    assert await async_done_sentence(hass, result) == sentence
