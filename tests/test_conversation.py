@@ -406,7 +406,7 @@ async def test_iteration_cap(
                     (
                         f"call_{round_number}",
                         "intent__HassTurnOn",
-                        {"name": "Kitchen light"},
+                        {"name": f"Lamp {round_number}"},
                     )
                 ]
             ),
@@ -684,6 +684,12 @@ async def test_question_after_a_tool_call_continues_conversation(
             '<tool_call>\n{"name": "HassTurnOn", "arguments": "{\\"name\\": '
             '\\"Kitchen light\\"}"}\n</tool_call>'
         ),
+        (
+            'Sure! ```json\n{"name": "intent__HassTurnOn", "arguments": '
+            '{"name": "Kitchen light"}}\n``` I will turn it on.'
+        ),
+        'HassTurnOn(name="Kitchen light")',
+        '<tool_call>\n{"name": "hassturnon", "arguments": {"name": "Kitchen light"}}',
     ],
 )
 async def test_tool_call_written_as_text(
@@ -704,7 +710,7 @@ async def test_tool_call_written_as_text(
     assert speech(result) == "It is on."
     assistant = simulator.chat_requests()[1]["messages"][-2]
     # Empty text, not null: llama-cpp-python refuses null next to tool calls.
-    assert assistant["content"] == ""
+    assert assistant["content"] == ("Sure! " if written.startswith("Sure") else "")
     assert assistant["tool_calls"][0]["function"] == {
         "name": "intent__HassTurnOn",
         "arguments": '{"name":"Kitchen light"}',
@@ -715,7 +721,6 @@ async def test_tool_call_written_as_text(
     ("tools", "text"),
     [
         (True, '{"answer": 42}'),
-        (True, '{"name": "NoSuchTool", "arguments": {}}'),
         (True, "```python\nprint(1)\n```"),
         (True, "{not json at all"),
         (False, '{"name": "intent__HassTurnOn", "arguments": {}}'),
@@ -737,6 +742,24 @@ async def test_text_that_only_looks_like_a_call(
 
     assert speech(result) == text
     assert len(simulator.chat_requests()) == 1
+
+
+async def test_a_written_call_of_a_tool_not_offered_is_answered(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """Text that is only a call is never the answer: the model hears the names."""
+    await setup_entry(conversation={CONF_LLM_HASS_API: [llm.LLM_API_ASSIST]})
+    simulator.enqueue(
+        "/chat/completions", sse=sse_text('{"name": "NoSuchTool", "arguments": {}}')
+    )
+    simulator.enqueue("/chat/completions", sse=sse_text("I cannot do that."))
+
+    result = await converse(hass, "Dance")
+
+    assert speech(result) == "I cannot do that."
+    answer = json.loads(simulator.chat_requests()[1]["messages"][-1]["content"])
+    assert answer["error"] == "unknown_tool"
+    assert "intent__HassTurnOn" in answer["error_text"]
 
 
 async def test_streaming_off(
@@ -768,14 +791,37 @@ async def test_streaming_off(
 async def test_an_empty_answer_is_told(
     hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:
-    """An answer with no words in it says so, in our words."""
+    """An answer that ends without a word or a reason says so, in our words."""
     await setup_entry(conversation={CONF_LLM_HASS_API: []})
-    simulator.enqueue("/chat/completions", sse=[chunk({}, finish_reason="stop")])
+    simulator.enqueue("/chat/completions", sse=[chunk({})])
 
     result = await converse(hass, "Hello")
 
     assert result.response.response_type is intent.IntentResponseType.ERROR
     assert speech(result).startswith("The model gave no answer")
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_an_answer_stopped_empty_is_silent(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    streaming: bool,
+) -> None:
+    """A model that stops having said nothing chose silence: no error is spoken."""
+    await setup_entry(conversation={CONF_LLM_HASS_API: [], "streaming": streaming})
+    if streaming:
+        simulator.enqueue("/chat/completions", sse=[chunk({}, finish_reason="stop")])
+    else:
+        simulator.enqueue("/chat/completions", json=_whole(""))
+
+    result = await converse(hass, "Hello")
+
+    assert result.response.response_type is intent.IntentResponseType.ACTION_DONE
+    assert speech(result) == ""
+    last = stored_chat_log(hass, result.conversation_id).content[-1]
+    assert isinstance(last, conversation.AssistantContent)
+    assert last.content == ""
 
 
 async def test_an_empty_stream_next_to_tools_is_asked_again_unstreamed(

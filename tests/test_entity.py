@@ -60,11 +60,11 @@ async def test_a_model_that_keeps_calling_tools_stops_at_the_round_limit(
     """Each round's calls run; past the limit the turn ends with an error."""
     await setup_entry()
     for round_ in range(MAX_TOOL_ROUNDS_CONVERSATION):
-        call = (f"call_{round_}", "HassTurnOn", {"name": "Kitchen light"})
+        call = (f"call_{round_}", "HassTurnOn", {"name": f"Kitchen light {round_}"})
         simulator.enqueue("/chat/completions", sse=sse_tool_calls([call]))
 
     result = await converse(hass, "Turn on the kitchen light, forever")
 
     assert result.response.response_type is intent.IntentResponseType.ERROR
     assert len(simulator.chat_requests()) == MAX_TOOL_ROUNDS_CONVERSATION
-    assert hass.states.get(kitchen_light).state == "on"
+    assert hass.states.get(kitchen_light).state == "off"

@@ -53,6 +53,9 @@ MAX_TOOL_ROUNDS_AI_TASK: Final = 20
 CONF_TOOLS: Final = "tools"
 CONF_TOOLS_ON_DEMAND: Final = "tools_on_demand"
 CONF_MAX_TOOL_CALLS: Final = "max_tool_calls"
+# Whether a successful intent call is answered with Home Assistant's own
+# sentence, without a second round (unset: on for local servers).
+CONF_ONE_ROUND: Final = "one_round_answers"
 
 # Entry option: the wire API (features.WireApi); automatic when unset.
 CONF_API: Final = "api"

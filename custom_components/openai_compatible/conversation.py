@@ -10,19 +10,20 @@ from typing import Any, Final, Literal, override
 
 from homeassistant.components import conversation
 from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT, MATCH_ALL
-from homeassistant.core import Context
+from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import llm
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.helpers.json import json_dumps
 from homeassistant.util.ulid import ulid_now
 
+from . import OpenAICompatibleConfigEntry
 from .const import CONF_API, CONF_STREAMING, DOMAIN, LOGGER, SUBENTRY_CONVERSATION
 from .entity import OpenAICompatibleEntity
 from .errors import ModelError
 from .fallback import async_converse_with, handover
 from .features import WireApi, api_setting
 from .net.request import RequestSettings, ToolSet
-from .platforms import setup_per_subentry
 from .tool_offer.offer import ToolOffer
 from .wire.round_trip import Dialect
 
@@ -39,10 +40,18 @@ SPOKEN_ANSWER: Final = (
 WARM_AGAIN_AFTER: Final = 30.0
 
 
-async_setup_entry = setup_per_subentry(
-    lambda entry, subentry: [OpenAICompatibleConversationEntity(entry, subentry)],
-    SUBENTRY_CONVERSATION,
-)
+async def async_setup_entry(
+    hass: HomeAssistant,
+    entry: OpenAICompatibleConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+) -> None:
+    """Add an agent for each conversation subentry."""
+    for subentry in entry.subentries.values():
+        if subentry.subentry_type == SUBENTRY_CONVERSATION:
+            async_add_entities(
+                [OpenAICompatibleConversationEntity(entry, subentry)],
+                config_subentry_id=subentry.subentry_id,
+            )
 
 
 class OpenAICompatibleConversationEntity(
@@ -205,8 +214,9 @@ def _answered(chat_log: conversation.ChatLog) -> bool:
     for content in reversed(chat_log.content):
         if isinstance(content, conversation.UserContent):
             return False
+        # An empty answer the model chose is a silent one.
         if isinstance(content, conversation.AssistantContent) and (
-            content.content or content.tool_calls
+            content.content is not None or content.tool_calls
         ):
             return True
     return False

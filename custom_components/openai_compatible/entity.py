@@ -19,6 +19,7 @@ from .const import (
     CONF_AUDIO_MODEL,
     CONF_CHAT_MODEL,
     CONF_MAX_TOKENS,
+    CONF_ONE_ROUND,
     CONF_PROVIDER,
     CONF_RECOMMENDED,
     CONF_STREAMING,
@@ -29,6 +30,7 @@ from .const import (
     DOMAIN,
     LOGGER,
     MAX_TOOL_ROUNDS_CONVERSATION,
+    SUBENTRY_CONVERSATION,
 )
 from .coordinator import ServerCoordinator
 from .errors import AuthError, ModelError, ServerError
@@ -44,6 +46,7 @@ from .tool_offer.offer import ToolOffer
 from .window.context_window import ContextWindow, default_answer_limit
 from .wire.chat_completions import ChatCompletionsDialect
 from .wire.extra_fields import request_fields
+from .wire.rescue import TurnRescue
 from .wire.responses import ResponsesDialect
 from .wire.round_trip import Dialect, RoundTrip
 from .wire.route_fallback import Adapter, FallbackAdapter
@@ -243,6 +246,27 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
             self._tool_set_cache = cached
         return cached[1]
 
+    def _rescue(
+        self, chat_log: conversation.ChatLog, tool_set: ToolSet, free_form: bool
+    ) -> TurnRescue:
+        """Return the watch over a turn; an agent's answers are spoken sentences.
+
+        One-round answers are the agent's setting, on by default for a local
+        server.
+        """
+        speaks = free_form and self.subentry.subentry_type == SUBENTRY_CONVERSATION
+        one_round = self.subentry.data.get(
+            CONF_ONE_ROUND, self.runtime.capabilities.local
+        )
+        return TurnRescue(
+            self.hass,
+            chat_log,
+            tool_set,
+            self.entity_id,
+            speaks=speaks,
+            one_round=bool(one_round),
+        )
+
     async def _async_handle_chat_log(
         self,
         chat_log: conversation.ChatLog,
@@ -263,6 +287,7 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
             self._tool_set(chat_log.llm_api), self.subentry.data, chat_log
         )
         adapter = self.adapter(offer.tool_set(), chat_log)
+        rescue = self._rescue(chat_log, offer.tool_set(), response_format is None)
         capabilities = self.capabilities
         check_model_takes(
             capabilities,
@@ -277,13 +302,15 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
                 body = await adapter.async_build_body(
                     chat_log, response_format=response_format, instructions=instructions
                 )
-                deltas = _holding(slots, adapter.async_stream(chat_log, body))
+                deltas = rescue.watched(
+                    _holding(slots, adapter.async_stream(chat_log, body))
+                )
                 async with aclosing(deltas):
                     async for _content in chat_log.async_add_delta_content_stream(
                         self.entity_id, deltas
                     ):
                         pass
-                if not chat_log.unresponded_tool_results:
+                if await rescue.async_ended():
                     return
         # A call the model kept getting wrong says more than the round count.
         raise unanswerable_error(chat_log) or ModelError(

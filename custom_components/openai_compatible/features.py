@@ -29,6 +29,9 @@ class Feature(StrEnum):
     # word (llama-cpp-python's gemma format): the system prompt then goes at
     # the start of the first user message, as Gemma's own template puts it.
     SYSTEM_MESSAGES = "system_messages"
+    # The model's thinking given back on its messages, which reasoning servers
+    # take (llama.cpp, vLLM, DeepSeek) so a plan lasts across a tool call.
+    REASONING_CONTENT = "reasoning_content"
     DECISIONS = "decisions"
     # The Responses API's route, and what only it takes.
     RESPONSES_API = "responses_api"

@@ -24,7 +24,8 @@ from typing import Any, Final, override
 
 from homeassistant.components import tts
 from homeassistant.config_entries import ConfigSubentry
-from homeassistant.core import callback
+from homeassistant.core import HomeAssistant, callback
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from . import OpenAICompatibleConfigEntry
 from .const import (
@@ -48,7 +49,6 @@ from .models.audio_models import (
 )
 from .net.sse import async_capped
 from .net.transport import Budget
-from .platforms import setup_per_subentry
 from .voice.audio import (
     MAX_SPEECH_BYTES,
     MAX_SPEED,
@@ -87,9 +87,18 @@ SERVER_FORMATS: Final = {
 _SENTENCE_END = re.compile(r"(?<![.!?…。！？])[.!?…。！？]++[\"')\]]*+(?=\s)|\n")
 
 
-async_setup_entry = setup_per_subentry(
-    lambda entry, subentry: [OpenAICompatibleTTSEntity(entry, subentry)], SUBENTRY_TTS
-)
+async def async_setup_entry(
+    hass: HomeAssistant,
+    entry: OpenAICompatibleConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+) -> None:
+    """Add a text-to-speech entity for each speech subentry."""
+    for subentry in entry.subentries.values():
+        if subentry.subentry_type == SUBENTRY_TTS:
+            async_add_entities(
+                [OpenAICompatibleTTSEntity(entry, subentry)],
+                config_subentry_id=subentry.subentry_id,
+            )
 
 
 def _speakable(text: str) -> bool:

@@ -173,7 +173,7 @@ async def test_raw_control_character_in_arguments_is_taken(
 
 @pytest.mark.parametrize(
     ("name", "error"),
-    [("count", "invalid_tool_arguments"), ("counter", "unknown_tool")],
+    [("count", "invalid_tool_arguments"), ("tally", "unknown_tool")],
 )
 async def test_malformed_call_is_answered_and_called_again(
     fault_harness: FaultHarnessFactory,
@@ -228,16 +228,35 @@ async def test_call_outside_the_tools_schema_is_answered_and_called_again(
 async def test_malformed_call_until_the_round_cap_is_told_to_the_user(
     fault_harness: FaultHarnessFactory, runs: list[dict[str, Any]]
 ) -> None:
-    """A model that never gets its call right: the user hears what was wrong."""
+    """A model that never gets its call right: the user hears what was wrong.
+
+    Each call is wrong in its own way (the same answer again ends the turn).
+    """
     harness = await fault_harness(conversation=COUNTING)
     for round_number in range(MAX_TOOL_ROUNDS_CONVERSATION):
-        harness.faulty.enqueue(CHAT, sse=bad_call(f"c{round_number}"))
+        wrong = "{" + " " * round_number + "oops"
+        harness.faulty.enqueue(CHAT, sse=bad_call(f"c{round_number}", arguments=wrong))
 
     result = await harness.run(harness.converse("Count"))
 
     assert failed(result)
     assert "invalid arguments for the tool count" in speech(result)
     assert runs == []
+
+
+async def test_the_same_malformed_call_again_ends_the_turn(
+    fault_harness: FaultHarnessFactory, runs: list[dict[str, Any]]
+) -> None:
+    """The same wrong call, answered the same way twice, costs no more rounds."""
+    harness = await fault_harness(conversation=COUNTING)
+    for round_number in range(2):
+        harness.faulty.enqueue(CHAT, sse=bad_call(f"c{round_number}"))
+
+    result = await harness.run(harness.converse("Count"))
+
+    assert failed(result)
+    assert "invalid arguments for the tool count" in speech(result)
+    assert len(harness.faulty.chat_requests()) == 2
 
 
 async def test_responses_malformed_call_is_answered(

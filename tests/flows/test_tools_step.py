@@ -14,6 +14,7 @@ import pytest
 from custom_components.openai_compatible.const import (
     CONF_CHAT_MODEL,
     CONF_MAX_TOOL_CALLS,
+    CONF_ONE_ROUND,
     CONF_RECOMMENDED,
     CONF_TOOLS,
     CONF_TOOLS_ON_DEMAND,
@@ -208,3 +209,31 @@ async def test_a_stored_name_the_api_lost_stays_listed(
     assert result["type"] is FlowResultType.ABORT
     data = entry.subentries[subentry_id].data
     assert not {CONF_TOOLS, CONF_TOOLS_ON_DEMAND, CONF_MAX_TOOL_CALLS} & set(data)
+
+
+def _default(result: Any, name: str) -> Any:
+    """Return a field's default in the form."""
+    return next(key for key in result["data_schema"].schema if key == name).default()
+
+
+async def test_one_round_answers_are_on_by_default_for_a_local_server(
+    hass: HomeAssistant, setup_entry: SetupEntry
+) -> None:
+    """A local server answers done intents at once unless told; others are asked."""
+    local = await setup_entry(provider="llama_cpp")
+    hosted = await setup_entry()
+    local_form = await _tools_form(hass, local.entry_id)
+    hosted_form = await _tools_form(hass, hosted.entry_id)
+    assert _default(local_form, CONF_ONE_ROUND) is True
+    assert _default(hosted_form, CONF_ONE_ROUND) is False
+
+    configure = hass.config_entries.subentries.async_configure
+    local_data = (await configure(local_form["flow_id"], {CONF_ONE_ROUND: False}))[
+        "data"
+    ]
+    hosted_data = (await configure(hosted_form["flow_id"], {CONF_ONE_ROUND: False}))[
+        "data"
+    ]
+
+    assert local_data[CONF_ONE_ROUND] is False
+    assert CONF_ONE_ROUND not in hosted_data

@@ -11,13 +11,14 @@ from homeassistant.components import conversation
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import chat_session, llm
+from homeassistant.setup import async_setup_component
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from custom_components.openai_compatible.const import CONF_API
 from custom_components.openai_compatible.features import Feature, WireApi
 from custom_components.openai_compatible.net.request import build_tool_set
-from simulator import OpenAISimulator, sse_text
+from simulator import OpenAISimulator, chunk, sse_text, sse_tool_calls
 from tests.conftest import AGENT, SetupEntry, converse, speech
 
 
@@ -381,3 +382,121 @@ async def test_a_refused_cache_key_is_dropped_and_learned(
     assert ["prompt_cache_key" in body for body in bodies] == [True, False, False]
     model = entry.runtime_data.capabilities.model("gpt-4o-mini")
     assert set(model.lessons.refused) == {Feature.PROMPT_CACHE_KEY}
+
+
+# ---------------------------------------------------------------------------
+# What Home Assistant gives a model to read: sentence triggers, thinking, errors
+# ---------------------------------------------------------------------------
+
+
+async def test_a_sentence_trigger_is_told_as_a_call_and_its_result(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A sentence trigger Home Assistant answered earlier reaches the model."""
+    assert await async_setup_component(
+        hass,
+        "automation",
+        {
+            "automation": {
+                "triggers": {"trigger": "conversation", "command": "open sesame"},
+                "actions": {"set_conversation_response": "The cave is open"},
+            }
+        },
+    )
+    await setup_entry(conversation={CONF_LLM_HASS_API: []})
+    user_input = conversation.ConversationInput(
+        text="open sesame",
+        context=Context(),
+        conversation_id=None,
+        device_id=None,
+        satellite_id=None,
+        language="en",
+        agent_id=AGENT,
+    )
+    with (
+        chat_session.async_get_chat_session(hass, context=Context()) as session,
+        conversation.async_get_chat_log(hass, session, user_input) as chat_log,
+    ):
+        said = await conversation.async_handle_sentence_triggers(
+            hass, user_input, chat_log
+        )
+    simulator.enqueue("/chat/completions", sse=sse_text("It is."))
+
+    await converse(hass, "Is the cave open?", session.conversation_id)
+
+    assert said == "The cave is open"
+    messages = simulator.chat_requests()[0]["messages"]
+    call = messages[2]["tool_calls"][0]
+    assert call["function"] == {"name": "trigger_sentence", "arguments": "{}"}
+    assert messages[3]["tool_call_id"] == call["id"]
+    assert json.loads(messages[3]["content"]) == {"response": "The cave is open"}
+
+
+async def test_a_failed_result_reaches_the_model_as_an_error(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A result marked as an error says so, whatever its data holds."""
+    await setup_entry(conversation={CONF_LLM_HASS_API: []})
+    with (
+        chat_session.async_get_chat_session(hass, context=Context()) as session,
+        conversation.async_get_chat_log(hass, session) as chat_log,
+    ):
+        chat_log.async_add_user_content(conversation.UserContent("Water the garden"))
+        chat_log.async_add_assistant_content_without_tools(
+            conversation.AssistantContent(
+                agent_id=AGENT,
+                tool_calls=[
+                    llm.ToolInput("trigger_sentence", {}, id="t1", external=True)
+                ],
+            )
+        )
+        chat_log.async_add_assistant_content_without_tools(
+            conversation.ToolResultContent(
+                agent_id=AGENT,
+                tool_call_id="t1",
+                tool_name="trigger_sentence",
+                result=llm.ToolResult({"valve": "stuck"}, error=True),
+            )
+        )
+    simulator.enqueue("/chat/completions", sse=sse_text("Sorry."))
+
+    await converse(hass, "Did it work?", session.conversation_id)
+
+    result = simulator.chat_requests()[0]["messages"][3]
+    assert json.loads(result["content"]) == {"error": {"valve": "stuck"}}
+
+
+async def test_thinking_is_given_back_until_refused(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    kitchen_light: str,
+) -> None:
+    """The model's thinking goes back with its call; a refusal drops it, learned."""
+    entry = await setup_entry()
+    simulator.enqueue(
+        "/chat/completions",
+        sse=[
+            chunk({"reasoning_content": "The user wants light."}),
+            *sse_tool_calls([("c1", "intent__HassTurnOn", {"name": "Kitchen light"})]),
+        ],
+    )
+    simulator.enqueue("/chat/completions", sse=sse_text("It is on."))
+    simulator.enqueue(
+        "/chat/completions",
+        status=400,
+        json=_refusal(
+            "Unrecognized request argument supplied: messages[2].reasoning_content"
+        ),
+    )
+    simulator.enqueue("/chat/completions", sse=sse_text("Welcome."))
+
+    first = await converse(hass, "Turn on the kitchen light")
+    await converse(hass, "Thanks", first.conversation_id)
+
+    taken, refused, accepted = simulator.chat_requests()[1:]
+    assert taken["messages"][2]["reasoning_content"] == "The user wants light."
+    assert "reasoning_content" in refused["messages"][2]
+    assert not any("reasoning_content" in m for m in accepted["messages"])
+    model = entry.runtime_data.capabilities.model("gpt-4o-mini")
+    assert model.refuses(Feature.REASONING_CONTENT)

@@ -13,6 +13,7 @@ import pytest
 
 from custom_components.openai_compatible.errors import ModelError, ServerError
 from custom_components.openai_compatible.wire.chat_stream import (
+    ANSWER_CUT,
     ChatStreamParser,
     async_read_answer,
     whole_answer_chunk,
@@ -221,9 +222,12 @@ def test_text_that_cannot_be_a_call_streams_at_once() -> None:
 
 
 def test_held_whitespace_is_spoken_with_the_words() -> None:
-    """Whitespace before the first word is held, then spoken with it."""
-    steps = parse_with_tools(["\n", " " * 100, "\n", "Hi"])
-    assert steps == [[], [], [], [{"content": "\n" + " " * 100 + "\nHi"}], []]
+    """Whitespace before the first word is held, then spoken with it.
+
+    A first word alone may still name a tool called as code (`Name(...)`).
+    """
+    steps = parse_with_tools(["\n", " " * 100, "\n", "Hi", " there"])
+    assert steps == [[], [], [], [], [{"content": "\n" + " " * 100 + "\nHi there"}], []]
     assert parse_with_tools(["  "]) == [[], [{"content": "  "}]]
 
 
@@ -233,10 +237,14 @@ def test_held_whitespace_is_spoken_with_the_words() -> None:
         "\n\n[" + WRITTEN_CALL + "]",
         '{"name": "HassTurnOn", "arguments": "{\\"name\\": \\"Kitchen\\"}"}',
         "<tool_call>" + WRITTEN_CALL + "</tool_call>",
+        "<tool_call>" + WRITTEN_CALL + "</tool_call>\nDone, it is on.",
     ],
 )
 def test_calls_written_as_text(written: str) -> None:
-    """Arrays of calls and string arguments work; nothing is spoken."""
+    """Arrays of calls and string arguments work; nothing is spoken.
+
+    Words after a call are not the answer: the next round says it.
+    """
     steps = parse_with_tools([written[:5], written[5:]])
     *spoken, last = steps
     assert not any(spoken)
@@ -248,7 +256,6 @@ def test_calls_written_as_text(written: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "<tool_call>" + WRITTEN_CALL + "</tool_call>\nDone, it is on.",
         "<tool_call>" + WRITTEN_CALL + "</tool_call><tool_call>{",
         '{"name": "HassTurnOn", "arguments": "the kitchen"}',
         "[1, 2, 3]",
@@ -295,7 +302,7 @@ def test_text_repeating_native_calls_is_not_spoken() -> None:
 def test_a_cut_answer_runs_no_tool_and_says_why(
     finish_reason: str | None, error: type[Exception], key: str
 ) -> None:
-    """Held text is spoken, calls are dropped, and the cause is raised."""
+    """A call cut short is not spoken, calls are dropped, the cause is raised."""
     parser = ChatStreamParser(LIGHT_TOOLS)
     chunks = [
         chunk({"content": '{"name": "HassTurnOn", "argu'}),
@@ -306,10 +313,42 @@ def test_a_cut_answer_runs_no_tool_and_says_why(
         chunks.append(chunk({}, finish_reason=finish_reason))
     deltas = [delta for item in chunks for delta in parser.feed(item)]
     deltas += parser.close(ended=False)
-    assert deltas == [{"content": '{"name": "HassTurnOn", "argu'}]
+    assert deltas == ([{"native": ANSWER_CUT}] if finish_reason == "length" else [])
     with pytest.raises(error) as err:
         parser.raise_if_cut()
     assert getattr(err.value, "translation_key", None) == key
+
+
+def test_a_piece_of_a_native_call_is_not_said() -> None:
+    """llama-server streamed a `{` as words, then the call it parsed, live."""
+    parser = ChatStreamParser(LIGHT_TOOLS)
+    deltas = parser.feed(chunk({"content": "{"}))
+    deltas += parser.feed(
+        call_fragment(
+            id="c1", function={"name": "intent__HassTurnOn", "arguments": "{}"}
+        )
+    )
+    deltas += parser.feed(chunk({}, finish_reason="tool_calls"))
+
+    (handed,) = deltas
+    assert handed["tool_calls"][0].id == "c1"
+
+
+def test_calls_written_whole_before_the_limit_run() -> None:
+    """A model that wrote its call, then made up its result until the limit.
+
+    The call runs; what it made up is not said; the answer is not an error.
+    """
+    parser = ChatStreamParser(LIGHT_TOOLS)
+    made_up = '\n{"speech": {}, "response_type": "action_done"}\n{"name": "Hass'
+    deltas = parser.feed(chunk({"content": WRITTEN_CALL + made_up}))
+    deltas += parser.feed(chunk({}, finish_reason="length"))
+    deltas += parser.close(ended=True)
+
+    (handed,) = deltas
+    (call,) = handed["tool_calls"]
+    assert (call.tool_name, call.tool_args) == ("HassTurnOn", {"name": "Kitchen"})
+    parser.raise_if_cut()
 
 
 def test_an_answer_without_finish_but_with_done_is_whole() -> None:

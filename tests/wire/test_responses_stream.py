@@ -318,3 +318,11 @@ def test_unknown_items_and_events_are_ignored() -> None:
     _, deltas = read(events)
 
     assert spoken(deltas) == "Hi"
+
+
+def test_an_answer_completed_with_nothing_said_is_silent() -> None:
+    """A completed answer without words or calls is an explicit, silent answer."""
+    _, deltas = read(response_stream([reasoning_item("Nothing to add.")]))
+
+    assert {"content": ""} in deltas
+    assert spoken(deltas) == ""

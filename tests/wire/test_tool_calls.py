@@ -13,11 +13,8 @@ from custom_components.openai_compatible.wire.tool_calls import (
     MAX_TOOL_CALLS,
     PendingCall,
     ToolCallAssembler,
-    calls_in_text,
-    may_be_call,
 )
 
-KITCHEN_CALL = '{"name": "HassTurnOn", "arguments": {"name": "Kitchen"}}'
 NAMES = {
     "intent__HassTurnOn": "HassTurnOn",
     "intent__HassTurnOff": "HassTurnOff",
@@ -164,7 +161,7 @@ def test_raw_control_characters_in_arguments_are_taken() -> None:
 def test_calls_of_tools_not_offered_are_answered() -> None:
     """A call of a tool that was not offered is answered with the offered names."""
     assembler = ToolCallAssembler()
-    assembler.add(fragment(0, "x", "intent__HassTurnOnn", "{}"))
+    assembler.add(fragment(0, "x", "intent__HassDance", "{}"))
     (call,), (answer,) = tool_inputs(assembler.named_calls(), NAMES, str)
     assert call.external
     assert answer["result"].data["error"] == "unknown_tool"
@@ -180,84 +177,3 @@ def test_completeness_checks_back_off() -> None:
     assert not call.arguments_complete()  # 8 characters, not yet 2 * 6 + 1
     call.add_arguments(" " * 5)
     assert call.arguments_complete()
-
-
-@pytest.mark.parametrize(
-    ("start", "verdict"),
-    [
-        ("", True),
-        ("{", True),
-        ('{"na', True),
-        ("{4", False),
-        ("[" * 5000, True),
-        ("[" * 5000 + '{"', True),
-        ("[[1,2]]", False),
-        ("<tool_", True),
-        ("<tool_call>{", True),
-        ("``", True),
-        ("```json", True),
-        ("`light", False),
-        ("Hello", False),
-    ],
-)
-def test_may_be_call(start: str, verdict: bool) -> None:
-    """Only starts that can still become a written call are held."""
-    assert may_be_call(start) is verdict
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        '{"name": "HassTurnOn", "arguments": {"name": "Kitchen"}}',
-        '\n\n[{"name": "HassTurnOn", "arguments": {"name": "Kitchen"}}]',
-        '{"name": "intent__HassTurnOn", "parameters": "{\\"name\\": \\"Kitchen\\"}"}',
-        '```json\n{"name": "HassTurnOn", "arguments": {"name": "Kitchen"}}\n```',
-        f"<tool_call>\n{KITCHEN_CALL}\n</tool_call>\n",
-    ],
-)
-def test_calls_in_text(text: str) -> None:
-    """Objects, arrays, fences and tags; prefixed names and string arguments."""
-    calls = calls_in_text(text, NAMES)
-    assert calls is not None
-    assert [(call.name, call.arguments()) for call in calls] == [
-        ("intent__HassTurnOn", {"name": "Kitchen"})
-    ]
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        '<tool_call>{"name": "HassTurnOn", "arguments": {}}</tool_call>\nDone.',
-        '<tool_call>{"name": "HassTurnOn", "arguments": {}}</tool_call><tool_call>{',
-        "<tool_call>" * 10_000,
-        '<tool_call>{"name": "HassTurnOn", "arguments": {}}</tool_call>' * 2 + "x",
-        '{"name": "HassTurnOn", "arguments": "the kitchen"}',
-        '{"name": "HassTurnOn", "arguments": [1]}',
-        '{"name": "Unknown", "arguments": {}}',
-        '{"name": "Hass", "arguments": {}}',
-        '{"name": 5, "arguments": {}}',
-        "[1, 2, 3]",
-        "```",
-        "```" + " " * 10_000 + "x",
-        "[" * 100_000,
-        "",
-    ],
-)
-def test_text_that_is_not_only_calls(text: str) -> None:
-    """Words besides calls, a call cut short, odd names or arguments: no calls."""
-    assert calls_in_text(text, NAMES) is None
-
-
-def test_a_name_ending_two_offered_tools_is_ambiguous() -> None:
-    """A short name that ends two offered names names neither."""
-    names = {"a__light": "light", "b__light": "light"}
-    assert calls_in_text('{"name": "light", "arguments": {}}', names) is None
-
-
-def test_too_many_written_calls() -> None:
-    """Written calls obey the same limit."""
-    call = '{"name": "HassTurnOn", "arguments": {}}'
-    assert len(calls_in_text(f"[{','.join([call] * 32)}]", NAMES) or []) == 32
-    with pytest.raises(ModelError) as err:
-        calls_in_text(f"[{','.join([call] * 33)}]", NAMES)
-    assert err.value.translation_key == "too_many_tool_calls"

@@ -146,15 +146,16 @@ class ModelSubentryFlowHandler(SubentryFlow):
     ) -> SubentryFlowResult:
         """Show and take which tools the agent offers, where it has an LLM API."""
         apis = self.options.get(CONF_LLM_HASS_API)
+        local = bool(self._entry().runtime_data.capabilities.local)
         if user_input is not None:
-            self.options = tools_data(self.options, user_input)
+            self.options = tools_data(self.options, user_input, local)
         if user_input is not None or not apis:
             return await self.async_step_responses()
         options = await async_tool_options(self.hass, apis)
         return self.async_show_form(
             step_id="tools",
             data_schema=self.add_suggested_values_to_schema(
-                tools_schema(options, self.options), self.options
+                tools_schema(options, self.options, local), self.options
             ),
             last_step=self._responses_schema() is None,
         )

@@ -22,10 +22,21 @@ from homeassistant.helpers.selector import (
 import probatio
 from slugify import slugify
 
-from ..const import CONF_MAX_TOOL_CALLS, CONF_TOOLS, CONF_TOOLS_ON_DEMAND, DOMAIN
+from ..const import (
+    CONF_MAX_TOOL_CALLS,
+    CONF_ONE_ROUND,
+    CONF_TOOLS,
+    CONF_TOOLS_ON_DEMAND,
+    DOMAIN,
+)
 from .fields import whole_number
 
-TOOL_KEYS: Final = (CONF_TOOLS, CONF_TOOLS_ON_DEMAND, CONF_MAX_TOOL_CALLS)
+TOOL_KEYS: Final = (
+    CONF_TOOLS,
+    CONF_TOOLS_ON_DEMAND,
+    CONF_MAX_TOOL_CALLS,
+    CONF_ONE_ROUND,
+)
 # A label shows this much of a description's first sentence.
 LABEL_CHARACTERS: Final = 60
 
@@ -71,9 +82,12 @@ def _readable(tool: llm.Tool) -> str:
 
 
 def tools_schema(
-    options: list[SelectOptionDict], data: Mapping[str, Any]
+    options: list[SelectOptionDict], data: Mapping[str, Any], local: bool
 ) -> probatio.Schema:
-    """Return the form: the tools to offer, on demand, the cap on calls."""
+    """Return the form: the tools to offer, on demand, the cap on calls, rounds.
+
+    One-round answers are on by default for a local server.
+    """
     offered = {option["value"] for option in options}
     kept = [
         SelectOptionDict(value=name, label=name)
@@ -93,12 +107,13 @@ def tools_schema(
             ),
             probatio.Optional(CONF_TOOLS_ON_DEMAND, default=False): bool,
             probatio.Optional(CONF_MAX_TOOL_CALLS): whole_number(1, 100),
+            probatio.Optional(CONF_ONE_ROUND, default=local): bool,
         }
     )
 
 
 def tools_data(
-    data: Mapping[str, Any], user_input: Mapping[str, Any]
+    data: Mapping[str, Any], user_input: Mapping[str, Any], local: bool
 ) -> dict[str, Any]:
     """Return the subentry's data with the step's values; defaults are not kept."""
     kept = {key: value for key, value in data.items() if key not in TOOL_KEYS}
@@ -108,4 +123,6 @@ def tools_data(
         kept[CONF_TOOLS_ON_DEMAND] = True
     if (cap := user_input.get(CONF_MAX_TOOL_CALLS)) is not None:
         kept[CONF_MAX_TOOL_CALLS] = int(cap)
+    if (one_round := user_input.get(CONF_ONE_ROUND, local)) != local:
+        kept[CONF_ONE_ROUND] = one_round
     return kept

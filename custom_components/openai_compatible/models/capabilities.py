@@ -269,6 +269,11 @@ class Capabilities:
         # Set once the entry unloads: a request still running writes nothing.
         self._closed = False
 
+    @property
+    def local(self) -> bool:
+        """Tell whether the server runs locally: a local preset, or known software."""
+        return self.provider.local or bool(self.report.kind)
+
     def model(self, name: str) -> ModelCapabilities:
         """Return what is known about a model of this server."""
         return ModelCapabilities(

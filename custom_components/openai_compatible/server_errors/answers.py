@@ -115,6 +115,7 @@ _NAMES: Final[tuple[tuple[Feature, tuple[str, ...]], ...]] = (
     (Feature.WEB_SEARCH, ("web_search",)),
     (Feature.CODE_INTERPRETER, ("code_interpreter", "container")),
     (Feature.IMAGE_GENERATION, ("image_generation",)),
+    (Feature.REASONING_CONTENT, ("reasoning_content",)),
     (Feature.REASONING_SUMMARY, ("reasoning.summary", "reasoning summar")),
     (Feature.REASONING, ("reasoning",)),
     (Feature.VERBOSITY, ("verbosity",)),

@@ -89,7 +89,7 @@ def default_answer_limit(
     rather than at the end of its window: the answer's usual room, or a
     quarter of the window where that is less. Hosted services get none.
     """
-    if not (server.provider.local or server.report.kind):
+    if not server.local:
         return None
     window = known_window(options, server.model(str(options.get(CONF_CHAT_MODEL))))
     if window is None:

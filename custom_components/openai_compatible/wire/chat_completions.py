@@ -91,6 +91,8 @@ class MessageRenderer(ChatLogRenderer[Message, ChatPart]):
             return [{"role": "assistant", "content": ""}]
         # Empty text, not null: llama-cpp-python refuses null next to tool calls.
         message: Message = {"role": "assistant", "content": content.content or ""}
+        if content.thinking_content:
+            message["reasoning_content"] = content.thinking_content
         if calls:
             message["tool_calls"] = [
                 {
@@ -142,6 +144,8 @@ def body_features(body: ChatBody) -> frozenset[Feature]:
     for message in body.get("messages") or ():
         if message.get("role") in _SYSTEM_ROLES:
             features.add(Feature.SYSTEM_MESSAGES)
+        if "reasoning_content" in message:
+            features.add(Feature.REASONING_CONTENT)
         if isinstance(content := message.get("content"), list):
             kinds = {part.get("type") for part in content}
             if "image_url" in kinds:
@@ -177,8 +181,9 @@ _DROPPED_KEYS: Final = {
 def without_feature(body: ChatBody, feature: Feature) -> ChatBody | None:
     """Return the body asking the same without the feature; None if it cannot.
 
-    Only what changes how the answer is sent or tuned can go: a response
-    format, log-probabilities, tools or attachments are the request itself.
+    Only what changes how the answer is sent or tuned can go, and the
+    thinking given back: a response format, log-probabilities, tools or
+    attachments are the request itself.
     The system prompt is not left out but moved into the first user message.
     """
     if keys := _DROPPED_KEYS.get(feature):
@@ -192,6 +197,11 @@ def without_feature(body: ChatBody, feature: Feature) -> ChatBody | None:
         changed["max_completion_tokens"] = changed.pop("max_tokens", None)
     elif feature is Feature.SYSTEM_MESSAGES:
         changed["messages"] = fold_system(body["messages"])
+    elif feature is Feature.REASONING_CONTENT:
+        changed["messages"] = [
+            without_keys(message, ("reasoning_content",))
+            for message in body["messages"]
+        ]
     else:
         return None
     return changed

@@ -8,6 +8,7 @@ was cut off is told as such and runs no tool.
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
+from typing import Final
 from uuid import uuid4
 
 from homeassistant.components import conversation
@@ -33,7 +34,8 @@ from ..server_errors.answers import answer_error
 from ..server_errors.overflow import parse_overflow
 from .think_tags import ThinkTagSplitter
 from .tool_answers import answered_calls, tool_inputs
-from .tool_calls import LONGEST_MARKER, ToolCallAssembler, calls_in_text, may_be_call
+from .tool_calls import PendingCall, ToolCallAssembler
+from .written_calls import WrittenCallWatch
 
 type Delta = (
     conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
@@ -44,6 +46,13 @@ _CUT_ERRORS = {
     "length": "answer_cut_at_token_limit",
     "content_filter": "answer_cut_by_content_filter",
 }
+
+
+class AnswerCut:
+    """The `native` of an answer its token limit cut (its words may stand)."""
+
+
+ANSWER_CUT: Final = AnswerCut()
 
 
 class ChatStreamParser:
@@ -75,12 +84,10 @@ class ChatStreamParser:
         # Whether a tool call (native, or written as text) was under way when
         # the answer was cut.
         self._cut_call = False
-        # Spoken text held back because it may be a tool call written as text;
-        # None once the answer speaks.
-        self._held: list[str] | None = [] if tool_names else None
-        # The held text without whitespace, kept until its verdict is settled.
-        self._held_start = ""
-        self._held_settled = False
+        # Where tools are offered, a call the model writes as text is held.
+        self._watch = WrittenCallWatch(tool_names) if tool_names else None
+        # Whether the answer said or called anything.
+        self._said = False
         # The token usage the server reported, if it did.
         self.usage: JSONObject | None = None
 
@@ -144,25 +151,15 @@ class ChatStreamParser:
         """Add deltas for thinking and spoken text, holding back a possible call."""
         if thinking:
             deltas.append({"thinking_content": thinking})
-        if not spoken:
-            return
-        held = self._held
-        if held is None:
-            deltas.append({"content": spoken})
-            return
-        held.append(spoken)
-        if not self._held_settled:
-            self._held_start += "".join(spoken.split())
-            if not may_be_call(self._held_start):
-                deltas.extend(self._speak_held())
-            # Past the longest marker the verdict cannot change.
-            self._held_settled = len(self._held_start) > LONGEST_MARKER
+        if spoken and self._watch is not None:
+            spoken = self._watch.feed(spoken)
+        self._say(spoken, deltas)
 
-    def _speak_held(self) -> list[Delta]:
-        """Let the held text go as spoken text."""
-        text = "".join(self._held or ())
-        self._held = None
-        return [{"content": text}] if text else []
+    def _say(self, text: str, deltas: list[Delta]) -> None:
+        """Add spoken text, if there is any."""
+        if text:
+            self._said = True
+            deltas.append({"content": text})
 
     def _finish(self, reason: str | None) -> list[Delta]:
         """Hand over held text and the assembled calls, once, unless cut off."""
@@ -171,18 +168,24 @@ class ChatStreamParser:
         self._finished = True
         if reason in _CUT_ERRORS:
             self._cut = reason
-        if self._cut is not None:
-            self._cut_call = self._held is not None or bool(self._calls.calls)
-            return self._speak_held()
         deltas: list[Delta] = []
-        if self._held is not None:
-            calls = calls_in_text("".join(self._held), self._tool_names)
-            if calls is None:
-                deltas.extend(self._speak_held())
-            else:
-                self._held = None
-                # With native calls too, the text only repeats them: say nothing.
-                self._calls.adopt(calls)
+        watch = self._watch
+        written: list[PendingCall] = []
+        if self._cut is not None:
+            holding = bool(watch and watch.holding)
+            said, written = watch.cut() if watch else ("", [])
+            self._say(said, deltas)
+            if self._cut != "length" or self._calls.calls or not written:
+                self._cut_call = holding or bool(self._calls.calls)
+                if self._cut == "length":
+                    deltas.append({"native": ANSWER_CUT})
+                return deltas
+            # Calls written whole before the model rambled on: they run.
+        elif watch is not None:
+            said, written = watch.finish(called=bool(self._calls.calls))
+            self._say(said, deltas)
+        # With native calls too, written ones only repeat them.
+        self._calls.adopt(written)
         inputs, answers = tool_inputs(
             self._calls.named_calls(),
             self._tool_names,
@@ -194,6 +197,9 @@ class ChatStreamParser:
             if answers:
                 handed["native"] = answered_calls(answers)
             deltas += [handed, *answers]
+        elif reason == "stop" and not self._said:
+            # The model chose to say nothing: a silent answer.
+            deltas.append({"content": ""})
         return deltas
 
     def _new_call_id(self) -> str:

@@ -122,7 +122,11 @@ class ChatLogRenderer[Item, Part](ABC):
             return [await self._async_user(content, extra)]
         if isinstance(content, conversation.AssistantContent):
             return self._assistant(content)
-        return [self._result(content.tool_call_id, content.result.data)]
+        result = content.result
+        if result.error and "error" not in result.data:
+            # The model must read it as a failure, as core integrations tell it.
+            return [self._result(content.tool_call_id, {"error": result.data})]
+        return [self._result(content.tool_call_id, result.data)]
 
     async def _async_user(
         self, content: conversation.UserContent, extra: str | None

@@ -106,8 +106,8 @@ class ResponsesStreamParser:
         # The status the answer ended with, once it did.
         self._status: str | None = None
         self._incomplete_reason: str | None = None
-        # Nothing was said since the last provider-run call.
-        self._silent = False
+        # Nothing was said yet, or since the last provider-run call.
+        self._silent = True
         # The token usage in the Chat Completions form, if the server reported it.
         self.usage: JSONObject | None = None
 
@@ -345,7 +345,8 @@ class ResponsesStreamParser:
             return
         self._status = "completed"
         if self._silent and not self._calls:
-            # Nothing said after a provider-run call: the answer ends there.
+            # The model chose to say nothing (after a provider-run call, or at
+            # all): a silent answer.
             deltas.append({"content": ""})
         self._end_message(deltas)
 

@@ -203,7 +203,8 @@ class RoundTrip:
         gateway's rendering of a server that cannot stream when it may choose
         a tool) is asked again unstreamed; when that answers, the model's
         refusal is learned. So is a stream that ends in a tool call the server
-        could not parse, unlearned.
+        could not parse, unlearned. An empty answer to tool results is the
+        model's: the calls came through the stream.
         """
         yield {"role": "assistant"}
         body = self._shaped(body, self._dialect.settings.stream)
@@ -217,7 +218,7 @@ class RoundTrip:
             if said or not self._refuses_stream_with_tools(body, err):
                 raise
             learn = False
-        if said or not self._streams_with_tools(body):
+        if said or not self._streams_with_tools(body) or _follows_results(chat_log):
             return
         LOGGER.debug("Empty streamed answer next to tools; asking unstreamed")
         unstreamed = self._dialect.without_feature(body, Feature.STREAM_WITH_TOOLS)
@@ -410,6 +411,11 @@ class RoundTrip:
             LOGGER.debug("Sending again without %s: %s", named, err.server_message)
             self._capabilities.learn_refused_fields(named, err.lesson_source)
         return named
+
+
+def _follows_results(chat_log: conversation.ChatLog) -> bool:
+    """Tell whether a round answers tool results: its stream with tools worked."""
+    return isinstance(chat_log.content[-1], conversation.ToolResultContent)
 
 
 async def _prepended(

@@ -18,7 +18,8 @@ from homeassistant.helpers import llm
 
 from ..errors import ModelError
 from ..net.request import OwnCalls, ToolSet
-from .tool_calls import PendingCall, offered_name
+from .tool_calls import PendingCall
+from .written_calls import offered_name
 
 type Answer = conversation.ToolResultContentDeltaDict
 
@@ -28,6 +29,11 @@ _HINTS: Final = {
     "JSON object matching its parameters.",
     "unknown_tool": "Call one of the offered tools, by its exact name.",
 }
+
+
+# The call Home Assistant's default agent adds for a sentence trigger it
+# answered; its result holds what the trigger said.
+_TRIGGER: Final = "trigger_sentence"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +96,7 @@ def checked_calls(tool_set: ToolSet) -> OwnCalls:
     one domain where their parameters say a list).
     """
     required = {
-        tool_set.from_wire[tool["function"]["name"]]: _required(
+        tool_set.from_wire[tool["function"]["name"]]: required_keys(
             tool["function"].get("parameters")
         )
         for tool in tool_set.tools
@@ -99,7 +105,7 @@ def checked_calls(tool_set: ToolSet) -> OwnCalls:
     def answer(call: llm.ToolInput) -> llm.ToolResult | None:
         if missing := [
             key
-            for key in required.get(call.tool_name, ())
+            for key in sorted(required.get(call.tool_name, ()))
             if call.tool_args.get(key) is None
         ]:
             names = ", ".join(repr(key) for key in missing)
@@ -111,10 +117,10 @@ def checked_calls(tool_set: ToolSet) -> OwnCalls:
     return answer
 
 
-def _required(parameters: object) -> list[str]:
+def required_keys(parameters: object) -> frozenset[str]:
     """Return the keys a tool's parameters require."""
-    keys = parameters.get("required") if isinstance(parameters, dict) else None
-    return [str(key) for key in keys] if isinstance(keys, list) else []
+    keys = parameters.get("required") if isinstance(parameters, Mapping) else None
+    return frozenset(map(str, keys)) if isinstance(keys, list) else frozenset()
 
 
 def _answered(
@@ -152,13 +158,18 @@ def answered_calls(answers: list[Answer]) -> AnsweredCalls:
 
 
 def model_calls(content: conversation.AssistantContent) -> list[llm.ToolInput]:
-    """Return the calls of a message that the model made and the server saw."""
+    """Return the calls of a message that go to the server as calls.
+
+    Those the model made, and the sentence triggers Home Assistant answered
+    earlier in the conversation (the model reads them as its own, as Home
+    Assistant means them); not the calls a provider ran itself.
+    """
     native = content.native
     answered = native.ids if isinstance(native, AnsweredCalls) else frozenset()
     return [
         call
         for call in content.tool_calls or ()
-        if not call.external or call.id in answered
+        if not call.external or call.id in answered or call.tool_name == _TRIGGER
     ]
 
 

@@ -1,15 +1,14 @@
-"""Tool calls in an answer: assembled from stream fragments, or written as text.
+"""Tool calls in an answer, assembled from stream fragments.
 
-Every step takes time linear in the answer: a hostile or looping server cannot
+Calls written as text are read in written_calls.py. Every step takes time linear in the answer: a hostile or looping server cannot
 make assembly or detection block the event loop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 import json
-import re
 from typing import Any
 
 from homeassistant.helpers.json import json_dumps
@@ -22,13 +21,6 @@ from ..net.shapes import JsonObject
 
 # The most tool calls one answer may ask for.
 MAX_TOOL_CALLS = 32
-# How an answer starts when a model writes its tool call as text.
-TEXT_CALL_TAGS = ("<tool_call>", "```")
-LONGEST_MARKER = max(len(tag) for tag in TEXT_CALL_TAGS)
-_TAG_OPEN = "<tool_call>"
-_TAG_CLOSE = "</tool_call>"
-_FENCE = "```"
-_NON_SPACE = re.compile(r"\S")
 
 
 @dataclass(slots=True)
@@ -174,90 +166,3 @@ def _starts_new(current: PendingCall, fragment: CallFragment) -> bool:
         and (isinstance(arguments, dict) or (arguments or "").lstrip()[:1] == "{")
         and current.arguments_complete()
     )
-
-
-def may_be_call(start: str) -> bool:
-    """Tell whether an answer that starts like this can be a call written out.
-
-    `start` is the start of the answer with all whitespace removed.
-    """
-    rest = start.lstrip("[")
-    if rest[:1] == "{":
-        return rest[1:2] in ("", '"')
-    return any(rest.startswith(tag) or tag.startswith(rest) for tag in TEXT_CALL_TAGS)
-
-
-def calls_in_text(text: str, tool_names: Mapping[str, str]) -> list[PendingCall] | None:
-    """Return the tool calls a model wrote as text, if that is all it wrote.
-
-    Takes a JSON object or array (or a fenced one) or Hermes-style
-    `<tool_call>` blocks that name an offered tool and give its arguments.
-    """
-    stripped = text.strip()
-    if stripped.startswith(_TAG_OPEN):
-        bodies = _tagged_bodies(stripped)
-    elif (
-        stripped.startswith(_FENCE) and stripped.endswith(_FENCE) and len(stripped) >= 6
-    ):
-        bodies = [stripped[3:-3].removeprefix("json")]
-    else:
-        bodies = [stripped]
-    if bodies is None:
-        return None
-    calls: list[PendingCall] = []
-    for body in bodies:
-        try:
-            value = json_loads(body)
-        except ValueError:
-            return None
-        for item in value if isinstance(value, list) else [value]:
-            call = _written_call(item, tool_names)
-            if call is None:
-                return None
-            if len(calls) == MAX_TOOL_CALLS:
-                raise too_many_calls()
-            calls.append(call)
-    return calls or None
-
-
-def _tagged_bodies(text: str) -> list[str] | None:
-    """Return the bodies of `<tool_call>` blocks, if the text is only such blocks."""
-    bodies: list[str] = []
-    position = 0
-    while position < len(text):
-        if not text.startswith(_TAG_OPEN, position):
-            return None  # words besides the calls
-        start = position + len(_TAG_OPEN)
-        end = text.find(_TAG_CLOSE, start)
-        if end < 0:
-            return None  # a call cut short
-        bodies.append(text[start:end])
-        following = _NON_SPACE.search(text, end + len(_TAG_CLOSE))
-        position = following.start() if following else len(text)
-    return bodies
-
-
-def _written_call(item: object, tool_names: Mapping[str, str]) -> PendingCall | None:
-    """Return the call one written object stands for, if it is one."""
-    if not isinstance(item, dict):
-        return None
-    name = offered_name(item.get("name"), tool_names)
-    arguments = item.get("arguments", item.get("parameters"))
-    if isinstance(arguments, str):
-        try:
-            arguments = json_loads(arguments)
-        except ValueError:
-            return None
-    if name is None or not isinstance(arguments, dict):
-        return None
-    return PendingCall(None, name, decoded=arguments)
-
-
-def offered_name(name: object, tool_names: Mapping[str, str]) -> str | None:
-    """Return the offered tool a name the model gave means, also without its prefix."""
-    if not isinstance(name, str):
-        return None
-    if name in tool_names:
-        return name
-    matches = [wire for wire in tool_names if wire.endswith(f"__{name}")]
-    return matches[0] if len(matches) == 1 else None

@@ -1,0 +1,367 @@
+"""A call's arguments cleaned before it runs: placeholders out, names matched.
+
+Small models fill optional arguments with placeholders (`"floor": "unknown"`,
+`"0"`, `"None"`), write names in code style (`living_room_light`,
+`garageDoor`) or in part (`garage`), put a kind of device where an area
+goes (`"area": "light"`), and add places or device classes the device does
+not have; Home Assistant's intents then match nothing. So an
+optional argument that is empty or a placeholder goes; an area or floor that
+the home lacks but that names a domain is that domain; a name, area or floor
+is given as the home writes it where exactly one fits its words (all of
+them, else as part of the name; among the call's domains); an area, floor or
+domain the home lacks, or one the named device is not in, or a device class
+it does not have, goes where the name still says what is meant. A required
+argument is never dropped.
+
+What the home holds is read once per turn, and only when a call needs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+import re
+from typing import Any, Final
+
+from homeassistant.components.conversation import DOMAIN as CONVERSATION_DOMAIN
+from homeassistant.components.homeassistant.exposed_entities import async_should_expose
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import (
+    area_registry as ar,
+    device_registry as dr,
+    entity_registry as er,
+    floor_registry as fr,
+    llm,
+)
+
+from ..net.request import ToolSet
+from .tool_answers import required_keys
+
+# What small models write for "no value".
+_PLACEHOLDERS: Final = frozenset(
+    {"", "unknown", "none", "null", "nil", "n/a", "na", "0", "undefined", "-", "?"}
+)
+# Where a word starts inside a name written in code style.
+_WORD_BREAK: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-.\s]+")
+# The arguments that name places, and the argument of kinds of device.
+_PLACES: Final = ("area", "floor")
+_DOMAIN: Final = "domain"
+
+
+def words(name: str) -> str:
+    """Return a name as lower-case words: `garageDoor`, `garage_door`: `garage door`."""
+    return " ".join(part for part in _WORD_BREAK.split(name) if part).casefold()
+
+
+@dataclass(slots=True)
+class _Names:
+    """Names of one kind the home has (with their domains), by their words."""
+
+    by_words: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+
+    def add(self, name: str, *others: str, domain: str = "") -> None:
+        """Add a name as the home writes it, found by it and by its other names."""
+        for found_by in (name, *others):
+            self.by_words.setdefault(words(found_by), set()).add((name, domain))
+
+    def match(self, value: str, domains: frozenset[str] = frozenset()) -> str | None:
+        """Return the one name the value means, among the domains if any are given.
+
+        The value's words are the whole of a name, else part of one.
+        """
+        key = words(value)
+        if not key:
+            return None
+        if found := _named(self.by_words.get(key, set()), domains):
+            return _only(found)
+        wanted = set(key.split())
+        return _only(
+            {
+                name
+                for phrase, entries in self.by_words.items()
+                if wanted <= set(phrase.split())
+                for name in _named(entries, domains)
+            }
+        )
+
+    def only_of(self, domain: str) -> str | None:
+        """Return the name of the one entity of a domain, if there is one."""
+        return _only(
+            {
+                name
+                for entries in self.by_words.values()
+                for name, of in entries
+                if of == domain
+            }
+        )
+
+    def knows(self, value: str) -> bool:
+        """Tell whether the value is one of the names, read as words."""
+        return words(value) in self.by_words
+
+
+def _named(entries: set[tuple[str, str]], domains: frozenset[str]) -> set[str]:
+    """Return the names of the entries in the domains (all, if none given)."""
+    return {name for name, domain in entries if not domains or domain in domains}
+
+
+def _only(names: set[str]) -> str | None:
+    """Return the one name, if there is exactly one."""
+    return next(iter(names)) if len(names) == 1 else None
+
+
+@dataclass(slots=True)
+class _Home:
+    """The names the home's exposed entities, areas and floors go by."""
+
+    entities: _Names
+    areas: _Names
+    floors: _Names
+    domains: frozenset[str]
+    entity_names: dict[str, str]
+    # The words of the areas and floors the entities of each name are in.
+    places: dict[str, set[str]]
+    # The device classes of the entities of each name.
+    classes: dict[str, set[str]]
+
+
+def _read_home(hass: HomeAssistant) -> _Home:
+    """Read the names of the home's areas, floors and exposed entities."""
+    home = _Home(_Names(), _Names(), _Names(), frozenset(), {}, {}, {})
+    places = _Places(hass)
+    entities = er.async_get(hass)
+    for state in hass.states.async_all():
+        if not async_should_expose(hass, CONVERSATION_DOMAIN, state.entity_id):
+            continue
+        home.entity_names[state.entity_id] = state.name
+        entry = entities.async_get(state.entity_id)
+        aliases = entry.aliases if entry is not None else ()
+        others = (alias for alias in aliases if isinstance(alias, str))
+        home.entities.add(state.name, *others, domain=state.domain)
+        home.places.setdefault(state.name, set()).update(places.of(entry))
+        classes = home.classes.setdefault(state.name, set())
+        if isinstance(device_class := state.attributes.get("device_class"), str):
+            classes.add(device_class)
+    for area in places.areas.async_list_areas():
+        home.areas.add(area.name, area.id, *area.aliases)
+    for floor in places.floors.async_list_floors():
+        home.floors.add(floor.name, floor.floor_id, *floor.aliases)
+    home.domains = frozenset(
+        entity_id.partition(".")[0] for entity_id in home.entity_names
+    )
+    return home
+
+
+class _Places:
+    """The areas and floors of entities, as words."""
+
+    def __init__(self, hass: HomeAssistant) -> None:
+        """Read from the registries."""
+        self.areas = ar.async_get(hass)
+        self.floors = fr.async_get(hass)
+        self._devices = dr.async_get(hass)
+
+    def of(self, entry: er.RegistryEntry | None) -> set[str]:
+        """Return the words of an entity's area and floor, by name, id and alias."""
+        if entry is None:
+            return set()
+        area_id = entry.area_id
+        if area_id is None and entry.device_id is not None:
+            device = self._devices.async_get(entry.device_id)
+            area_id = device.area_id if device is not None else None
+        area = self.areas.async_get_area(area_id) if area_id else None
+        if area is None:
+            return set()
+        names = {area.name, area.id, *area.aliases}
+        if area.floor_id and (floor := self.floors.async_get_floor(area.floor_id)):
+            names |= {floor.name, floor.floor_id, *floor.aliases}
+        return {words(name) for name in names}
+
+
+class ArgumentCleaner:
+    """Cleans the arguments of the calls of one turn."""
+
+    def __init__(self, hass: HomeAssistant, tool_set: ToolSet) -> None:
+        """Learn which arguments each offered tool requires, and which are words."""
+        self._hass = hass
+        self._tools = {
+            tool_set.from_wire[tool["function"]["name"]]: _Parameters.of(
+                tool["function"].get("parameters")
+            )
+            for tool in tool_set.tools
+        }
+        self._home: _Home | None = None
+
+    @property
+    def home(self) -> _Home:
+        """Return what the home is called, read at the first need this turn."""
+        if self._home is None:
+            self._home = _read_home(self._hass)
+        return self._home
+
+    def clean(self, call: llm.ToolInput) -> llm.ToolInput:
+        """Return the call with its arguments cleaned; the same call if none changed."""
+        parameters = self._tools.get(call.tool_name)
+        if call.external or parameters is None:
+            return call
+        arguments: dict[str, Any] = {}
+        for key, value in call.tool_args.items():
+            cleaned = _without_blanks(value, words=key in parameters.words)
+            if cleaned is not None:
+                arguments[key] = cleaned
+            elif key in parameters.required:
+                arguments[key] = value
+        if arguments:
+            self._named(arguments, parameters)
+        if arguments == call.tool_args:
+            return call
+        return llm.ToolInput(call.tool_name, arguments, id=call.id)
+
+    def _named(self, arguments: dict[str, Any], parameters: _Parameters) -> None:
+        """Give the domains, places and name as the home has them."""
+        home = self.home
+        if _DOMAIN in parameters.words and _DOMAIN not in arguments:
+            self._places_as_domains(arguments, parameters)
+        if _DOMAIN in arguments:
+            arguments[_DOMAIN] = _known_domains(arguments[_DOMAIN], home.domains)
+        domains = frozenset(_listed(arguments.get(_DOMAIN))) & home.domains
+        for key, names, among in (
+            ("name", home.entities, domains),
+            ("area", home.areas, frozenset()),
+            ("floor", home.floors, frozenset()),
+        ):
+            value = arguments.get(key)
+            if not isinstance(value, str):
+                continue
+            if key == "name":
+                arguments[key] = self._entity_name(value, domains) or value
+            else:
+                arguments[key] = names.match(value, among) or value
+        if "name" in arguments:
+            self._drop_unknown_places(arguments, parameters.required)
+
+    def _entity_name(self, value: str, domains: frozenset[str]) -> str | None:
+        """Return the entity a name means: by its id, its words, or its domain.
+
+        A name that only says a domain (`vacuum`) means the home's one entity
+        of that domain, if it has one.
+        """
+        home = self.home
+        if value in home.entity_names:
+            return home.entity_names[value]
+        if found := home.entities.match(value, domains):
+            return found
+        domain = _domain(value, home.domains)
+        return home.entities.only_of(domain) if domain in home.domains else None
+
+    def _places_as_domains(
+        self, arguments: dict[str, Any], parameters: _Parameters
+    ) -> None:
+        """Take an area or floor the home lacks that names a domain as the domain."""
+        home = self.home
+        for key, names in zip(_PLACES, (home.areas, home.floors), strict=True):
+            value = arguments.get(key)
+            if not isinstance(value, str) or names.knows(value):
+                continue
+            if (domain := _domain(value, home.domains)) in home.domains:
+                arguments[_DOMAIN] = [domain]
+                if key not in parameters.required:
+                    del arguments[key]
+                return
+
+    def _drop_unknown_places(
+        self, arguments: dict[str, Any], required: frozenset[str]
+    ) -> None:
+        """Drop the places and domains the home lacks, the name says enough.
+
+        So goes an area or floor where nothing of that name is, and a device
+        class nothing of that name has.
+        """
+        home = self.home
+        name = arguments["name"]
+        classes = home.classes.get(name)
+        if classes is not None and "device_class" not in required:
+            given = _listed(arguments.get("device_class"))
+            if given and not classes.intersection(given):
+                del arguments["device_class"]
+        places = home.places.get(name)
+        for key, names in zip(_PLACES, (home.areas, home.floors), strict=True):
+            value = arguments.get(key)
+            if key in required or not isinstance(value, str):
+                continue
+            if not names.knows(value) or (
+                places is not None and words(value) not in places
+            ):
+                del arguments[key]
+        if _DOMAIN not in arguments or _DOMAIN in required:
+            return
+        domains = arguments[_DOMAIN]
+        if kept := [item for item in _listed(domains) if item in home.domains]:
+            arguments[_DOMAIN] = kept if isinstance(domains, list) else kept[0]
+        else:
+            del arguments[_DOMAIN]
+
+
+def _known_domains(value: Any, known: frozenset[str]) -> Any:
+    """Return the domains as the home has them: `lights` is `light`."""
+    found = [_domain(item, known) for item in _listed(value)]
+    return found if isinstance(value, list) else found[0]
+
+
+def _domain(item: Any, known: frozenset[str]) -> Any:
+    """Return the domain of the home a value names, else the value."""
+    if not isinstance(item, str):
+        return item
+    domain = words(item).replace(" ", "_")
+    return next(
+        (name for name in (domain, domain.removesuffix("s")) if name in known), item
+    )
+
+
+def _listed(value: Any) -> list[Any]:
+    """Return a value as a list of its items (none for no value)."""
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _without_blanks(value: Any, *, words: bool) -> Any:
+    """Return the value without empty parts; None where nothing is left.
+
+    In arguments that are words, placeholders count as empty.
+    """
+    if isinstance(value, str):
+        blank = value.strip().casefold() in _PLACEHOLDERS if words else not value
+        return None if blank else value
+    if isinstance(value, list):
+        kept = [
+            item for item in value if _without_blanks(item, words=words) is not None
+        ]
+        return kept or None
+    return None if value is None or value == {} else value
+
+
+@dataclass(frozen=True, slots=True)
+class _Parameters:
+    """What a tool's parameters say of its arguments."""
+
+    required: frozenset[str]
+    # Arguments given as text or lists of text (names, areas, domains).
+    words: frozenset[str]
+
+    @classmethod
+    def of(cls, schema: object) -> _Parameters:
+        """Read a tool's parameters schema."""
+        if not isinstance(schema, Mapping):
+            return cls(frozenset(), frozenset())
+        properties = schema.get("properties")
+        properties = properties if isinstance(properties, Mapping) else {}
+        return cls(
+            required_keys(schema),
+            frozenset(
+                key
+                for key, value in properties.items()
+                if isinstance(value, Mapping)
+                and value.get("type") in ("string", "array")
+            ),
+        )

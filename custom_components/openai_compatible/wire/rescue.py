@@ -1,0 +1,366 @@
+"""A turn of a small model, its near misses turned into what was meant.
+
+One `TurnRescue` watches the rounds of one turn (entity.py):
+- each call's arguments are cleaned before Home Assistant runs it
+  (call_arguments.py);
+- a call made again with the same arguments is not run again: the turn ends
+  with what the first one said;
+- once an intent said what it did, the model's words are held until they are
+  whole, and JSON, markup, nothing, or words cut at the answer's limit give
+  way to Home Assistant's own sentence for that intent;
+- with one-round answers, a round whose only act was one intent call that did
+  what was asked ends the turn with that sentence, without asking the model
+  again; and once an intent did something, the third round is the last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from dataclasses import dataclass, field
+import json
+from typing import Any, Final, cast
+
+from homeassistant.components import conversation
+from homeassistant.components.conversation.default_agent import DefaultAgent
+from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import TemplateError
+from homeassistant.helpers import intent, llm, template, translation
+
+from ..errors import ModelError
+from ..net.request import ToolSet
+from .call_arguments import ArgumentCleaner
+from .chat_stream import ANSWER_CUT
+from .tool_answers import unanswerable_error
+
+type Delta = (
+    conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
+)
+
+# The last round of a turn in which an intent did what was asked.
+_LAST_ROUND: Final = 3
+# What an answer that is no sentence starts with or holds.
+_NOT_SPOKEN: Final = ("{", "[", "<")
+_MARKUP: Final = ("```", "<tool_call>", '{"', "<|")
+
+
+@dataclass(slots=True)
+class _Message:
+    """The words of one answer of the model, held while a sentence is ready."""
+
+    sentence: str | None
+    words: list[str] = field(default_factory=list)
+    calls: bool = False
+    cut: bool = False
+
+    def hold(self, delta: dict[str, Any]) -> None:
+        """Take the words out of a delta, while a sentence stands ready."""
+        if self.sentence is not None and "content" in delta:
+            self.words.append(delta.pop("content") or "")
+
+    def end(self) -> conversation.AssistantContentDeltaDict | None:
+        """Return the words held, or the sentence where they say nothing."""
+        if self.sentence is None:
+            return None
+        said = "".join(self.words)
+        if not self.calls and (self.cut or not _speaks(said)):
+            return {"content": self.sentence}
+        return {"content": said} if said else None
+
+
+class TurnRescue:
+    """The rounds of one turn, watched for what small models get wrong.
+
+    `speaks`: the turn is a conversation, answered in sentences (an AI task's
+    answer is left as the model gave it). `one_round`: a successful intent
+    call is answered without a second round.
+    """
+
+    def __init__(
+        self,
+        hass: HomeAssistant,
+        chat_log: conversation.ChatLog,
+        tool_set: ToolSet,
+        agent_id: str,
+        *,
+        speaks: bool,
+        one_round: bool,
+    ) -> None:
+        """Watch a turn that starts now."""
+        self._hass = hass
+        self._chat_log = chat_log
+        self._agent_id = agent_id
+        self._cleaner = ArgumentCleaner(hass, tool_set)
+        self._speaks = speaks
+        self._one_round = one_round and speaks
+        self._rounds = 0
+        self._round_start = 0
+        # The id of the first call of each call made this turn, by its key;
+        # the answers given here to calls that could not run.
+        self._seen: dict[str, str] = {}
+        self._answers: set[str] = set()
+        # The name of a call the round made again, and whether it was answered.
+        self._repeated: str | None = None
+        self._repeated_answered = False
+
+    async def watched(self, stream: AsyncIterator[Delta]) -> AsyncGenerator[Delta]:
+        """Yield a round's deltas: calls cleaned, repeats dropped, words checked."""
+        self._rounds += 1
+        self._round_start = len(self._chat_log.content)
+        sentence = await self._async_done_sentence() if self._speaks else None
+        message: _Message | None = None
+        given = False
+        try:
+            async for delta in stream:
+                if "role" in delta:
+                    if message is not None and (said := message.end()) is not None:
+                        given = given or said.get("content") == sentence
+                        yield said
+                    assistant = delta["role"] == "assistant"
+                    message = _Message(sentence) if assistant else None
+                if checked := self._checked(delta, message):
+                    yield cast("Delta", checked)
+        except ModelError as err:
+            if sentence is None or err.translation_key != "answer_cut_at_token_limit":
+                raise
+            # The cut words were said, or gave way to the sentence already.
+            message = None if given else _Message(sentence, cut=True)
+        if message is not None and (said := message.end()) is not None:
+            yield said
+
+    async def async_ended(self) -> bool:
+        """Tell whether the turn is over after a round; answer it where it is.
+
+        Raise when the model repeated a call that said nothing to say.
+        """
+        repeated, self._repeated = self._repeated, None
+        answered, self._repeated_answered = self._repeated_answered, False
+        added = self._chat_log.content[self._round_start :]
+        if repeated is not None and (answered or not _has_answer(added)):
+            raise _repeated_error(self._chat_log, repeated)
+        if not self._chat_log.unresponded_tool_results:
+            return True
+        sentence = await self._async_one_round_sentence()
+        if sentence is None and self._speaks and self._rounds >= _LAST_ROUND:
+            sentence = await self._async_done_sentence()
+        if sentence is None:
+            return False
+        await self._async_say(sentence)
+        return True
+
+    def _checked(self, delta: Delta, message: _Message | None) -> dict[str, Any] | None:
+        """Return a delta with its calls cleaned and repeats dropped, words held."""
+        checked: dict[str, Any] = dict(delta)
+        if calls := checked.pop("tool_calls", None):
+            if kept := self._new_calls(calls):
+                checked["tool_calls"] = kept
+            if message is not None:
+                message.calls = message.calls or bool(kept)
+        if message is not None:
+            message.cut = message.cut or checked.get("native") is ANSWER_CUT
+            message.hold(checked)
+        if checked.get("role") == "tool_result" and checked["result"].error:
+            self._answered(checked["tool_name"], checked["result"])
+        return checked or None
+
+    def _new_calls(self, calls: list[llm.ToolInput]) -> list[llm.ToolInput]:
+        """Return the calls cleaned, without those already made this turn.
+
+        A call answered here (a tool not offered) stays: its answer follows.
+        """
+        kept: list[llm.ToolInput] = []
+        for call in map(self._cleaner.clean, calls):
+            key = _key(call.tool_name, call.tool_args)
+            if call.external or self._seen.setdefault(key, call.id) == call.id:
+                kept.append(call)
+            else:
+                self._repeated = call.tool_name
+        return kept
+
+    def _answered(self, name: str, result: llm.ToolResult) -> None:
+        """Note an answer given here; the same one again is a repeat."""
+        key = _key(name, result.data)
+        if key in self._answers:
+            self._repeated = name
+            self._repeated_answered = True
+        self._answers.add(key)
+
+    async def _async_done_sentence(self) -> str | None:
+        """Return the sentence of the last intent this turn that did what was asked."""
+        for content in reversed(self._chat_log.content):
+            if isinstance(content, conversation.UserContent):
+                return None
+            if isinstance(content, conversation.ToolResultContent) and (
+                sentence := await async_done_sentence(self._hass, content.result)
+            ):
+                return sentence
+        return None
+
+    async def _async_one_round_sentence(self) -> str | None:
+        """Return the sentence that answers a round of one intent call, if it did.
+
+        Words before the call (a small model's "To turn on the lights, call
+        ...") are no act of their own.
+        """
+        if not self._one_round:
+            return None
+        contents = self._chat_log.content
+        results = list(_trailing_results(contents))
+        if len(results) != 1 or len(contents) < 2:
+            return None
+        asked = contents[-2]
+        if (
+            not isinstance(asked, conversation.AssistantContent)
+            or len(asked.tool_calls or ()) != 1
+            or not self._is_intent(results[0].tool_name)
+        ):
+            return None
+        return await async_done_sentence(self._hass, results[0].result)
+
+    def _is_intent(self, name: str) -> bool:
+        """Tell whether a tool is one of Home Assistant's intents."""
+        api = self._chat_log.llm_api
+        for tool in api.tools if api else ():
+            if tool.name == name:
+                while isinstance(tool, llm.NamespacedTool):
+                    tool = tool.tool
+                return isinstance(tool, llm.IntentTool)
+        return False
+
+    async def _async_say(self, sentence: str) -> None:
+        """Add the sentence as the model's answer, as streamed words are."""
+
+        async def answer() -> AsyncIterator[Delta]:
+            yield {"role": "assistant", "content": sentence}
+
+        async for _content in self._chat_log.async_add_delta_content_stream(
+            self._agent_id, answer()
+        ):
+            pass
+
+
+async def async_done_sentence(
+    hass: HomeAssistant, result: llm.ToolResult
+) -> str | None:
+    """Return what Home Assistant says of an intent that did what was asked.
+
+    Its own speech where it has one, else the sentence its default agent
+    says for that intent, in the intent's language; "Done" where it has none.
+    None for any other result (a question's answer, a failure, other tools).
+    """
+    data = result.data
+    if result.error or not _done(data):
+        return None
+    if speech := _own_speech(data):
+        return speech
+    response = getattr(data, "original", None)
+    if not isinstance(response, intent.IntentResponse):
+        return None
+    language = response.language
+    if sentence := await _async_intent_sentence(hass, response):
+        return sentence
+    texts = await translation.async_get_translations(
+        hass, language, "conversation", [conversation.DOMAIN]
+    )
+    return texts.get("component.conversation.conversation.agent.done", "Done")
+
+
+def _own_speech(data: dict[str, Any]) -> str | None:
+    """Return the speech an intent's answer carries, if it has any."""
+    speech = data.get("speech")
+    plain = speech.get("plain") if isinstance(speech, dict) else None
+    text = plain.get("speech") if isinstance(plain, dict) else None
+    return text if isinstance(text, str) and text.strip() else None
+
+
+def _done(data: Any) -> bool:
+    """Tell whether a result is an intent's that acted on its targets, all of them."""
+    if not isinstance(data, dict) or data.get("response_type") != "action_done":
+        return False
+    targets = data.get("data")
+    return (
+        isinstance(targets, dict)
+        and bool(targets.get("success"))
+        and not targets.get("failed")
+    )
+
+
+async def _async_intent_sentence(
+    hass: HomeAssistant, response: intent.IntentResponse
+) -> str | None:
+    """Return the default agent's sentence for a done intent, if it has one."""
+    agent = conversation.async_get_agent(hass)
+    if response.intent is None or not isinstance(agent, DefaultAgent):
+        return None
+    intents = await agent.async_get_or_load_intents(response.language)
+    responses = (
+        intents.intent_responses.get(response.intent.intent_type) if intents else None
+    )
+    if not isinstance(responses, dict):
+        return None
+    slots = {key: slot.get("value") for key, slot in response.intent.slots.items()}
+    states = response.matched_states
+    key = _response_key(responses, slots, states[0].domain if states else None)
+    if key is None:
+        return None
+    try:
+        rendered = template.Template(responses[key], hass).async_render(
+            {
+                "slots": slots | response.speech_slots,
+                "state": template.TemplateState(hass, states[0]) if states else None,
+                "query": {
+                    "matched": [template.TemplateState(hass, s) for s in states],
+                    "unmatched": [],
+                },
+            },
+            parse_result=False,
+        )
+    except TemplateError:
+        return None
+    return " ".join(str(rendered).split()) or None
+
+
+def _response_key(
+    responses: dict[str, Any], slots: Iterable[str], domain: str | None
+) -> str | None:
+    """Return the response the default agent would say: by domain, slot, default."""
+    for key in (domain, *slots, "default"):
+        if key in responses:
+            return key
+    return next(iter(responses)) if len(responses) == 1 else None
+
+
+def _key(name: str, value: Any) -> str:
+    """Return what tells two calls or two answers apart."""
+    return json.dumps([name, value], sort_keys=True, default=str)
+
+
+def _speaks(text: str) -> bool:
+    """Tell whether an answer is words to say, not JSON, markup or nothing."""
+    stripped = text.strip()
+    return bool(stripped) and not (
+        stripped.startswith(_NOT_SPOKEN) or any(mark in stripped for mark in _MARKUP)
+    )
+
+
+def _trailing_results(
+    contents: list[conversation.Content],
+) -> Iterable[conversation.ToolResultContent]:
+    """Yield the tool results at the end of the log, the last first."""
+    for content in reversed(contents):
+        if not isinstance(content, conversation.ToolResultContent):
+            return
+        yield content
+
+
+def _has_answer(added: list[conversation.Content]) -> bool:
+    """Tell whether a round gave words, or ran a call (it may answer next round)."""
+    return any(
+        isinstance(content, conversation.ToolResultContent)
+        or (isinstance(content, conversation.AssistantContent) and content.content)
+        for content in added
+    )
+
+
+def _repeated_error(chat_log: conversation.ChatLog, name: str) -> ModelError:
+    """Return the error of a call made again that gave nothing to say."""
+    return unanswerable_error(chat_log) or ModelError("tool_call_repeated", name=name)

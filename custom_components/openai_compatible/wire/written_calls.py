@@ -1,0 +1,380 @@
+"""Tool calls a model wrote as text instead of calling: found, read and named.
+
+Small models write calls in many shapes: a JSON object or a list of them,
+several objects in a row, fenced in ``` or in Qwen's `<tool_call>` tags, or
+as `HassTurnOn(name="Kitchen light")`, with words or a result it made up
+around them. Text whose blocks hold calls is calls, and the rest is not the
+answer: the next round says it.
+Every step takes time linear in the text, so a hostile answer cannot block
+the event loop.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping
+import difflib
+import json
+import re
+from typing import Any, Final
+
+from homeassistant.util.json import json_loads
+
+from .tool_calls import MAX_TOOL_CALLS, PendingCall, too_many_calls
+
+# Blocks that hold calls: Qwen's tags and fences, either cut short at the end.
+_BLOCK: Final = re.compile(
+    r"<tool_call>(.*?)(?:</tool_call>|\Z)|```[\w+.-]*\n?(.*?)(?:```|\Z)", re.DOTALL
+)
+# Where a call begins in the middle of an answer: a tag, a fence, an object.
+_MARKER: Final = re.compile(r'<tool_call>|```|(?:\[\s{0,8})?\{\s{0,8}"')
+# The start of a marker, cut at the end of a chunk.
+_MARKER_START: Final = re.compile(
+    "(?:"
+    + "|".join(re.escape("<tool_call>"[:length]) for length in range(10, 0, -1))
+    + r"|`{1,2}|\[\s{0,8}(?:\{\s{0,8})?|\{\s{0,8})\Z"
+)
+_MARKER_REACH: Final = 24
+# What a marker starts with.
+_MARKER_STARTS: Final = ("<", "`", "[", "{")
+# A call written as code starts with a name and its parenthesis.
+_CODE_NAME: Final = re.compile(r"[A-Za-z_][\w.]{0,63}")
+# A call labelled with its name, as `functions.Name:`.
+_LABEL: Final = re.compile(r"([A-Za-z_][\w.]{0,63}):\s*")
+# How much of an answer's start is read to tell whether it is a call.
+_START_REACH: Final = 80
+# The longest call written as code that is parsed.
+_MAX_CODE: Final = 4000
+# The keys a written call gives its arguments under.
+_ARGUMENT_KEYS: Final = ("arguments", "parameters", "args")
+# Home Assistant's intents for what a name's verb asks (its prompt says to
+# lock with HassTurnOn and unlock with HassTurnOff).
+_VERBS: Final = {
+    "open": "turnon",
+    "close": "turnoff",
+    "lock": "turnon",
+    "unlock": "turnoff",
+    "switchon": "turnon",
+    "switchoff": "turnoff",
+}
+# The shortest name that counts as part of another.
+_LEAST_PART: Final = 6
+# How alike a misspelt tool name must be to an offered one, and how much less
+# alike the next one.
+_NEAR: Final = 0.8
+_MARGIN: Final = 0.1
+
+
+class WrittenCallWatch:
+    """An answer's text, let through while no call is written in it.
+
+    An answer that starts like a call is held whole; a call that starts
+    later is held from its marker on. At the end, what was held is calls or
+    words to say.
+    """
+
+    def __init__(self, tool_names: Mapping[str, str]) -> None:
+        """Watch for calls of the offered tools (wire name to Home Assistant's)."""
+        self._names = tool_names
+        # The answer's start while it may still be a call; None once told.
+        self._start: str | None = ""
+        # The whitespace before the start.
+        self._lead = ""
+        # Words held back because they may begin a marker.
+        self._tail = ""
+        # The text from a call's start on, held to the end.
+        self._held: list[str] | None = None
+
+    @property
+    def holding(self) -> bool:
+        """Tell whether a written call is under way."""
+        return self._held is not None
+
+    def feed(self, text: str) -> str:
+        """Return the part of the text that can be said now."""
+        if self._held is not None:
+            self._held.append(text)
+            return ""
+        if self._start is not None:
+            if not self._start:
+                start = text.lstrip()
+                self._lead += text[: len(text) - len(start)]
+                text = start
+            self._start += text
+            verdict = call_start(self._start, self._names) if text else None
+            if verdict is None:
+                return ""
+            text, self._start = self._lead + self._start, None
+            if verdict:
+                self._held = [text]
+                return ""
+        return self._scan(text)
+
+    def finish(self, *, called: bool = False) -> tuple[str, list[PendingCall]]:
+        """Return the words still to say and the calls written, at the end.
+
+        `called`: the server sent calls of its own; held text that starts
+        like a call is a piece of them (llama-server streams a `{` first).
+        """
+        said, self._tail = self._tail, ""
+        if self._held is not None:
+            held = "".join(self._held)
+        else:
+            held = self._lead + self._start if self._start is not None else ""
+        self._held, self._start = None, None
+        if calls := calls_in_text(held, self._names) if held else None:
+            return said, calls
+        if called and held.lstrip()[:1] in _MARKER_STARTS:
+            return said, []
+        return said + held, []
+
+    def cut(self) -> tuple[str, list[PendingCall]]:
+        """Return the words and the calls written whole before the answer was cut."""
+        held = "".join(self._held) if self._held is not None else ""
+        said = self._tail + (self._lead + self._start if self._start else "")
+        self._tail, self._held, self._start = "", None, None
+        return said, (calls_in_text(held, self._names) or []) if held else []
+
+    def _scan(self, text: str) -> str:
+        """Return the words before any marker; hold the rest from one on."""
+        buffer = self._tail + text
+        if (found := _MARKER.search(buffer)) is not None:
+            self._held, self._tail = [buffer[found.start() :]], ""
+            return buffer[: found.start()]
+        partial = _MARKER_START.search(buffer, max(0, len(buffer) - _MARKER_REACH))
+        end = len(buffer) if partial is None else partial.start()
+        self._tail = buffer[end:]
+        return buffer[:end]
+
+
+def call_start(text: str, tool_names: Mapping[str, str]) -> bool | None:
+    """Tell whether an answer starting with this text is a call written out.
+
+    The text starts with the answer's first non-space character. None while
+    the start may still become one. Only the first characters are
+    read: a start that is still undecided past them is held as a call.
+    """
+    start = text[:_START_REACH]
+    compact = "".join(start.split())
+    rest = compact.lstrip("[")
+    if rest[:1] == "{":
+        return None if len(rest) == 1 else rest[1] == '"'
+    for tag in ("<tool_call>", "```"):
+        if rest.startswith(tag):
+            return True
+        if tag.startswith(rest):
+            return None if len(text) < _START_REACH else True
+    if (name := _CODE_NAME.match(start)) is None:
+        return False
+    if name.end() == len(start):
+        return None if len(text) < _START_REACH else False
+    following = start[name.end()]
+    named = offered_name(name.group().rpartition(".")[2], tool_names)
+    return following in "(:" and named is not None
+
+
+def calls_in_text(text: str, tool_names: Mapping[str, str]) -> list[PendingCall] | None:
+    """Return the calls a model wrote in the text, if its blocks are calls.
+
+    A block is a tagged or fenced one, or a JSON value or code call between
+    them; other words are left aside, and so is JSON beside calls (a result
+    the model wrote before it came). A JSON object naming a tool and its
+    arguments is a call even of a tool not offered (the model is then told
+    the offered names); a call written as code must name an offered tool.
+    A block cut short gives the calls written whole before the cut.
+    """
+    calls: list[PendingCall] = []
+    for items in _blocks(text, tool_names):
+        if items is None:
+            return None
+        for item in items:
+            if (call := _written_call(item, tool_names)) is None:
+                continue  # data beside calls: a result the model made up
+            if len(calls) == MAX_TOOL_CALLS:
+                raise too_many_calls()
+            calls.append(call)
+    return calls or None
+
+
+def _blocks(text: str, tool_names: Mapping[str, str]) -> Iterator[list[object] | None]:
+    """Yield the items of each block in the text; None for a block of no call."""
+    position = 0
+    for block in _BLOCK.finditer(text):
+        yield from _loose(text[position : block.start()], tool_names)
+        body = block.group(1) if block.group(1) is not None else block.group(2)
+        yield _json_values(body.strip()) or _code_calls(body, tool_names)
+        position = block.end()
+    yield from _loose(text[position:], tool_names)
+
+
+def _loose(text: str, tool_names: Mapping[str, str]) -> Iterator[list[object] | None]:
+    """Yield the calls written outside blocks: JSON values, or code at the start."""
+    stripped = text.strip()
+    if code := _code_calls(stripped, tool_names) or _labelled(stripped, tool_names):
+        yield code
+        return
+    start = min(
+        (found for found in (stripped.find("{"), stripped.find("[{")) if found >= 0),
+        default=-1,
+    )
+    if start >= 0:
+        yield _json_values(stripped[start:]) or None
+
+
+def _json_values(text: str) -> list[object]:
+    """Return the JSON values at the start of the text, one after another.
+
+    A list counts as its items. Reading stops at the first thing that is no
+    JSON, so each character is read once.
+    """
+    decoder = json.JSONDecoder(strict=False)
+    values: list[object] = []
+    position = 0
+    while position < len(text) and text[position] in "{[":
+        try:
+            value, position = decoder.raw_decode(text, position)
+        except ValueError, RecursionError:
+            break
+        values.extend(value if isinstance(value, list) else [value])
+        while position < len(text) and text[position] in " \t\r\n,;":
+            position += 1
+    return values
+
+
+def _code_calls(text: str, tool_names: Mapping[str, str]) -> list[object] | None:
+    """Return calls written as code (`Name(key="value")`) of offered tools."""
+    stripped = text.strip()
+    if len(stripped) > _MAX_CODE or not _CODE_NAME.match(stripped):
+        return None
+    try:
+        tree = ast.parse(stripped)
+    except SyntaxError, ValueError, RecursionError, MemoryError:
+        return None
+    items: list[object] = []
+    for statement in tree.body:
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if not isinstance(call, ast.Call) or (item := _code_call(call)) is None:
+            return None
+        if offered_name(item["name"], tool_names) is None:
+            return None
+        items.append(item)
+    return items or None
+
+
+def _labelled(text: str, tool_names: Mapping[str, str]) -> list[object] | None:
+    """Return a call written as `functions.Name:` and its JSON arguments, if any.
+
+    This is the form llama-cpp-python's `chatml-function-calling` asks for.
+    """
+    if (label := _LABEL.match(text)) is None:
+        return None
+    name = label.group(1).rpartition(".")[2]
+    rest = text[label.end() :]
+    values = _json_values(rest) if rest else [{}]
+    if offered_name(name, tool_names) is None or not values:
+        return None
+    return [{"name": name, "arguments": values[0]}]
+
+
+def _code_call(call: ast.Call) -> dict[str, Any] | None:
+    """Return one call written as code as a written call's object."""
+    name = ast.unparse(call.func).rpartition(".")[2]
+    try:
+        arguments = {
+            keyword.arg: ast.literal_eval(keyword.value)
+            for keyword in call.keywords
+            if keyword.arg is not None
+        }
+        if call.args:
+            only = ast.literal_eval(call.args[0])
+            if len(call.args) > 1 or arguments or not isinstance(only, dict):
+                return None
+            arguments = only
+    except ValueError, TypeError, SyntaxError, RecursionError, MemoryError:
+        return None
+    return {"name": name, "arguments": arguments}
+
+
+def _written_call(item: object, tool_names: Mapping[str, str]) -> PendingCall | None:
+    """Return the call one written object stands for, if it is one."""
+    if not isinstance(item, dict):
+        return None
+    function = item.get("function")
+    call: dict[str, Any] = function if isinstance(function, dict) else item
+    name = call.get("name")
+    key = next((key for key in _ARGUMENT_KEYS if key in call), None)
+    if not isinstance(name, str) or not name:
+        return None
+    if key is None:
+        # Only a name: a call with no arguments, if it names an offered tool.
+        if len(call) > 1 or offered_name(name, tool_names) is None:
+            return None
+        return PendingCall(None, name, decoded={})
+    arguments = call[key]
+    if isinstance(arguments, str):
+        try:
+            arguments = json_loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            return None
+    if not isinstance(arguments, dict):
+        return None
+    return PendingCall(None, name, decoded=arguments)
+
+
+def offered_name(name: object, tool_names: Mapping[str, str]) -> str | None:
+    """Return the offered tool a name the model gave means, if only one fits.
+
+    Tried in turn: the name itself; the part after `__` and without `Hass`,
+    whatever the case, so a missing or wrong prefix does not matter; that
+    part within one offered name or holding it whole; a verb Home Assistant
+    does with one intent (`HassCloseEntity`: HassTurnOff); then a near
+    spelling, when no other offered name comes close.
+    """
+    if not isinstance(name, str) or len(name) > 128:
+        return None
+    if name in tool_names:
+        return name
+    key = _key(name)
+    if any(_key(wire) == key for wire in tool_names):
+        return _only_key(key, tool_names)
+    if len(matches := [wire for wire in tool_names if _within(key, _key(wire))]) == 1:
+        return matches[0]
+    if matches:
+        return None
+    if (verb := next((v for v in _VERBS if key.startswith(v)), None)) is not None:
+        return _only_key(_VERBS[verb], tool_names)
+    return _near(name, tool_names)
+
+
+def _only_key(key: str, tool_names: Mapping[str, str]) -> str | None:
+    """Return the one offered name of this key, if there is one."""
+    matches = [wire for wire in tool_names if _key(wire) == key]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _key(name: str) -> str:
+    """Return a tool name without its prefix, case or `Hass`."""
+    return name.rpartition("__")[2].casefold().removeprefix("hass")
+
+
+def _within(given: str, offered: str) -> bool:
+    """Tell whether one name holds the other whole (`additem`, `listadditem`)."""
+    shorter = min(given, offered, key=len)
+    return len(shorter) >= _LEAST_PART and (given in offered or offered in given)
+
+
+def _near(name: str, tool_names: Mapping[str, str]) -> str | None:
+    """Return the one offered name spelt nearly as the given one, if any."""
+    given = _key(name)
+    scores = sorted(
+        (
+            (difflib.SequenceMatcher(None, given, _key(wire)).ratio(), wire)
+            for wire in tool_names
+        ),
+        reverse=True,
+    )
+    if not scores or scores[0][0] < _NEAR:
+        return None
+    if len(scores) > 1 and scores[1][0] > scores[0][0] - _MARGIN:
+        return None
+    return scores[0][1]

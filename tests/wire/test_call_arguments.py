@@ -1,0 +1,225 @@
+"""Arguments cleaned before a call runs: placeholders out, names as the home has them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import llm
+import pytest
+
+from custom_components.openai_compatible.net.request import ToolSet
+from custom_components.openai_compatible.wire.call_arguments import (
+    ArgumentCleaner,
+    words,
+)
+
+TARGETS = {
+    "name": {"type": "string"},
+    "device_class": {"type": "array", "items": {"type": "string"}},
+    "area": {"type": "string"},
+    "floor": {"type": "string"},
+    "domain": {"type": "array", "items": {"type": "string"}},
+}
+TOOL_SET = ToolSet(
+    [
+        {
+            "type": "function",
+            "function": {
+                "name": "intent__HassTurnOn",
+                "parameters": {"type": "object", "properties": TARGETS},
+            },
+        },
+        {
+            "type": "function",
+            "function": {
+                "name": "light__HassLightSet",
+                "parameters": {
+                    "type": "object",
+                    "properties": {**TARGETS, "brightness": {"type": "integer"}},
+                },
+            },
+        },
+        {
+            "type": "function",
+            "function": {
+                "name": "todo__HassListAddItem",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"item": {"type": "string"}, "name": TARGETS["name"]},
+                    "required": ["item", "name"],
+                },
+            },
+        },
+    ],
+    {},
+    {
+        "intent__HassTurnOn": "intent__HassTurnOn",
+        "light__HassLightSet": "light__HassLightSet",
+        "todo__HassListAddItem": "todo__HassListAddItem",
+    },
+)
+
+
+def cleaned(hass: HomeAssistant, arguments: dict[str, Any], tool: str = "") -> Any:
+    """Return the arguments of a call as they run."""
+    call = llm.ToolInput(tool or "intent__HassTurnOn", arguments, id="c1")
+    result = ArgumentCleaner(hass, TOOL_SET).clean(call)
+    assert result.id == "c1"
+    return result.tool_args
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("garageDoor", "garage door"),
+        ("living_room_light", "living room light"),
+        ("Living Room  Light", "living room light"),
+        ("light.kitchen-lights", "light kitchen lights"),
+    ],
+)
+def test_words(name: str, expected: str) -> None:
+    """Code style, snake case and spacing all read as the same words."""
+    assert words(name) == expected
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        # The issue's placeholders, as Qwen2.5-Coder 0.5B wrote them.
+        (
+            {"name": "Garage Door", "floor": "unknown", "domain": [""]},
+            {"name": "Garage Door"},
+        ),
+        (
+            {"name": "Garage Door", "floor": "0", "area": "None"},
+            {"name": "Garage Door"},
+        ),
+        (
+            {"name": "Garage Door", "area": None, "floor": "n/a"},
+            {"name": "Garage Door"},
+        ),
+        # Names in code style, as the home writes them.
+        ({"name": "garageDoor"}, {"name": "Garage Door"}),
+        ({"name": "kitchen_lights"}, {"name": "Kitchen Lights"}),
+        ({"name": "light.kitchen_lights"}, {"name": "Kitchen Lights"}),
+        (
+            {"area": "livingRoom", "domain": "lights"},
+            {"area": "Living Room", "domain": "light"},
+        ),
+        (
+            {"floor": "ground_floor", "domain": ["light"]},
+            {"floor": "Ground Floor", "domain": ["light"]},
+        ),
+        # Places the home lacks go where the name says enough.
+        (
+            {"name": "Reading Lamp", "area": "Attic", "domain": ["lamp"]},
+            {"name": "Reading Lamp"},
+        ),
+        # So do places where the named device is not.
+        # Qwen2.5-Coder 1.5B on llama-server, asked to close the garage door
+        (
+            {"name": "Garage Door", "area": "Living Room", "domain": ["cover"]},
+            {"name": "Garage Door", "domain": ["cover"]},
+        ),
+        (
+            {"name": "Reading Lamp", "area": "Living Room", "floor": "Ground Floor"},
+            {"name": "Reading Lamp", "area": "Living Room", "floor": "Ground Floor"},
+        ),
+        (
+            {"name": "Kitchen Lights", "floor": "ground_floor"},
+            {"name": "Kitchen Lights"},
+        ),
+        # Qwen2.5-Coder 1.5B on llama-server, asked to close the garage door
+        (
+            {"name": "Garage Door", "domain": "cover", "device_class": ["door"]},
+            {"name": "Garage Door", "domain": "cover"},
+        ),
+        (
+            {"name": "Garage Door", "device_class": ["door", "garage"]},
+            {"name": "Garage Door", "device_class": ["door", "garage"]},
+        ),
+        # Where nothing else says what is meant, they stay: the intent tells.
+        ({"area": "Attic", "domain": ["lamp"]}, {"area": "Attic", "domain": ["lamp"]}),
+        # A part of one name, or a domain of one entity, is that one.
+        ({"name": "garage"}, {"name": "Garage Door"}),
+        ({"name": "cover"}, {"name": "Garage Door"}),
+        (
+            {"name": "lamp", "area": "lights"},
+            {"name": "Reading Lamp", "domain": ["light"]},
+        ),
+        # Qwen2.5-Coder 0.5B on llama-server, asked to close the garage door
+        (
+            {"name": "garage", "area": "floor", "floor": "garage"},
+            {"name": "Garage Door"},
+        ),
+        # What fits nothing, or more than one, is left as it is.
+        ({"name": "Porch Light"}, {"name": "Porch Light"}),
+        ({"name": "light"}, {"name": "light"}),
+        ({"name": "_"}, {"name": "_"}),
+    ],
+)
+async def test_arguments_are_cleaned(
+    hass: HomeAssistant,
+    small_home: None,
+    arguments: dict[str, Any],
+    expected: dict[str, Any],
+) -> None:
+    """Placeholders go, code-style names become the home's, unknown places go."""
+    assert cleaned(hass, arguments) == expected
+
+
+async def test_required_and_numeric_arguments_stay(
+    hass: HomeAssistant, small_home: None
+) -> None:
+    """A required argument is never dropped; numbers are not placeholders."""
+    assert cleaned(
+        hass, {"item": "none", "name": "unknown"}, "todo__HassListAddItem"
+    ) == {"item": "none", "name": "unknown"}
+    assert cleaned(
+        hass, {"name": "Kitchen Lights", "brightness": 0}, "light__HassLightSet"
+    ) == {"name": "Kitchen Lights", "brightness": 0}
+    assert cleaned(
+        hass, {"name": "Kitchen Lights", "brightness": "0"}, "light__HassLightSet"
+    ) == {"name": "Kitchen Lights", "brightness": "0"}
+
+
+async def test_a_call_that_needs_nothing_is_the_same_call(
+    hass: HomeAssistant, small_home: None
+) -> None:
+    """Calls already right, of other tools, or answered here are left alone."""
+    cleaner = ArgumentCleaner(hass, TOOL_SET)
+    right = llm.ToolInput("intent__HassTurnOn", {"name": "Kitchen Lights"})
+    other = llm.ToolInput("GetLiveContext", {"name": "unknown"})
+    answered = llm.ToolInput("intent__HassTurnOn", {"floor": "0"}, external=True)
+    for call in (right, other, answered):
+        assert cleaner.clean(call) is call
+
+
+async def test_two_names_that_read_alike_are_left_as_written(
+    hass: HomeAssistant, small_home: None
+) -> None:
+    """A name that reads as two of the home's is not guessed."""
+    hass.states.async_set(
+        "switch.kitchen_lights", "off", {"friendly_name": "Kitchen-Lights"}
+    )
+    async_expose_entity(hass, "conversation", "switch.kitchen_lights", True)
+    assert cleaned(hass, {"name": "kitchen_lights"}) == {"name": "kitchen_lights"}
+
+
+async def test_a_name_of_another_domain_gives_way_to_the_asked_one(
+    hass: HomeAssistant, small_home: None
+) -> None:
+    """Qwen2.5-Coder 0.5B put the kind of device where the area goes.
+
+    "Kitchen" is a speaker, but the call asks for a light: the kitchen's.
+    """
+    hass.states.async_set("media_player.kitchen", "off", {"friendly_name": "Kitchen"})
+    async_expose_entity(hass, "conversation", "media_player.kitchen", True)
+
+    assert cleaned(hass, {"name": "Kitchen", "area": "light"}) == {
+        "name": "Kitchen Lights",
+        "domain": ["light"],
+    }
+    assert cleaned(hass, {"name": "Kitchen"}) == {"name": "Kitchen"}

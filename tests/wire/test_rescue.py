@@ -1,0 +1,518 @@
+"""A small model's turn, over HTTP: repeats, failed words and one-round answers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from homeassistant.components import conversation
+from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
+from homeassistant.const import CONF_LLM_HASS_API
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.helpers import intent, llm
+from homeassistant.setup import async_setup_component
+import pytest
+
+from custom_components.openai_compatible.const import CONF_ONE_ROUND
+from custom_components.openai_compatible.wire.rescue import async_done_sentence
+from simulator import OpenAISimulator, chunk, sse_text, sse_tool_calls
+
+from ..conftest import AGENT, SetupEntry, converse, speech, stored_chat_log
+from .conftest import real_answer, real_stream
+
+ASSIST = {CONF_LLM_HASS_API: [llm.LLM_API_ASSIST], CONF_ONE_ROUND: False}
+CLOSE_GARAGE = ("call_1", "intent__HassTurnOff", {"name": "Garage Door"})
+# What Home Assistant's intent answers when the door was closed, as the issue
+# saw a model repeat it.
+DONE_JSON = (
+    '{"speech": {}, "response_type": "action_done", "data": {"targets": [], '
+    '"success": [{"name": "Garage Door", "type": "entity", '
+    '"id": "cover.garage_door"}], "failed": []}}'
+)
+
+
+def whole_text(text: str) -> dict[str, Any]:
+    """Return an unstreamed answer that says the text."""
+    return whole({"role": "assistant", "content": text}, "stop")
+
+
+def whole_call(call: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
+    """Return an unstreamed answer that makes one call."""
+    call_id, name, arguments = call
+    function = {"name": name, "arguments": json.dumps(arguments)}
+    message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+    }
+    return whole(message, "tool_calls")
+
+
+def whole(message: dict[str, Any], finish_reason: str) -> dict[str, Any]:
+    """Return an unstreamed answer with the message."""
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "qwen",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+    }
+
+
+def spoken_contents(hass: HomeAssistant, conversation_id: str) -> list[str | None]:
+    """Return the words of each answer of the model in the conversation."""
+    return [
+        content.content
+        for content in stored_chat_log(hass, conversation_id).content
+        if isinstance(content, conversation.AssistantContent)
+    ]
+
+
+async def test_a_repeated_call_is_not_run_again(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+) -> None:
+    """Qwen2.5-Coder 0.5B on llama-cpp-python calls the door again once it closed.
+
+    The second call is not run; the turn ends with Home Assistant's sentence.
+    """
+    await setup_entry(conversation={**ASSIST, "streaming": False})
+    simulator.enqueue("/chat/completions", json=whole_call(CLOSE_GARAGE))
+    simulator.enqueue(
+        "/chat/completions",
+        json=real_answer(
+            "llama_cpp_python/qwen2.5-coder-0.5b/close the garage door"
+            "/after HassTurnOff was done"
+        ),
+    )
+    calls: list[Any] = []
+    hass.bus.async_listen("call_service", calls.append)
+
+    result = await converse(hass, "Close the garage door")
+
+    assert speech(result) == "Closing"
+    assert hass.states.get("cover.garage_door").state == "closed"
+    assert len(simulator.chat_requests()) == 2
+    assert [call.data["service"] for call in calls] == ["close_cover"]
+
+
+async def test_a_repeated_call_that_failed_ends_the_turn(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+) -> None:
+    """A call that failed and is made again ends the turn with a clear error."""
+    await setup_entry(conversation=ASSIST)
+    for number in range(3):
+        simulator.enqueue(
+            "/chat/completions",
+            sse=sse_tool_calls(
+                [(f"call_{number}", "intent__HassTurnOn", {"name": "Attic Fan"})]
+            ),
+        )
+
+    result = await converse(hass, "Turn on the attic fan")
+
+    assert result.response.response_type is intent.IntentResponseType.ERROR
+    assert "again with the same arguments" in speech(result)
+    assert len(simulator.chat_requests()) == 2
+    simulator.clear_queue()
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        [chunk({"content": DONE_JSON[:20]}), chunk({"content": DONE_JSON[20:]})],
+        sse_text("```json\n" + DONE_JSON + "\n```"),
+        [chunk({}, finish_reason="stop")],
+        [
+            chunk({"content": "The door "}),
+            chunk({"content": "is "}),
+            chunk({}, finish_reason="length"),
+        ],
+        sse_text("<tool_call>\n{"),
+        [
+            chunk({"content": '<tool_call>{"name": "HassTu'}),
+            chunk({}, finish_reason="length"),
+        ],
+    ],
+    ids=["json", "fenced", "nothing", "cut", "markup", "cut call"],
+)
+async def test_failed_words_after_a_done_call_give_way(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+    answer: list[Any],
+) -> None:
+    """JSON, markup, nothing or words cut at the limit: Home Assistant's sentence.
+
+    None of it reaches the chat log, so a voice satellite never speaks it.
+    """
+    await setup_entry(conversation=ASSIST)
+    simulator.enqueue("/chat/completions", sse=sse_tool_calls([CLOSE_GARAGE]))
+    simulator.enqueue("/chat/completions", sse=answer)
+
+    result = await converse(hass, "Close the garage door")
+
+    assert result.response.response_type is intent.IntentResponseType.ACTION_DONE
+    assert speech(result) == "Closing"
+    said = spoken_contents(hass, result.conversation_id)
+    assert said[-1] == "Closing"
+    assert said.count("Closing") == 1
+    assert "{" not in str(said)
+
+
+async def test_good_words_after_a_done_call_stand(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+) -> None:
+    """A sentence of the model, or its question, is its answer."""
+    await setup_entry(conversation=ASSIST)
+    simulator.enqueue("/chat/completions", sse=sse_tool_calls([CLOSE_GARAGE]))
+    simulator.enqueue(
+        "/chat/completions", sse=sse_text("The door is closing. Lights too?")
+    )
+
+    result = await converse(hass, "Close the garage door")
+
+    assert speech(result) == "The door is closing. Lights too?"
+    assert result.continue_conversation
+
+
+async def test_the_third_round_is_the_last_once_something_was_done(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+) -> None:
+    """A model that keeps calling after a done call stops after three rounds."""
+    await setup_entry(conversation=ASSIST)
+    for number, name in enumerate(("Kitchen Lights", "Reading Lamp", "Garage Door")):
+        simulator.enqueue(
+            "/chat/completions",
+            sse=sse_tool_calls(
+                [(f"call_{number}", "intent__HassTurnOn", {"name": name})]
+            ),
+        )
+    simulator.enqueue("/chat/completions", sse=sse_text("never asked"))
+
+    result = await converse(hass, "Turn everything on")
+
+    assert len(simulator.chat_requests()) == 3
+    assert speech(result) == "Opening"
+    assert hass.states.get("cover.garage_door").state == "open"
+    simulator.clear_queue()
+
+
+async def test_arguments_are_cleaned_before_the_call(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+) -> None:
+    """Placeholders and code-style names, as small models write them, still work."""
+    await setup_entry(conversation=ASSIST)
+    written = {"name": "garageDoor", "floor": "unknown", "domain": [""]}
+    simulator.enqueue(
+        "/chat/completions",
+        sse=sse_tool_calls([("call_1", "intent__HassTurnOff", written)]),
+    )
+    simulator.enqueue("/chat/completions", sse=sse_text("Closed."))
+
+    result = await converse(hass, "Close the garage door")
+
+    assert speech(result) == "Closed."
+    assert hass.states.get("cover.garage_door").state == "closed"
+    call = simulator.chat_requests()[1]["messages"][-2]["tool_calls"][0]
+    assert json.loads(call["function"]["arguments"]) == {"name": "Garage Door"}
+
+
+async def test_one_round_answers_a_done_intent(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+) -> None:
+    """One successful intent call is answered with Home Assistant's own sentence.
+
+    The next turn's request carries the call, its result and that sentence.
+    """
+    await setup_entry(conversation={**ASSIST, CONF_ONE_ROUND: True})
+    simulator.enqueue("/chat/completions", sse=sse_tool_calls([CLOSE_GARAGE]))
+    simulator.enqueue("/chat/completions", sse=sse_text("You are welcome."))
+
+    result = await converse(hass, "Close the garage door")
+    await converse(hass, "Thanks", result.conversation_id)
+
+    assert speech(result) == "Closing"
+    assert hass.states.get("cover.garage_door").state == "closed"
+    second = simulator.chat_requests()[1]["messages"]
+    assert [message["role"] for message in second[-4:]] == [
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+    ]
+    assert second[-2]["content"] == "Closing"
+
+
+async def test_one_round_speaks_the_users_language(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+) -> None:
+    """The sentence is Home Assistant's in the language the user spoke."""
+    await setup_entry(conversation={**ASSIST, CONF_ONE_ROUND: True})
+    simulator.enqueue(
+        "/chat/completions",
+        sse=sse_tool_calls(
+            [("call_1", "intent__HassTurnOn", {"name": "Kitchen Lights"})]
+        ),
+    )
+
+    result = await conversation.async_converse(
+        hass, "Schalte das Küchenlicht ein", None, Context(), "de", agent_id=AGENT
+    )
+
+    assert speech(result) == "Licht eingeschaltet"
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        # A question's answer goes back to the model.
+        [("call_1", "homeassistant__GetLiveContext", {})],
+        # So does a failure.
+        [("call_1", "intent__HassTurnOn", {"name": "Attic Fan"})],
+        # And several calls.
+        [CLOSE_GARAGE, ("call_2", "intent__HassTurnOn", {"name": "Reading Lamp"})],
+    ],
+    ids=["question", "failure", "several"],
+)
+async def test_one_round_leaves_the_rest_to_the_model(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+    calls: list[tuple[str, str, dict[str, Any]]],
+) -> None:
+    """Anything but one intent call that did what was asked: a second round."""
+    await setup_entry(conversation={**ASSIST, CONF_ONE_ROUND: True})
+    simulator.enqueue("/chat/completions", sse=sse_tool_calls(calls))
+    simulator.enqueue("/chat/completions", sse=sse_text("Here you are."))
+
+    result = await converse(hass, "Do it")
+
+    assert speech(result) == "Here you are."
+    assert len(simulator.chat_requests()) == 2
+
+
+@pytest.mark.parametrize(("provider", "rounds"), [("llama_cpp", 1), ("custom", 2)])
+async def test_one_round_is_on_by_default_for_local_servers(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+    provider: str,
+    rounds: int,
+) -> None:
+    """A local preset answers a done intent at once; others ask the model."""
+    await setup_entry(
+        provider=provider, conversation={CONF_LLM_HASS_API: [llm.LLM_API_ASSIST]}
+    )
+    simulator.enqueue("/chat/completions", sse=sse_tool_calls([CLOSE_GARAGE]))
+    simulator.enqueue("/chat/completions", sse=sse_text("Closed it."))
+
+    result = await converse(hass, "Close the garage door")
+
+    assert len(simulator.chat_requests()) == rounds
+    assert speech(result) == ("Closing" if rounds == 1 else "Closed it.")
+    simulator.clear_queue()
+
+
+async def test_a_named_tool_without_arguments_runs(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+) -> None:
+    """llama-cpp-python's function calling lets Qwen2.5-Coder 0.5B name a tool only.
+
+    `functions.Name:` is that tool called, without arguments.
+    """
+    await setup_entry(conversation={**ASSIST, "streaming": False})
+    simulator.enqueue(
+        "/chat/completions",
+        json=real_answer("llama_cpp_python/qwen2.5-coder-0.5b/close the garage door"),
+    )
+    simulator.enqueue("/chat/completions", json=whole_text("The door is open."))
+
+    result = await converse(hass, "Close the garage door")
+
+    assert speech(result) == "The door is open."
+    call = simulator.chat_requests()[1]["messages"][-2]["tool_calls"][0]
+    assert call["function"]["name"] == "homeassistant__GetLiveContext"
+
+
+# Qwen2.5-Coder 0.5B on llama-server --jinja, as it answered.
+LLAMA_SERVER = "llama_server/qwen2.5-coder-0.5b/"
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_a_model_echoing_the_result_and_calling_again_is_cut_short(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+    streaming: bool,
+) -> None:
+    """After the door closed, the model wrote the result and the call, over and over.
+
+    Cut at the answer's limit, none of it is said: Home Assistant's sentence is.
+    """
+    await setup_entry(conversation={**ASSIST, "streaming": streaming})
+    after = LLAMA_SERVER + "close the garage door/after HassTurnOff was done"
+    if streaming:
+        simulator.enqueue("/chat/completions", sse=sse_tool_calls([CLOSE_GARAGE]))
+        simulator.enqueue("/chat/completions", sse=real_stream(after))
+    else:
+        simulator.enqueue("/chat/completions", json=whole_call(CLOSE_GARAGE))
+        simulator.enqueue("/chat/completions", json=real_answer(after))
+
+    result = await converse(hass, "Close the garage door")
+
+    assert speech(result) == "Closing"
+    assert "{" not in str(spoken_contents(hass, result.conversation_id))
+    assert len(simulator.chat_requests()) == 2
+
+
+@pytest.mark.parametrize(
+    ("model", "asked", "entity_id", "state", "sentence"),
+    [
+        ("0.5b", "close the garage door", "cover.garage_door", "closed", "Closing"),
+        (
+            "0.5b",
+            "turn on the kitchen lights",
+            "light.kitchen_lights",
+            "on",
+            "Turned on the light",
+        ),
+        # Words first, then the call fenced, with an area the home lacks.
+        (
+            "1.5b",
+            "turn on the kitchen lights",
+            "light.kitchen_lights",
+            "on",
+            "Turned on the light",
+        ),
+    ],
+)
+async def test_a_call_written_with_odd_arguments_works_in_one_round(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+    model: str,
+    asked: str,
+    entity_id: str,
+    state: str,
+    sentence: str,
+) -> None:
+    """Qwen2.5-Coder wrote its call as JSON, with made-up places or part names.
+
+    Read, cleaned and run, it is answered at once with Home Assistant's sentence.
+    """
+    hass.states.async_set("media_player.kitchen", "off", {"friendly_name": "Kitchen"})
+    async_expose_entity(hass, conversation.DOMAIN, "media_player.kitchen", True)
+    await setup_entry(conversation={**ASSIST, CONF_ONE_ROUND: True})
+    key = f"llama_server/qwen2.5-coder-{model}/{asked}"
+    simulator.enqueue("/chat/completions", sse=real_stream(key))
+
+    result = await converse(hass, asked)
+
+    assert hass.states.get(entity_id).state == state
+    assert speech(result) == sentence
+    assert len(simulator.chat_requests()) == 1
+
+
+def done_result(intent_type: str, language: str = "en") -> llm.ToolResult:
+    """Return the result of an intent that acted on the garage door."""
+    asked = intent.Intent(
+        None,  # type: ignore[arg-type]
+        "test",
+        intent_type,
+        {"name": {"value": "Garage Door"}},
+        None,
+        Context(),
+        language,
+    )
+    response = asked.create_response()
+    response.async_set_results(
+        [
+            intent.IntentResponseTarget(
+                name="Garage Door",
+                type=intent.IntentResponseTargetType.ENTITY,
+                id="cover.garage_door",
+            )
+        ]
+    )
+    return llm.ToolResult(llm.IntentResponseDict(response))
+
+
+@pytest.mark.parametrize(
+    ("result", "sentence"),
+    [
+        # Its own speech, where it has one.
+        (
+            llm.ToolResult(
+                {
+                    "speech": {"plain": {"speech": "Opened it for you."}},
+                    "response_type": "action_done",
+                    "data": {"success": [{"id": "cover.garage_door"}], "failed": []},
+                }
+            ),
+            "Opened it for you.",
+        ),
+        # An intent the default agent has no sentence for: its translated Done.
+        (done_result("HassOpenSesame"), "Done"),
+        (done_result("HassOpenSesame", "de"), "Fertig"),
+        # A done intent's data without the intent itself: nothing to say.
+        (
+            llm.ToolResult(
+                {
+                    "response_type": "action_done",
+                    "data": {"success": [{"id": "cover.garage_door"}], "failed": []},
+                }
+            ),
+            None,
+        ),
+        # A failure, in part or whole, or another tool's result.
+        (
+            llm.ToolResult(
+                {
+                    "response_type": "action_done",
+                    "data": {"success": [{"id": "a"}], "failed": [{"id": "b"}]},
+                }
+            ),
+            None,
+        ),
+        (llm.ToolResult({"error": "MatchFailedError"}, error=True), None),
+        (llm.ToolResult({"success": True, "result": "3 lights"}), None),
+    ],
+)
+async def test_what_home_assistant_says_of_a_result(
+    hass: HomeAssistant,
+    small_home: None,
+    result: llm.ToolResult,
+    sentence: str | None,
+) -> None:
+    """Its own speech, else its sentence for the intent, else Done; or nothing."""
+    assert await async_setup_component(hass, "conversation", {})
+
+    assert await async_done_sentence(hass, result) == sentence
