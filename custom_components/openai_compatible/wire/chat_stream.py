@@ -196,6 +196,9 @@ class ChatStreamParser:
             handed: conversation.AssistantContentDeltaDict = {"tool_calls": inputs}
             if answers:
                 handed["native"] = answered_calls(answers)
+            elif self._cut == "length":
+                # The words before the calls were cut: a sentence may stand for them.
+                handed["native"] = ANSWER_CUT
             deltas += [handed, *answers]
         elif reason == "stop" and not self._said:
             # The model chose to say nothing: a silent answer.
