@@ -212,6 +212,28 @@ async def async_add_agents(
                 )
             ],
         ),
+        # Ours without one-round answers: a device command in two model rounds.
+        "ours, two rounds": MockConfigEntry(
+            domain=ours_const.DOMAIN,
+            title=f"ours, two rounds {proxy.name}",
+            data={
+                ours_const.CONF_PROVIDER: "llama_cpp",
+                ours_const.CONF_BASE_URL: base_url,
+            },
+            options={ours_const.CONF_TIMEOUT: TIMEOUT},
+            subentries_data=[
+                ConfigSubentryData(
+                    data={
+                        ours_const.CONF_RECOMMENDED: False,
+                        ours_const.CONF_ONE_ROUND: False,
+                        **agent,
+                    },
+                    subentry_type=subentry_type,
+                    title=f"ours, two rounds {proxy.name}",
+                    unique_id=None,
+                )
+            ],
+        ),
         "core": MockConfigEntry(
             domain=core_const.DOMAIN,
             title=base_url,

@@ -20,7 +20,7 @@ agent's first token and to its first words, the first request's tokens
 evaluated and reused (llama-server's `timings`), the model rounds, and the
 whole time; first on a server warm from earlier commands, then with the
 server's cache erased before each command: ours with its warm-up, ours
-without it, and core. The targets are printed with met / not met.
+without it, ours without one-round answers (two model rounds), and core. The targets are printed with met / not met.
 """
 
 from __future__ import annotations
