@@ -192,10 +192,16 @@ def fallbacks(exchanges: list[Exchange]) -> str | None:
     return f"{answered} after {steps}"
 
 
-def tool_rounds(exchanges: list[Exchange]) -> str:
+def tool_rounds(exchanges: list[Exchange], result: Any) -> str:
     """Say how many rounds of an Assist turn carried tool results back."""
     rounds = sum("tool_result_message" in e.features for e in exchanges)
-    return f"{rounds} tool rounds" if rounds else "no tool called"
+    if rounds:
+        return f"{rounds} tool rounds"
+    # A one-round answer: Home Assistant's sentence, no second request.
+    done = result["response"]["data"].get("success")
+    return (
+        "one round: " + ", ".join(t["name"] for t in done) if done else "no tool called"
+    )
 
 
 def judge(
@@ -225,6 +231,8 @@ def check_speech(result: Any) -> str | None:
     speech = response["speech"].get("plain", {}).get("speech")
     if not isinstance(speech, str) or not speech.strip():
         return f"no spoken answer: {response}"
+    if speech.lstrip().startswith(("{", "[", "<", "```")):
+        return f"spoke JSON or markup: {speech[:200]}"
     return None
 
 
@@ -503,7 +511,7 @@ def run_scenario(
     exchanges = proxy.since(seen)
     cell = judge(outcome, scenario.check, exchanges)
     if scenario.name == "Assist" and cell.verdict == "ok":
-        cell.text = tool_rounds(exchanges)
+        cell.text = tool_rounds(exchanges, outcome.result)
     log = lab.home_assistant.log_text()[log_start:]
     if problems := integration_problems(lab.real_hass, log):
         cell = Cell("fail", f"the integration logged an error: {problems[0][:300]}")

@@ -124,6 +124,18 @@ def test_checks() -> None:
         is None
     )
     assert check_speech({"response": {"response_type": "action_done", "speech": {}}})
+    spoken_call = '{"name": "intent__HassTurnOn", "arguments": {"name": "Kitchen"}'
+    assert (
+        check_speech(
+            {
+                "response": {
+                    "response_type": "action_done",
+                    "speech": {"plain": {"speech": spoken_call}},
+                }
+            }
+        )
+        == f"spoke JSON or markup: {spoken_call}"
+    )
     assert check_speech({"response": {"response_type": "error", "speech": {}}}) is None
     assert check_structure({"data": {"name": "Ann", "pet": "cat", "age": 3}}) is None
     assert check_structure({"data": "Ann"}) == "not an object: 'Ann'"
@@ -174,7 +186,11 @@ def test_checks() -> None:
 
 def test_tool_rounds_count_the_requests_that_carry_results() -> None:
     """An Assist cell says whether the model called a tool."""
-    assert tool_rounds([_exchange(200)]) == "no tool called"
-    assert tool_rounds([_exchange(200), _exchange(200, "tool_result_message")]) == (
-        "1 tool rounds"
-    )
+    nothing = {"response": {"data": {"success": []}}}
+    light = {"name": "Kitchen light", "type": "entity", "id": "light.kitchen_light"}
+    done = {"response": {"data": {"success": [light]}}}
+    assert tool_rounds([_exchange(200)], nothing) == "no tool called"
+    assert tool_rounds([_exchange(200)], done) == "one round: Kitchen light"
+    assert tool_rounds(
+        [_exchange(200), _exchange(200, "tool_result_message")], done
+    ) == ("1 tool rounds")

@@ -256,14 +256,13 @@ def test_calls_written_as_text(written: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "<tool_call>" + WRITTEN_CALL + "</tool_call><tool_call>{",
         '{"name": "HassTurnOn", "arguments": "the kitchen"}',
         "[1, 2, 3]",
         "[" * 5000,
     ],
 )
 def test_text_that_is_not_only_calls_is_spoken(text: str) -> None:
-    """Words besides the calls, a call cut short or odd arguments: all spoken."""
+    """Odd arguments, or data that is no call: all spoken."""
     steps = parse_with_tools([text])
     assert "".join(d["content"] for step in steps for d in step) == text
 

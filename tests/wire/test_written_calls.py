@@ -306,3 +306,38 @@ def test_calls_among_an_echoed_result() -> None:
     assert {(call.name, str(call.arguments())) for call in calls} == {
         ("intent__HassTurnOff", "{'name': 'Garage Door'}")
     }
+
+
+@pytest.mark.parametrize(
+    ("text", "calls"),
+    [
+        # Qwen2.5 Coder 0.5B through LiteLLM, asked to turn on the kitchen light.
+        (
+            (
+                '{"name": "intent__HassTurnOn", "arguments": {"name": "Kitchen light", '
+                '"area": "Kitchen"}'
+            ),
+            [("intent__HassTurnOn", {"name": "Kitchen light", "area": "Kitchen"})],
+        ),
+        # An escaped quote does not end a string.
+        (
+            '<tool_call>[{"name": "HassTurnOn", "arguments": {"name": "a\\"}"',
+            [("HassTurnOn", {"name": 'a"}'})],
+        ),
+        ('[{"name": "HassTurnOn", "arguments": {}}', [("HassTurnOn", {})]),
+        # A second call begun and not written: the first one runs.
+        (
+            '<tool_call>{"name": "HassTurnOn", "arguments": {}}</tool_call><tool_call>{',
+            [("HassTurnOn", {})],
+        ),
+        ('{"name": "HassTurnOn", "arguments": {"name": "Kitchen"]}', []),
+        ('{"name": "HassTurnOn", "arguments": {"name": "Kitch', []),
+    ],
+)
+def test_a_call_the_model_stopped_before_its_last_brace_is_a_call(
+    text: str, calls: list[tuple[str, object]]
+) -> None:
+    """Brackets left open at the end are closed; a string left open is no call."""
+    said, found = watch(text[:20], text[20:])
+    assert found == calls
+    assert said == ("" if calls else text)

@@ -122,7 +122,7 @@ class WrittenCallWatch:
         else:
             held = self._lead + self._start if self._start is not None else ""
         self._held, self._start = None, None
-        if calls := calls_in_text(held, self._names) if held else None:
+        if held and (calls := _calls_closed(held, self._names)):
             return said, calls
         if called and held.lstrip()[:1] in _MARKER_STARTS:
             return said, []
@@ -194,6 +194,28 @@ def calls_in_text(text: str, tool_names: Mapping[str, str]) -> list[PendingCall]
                 raise too_many_calls()
             calls.append(call)
     return calls or None
+
+
+def _calls_closed(text: str, tool_names: Mapping[str, str]) -> list[PendingCall] | None:
+    """Return the calls written, also where the model stopped before its last `}`."""
+    if calls := calls_in_text(text, tool_names):
+        return calls
+    closers: list[str] = []
+    quoted = escaped = False
+    for character in text:
+        if quoted:
+            quoted, escaped = (
+                (True, False) if escaped else (character != '"', character == "\\")
+            )
+        elif character == '"':
+            quoted = True
+        elif character in "{[":
+            closers.append("}" if character == "{" else "]")
+        elif character in "}]" and (not closers or closers.pop() != character):
+            return None
+    if quoted or not closers:
+        return None
+    return calls_in_text(text.rstrip() + "".join(reversed(closers)), tool_names)
 
 
 def _blocks(text: str, tool_names: Mapping[str, str]) -> Iterator[list[object] | None]:
