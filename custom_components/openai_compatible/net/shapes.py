@@ -1,11 +1,7 @@
 """The shapes of what is sent: request bodies, messages, items and tools.
 
-The leaves are the `openai` package's own request types (imported for type
-checking only; Home Assistant ships the package). Messages, items and bodies
-are declared here, wider than OpenAI's where other servers take more
-(`reasoning_content`, `chat_template_kwargs`, a schema beside `json_object`,
-llama.cpp's `post_sampling_probs`), and total=False where a body is built
-bit by bit or loses keys to a refused feature.
+On `openai`'s own request types, wider where other servers take more, and
+total=False where a body is built bit by bit or loses keys to a refused feature.
 """
 
 from __future__ import annotations
@@ -81,8 +77,7 @@ class ChatFields(TypedDict, total=False):
     prompt_cache_key: str
     logprobs: bool
     top_logprobs: int
-    # llama.cpp: the probabilities after sampling, not before, and the
-    # sampling chain that leads to them.
+    # llama.cpp: probabilities after sampling, and the chain that leads to them.
     post_sampling_probs: bool
     top_k: int
     min_p: float
