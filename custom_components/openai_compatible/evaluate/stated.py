@@ -1,10 +1,4 @@
-"""The stated path of an evaluation: the model states a probability per option.
-
-Asked for as a JSON object through the structured-output ladder
-(structured/rungs.py). An answer that does not fit is asked for once more;
-one still out of range is read as weights (negatives as 0) and scaled, as
-servers such as llama.cpp do not hold a number to its bounds.
-"""
+"""The stated path of an evaluation: a probability per option, stated as JSON."""
 
 from __future__ import annotations
 
@@ -111,10 +105,7 @@ def _prompt(question: Question) -> str:
 def _body(
     ask: Ask, question: Question, request: StructuredRequest, answer: str = ""
 ) -> ChatBody:
-    """Return the request for stated probabilities on one rung of the ladder.
-
-    With the model's answer that did not fit, it asks once more.
-    """
+    """Return the request on one rung of the ladder; with a misfit `answer`, once more."""
     prompt = _prompt(question)
     if request.instructions:
         prompt = f"{prompt}\n\n{request.instructions}"
@@ -145,11 +136,10 @@ def _outcome(question: Question, choice: JsonObject, extra: dict[str, str]) -> O
 
 
 def stated_weights(choice: JsonObject, question: Question) -> list[float] | None:
-    """Return stated numbers read as weights, scaled to add up to 1.
+    """Return stated numbers as weights scaled to 1, below 0 as 0; None where none fit.
 
-    For an answer that stays out of range when asked again: a number below 0
-    (a huge negative exponent reads as minus infinity) counts as 0. None when
-    a value is no number, is infinite, or all are 0.
+    For an answer still out of range: servers such as llama.cpp do not hold a number
+    to its bounds.
     """
     try:
         value = _stated_values(choice, question)
