@@ -1,8 +1,6 @@
 """The lookup tool of tools on demand: its schema, the search, what was found.
 
-With tools on demand a request carries the lookup tool and the tools this
-conversation looked up. What was looked up is read back from the lookups'
-results in the chat log, so it lasts as long as the conversation.
+What was looked up is read back from the chat log: it lasts the conversation.
 """
 
 from __future__ import annotations
@@ -21,8 +19,7 @@ LOOKUP_TOOL: Final = "find_tools"
 # Tools one conversation may look up, and tools one lookup names at most.
 MAX_LOOKED_UP: Final = 16
 MAX_MATCHES: Final = 5
-# What of a query is read: a few words say what a tool should do, and each
-# word is matched against every tool's words.
+# A few words say what a tool should do; each is matched against every tool's.
 MAX_QUERY_CHARACTERS: Final = 1024
 
 LOOKUP_SCHEMA: Final[ChatTool] = {
