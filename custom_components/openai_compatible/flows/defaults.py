@@ -43,10 +43,9 @@ def default_subentries(
     models: list[str],
     chat_model: str | None,
 ) -> list[ConfigSubentryData]:
-    """Return one conversation agent and one AI task for a new entry.
+    """Return an agent and an AI task for a new entry, and voice where it is evident.
 
-    Speech-to-text and text-to-speech come too where the server lists evident
-    audio models; a server with only those gets only them.
+    A server that lists only evident audio models gets only voice.
     """
     preset = provider_for(entry_data.get(CONF_PROVIDER))
     lasting = lasting_models(models, preset.shutdowns)
