@@ -21,7 +21,6 @@ CONF_STREAMING: Final = "streaming"
 # and the model's context window in tokens when the server does not say it.
 CONF_HISTORY_TURNS: Final = "history_turns"
 CONF_CONTEXT_WINDOW: Final = "context_window"
-# Agents and AI tasks: the entity that answers when our server cannot.
 CONF_FALLBACK: Final = "fallback"
 # Advanced: fields merged into every request, and the thinking switch.
 CONF_EXTRA_FIELDS: Final = "extra_fields"
@@ -44,7 +43,6 @@ CONF_INSTRUCTIONS: Final = "instructions"
 CONF_AUDIO_FORMAT: Final = "audio_format"
 DEFAULT_AUDIO_FORMAT: Final = "mp3"
 
-# Round limits of the tool loop.
 MAX_TOOL_ROUNDS_CONVERSATION: Final = 10
 MAX_TOOL_ROUNDS_AI_TASK: Final = 20
 
@@ -65,7 +63,6 @@ CONF_TIMEOUT: Final = "timeout"
 # Enough for a small local model on a CPU to write a long answer.
 DEFAULT_TIMEOUT_SECONDS: Final = 300.0
 VALIDATION_TIMEOUT_SECONDS: Final = 10.0
-
 
 RECOMMENDED_MAX_TOKENS: Final = 3000
 RECOMMENDED_TEMPERATURE: Final = 1.0

@@ -1,8 +1,4 @@
-"""Fix flows of the model issues (models/issues.py): pick another model.
-
-The form offers the server's models of the setting's kind that are not known
-to shut down first, and takes any other name too.
-"""
+"""Fix flows of the model issues (models/issues.py): pick another model."""
 
 from __future__ import annotations
 
