@@ -128,7 +128,6 @@ def transcription_languages(model: str) -> list[str]:
 
 
 def _locale(name: str) -> str | None:
-    """Return the locale written in a name, such as en-US, if any."""
     if match := _LOCALE.search(name):
         return f"{match['language']}-{match['region']}"
     return None

@@ -1,8 +1,4 @@
-"""What we know of a server and its models, asked in this order of trust.
-
-The preset's facts, then what the server reports, then lessons learned from
-refusals; lessons are stored and forgotten when the server or its models change.
-"""
+"""What we know of a server and its models: preset, report, then lessons from refusals."""
 
 from __future__ import annotations
 
@@ -316,7 +312,6 @@ class Capabilities:
         }
 
     def _model_diagnostics(self, name: str) -> dict[str, object]:
-        """Return what is known about one model, and what it adds up to."""
         model = self.model(name)
         return {
             "reported": asdict(model.report),
@@ -348,7 +343,6 @@ def _told(model: str, lessons: Mapping[str, object]) -> str:
 
 
 def _store(hass: HomeAssistant, entry_id: str) -> Store[dict[str, object]]:
-    """Return where an entry's lessons are kept."""
     return Store(hass, STORAGE_VERSION, f"{DOMAIN}.{entry_id}.capabilities")
 
 

@@ -1,7 +1,4 @@
-"""What a model cannot take at all (tools, images, files): refused before any request.
-
-Tools are never left out silently: the model would claim actions it never did.
-"""
+"""What a model cannot take at all (tools, images, files), refused before any request."""
 
 from __future__ import annotations
 
@@ -81,9 +78,9 @@ def check_tools_kept(
 ) -> None:
     """Raise when the prompt counted was too small for the tools sent, twice in a row.
 
-    Some chat templates take `tools` and drop them unread; one count may be wrong, and
-    a template may render tools far shorter than their schemas where the server says
-    the model takes tools.
+    A chat template without a tool format drops `tools` and the model claims actions
+    it never did; one count may be wrong, and a template may render tools far shorter
+    than their schemas where the server says the model takes them.
     """
     lessons = capabilities.lessons
     if (

@@ -95,7 +95,6 @@ class ModelIssues:
         self._open = wanted
 
     def _problem(self, model: str, today: date) -> ModelProblem | None:
-        """Return why a model will not do, if it will not."""
         runtime = self._entry.runtime_data
         shutdown = runtime.capabilities.shutdown(model)
         if shutdown is not None and shutdown <= today:

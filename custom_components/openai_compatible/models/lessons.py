@@ -142,7 +142,6 @@ def _stored(lessons: Mapping[str, Lesson]) -> dict[str, dict[str, str]]:
 
 
 def _aged(lessons: Mapping[str, Lesson]) -> dict[str, dict[str, int | str]]:
-    """Return the lessons that hold, each with its age and source."""
     return {str(f): lesson.diagnostics() for f, lesson in holding(lessons).items()}
 
 
@@ -189,7 +188,6 @@ def read_lessons(data: Any) -> Lessons[Feature]:
 
 
 def _window(value: Any) -> int | None:
-    """Return a stored window, or None where it is no positive integer."""
     return value if isinstance(value, int) and value > 0 else None
 
 
@@ -211,7 +209,6 @@ def _lessons(values: Any) -> dict[Feature, Lesson]:
 
 
 def _field_lessons(values: Any) -> dict[str, Lesson]:
-    """Return the stored refusals of extra fields that still hold."""
     if not isinstance(values, dict):
         return {}
     return holding(

@@ -72,13 +72,11 @@ def _entries_before_cut(raw: bytes) -> list[Any] | None:
 
 
 def _after_separator(text: str, index: int) -> int:
-    """Return where the next entry starts: past spaces and a comma."""
     match = _BETWEEN.match(text, index)
     return match.end() if match else index
 
 
 def _listing(data: Any, cut: bool = False) -> ModelListing | None:
-    """Return the models of a models page's `data`, if it is a list."""
     if not isinstance(data, list):
         return None
     entries = {
@@ -122,11 +120,7 @@ def _proves_protocol(answer: Answer) -> bool:
 
 
 async def async_probe(transport: Transport, model: str) -> None:
-    """Check that the server speaks the chat protocol and takes our key; no tokens.
-
-    A chat completion with no messages: a JSON 200, a JSON validation error or a JSON
-    404 about the model proves both. Raises ServerError otherwise.
-    """
+    """Check that the server speaks the chat protocol and takes our key (no messages)."""
     answer = await transport.async_exchange(
         "POST",
         "/chat/completions",

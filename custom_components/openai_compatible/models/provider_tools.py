@@ -93,5 +93,4 @@ def web_search_tool(hass: HomeAssistant, options: Mapping[str, Any]) -> JsonObje
 
 
 def _choice(value: Any, choices: tuple[str, ...]) -> str | None:
-    """Return a saved choice if it is one of the choices, else None."""
     return value if value in choices else None

@@ -54,7 +54,6 @@ def may_be_ollama(listing: ModelListing | None) -> bool:
 
 
 def _listed_kind(listing: ModelListing | None) -> tuple[ServerKind | None, bool]:
-    """Return the software a models list gives away, and whether it looks Ollama's."""
     return guess_kind(listing), may_be_ollama(listing)
 
 
@@ -116,7 +115,6 @@ def _context(entry: Mapping[str, Any]) -> int | None:
 
 
 def _flag(capabilities: Any, name: str) -> bool | None:
-    """Return a capability flag of a `capabilities` object, if it has it."""
     if isinstance(capabilities, dict) and isinstance(capabilities.get(name), bool):
         return bool(capabilities[name])
     return None
@@ -176,7 +174,6 @@ def _list(value: object) -> list[object]:
 
 
 def _text(data: JsonObject | None, key: str) -> str | None:
-    """Return a string field of a native answer, if it has one."""
     value = data.get(key) if data else None
     return value if isinstance(value, str) and value else None
 
@@ -242,7 +239,6 @@ def _ollama_context(shown: JsonObject) -> int | None:
 async def _async_lm_studio(
     transport: Transport, models: dict[str, ModelReport]
 ) -> None:
-    """Read LM Studio's model list: loaded context, vision, tool use."""
     listed = await _async_native(transport, "GET", "//api/v0/models")
     for item in _list((listed or {}).get("data")):
         if not isinstance(item, dict) or not isinstance(item.get("id"), str):
