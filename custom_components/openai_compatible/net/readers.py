@@ -1,8 +1,4 @@
-"""Typed readers of what servers answer: untrusted JSON in, typed values out.
-
-A part of the wrong type raises MalformedAnswerError naming it; where the API lets
-a part be left out, null reads as an empty one.
-"""
+"""Typed readers of what servers answer: untrusted JSON in, typed values out."""
 
 from __future__ import annotations
 

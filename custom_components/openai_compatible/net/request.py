@@ -38,7 +38,6 @@ class RequestSettings:
     top_p: float | None = None
     reasoning_model: bool = False
     prompt_cache_key: str | None = None
-    # Mistral only accepts tool call ids of exactly nine letters or digits.
     short_tool_call_ids: bool = False
     # Off for servers whose streaming breaks tool calls or structured output.
     stream: bool = True

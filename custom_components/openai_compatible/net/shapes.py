@@ -1,8 +1,4 @@
-"""The shapes of what is sent: request bodies, messages, items and tools.
-
-On `openai`'s own request types, wider where other servers take more, and
-total=False where a body is built bit by bit or loses keys to a refused feature.
-"""
+"""The shapes of what is sent, on `openai`'s types, wider where servers take more."""
 
 from __future__ import annotations
 

@@ -102,7 +102,6 @@ class SSEDecoder:
         return events
 
     def _check_size(self, size: int) -> None:
-        """Raise if a line is longer than the limit."""
         if size > self._max_line:
             raise ServerError("answer_line_too_long", limit=mebibytes(self._max_line))
 

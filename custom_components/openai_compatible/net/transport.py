@@ -1,8 +1,4 @@
-"""Requests to the server: one way for every path, bounded in time and size.
-
-A redirect is never followed (it would take the key elsewhere); a 429 or 503
-with a Retry-After is retried at most twice, within the round trip's budget.
-"""
+"""Requests to the server: one way for every path, bounded in time and size."""
 
 from __future__ import annotations
 
@@ -260,7 +256,6 @@ class Transport:
         return error, wait
 
     def _reachable(self, reachable: bool) -> None:
-        """Tell the entry whether the server answers at all."""
         if self._on_reachable is not None:
             self._on_reachable(reachable)
 
