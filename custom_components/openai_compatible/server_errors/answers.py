@@ -251,7 +251,6 @@ def error_for_status(
 
 
 def _failed(status: int) -> ServerError:
-    """Return the error of a failure that says nothing but its status."""
     if status in (502, 504):
         # A proxy or gateway answered for the server behind it.
         return ServerError("gateway_failed", status=str(status))
@@ -261,7 +260,6 @@ def _failed(status: int) -> ServerError:
 
 
 def _json_or_none(text: str) -> Any:
-    """Return the JSON value of an error body, or None when it is no JSON."""
     try:
         return json.loads(text)
     except ValueError, RecursionError:

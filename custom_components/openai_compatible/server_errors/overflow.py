@@ -19,7 +19,6 @@ MAX_FIGURE_DIGITS = 9
 
 
 def _patterns(*texts: str) -> tuple[re.Pattern[str], ...]:
-    """Return the texts as patterns that ignore case."""
     return tuple(re.compile(text, re.IGNORECASE) for text in texts)
 
 
@@ -82,7 +81,6 @@ def _first_number(patterns: tuple[re.Pattern[str], ...], text: str) -> int | Non
 
 
 def _positive(value: Any) -> int | None:
-    """Return a positive integer field, or None."""
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
     return None

@@ -17,12 +17,7 @@ _VOICE_STATUSES: Final = frozenset({400, 404, 422})
 
 @dataclass(frozen=True, slots=True)
 class RouteErrors:
-    """What error answers mean on one route, beyond what any answer says.
-
-    `feature`: the route as a feature; `missing`: our error without the route;
-    `model_statuses`, `unknown_model`: where and how an unknown model is told;
-    `voices`: a refusal may be about the voice.
-    """
+    """What error answers mean on one route, beyond what any answer says."""
 
     feature: Feature | None = None
     missing: str | None = None
@@ -80,7 +75,6 @@ def names_unknown_model(text: str, body: Any = None) -> bool:
 
 
 def _error_code(body: Any) -> Any:
-    """Return the `code` of a parsed error body, if it has one."""
     inner = body.get("error", body) if isinstance(body, dict) else None
     return inner.get("code") if isinstance(inner, dict) else None
 

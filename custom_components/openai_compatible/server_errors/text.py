@@ -29,7 +29,6 @@ def error_text(body: bytes) -> str:
 
 
 def _message_in(data: Any) -> str | None:
-    """Return the message of a parsed error body, if it has one we know."""
     if not isinstance(data, dict):
         return data if isinstance(data, str) else None
     inner = data.get("error", data)
