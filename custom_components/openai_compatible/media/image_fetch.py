@@ -68,14 +68,12 @@ async def async_fetch_image(hass: HomeAssistant, url: str, base_url: str) -> byt
 
 
 def _failed(reason: str) -> ServerError:
-    """Return the error for an image that could not be fetched, and why."""
     return ServerError(
         "image_generation_failed", message=f"the image could not be fetched: {reason}"
     )
 
 
 def _parsed(url: str) -> httpx2.URL:
-    """Return an http(s) URL with a host; raise image_generation_failed."""
     try:
         parsed = httpx2.URL(url)
     except httpx2.InvalidURL as err:

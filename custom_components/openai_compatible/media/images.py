@@ -117,12 +117,10 @@ async def _async_draw(
 
 
 def _route(files: list[LoadedFile]) -> Feature:
-    """Return the route a request takes: editing the attached images, or drawing."""
     return Feature.IMAGES_EDITS if files else Feature.IMAGES_GENERATIONS
 
 
 def _uploads(field: str, files: list[LoadedFile]) -> FormFiles:
-    """Return the attached images as form files, each with its media type."""
     return [(field, (file.name, file.data, file.mime_type)) for file in files]
 
 
@@ -183,7 +181,6 @@ def _read_answer(raw: bytes) -> _Drawn:
 
 
 def _first_image(items: object) -> JsonObject | None:
-    """Return the first item of the answer's `data` that holds an image."""
     if not isinstance(items, list):
         return None
     return next(
@@ -198,13 +195,11 @@ def _first_image(items: object) -> JsonObject | None:
 
 
 def _has_text(item: JsonObject, key: str) -> bool:
-    """Tell whether the item holds a text that is not empty under the key."""
     value = item.get(key)
     return isinstance(value, str) and bool(value)
 
 
 def _decode_base64(text: str) -> bytes:
-    """Return the bytes of a base64 image; raise image_generation_failed."""
     if len(text) > IMAGE_MAX_BASE64_CHARS:
         raise ServerError(
             "image_generation_failed",
