@@ -104,7 +104,6 @@ def _body(ask: Ask, questions: list[Question]) -> JsonObject:
 
 
 def _question(question: Question) -> JsonObject:
-    """Return the Decisions API form of a question."""
     base: JsonObject = {
         "type": _TYPES[question.kind],
         "name": question.key,

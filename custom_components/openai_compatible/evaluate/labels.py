@@ -1,8 +1,4 @@
-"""The log-probability path of an evaluation: a one-token label and its odds.
-
-A label's variants (" Yes", "YES", "yes.") are folded together; where the labels
-hold little of the answer, it is asked again held to them by a schema.
-"""
+"""The log-probability path of an evaluation: a one-token label and its odds."""
 
 from __future__ import annotations
 
@@ -21,8 +17,8 @@ TOP_LOGPROBS: Final = 20
 MIN_LABEL_COVERAGE: Final = 0.5
 # An answer held to the labels: its quotes and the label, with room to spare.
 HELD_LABEL_TOKENS: Final = 4
-# llama.cpp's odds after a sampling chain that cuts only what the grammar rules
-# out; a fixed seed keeps what comes before the label the same.
+# llama.cpp's odds after sampling that cuts only what the grammar bars; seed fixed so
+# that what comes before the label stays the same.
 LLAMA_CPP_AFTER_GRAMMAR: Final[ChatFields] = {
     "post_sampling_probs": True,
     "top_k": 0,
@@ -34,7 +30,6 @@ _PUNCTUATION: Final = ".,:;!?()[]\"'`*"
 
 
 def _prompt(question: Question, labels: list[str]) -> str:
-    """Return the question asking for a one-token label."""
     head = f"Question: {question.instructions}\n\n"
     if question.kind == "noul":
         return f"{head}Answer Yes or No."
@@ -136,13 +131,11 @@ async def _async_held(
 
 
 def _no_logprobs(ask: Ask, question: Question, reason: str) -> None:
-    """Remember that the model gives no log-probabilities."""
     ask.capabilities.learn_refused(Feature.LOGPROBS, reason)
     ask.skip(question, f"logprobs: {reason}")
 
 
 def _logprob_content(choice: JsonObject) -> list[object] | None:
-    """Return the per-token log-probabilities of an answer, if any."""
     logprobs = choice.get("logprobs")
     content = logprobs.get("content") if isinstance(logprobs, dict) else None
     return content if isinstance(content, list) and content else None

@@ -19,7 +19,6 @@ STATED_REPAIR: Final = (
     "to 1, the numbers adding up to 1, in a JSON object with only the keys asked "
     "for. Answer again with only the JSON."
 )
-# Errors of a stated answer that asking once more may mend.
 REPAIRABLE: Final = frozenset(
     {
         "evaluate_failed",
@@ -82,7 +81,6 @@ async def async_state(ask: Ask, question: Question) -> Outcome:
 
 
 def _prompt(question: Question) -> str:
-    """Return the question asking for a JSON object of probabilities."""
     head = f"Question: {question.instructions}\n\n"
     ask = "as probabilities from 0 to 1 that add up to 1, in a JSON object"
     if question.kind == "noul":
@@ -136,11 +134,7 @@ def _outcome(question: Question, choice: JsonObject, extra: dict[str, str]) -> O
 
 
 def stated_weights(choice: JsonObject, question: Question) -> list[float] | None:
-    """Return stated numbers as weights scaled to 1, below 0 as 0; None where none fit.
-
-    For an answer still out of range: servers such as llama.cpp do not hold a number
-    to its bounds.
-    """
+    """Return the numbers as weights (below 0: none) scaled to 1; servers skip bounds."""
     try:
         value = _stated_values(choice, question)
     except ModelError:
