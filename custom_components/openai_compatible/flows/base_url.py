@@ -81,11 +81,7 @@ def normalize_base_url(url: str) -> str:
 
 
 def _has_dot_segment(text: str) -> bool:
-    """Tell whether a URL's path has a `.` or `..` segment, however it is encoded.
-
-    Decoded until nothing changes, as a server decoding `/v1%2f..%2fadmin` would;
-    a backslash counts as a slash.
-    """
+    """Tell whether a URL's path has a `.` or `..` segment, however often encoded."""
     path = urlsplit(text).path
     while (decoded := unquote(path)) != path:
         path = decoded

@@ -250,7 +250,6 @@ class ModelSubentryFlowHandler(SubentryFlow):
             advanced(CONF_TOP_P, RECOMMENDED_TOP_P): NumberSelector(
                 NumberSelectorConfig(min=0, max=1, step=0.05)
             ),
-            # Extra request fields and the thinking switch, for local servers.
             advanced(CONF_EXTRA_FIELDS): ObjectSelector(),
             advanced(CONF_THINKING, Thinking.DEFAULT): choice(CONF_THINKING, Thinking),
         }
@@ -261,10 +260,7 @@ class ModelSubentryFlowHandler(SubentryFlow):
         return default_answer_limit(server, self.options) or RECOMMENDED_MAX_TOKENS
 
     def _settings(self, user_input: dict[str, Any]) -> dict[str, Any]:
-        """Return the subentry's data with the step's values, but those asking nothing.
-
-        The advanced fields are saved only with the recommended toggle off; then all.
-        """
+        """Return the data with the step's values; tuning only with recommended off."""
         data = {k: v for k, v in self.options.items() if k not in SETTINGS_KEYS}
         for key, value in user_input.items():
             if isinstance(value, str) and key != CONF_PROMPT:

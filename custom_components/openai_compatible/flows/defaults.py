@@ -43,10 +43,7 @@ def default_subentries(
     models: list[str],
     chat_model: str | None,
 ) -> list[ConfigSubentryData]:
-    """Return an agent and an AI task for a new entry, and voice where it is evident.
-
-    A server that lists only evident audio models gets only voice.
-    """
+    """Return an agent and a task for a new entry, with voice where evident (or alone)."""
     preset = provider_for(entry_data.get(CONF_PROVIDER))
     lasting = lasting_models(models, preset.shutdowns)
     preferred = chat_model or preset.recommended_model

@@ -54,11 +54,7 @@ def server_name(entry_data: Mapping[str, Any]) -> str:
 
 
 def entry_title(entry_data: Mapping[str, Any], taken: Collection[str] = ()) -> str:
-    """Return an entry's title: the server's name, with its address where needed.
-
-    A hosted service shows it where not at its own address (a proxy, an Azure
-    resource); any other server where another entry has its name.
-    """
+    """Return an entry's title: the server's name, with its address where ambiguous."""
     name = server_name(entry_data)
     preset = provider_for(entry_data.get(CONF_PROVIDER))
     url = URL(entry_data[CONF_BASE_URL])

@@ -1,7 +1,4 @@
-"""The agent's tools step: which tools are offered, on demand, and a call cap.
-
-A chosen name the API no longer has stays listed, so that it can be taken out.
-"""
+"""The agent's tools step: which tools are offered, on demand, and a call cap."""
 
 from __future__ import annotations
 
