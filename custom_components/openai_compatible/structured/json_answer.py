@@ -83,7 +83,6 @@ def _walk(value: Any, schema: Any, path: list[Any], problems: list[str]) -> Any:
 
 
 def _types(schema: Any) -> list[str]:
-    """Return the JSON types a schema names that we know."""
     kind = schema.get("type", []) if isinstance(schema, dict) else []
     return [k for k in (kind if isinstance(kind, list) else [kind]) if k in _KINDS]
 
@@ -115,7 +114,6 @@ _KINDS: Final[dict[str, tuple[str, Callable[[Any], bool]]]] = {
     "null": ("null", lambda value: value is None),
 }
 
-
 # Past this many digits an integer is no float (and past 4,300 Python refuses it).
 _MAX_INT_DIGITS: Final = 309
 
@@ -138,11 +136,7 @@ def schema_instructions(schema: JsonSchema) -> str:
 
 
 def parse_json_answer(text: str) -> Any:
-    """Return the JSON value in a model's answer, in linear time.
-
-    Reasoning is dropped; then the answer is read whole, else from the first fenced
-    block that parses, else from the first `{` or `[` where a JSON value starts.
-    """
+    """Return the JSON value in a model's answer: whole, fenced or in prose (linear)."""
     answer = text.rsplit("</think>", 1)[-1].split("<think>", 1)[0]
     try:
         try:
@@ -184,5 +178,4 @@ def _problem(error: probatio.Invalid) -> str:
 
 
 def _at(message: str, path: list[Any]) -> str:
-    """Return the message with the path it is about, if any."""
     return f"{message} at '{render_path(path)}'" if path else message

@@ -79,11 +79,7 @@ async def async_climb[T](
     *,
     learn: bool = True,
 ) -> tuple[StructuredRequest, T]:
-    """Run `attempt` from the strongest rung not known refused, down until one works.
-
-    A general refusal is learned only with `learn`: with tools, a refusal of JSON
-    mode may be about the tools.
-    """
+    """Run `attempt` from the strongest rung not known refused, down until one works."""
     rung = start_rung(capabilities)
     if strict is None:
         rung = max(rung, RUNG_SCHEMA)

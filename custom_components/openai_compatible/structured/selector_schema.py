@@ -110,7 +110,6 @@ def _standard(schema: Any) -> Any:
 
 
 def _selector(config: Any) -> selector.Selector[Any]:
-    """Return a selector given as one or as its configuration."""
     return (
         config if isinstance(config, selector.Selector) else selector.selector(config)
     )

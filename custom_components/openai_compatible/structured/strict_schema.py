@@ -64,13 +64,11 @@ def strict_json_schema(schema: JsonSchema) -> JsonSchema:
 
 
 def _types(schema: JsonSchema) -> list[Any]:
-    """Return the JSON types a schema names."""
     kind = schema.get("type", [])
     return kind if isinstance(kind, list) else [kind]
 
 
 def _nullable(schema: JsonSchema) -> JsonSchema:
-    """Return the schema that also takes null."""
     kind = schema.get("type")
     if "null" in _types(schema):
         return schema
@@ -125,7 +123,6 @@ class _Strict:
     def _convert_keyword(
         self, keyword: str, value: Any, schema: JsonSchema, where: str, depth: int
     ) -> Any:
-        """Return the strict form of one keyword's value."""
         if keyword == "properties":
             required = schema.get("required", [])
             properties: JsonSchema = {}
