@@ -1,7 +1,4 @@
-"""The lookup tool of tools on demand: its schema, the search, what was found.
-
-What was looked up is read back from the chat log: it lasts the conversation.
-"""
+"""The lookup tool of tools on demand: its schema, the search, what was found."""
 
 from __future__ import annotations
 
@@ -44,7 +41,6 @@ LOOKUP_SCHEMA: Final[ChatTool] = {
 _WORD = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _SHORT: Final = 3
-# Words that say nothing of what a tool does.
 _FILLERS: Final = frozenset({"the", "and", "for", "please", "can", "you", "with"})
 
 
@@ -112,7 +108,6 @@ def looked_up(chat_log: conversation.ChatLog) -> list[str]:
 
 
 def _found_names(data: Mapping[str, object]) -> Iterable[str]:
-    """Return the names a lookup's result lists."""
     tools = data.get("tools")
     for tool in tools if isinstance(tools, list) else ():
         if isinstance(tool, dict) and isinstance(name := tool.get("name"), str):

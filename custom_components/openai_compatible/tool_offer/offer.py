@@ -1,8 +1,4 @@
-"""The tools one turn offers, and the calls it answers itself.
-
-Tools looked up on demand go last, in the order found, so that the tools already
-sent keep their place.
-"""
+"""The tools one turn offers, and the calls it answers itself."""
 
 from __future__ import annotations
 
