@@ -1,8 +1,4 @@
-"""Text that sounds spoken: markdown marks, code and emoji out before speech.
-
-A stream is cleaned as it comes: `SpokenLines` drops line marks, holding back
-only a line's start, then `spoken_sentence` cleans each sentence inside.
-"""
+"""Text that sounds spoken: markdown marks, code and emoji out before speech."""
 
 from __future__ import annotations
 
