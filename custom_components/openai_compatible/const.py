@@ -17,8 +17,7 @@ CONF_MAX_TOKENS: Final = "max_tokens"
 CONF_TEMPERATURE: Final = "temperature"
 CONF_TOP_P: Final = "top_p"
 CONF_STREAMING: Final = "streaming"
-# Conversation agents: earlier turns to keep at most (none: as many as fit),
-# and the model's context window in tokens when the server does not say it.
+# Agents: earlier turns kept at most (none: all that fit); the window if unreported.
 CONF_HISTORY_TURNS: Final = "history_turns"
 CONF_CONTEXT_WINDOW: Final = "context_window"
 CONF_FALLBACK: Final = "fallback"
@@ -34,7 +33,6 @@ SUBENTRY_TTS: Final = "tts"
 DEFAULT_CONVERSATION_NAME: Final = "OpenAI Compatible conversation"
 DEFAULT_AI_TASK_NAME: Final = "OpenAI Compatible AI task"
 
-# Speech-to-text and text-to-speech subentries.
 CONF_AUDIO_MODEL: Final = "audio_model"
 CONF_HINT_NAMES: Final = "hint_names"
 CONF_VOICE: Final = "voice"
@@ -46,13 +44,11 @@ DEFAULT_AUDIO_FORMAT: Final = "mp3"
 MAX_TOOL_ROUNDS_CONVERSATION: Final = 10
 MAX_TOOL_ROUNDS_AI_TASK: Final = 20
 
-# Conversation agents: the tools offered (Home Assistant's names; none: all,
-# new ones too), tools looked up on demand, and tool calls a turn may make.
+# Agents: the tools offered (none: all, new ones too), on demand, calls per turn.
 CONF_TOOLS: Final = "tools"
 CONF_TOOLS_ON_DEMAND: Final = "tools_on_demand"
 CONF_MAX_TOOL_CALLS: Final = "max_tool_calls"
-# Whether a successful intent call is answered with Home Assistant's own
-# sentence, without a second round (unset: on for local servers).
+# A done intent answered with Home Assistant's sentence, no second round (unset: local).
 CONF_ONE_ROUND: Final = "one_round_answers"
 
 # Entry option: the wire API (features.WireApi); automatic when unset.

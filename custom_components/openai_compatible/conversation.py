@@ -193,7 +193,6 @@ def _instructions(
 
 
 def _spoken(prompt: str | None) -> str:
-    """Return the agent's instructions, told that the answer is spoken."""
     return f"{prompt or llm.DEFAULT_INSTRUCTIONS_PROMPT}\n{SPOKEN_ANSWER}"
 
 

@@ -70,11 +70,7 @@ def subentry_device_info(
 
 
 class OpenAICompatibleSubentryEntity(CoordinatorEntity[ServerCoordinator]):
-    """The entity of one subentry: its service device, availability and errors.
-
-    It keeps the runtime data it was created with: a request running while the entry
-    reloads finishes on the connection it had.
-    """
+    """The entity of one subentry; a request under way keeps the runtime it began on."""
 
     _attr_has_entity_name = True
     _attr_name: str | None = None
@@ -186,7 +182,6 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
     def _chat_dialect(
         self, settings: RequestSettings, tool_set: ToolSet
     ) -> ChatCompletionsDialect:
-        """Return the Chat Completions dialect."""
         return ChatCompletionsDialect(self.hass, settings, tool_set)
 
     def _responses_dialect(
@@ -204,7 +199,6 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
         tool_set: ToolSet,
         chat_log: conversation.ChatLog | None,
     ) -> RoundTrip:
-        """Return a round trip over a dialect for a run of rounds."""
         settings = self.request_settings()
         capabilities = self.capabilities
         subentry_id = self.subentry.subentry_id
@@ -254,10 +248,7 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
         response_format: ResponseFormat | None = None,
         instructions: tuple[conversation.UserContent, str] | None = None,
     ) -> None:
-        """Run the model on the chat log until no tool result is unanswered.
-
-        With `slots`, each request streams only while it holds one (tools run after).
-        """
+        """Run the model on the chat log until no tool result is unanswered."""
         offer = ToolOffer(
             self._tool_set(chat_log.llm_api), self.subentry.data, chat_log
         )

@@ -1,8 +1,4 @@
-"""The integration's errors, each with a translated message.
-
-`InputError`: the user's input will not do; `ServerError`: the server failed,
-refused or could not be read; `ModelError`: the model's answer will not do.
-"""
+"""The integration's errors: bad input, server failures, unusable model answers."""
 
 from __future__ import annotations
 

@@ -31,7 +31,6 @@ class Feature(StrEnum):
     # Thinking given back (llama.cpp, vLLM, DeepSeek): a plan lasts across a tool call.
     REASONING_CONTENT = "reasoning_content"
     DECISIONS = "decisions"
-    # The Responses API's route, and what only it takes.
     RESPONSES_API = "responses_api"
     REASONING = "reasoning"
     REASONING_SUMMARY = "reasoning_summary"
@@ -54,12 +53,9 @@ RESPONSE_FORMATS: Final = (
     Feature.JSON_OBJECT,
 )
 
-
 # Routes of the server, not of one model: a refusal holds for every model.
 SERVER_ROUTES: Final = frozenset({Feature.DECISIONS})
 
-
-# Tools the provider runs itself, offered over the Responses API.
 PROVIDER_TOOLS: Final = (
     Feature.WEB_SEARCH,
     Feature.CODE_INTERPRETER,

@@ -94,7 +94,6 @@ class ModelRepairFlow(RepairsFlow):
     def _target(
         self,
     ) -> tuple[OpenAICompatibleConfigEntry, ConfigSubentry, str] | None:
-        """Return the loaded entry, the subentry and the setting to fix."""
         data = self.data or {}
         entry = self.hass.config_entries.async_get_entry(str(data.get(ISSUE_ENTRY)))
         if entry is None or entry.state is not ConfigEntryState.LOADED:

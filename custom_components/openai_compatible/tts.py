@@ -1,8 +1,4 @@
-"""Text-to-speech entities, one per text-to-speech subentry.
-
-Streaming, each sentence is asked as soon as it is written and the answers are
-joined (MP3, WAV, PCM; other formats as WAV, for Home Assistant to convert).
-"""
+"""Text-to-speech entities, one per text-to-speech subentry."""
 
 from __future__ import annotations
 
@@ -151,7 +147,6 @@ def text_pieces(text: str, limit: int = MAX_SPEECH_CHARACTERS) -> list[str]:
 
 
 async def _async_items(items: Iterable[str]) -> AsyncIterator[str]:
-    """Yield the items of a list, asynchronously."""
     for item in items:
         yield item
 
@@ -200,7 +195,6 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
 
     @property
     def _audio_format(self) -> str:
-        """Return the subentry's audio format."""
         return str(self.subentry.data.get(CONF_AUDIO_FORMAT, DEFAULT_AUDIO_FORMAT))
 
     @property
@@ -242,7 +236,6 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
         )
 
     async def _async_load_voices(self) -> None:
-        """Ask the server for its voices."""
         self._server_voices = await async_fetch_voices(self.runtime.transport)
 
     @callback
@@ -276,7 +269,6 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
         return server_format, wanted
 
     def _speaking(self, options: Mapping[str, object]) -> _Speaking:
-        """Return how to speak, from the subentry and a request's options."""
         data = self.subentry.data
         speed = _speed(options.get(CONF_SPEED, data.get(CONF_SPEED, 1.0)))
         if not MIN_SPEED <= speed <= MAX_SPEED:
