@@ -64,11 +64,7 @@ def setup_basis(entry: OpenAICompatibleConfigEntry) -> tuple[object, ...]:
 async def _async_changed(
     hass: HomeAssistant, entry: OpenAICompatibleConfigEntry
 ) -> None:
-    """Reload after the entry changed; else read the server again, in place.
-
-    A refresh makes every entity write its state and device anew, so a
-    subentry's new settings apply while agents and tasks stay available.
-    """
+    """Reload after the entry changed; else refresh: subentry settings apply in place."""
     if setup_basis(entry) != entry.runtime_data.basis:
         await hass.config_entries.async_reload(entry.entry_id)
     else:
@@ -78,11 +74,7 @@ async def _async_changed(
 async def async_migrate_entry(
     hass: HomeAssistant, entry: OpenAICompatibleConfigEntry
 ) -> bool:
-    """Bring an entry saved by an older version up to date.
-
-    1.2 drops the unique id (duplicates are refused by base URL and key) and
-    names subentries with the old fixed titles after their server and model.
-    """
+    """Bring an entry of an older version up to date (1.2: no unique id, titles)."""
     if entry.version > 1:
         return False
     if entry.minor_version < 2:

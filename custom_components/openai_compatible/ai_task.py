@@ -1,8 +1,4 @@
-"""AI task entities: data, images and evaluations.
-
-A structure is asked for down the rungs of structured/rungs.py, and once
-more when the answer does not fit it.
-"""
+"""AI task entities: data, images and evaluations."""
 
 from __future__ import annotations
 

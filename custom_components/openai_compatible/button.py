@@ -1,7 +1,4 @@
-"""The server's button: forget what was learned about it, and read it again.
-
-It sits on a device of the server itself, apart from the subentries' devices.
-"""
+"""The server's button: forget what was learned about it, and read it again."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""Config flow: pick a server, connect to it, and set up agents and tasks.
-
-The subentry flows and what the steps share live in flows/.
-"""
+"""Config flow: pick a server, connect to it, and set up agents and tasks."""
 
 from __future__ import annotations
 
@@ -82,8 +79,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     """Set up, reauthenticate or reconfigure one OpenAI-compatible server."""
 
     VERSION = 1
-    # 1.2: no unique id (duplicates are refused by data); subentry titles name
-    # server and model.
+    # 1.2: no unique id (duplicates refused by data); titles name server and model.
     MINOR_VERSION = 2
 
     def __init__(self) -> None:
@@ -100,8 +96,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         if user_input is not None:
             self._provider_key = user_input[CONF_PROVIDER]
             return await self.async_step_connect()
-        # Local servers answering on this machine come first, then any other
-        # server, then the remaining presets.
+        # Local servers answering on this machine first, then any other, then presets.
         found = await async_answering_presets(self.hass)
         rest = [key for key in PROVIDERS if key not in (*found, PROVIDER_CUSTOM)]
         schema = probatio.Schema(
@@ -261,10 +256,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     def _reconfigured_data(
         entry: ConfigEntry, user_input: Mapping[str, Any], errors: dict[str, str]
     ) -> dict[str, Any] | None:
-        """Return the entry's new data; an empty key keeps the old on its origin only.
-
-        The key must never go to another server.
-        """
+        """Return the new data; an empty key keeps the old one only on the same origin."""
         provider_key = entry.data.get(CONF_PROVIDER, PROVIDER_CUSTOM)
         data = entry_data(user_input, provider_key)
         if data is None:
@@ -307,10 +299,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         }
 
     def _abort_if_duplicate(self, data: Mapping[str, Any]) -> None:
-        """Abort when another entry reaches the same server with the same key.
-
-        Without a key, any other entry of the server counts: it reaches it too.
-        """
+        """Abort when another entry reaches the same server with the same key, or none."""
         api_key = data.get(CONF_API_KEY)
         for entry in self._async_current_entries(include_ignore=False):
             if (

@@ -17,11 +17,9 @@ CONF_MAX_TOKENS: Final = "max_tokens"
 CONF_TEMPERATURE: Final = "temperature"
 CONF_TOP_P: Final = "top_p"
 CONF_STREAMING: Final = "streaming"
-# Conversation agents: earlier turns to keep at most (none: as many as fit),
-# and the model's context window in tokens when the server does not say it.
+# Agents: earlier turns kept at most (none: all that fit); the window if unreported.
 CONF_HISTORY_TURNS: Final = "history_turns"
 CONF_CONTEXT_WINDOW: Final = "context_window"
-# Agents and AI tasks: the entity that answers when our server cannot.
 CONF_FALLBACK: Final = "fallback"
 # Advanced: fields merged into every request, and the thinking switch.
 CONF_EXTRA_FIELDS: Final = "extra_fields"
@@ -35,7 +33,6 @@ SUBENTRY_TTS: Final = "tts"
 DEFAULT_CONVERSATION_NAME: Final = "OpenAI Compatible conversation"
 DEFAULT_AI_TASK_NAME: Final = "OpenAI Compatible AI task"
 
-# Speech-to-text and text-to-speech subentries.
 CONF_AUDIO_MODEL: Final = "audio_model"
 CONF_HINT_NAMES: Final = "hint_names"
 CONF_VOICE: Final = "voice"
@@ -44,17 +41,14 @@ CONF_INSTRUCTIONS: Final = "instructions"
 CONF_AUDIO_FORMAT: Final = "audio_format"
 DEFAULT_AUDIO_FORMAT: Final = "mp3"
 
-# Round limits of the tool loop.
 MAX_TOOL_ROUNDS_CONVERSATION: Final = 10
 MAX_TOOL_ROUNDS_AI_TASK: Final = 20
 
-# Conversation agents: the tools offered (Home Assistant's names; none: all,
-# new ones too), tools looked up on demand, and tool calls a turn may make.
+# Agents: the tools offered (none: all, new ones too), on demand, calls per turn.
 CONF_TOOLS: Final = "tools"
 CONF_TOOLS_ON_DEMAND: Final = "tools_on_demand"
 CONF_MAX_TOOL_CALLS: Final = "max_tool_calls"
-# Whether a successful intent call is answered with Home Assistant's own
-# sentence, without a second round (unset: on for local servers).
+# A done intent answered with Home Assistant's sentence, no second round (unset: local).
 CONF_ONE_ROUND: Final = "one_round_answers"
 
 # Entry option: the wire API (features.WireApi); automatic when unset.
@@ -65,7 +59,6 @@ CONF_TIMEOUT: Final = "timeout"
 # Enough for a small local model on a CPU to write a long answer.
 DEFAULT_TIMEOUT_SECONDS: Final = 300.0
 VALIDATION_TIMEOUT_SECONDS: Final = 10.0
-
 
 RECOMMENDED_MAX_TOKENS: Final = 3000
 RECOMMENDED_TEMPERATURE: Final = 1.0

@@ -29,14 +29,12 @@ from .wire.round_trip import Dialect
 
 PARALLEL_UPDATES = 0
 
-# The one line a turn from a voice satellite (or another device) adds to the
-# agent's instructions; typed chats keep their instructions as they are.
+# A turn from a device (a voice satellite) adds this line; typed chats do not.
 SPOKEN_ANSWER: Final = (
     "Your answer is spoken aloud: answer in plain sentences, without markdown, "
     "lists, tables, code or emoji."
 )
-# Seconds in which the same prompt is not sent ahead again: the commands in
-# between kept it in the server's cache.
+# Within this many seconds, the commands in between keep the prompt cached.
 WARM_AGAIN_AFTER: Final = 30.0
 
 
@@ -100,12 +98,7 @@ class OpenAICompatibleConversationEntity(
 
     @override
     async def async_prepare(self, language: str | None = None) -> None:
-        """Have the server evaluate the start of a spoken command's prompt now.
-
-        Home Assistant's pipeline calls this as speech-to-text begins, so the
-        server works while the user speaks. Only where the server keeps a
-        prompt cache and bills nothing for it, one at a time; it never fails.
-        """
+        """Send the start of a spoken command's prompt ahead, as speech-to-text begins."""
         if not self.capabilities.caches_prompts or (
             self._warming is not None and not self._warming.done()
         ):
@@ -139,11 +132,7 @@ class OpenAICompatibleConversationEntity(
             LOGGER.debug("%s sent nothing ahead: %s", self.entity_id, err)
 
     async def _async_spoken_start(self, language: str | None) -> conversation.ChatLog:
-        """Return a new conversation as a spoken command starts it, but its words.
-
-        Home Assistant writes the system prompt and picks the tools, for no
-        device: what every satellite's commands share.
-        """
+        """Return a new conversation as a spoken command starts it: no device, no words."""
         chat_log = conversation.ChatLog(self.hass, ulid_now())
         chat_log.content.append(conversation.UserContent(""))
         options = self.subentry.data
@@ -165,8 +154,7 @@ class OpenAICompatibleConversationEntity(
         """Answer one user message."""
         options = self.subentry.data
         if self._warming is not None:
-            # On a server of several slots, a request sent meanwhile would
-            # take another one, its cache cold.
+            # On a server of several slots, a request sent meanwhile finds a cold cache.
             await asyncio.wait({self._warming})
         try:
             await chat_log.async_provide_llm_data(
@@ -205,7 +193,6 @@ def _instructions(
 
 
 def _spoken(prompt: str | None) -> str:
-    """Return the agent's instructions, told that the answer is spoken."""
     return f"{prompt or llm.DEFAULT_INSTRUCTIONS_PROMPT}\n{SPOKEN_ANSWER}"
 
 

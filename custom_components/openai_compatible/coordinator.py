@@ -1,11 +1,4 @@
-"""One coordinator per entry: whether its server answers, and its model list.
-
-The transport reports every request (`async_report`): any answer means the
-server is there, a failed connection or a timeout that it is not; the entities
-follow. The model list is read again every REFRESH_INTERVAL, and every
-CHECK_INTERVAL while the server is gone; a new list or server version gives
-the capabilities a new fingerprint, which forgets the old server's lessons.
-"""
+"""One coordinator per entry: whether its server answers, and its model list."""
 
 from __future__ import annotations
 
@@ -52,7 +45,6 @@ class Survey:
     models: list[str]
     report: ServerReport
     fingerprint: str
-    # The models as they are looked up in, read once per list.
     listed: ListedModels
     # Why the model list was not read whole (it is too large), if it was not.
     unread: str | None = None
@@ -108,10 +100,7 @@ class ServerCoordinator(DataUpdateCoordinator[Survey]):
 
     @override
     async def _async_update_data(self) -> Survey:
-        """Read the model list; keep what is known when it cannot be read.
-
-        At setup, a refused key asks for a new one; other failures retry later.
-        """
+        """Read the model list, keeping what is known; a refused key at setup reauths."""
         at_setup = self.config_entry.state is ConfigEntryState.SETUP_IN_PROGRESS
         try:
             listing = await async_fetch_models(self.transport)

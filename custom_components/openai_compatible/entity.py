@@ -70,17 +70,10 @@ def subentry_device_info(
 
 
 class OpenAICompatibleSubentryEntity(CoordinatorEntity[ServerCoordinator]):
-    """The entity of one subentry: its service device, availability and errors.
-
-    It is available while the entry's coordinator finds the server answering.
-
-    It keeps the runtime data it was created with, so that a request still
-    running while the entry reloads finishes with the connection it had.
-    """
+    """The entity of one subentry; a request under way keeps the runtime it began on."""
 
     _attr_has_entity_name = True
     _attr_name: str | None = None
-    # The subentry's key that names its model.
     model_key: ClassVar[str] = CONF_CHAT_MODEL
     # Seconds a 429 or 503 may be waited out; a voice turn cannot wait long.
     retry_wait: float = 5.0
@@ -105,10 +98,7 @@ class OpenAICompatibleSubentryEntity(CoordinatorEntity[ServerCoordinator]):
     @callback
     @override
     def _handle_coordinator_update(self) -> None:
-        """Write the state, and the subentry's title and model on its device.
-
-        A subentry's settings change in place (see __init__._async_changed).
-        """
+        """Write the state, and the subentry's title and model on its device."""
         if self.device_entry is not None:
             info = subentry_device_info(self.entry, self.subentry)
             dr.async_get(self.hass).async_update_device(
@@ -118,10 +108,7 @@ class OpenAICompatibleSubentryEntity(CoordinatorEntity[ServerCoordinator]):
 
     @override
     async def async_added_to_hass(self) -> None:
-        """Follow the coordinator; close the repair issue on removal.
-
-        After a reload, the next request that does not fit opens it again.
-        """
+        """Follow the coordinator; close the repair issue on removal."""
         await super().async_added_to_hass()
         self.async_on_remove(partial(self.context_window.resolve, self.hass))
 
@@ -158,10 +145,7 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
         return self.runtime.capabilities.model(self.model)
 
     def request_settings(self) -> RequestSettings:
-        """Return the request parameters the subentry asks for.
-
-        A local server gets an answer limit even where the settings set none.
-        """
+        """Return the request parameters; a local server gets an answer limit anyway."""
         options = self.subentry.data
         tuned = not options.get(CONF_RECOMMENDED, True)
         capabilities = self.capabilities
@@ -185,10 +169,7 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
     def adapter(
         self, tool_set: ToolSet, chat_log: conversation.ChatLog | None = None
     ) -> Adapter:
-        """Return the wire adapter for a run of rounds, over the entry's API.
-
-        With a chat log, each request is fitted into the model's context window.
-        """
+        """Return the wire adapter for a run of rounds, fitted to the window with a log."""
         setting = api_setting(self.entry.options.get(CONF_API))
         chat = partial(self._round_trip, self._chat_dialect, tool_set, chat_log)
         if self.capabilities.api(setting) is WireApi.CHAT_COMPLETIONS:
@@ -201,7 +182,6 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
     def _chat_dialect(
         self, settings: RequestSettings, tool_set: ToolSet
     ) -> ChatCompletionsDialect:
-        """Return the Chat Completions dialect."""
         return ChatCompletionsDialect(self.hass, settings, tool_set)
 
     def _responses_dialect(
@@ -219,7 +199,6 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
         tool_set: ToolSet,
         chat_log: conversation.ChatLog | None,
     ) -> RoundTrip:
-        """Return a round trip over a dialect for a run of rounds."""
         settings = self.request_settings()
         capabilities = self.capabilities
         subentry_id = self.subentry.subentry_id
@@ -236,10 +215,7 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
         )
 
     def _tool_set(self, llm_api: llm.APIInstance | None) -> ToolSet:
-        """Return the tools in wire form, converted once per API instance.
-
-        Home Assistant keeps a conversation's API instance between turns.
-        """
+        """Return the tools in wire form, once per API instance (kept between turns)."""
         cached = self._tool_set_cache
         if cached is None or cached[0] is not llm_api:
             cached = (llm_api, build_tool_set(llm_api))
@@ -249,11 +225,7 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
     def _rescue(
         self, chat_log: conversation.ChatLog, tool_set: ToolSet, free_form: bool
     ) -> TurnRescue:
-        """Return the watch over a turn; an agent's answers are spoken sentences.
-
-        One-round answers are the agent's setting, on by default for a local
-        server.
-        """
+        """Return the watch over a turn; an agent's answers are spoken sentences."""
         speaks = free_form and self.subentry.subentry_type == SUBENTRY_CONVERSATION
         one_round = self.subentry.data.get(
             CONF_ONE_ROUND, self.runtime.capabilities.local
@@ -276,13 +248,7 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
         response_format: ResponseFormat | None = None,
         instructions: tuple[conversation.UserContent, str] | None = None,
     ) -> None:
-        """Run the model on the chat log until no tool result is unanswered.
-
-        A model known to refuse the tools or attachments gets no request. A
-        call that cannot run is answered to the model, which may call again.
-        With `slots`, each request streams only while it holds one (tools run
-        after).
-        """
+        """Run the model on the chat log until no tool result is unanswered."""
         offer = ToolOffer(
             self._tool_set(chat_log.llm_api), self.subentry.data, chat_log
         )

@@ -1,14 +1,4 @@
-"""The integration's errors, each with a translated message.
-
-Three families, by who can fix the problem:
-
-- `InputError`: what the user or automation gave cannot be used (an attachment
-  of the wrong type or size, too many questions);
-- `ServerError`: the server failed, refused us, could not be reached, or sent
-  an answer that cannot be read;
-- `ModelError`: the server answered, but the model's answer does not do
-  (no text, data that does not fit the structure, endless tool rounds).
-"""
+"""The integration's errors: bad input, server failures, unusable model answers."""
 
 from __future__ import annotations
 
@@ -20,11 +10,7 @@ from .redact import redact, shown
 
 
 class TranslatedError(HomeAssistantError):
-    """An error whose message comes from our translations.
-
-    Its placeholders may quote a server: keys are removed from them, and
-    each is cut to a length users read (`redact.shown`).
-    """
+    """An error whose message comes from our translations; placeholders redacted, cut."""
 
     def __init__(self, key: str, **placeholders: str) -> None:
         """Create the error from a translation key of ours."""
@@ -67,12 +53,7 @@ class NotCompatibleError(ServerError):
 
 
 class RequestRejectedError(ServerError):
-    """The server refused the request, perhaps for a feature we can drop.
-
-    `feature` is the request feature the answer names, if any (see
-    error_answers.classify_rejection); `general` tells whether the refusal
-    holds for any request with it, so that it may be learned.
-    """
+    """The server refused the request, perhaps for a feature we can drop."""
 
     def __init__(
         self,
@@ -91,11 +72,7 @@ class RequestRejectedError(ServerError):
 
     @property
     def lesson_source(self) -> str:
-        """Return what taught a lesson from this refusal: its status and feature.
-
-        Never the server's words: a refusal may quote the prompt, and lessons
-        are stored and shown in diagnostics.
-        """
+        """Return a lesson's source: status, feature; no words (they may quote the prompt)."""
         return f"HTTP {self.status}" + (
             f" refusing {self.feature}" if self.feature else ""
         )

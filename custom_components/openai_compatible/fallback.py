@@ -1,10 +1,4 @@
-"""Handing a turn to the agent or AI task a subentry names when our server cannot.
-
-Only for the server's failures, never the user's own errors, and only while
-our attempt left nothing after the user's message (tools that acted on the
-home are not run twice). Within one call chain an agent hands over once, so
-fallbacks cannot go round in a loop.
-"""
+"""Handing a turn to the agent or task a subentry names when our server cannot."""
 
 from __future__ import annotations
 
@@ -24,12 +18,10 @@ from homeassistant.helpers.chat_session import async_get_chat_session
 from .const import CONF_FALLBACK, DOMAIN, LOGGER
 from .errors import ConnectError, RateLimitedError, ServerError
 
-# The agents and tasks handing a turn over in the current call chain.
 _handing_over: ContextVar[frozenset[str]] = ContextVar(
     "openai_compatible_handing_over", default=frozenset()
 )
 
-# Failures of the server itself, by their translation keys.
 _SERVER_FAILURES: Final = frozenset(
     {
         "api_error",
@@ -173,9 +165,8 @@ def makes_images(hass: HomeAssistant, entity_id: str) -> bool:
 def _image_entity(hass: HomeAssistant, entity_id: str) -> ai_task.AITaskEntity | None:
     """Return the AI task entity if it generates images.
 
-    The one place that reads ai_task's entity component, which is not public:
-    Home Assistant's image helper stores the image and hands back no bytes,
-    so a fallback runs the entity as that helper does.
+    The one read of ai_task's private entity component: its image helper stores the
+    image and gives no bytes, so a fallback runs the entity as that helper does.
     """
     entity = hass.data[DATA_COMPONENT].get_entity(entity_id)
     if (
@@ -187,10 +178,7 @@ def _image_entity(hass: HomeAssistant, entity_id: str) -> ai_task.AITaskEntity |
 
 
 def closes_loop(hass: HomeAssistant, source: str | None, target: str) -> bool:
-    """Tell whether naming `target` as the fallback of `source` makes a loop.
-
-    The chain is followed through our own agents and tasks only.
-    """
+    """Tell whether naming `target` as the fallback of `source` makes a loop of ours."""
     seen: set[str] = set()
     current: str | None = target
     while current is not None and current not in seen:

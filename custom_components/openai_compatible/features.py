@@ -25,15 +25,12 @@ class Feature(StrEnum):
     PROMPT_CACHE_KEY = "prompt_cache_key"
     IMAGE_INPUT = "image_input"
     FILE_INPUT = "file_input"
-    # Messages of the system role, which some chat templates drop without a
-    # word (llama-cpp-python's gemma format): the system prompt then goes at
-    # the start of the first user message, as Gemma's own template puts it.
+    # Some chat templates drop system messages unread (llama-cpp-python's gemma):
+    # the system prompt then opens the first user message, as Gemma's own does.
     SYSTEM_MESSAGES = "system_messages"
-    # The model's thinking given back on its messages, which reasoning servers
-    # take (llama.cpp, vLLM, DeepSeek) so a plan lasts across a tool call.
+    # Thinking given back (llama.cpp, vLLM, DeepSeek): a plan lasts across a tool call.
     REASONING_CONTENT = "reasoning_content"
     DECISIONS = "decisions"
-    # The Responses API's route, and what only it takes.
     RESPONSES_API = "responses_api"
     REASONING = "reasoning"
     REASONING_SUMMARY = "reasoning_summary"
@@ -42,12 +39,9 @@ class Feature(StrEnum):
     WEB_SEARCH = "web_search"
     CODE_INTERPRETER = "code_interpreter"
     IMAGE_GENERATION = "image_generation"
-    # Transcript events from the transcription route.
     TRANSCRIPT_STREAM = "transcript_stream"
-    # The speech route's optional fields.
     SPEECH_SPEED = "speech_speed"
     SPEECH_INSTRUCTIONS = "speech_instructions"
-    # The Images API's routes: drawing, and editing attached images.
     IMAGES_GENERATIONS = "images_generations"
     IMAGES_EDITS = "images_edits"
 
@@ -59,12 +53,9 @@ RESPONSE_FORMATS: Final = (
     Feature.JSON_OBJECT,
 )
 
-
 # Routes of the server, not of one model: a refusal holds for every model.
 SERVER_ROUTES: Final = frozenset({Feature.DECISIONS})
 
-
-# Tools the provider runs itself, offered over the Responses API.
 PROVIDER_TOOLS: Final = (
     Feature.WEB_SEARCH,
     Feature.CODE_INTERPRETER,

@@ -1,10 +1,4 @@
-"""Keys kept out of what servers say: every server text passes here.
-
-A server may quote the request's `Authorization` header or its key back in an
-error. Before such a text is shown, stored in a translated error or logged,
-`redact` removes the keys of the entries (each Transport tells its own),
-bearer tokens and keys in the usual `sk-...` forms.
-"""
+"""Keys kept out of server texts, which may quote ours back, before they go anywhere."""
 
 from __future__ import annotations
 
@@ -12,14 +6,12 @@ import re
 from typing import Final
 
 REMOVED: Final = "***"
-# A server's text is shown to users at most this long.
 MAX_SHOWN_CHARACTERS: Final = 200
 # A key this short would garble messages more than it would protect.
 MIN_KEY_LENGTH: Final = 8
 # Keys told, newest last; the oldest is forgotten past this many.
 MAX_KEYS: Final = 64
-# A bearer token (as long as a key), or a key in OpenAI's, Groq's or xAI's
-# form (`sk-proj-…`, `gsk_…`, `xai-…`), in linear time.
+# A bearer token, or an OpenAI, Groq or xAI key (`sk-proj-…`, `gsk_…`, `xai-…`).
 _TOKEN: Final = re.compile(
     r"(\bbearer\s+)[^\s\"'`,;]{8,}|(?<![\w-])(?:sk|gsk|xai)[-_][\w-]{12,}",
     re.IGNORECASE,
@@ -46,10 +38,7 @@ def redact(text: str) -> str:
 
 
 def shown(text: str) -> str:
-    """Return a server's text as users may see it: keys out first, then cut.
-
-    Cut first, a key across the cut would lose the end it is known by.
-    """
+    """Return a server's text as users may see it: keys out, then cut (not the reverse)."""
     text = redact(text)
     if len(text) <= MAX_SHOWN_CHARACTERS:
         return text

@@ -1,8 +1,4 @@
-"""Fix flows of the model issues (models/issues.py): pick another model.
-
-The form offers the server's models of the setting's kind that are not known
-to shut down first, and takes any other name too.
-"""
+"""Fix flows of the model issues (models/issues.py): pick another model."""
 
 from __future__ import annotations
 
@@ -98,7 +94,6 @@ class ModelRepairFlow(RepairsFlow):
     def _target(
         self,
     ) -> tuple[OpenAICompatibleConfigEntry, ConfigSubentry, str] | None:
-        """Return the loaded entry, the subentry and the setting to fix."""
         data = self.data or {}
         entry = self.hass.config_entries.async_get_entry(str(data.get(ISSUE_ENTRY)))
         if entry is None or entry.state is not ConfigEntryState.LOADED:

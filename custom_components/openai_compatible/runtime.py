@@ -21,8 +21,7 @@ class RuntimeData:
 
     coordinator: ServerCoordinator
     capabilities: Capabilities
-    # AI-task requests under way at once, for all the entry's entities;
-    # conversation turns are not held back.
+    # AI-task requests at once, for all the entry's entities; turns are not held back.
     task_slots: asyncio.Semaphore
     # What a change must touch to need a reload (__init__.setup_basis).
     basis: tuple[object, ...]

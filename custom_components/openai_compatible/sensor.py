@@ -1,7 +1,4 @@
-"""Usage sensors of each agent and task: tokens, requests and errors.
-
-They are disabled by default, and continue from their last value after a restart.
-"""
+"""Usage sensors of each agent and task: tokens, requests and errors."""
 
 from __future__ import annotations
 

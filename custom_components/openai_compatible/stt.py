@@ -1,8 +1,4 @@
-"""Speech-to-text entities: the recording posted whole to `/audio/transcriptions`.
-
-Servers that stream transcript events give partial results; a model that
-refuses to stream is asked again without, which is learned.
-"""
+"""Speech-to-text entities: the recording posted whole to `/audio/transcriptions`."""
 
 from __future__ import annotations
 

@@ -1,13 +1,4 @@
-"""Text-to-speech entities, one per text-to-speech subentry.
-
-With streaming on (the default), the entity takes Home Assistant's text
-stream: each sentence goes to `/audio/speech` as soon as it is written, and
-the answers are joined into one audio stream, so speech starts while the
-agent is still writing. MP3, WAV and raw PCM can be joined; for any other
-format the sentences are asked as WAV and Home Assistant converts. With
-streaming off, the whole text is asked at once. Either way the text is said,
-not read out: markdown marks, code and emoji go first (speech_text.py).
-"""
+"""Text-to-speech entities, one per text-to-speech subentry."""
 
 from __future__ import annotations
 
@@ -70,7 +61,6 @@ _WITHOUT: Final[dict[Feature, dict[str, Any]]] = {
 
 # OpenAI takes at most 4096 characters per request.
 MAX_SPEECH_CHARACTERS: Final = 4000
-# What servers are asked for, by the format Home Assistant wants.
 SERVER_FORMATS: Final = {
     "mp3": "mp3",
     "wav": "wav",
@@ -82,8 +72,7 @@ SERVER_FORMATS: Final = {
     "pcm": "pcm",
     "raw": "pcm",
 }
-# The end of a sentence: its punctuation with the space after it, or a line end.
-# Only a whole run of punctuation is tried, never given back: linear in time.
+# A sentence's punctuation and the space after, or a line end; possessive: linear.
 _SENTENCE_END = re.compile(r"(?<![.!?…。！？])[.!?…。！？]++[\"')\]]*+(?=\s)|\n")
 
 
@@ -107,11 +96,7 @@ def _speakable(text: str) -> bool:
 
 
 def _cut(text: str, limit: int) -> int | None:
-    """Return where the first complete sentence of a text ends, if it does.
-
-    A text longer than `limit` without one that ends within it is cut at its
-    last space before.
-    """
+    """Return where the first sentence ends, else a long text's last space in `limit`."""
     if (match := _SENTENCE_END.search(text)) and match.end() <= limit:
         return match.end()
     if len(text) <= limit:
@@ -162,7 +147,6 @@ def text_pieces(text: str, limit: int = MAX_SPEECH_CHARACTERS) -> list[str]:
 
 
 async def _async_items(items: Iterable[str]) -> AsyncIterator[str]:
-    """Yield the items of a list, asynchronously."""
     for item in items:
         yield item
 
@@ -211,7 +195,6 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
 
     @property
     def _audio_format(self) -> str:
-        """Return the subentry's audio format."""
         return str(self.subentry.data.get(CONF_AUDIO_FORMAT, DEFAULT_AUDIO_FORMAT))
 
     @property
@@ -253,7 +236,6 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
         )
 
     async def _async_load_voices(self) -> None:
-        """Ask the server for its voices."""
         self._server_voices = await async_fetch_voices(self.runtime.transport)
 
     @callback
@@ -277,11 +259,7 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
         return bool(self.subentry.data.get(CONF_STREAMING, True))
 
     def _output(self, options: Mapping[str, object], joined: bool) -> tuple[str, str]:
-        """Return the format to ask the server for and the file extension.
-
-        A format servers do not make is left to Home Assistant to convert to;
-        answers that must be joined come as WAV unless they join as they are.
-        """
+        """Return the format to ask for and the extension; joined ones must be joinable."""
         wanted = str(options.get(tts.ATTR_PREFERRED_FORMAT) or self._audio_format)
         if wanted not in SERVER_FORMATS:
             wanted = self._audio_format
@@ -291,7 +269,6 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
         return server_format, wanted
 
     def _speaking(self, options: Mapping[str, object]) -> _Speaking:
-        """Return how to speak, from the subentry and a request's options."""
         data = self.subentry.data
         speed = _speed(options.get(CONF_SPEED, data.get(CONF_SPEED, 1.0)))
         if not MIN_SPEED <= speed <= MAX_SPEED:

@@ -1,12 +1,4 @@
-"""The Decisions path of an evaluation: OpenAI's `POST /decisions`.
-
-All questions it takes go in one request: not scores of more than
-DECISIONS_MAX_LEVELS levels, not with PDFs or more than DECISIONS_MAX_IMAGES
-images. A missing route, a key without access to it, or an answer that is no
-Decision teaches that the model has none; a refusal of one request (its image,
-its questions) only sends this task on. The answer is checked question by
-question.
-"""
+"""The Decisions path of an evaluation: OpenAI's `POST /decisions`, in one request."""
 
 from __future__ import annotations
 
@@ -112,7 +104,6 @@ def _body(ask: Ask, questions: list[Question]) -> JsonObject:
 
 
 def _question(question: Question) -> JsonObject:
-    """Return the Decisions API form of a question."""
     base: JsonObject = {
         "type": _TYPES[question.kind],
         "name": question.key,
@@ -181,10 +172,7 @@ def _outcome(question: Question, answer: JsonObject) -> Outcome:
 
 
 def _option(question: Question, entry: JsonObject) -> str | None:
-    """Return the option name an entry answers for, if it is one of ours.
-
-    A choice's entry names its value; a score level's, its index and label.
-    """
+    """Return the option an entry answers for: a choice's value, a level's index+label."""
     value = entry.get("value")
     if question.kind == "choice":
         return value if isinstance(value, str) else None

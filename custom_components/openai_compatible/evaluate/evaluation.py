@@ -1,12 +1,4 @@
-"""ai_task.evaluate: probabilities for noul, choice and score questions.
-
-A question goes to the first path that answers it: the Decisions API
-(decisions.py), a one-token label's log-probabilities (labels.py; not for
-reasoning models), probabilities the model states as JSON (stated.py). What a
-model refuses in general is learned. Which path answered, why others were
-skipped, and the raw distribution go to the debug log and any conversation
-trace.
-"""
+"""ai_task.evaluate: each question goes to the first path that answers it."""
 
 from __future__ import annotations
 

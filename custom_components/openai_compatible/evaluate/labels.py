@@ -1,14 +1,4 @@
-"""The log-probability path of an evaluation: a one-token label and its odds.
-
-One request per question asks for a one-token label (Yes/No; a letter per
-alternative; a digit per level) with ``max_tokens`` 1, ``logprobs`` and
-``top_logprobs``. Each label's probability is read from that token's
-distribution, case, space and punctuation variants folded together (" Yes",
-"YES", "yes."), and renormalised over the labels; a label missing from the
-top tokens gets 0. Where the labels hold little of the answer, it is asked
-again held to them by a schema. A model that gives no log-probabilities, or
-refuses them in general, is learned not to.
-"""
+"""The log-probability path of an evaluation: a one-token label and its odds."""
 
 from __future__ import annotations
 
@@ -23,15 +13,12 @@ from ..net.shapes import ChatBody, ChatFields, JsonObject
 from .questions import Ask, Outcome, Question
 
 TOP_LOGPROBS: Final = 20
-# Below this share of the answer on the labels, the model answers none of
-# them: their odds among its top tokens (one there, another not) say little,
-# and they are read again with the answer held to them.
+# Below this share on the labels, their odds say little: ask again, held to them.
 MIN_LABEL_COVERAGE: Final = 0.5
 # An answer held to the labels: its quotes and the label, with room to spare.
 HELD_LABEL_TOKENS: Final = 4
-# llama.cpp's probabilities after its sampling chain, which then cuts nothing
-# (no top-k, top-p or min-p) but what the grammar rules out; a fixed seed, so
-# that what comes before the label is the same for the same evidence.
+# llama.cpp's odds after sampling that cuts only what the grammar bars; seed fixed so
+# that what comes before the label stays the same.
 LLAMA_CPP_AFTER_GRAMMAR: Final[ChatFields] = {
     "post_sampling_probs": True,
     "top_k": 0,
@@ -43,7 +30,6 @@ _PUNCTUATION: Final = ".,:;!?()[]\"'`*"
 
 
 def _prompt(question: Question, labels: list[str]) -> str:
-    """Return the question asking for a one-token label."""
     head = f"Question: {question.instructions}\n\n"
     if question.kind == "noul":
         return f"{head}Answer Yes or No."
@@ -82,7 +68,6 @@ async def async_read_labels(
             ask.capabilities.learn_refused(Feature.LOGPROBS, err.lesson_source)
         ask.skip(question, f"logprobs: refused: {err.server_message}")
         return None
-    # None when the server gave no log-probabilities, or only the chosen token's.
     content = _logprob_content(choice)
     if (top := _alternatives(content[0]) if content else None) is None:
         _no_logprobs(ask, question, "the server returned none")
@@ -112,9 +97,7 @@ async def _async_held(
     """Ask again, the answer held to the labels by a schema; None if it tells nothing."""
     if ask.capabilities.refuses(Feature.JSON_SCHEMA):
         return None
-    # A server's grammar then leaves the model only the labels to choose from,
-    # in their own relative odds; llama.cpp reports the odds before its grammar
-    # unless asked for those after sampling, with nothing cut but the grammar.
+    # The grammar leaves only the labels, in their own odds (llama.cpp: after sampling).
     llama_cpp = ask.capabilities.kind is ServerKind.LLAMA_CPP
     after_grammar: ChatFields = LLAMA_CPP_AFTER_GRAMMAR if llama_cpp else {}
     held: ChatBody = {
@@ -148,24 +131,18 @@ async def _async_held(
 
 
 def _no_logprobs(ask: Ask, question: Question, reason: str) -> None:
-    """Remember that the model gives no log-probabilities."""
     ask.capabilities.learn_refused(Feature.LOGPROBS, reason)
     ask.skip(question, f"logprobs: {reason}")
 
 
 def _logprob_content(choice: JsonObject) -> list[object] | None:
-    """Return the per-token log-probabilities of an answer, if any."""
     logprobs = choice.get("logprobs")
     content = logprobs.get("content") if isinstance(logprobs, dict) else None
     return content if isinstance(content, list) and content else None
 
 
 def _alternatives(first: object) -> dict[str, float] | None:
-    """Return one token's alternatives and their log-probabilities, if it has any.
-
-    OpenAI's form (`top_logprobs`, each with a `logprob`) or llama.cpp's after
-    its sampling (`top_probs`, each with a `prob`).
-    """
+    """Return one token's alternatives and log-probabilities (OpenAI's or llama.cpp's)."""
     if not isinstance(first, dict):
         return None
     alternatives = first.get("top_logprobs") or first.get("top_probs")
@@ -179,10 +156,7 @@ def _alternatives(first: object) -> dict[str, float] | None:
 
 
 def _logprob(entry: JsonObject) -> tuple[str, float] | None:
-    """Return an alternative's token and log-probability, if it states them.
-
-    The one place a log-probability (or probability) number of an answer is read.
-    """
+    """Return an alternative's token and log-probability: the one place such is read."""
     token, logprob = entry.get("token"), read_number(entry.get("logprob"))
     if (prob := read_number(entry.get("prob"))) is not None and prob > 0:
         logprob = math.log(prob)

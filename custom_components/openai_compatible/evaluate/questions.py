@@ -1,10 +1,4 @@
-"""Evaluation questions, and what asking them shares.
-
-Each question ends up as a distribution over its options (noul: yes and no; a
-choice: its alternatives; a score: its levels, lowest first); every path that
-finds one checks it the same way. Chat requests go over Chat Completions,
-which every server the integration speaks to has.
-"""
+"""Evaluation questions, and what asking them shares."""
 
 from __future__ import annotations
 
@@ -29,8 +23,7 @@ from ..wire.round_trip import RoundTrip
 type Path = Literal["decisions", "logprobs", "stated"]
 type Kind = Literal["noul", "choice", "score"]
 
-# Answers carry probabilities to this many decimals: enough, and readable
-# (0.3, not 0.30000000000000004).
+# Enough, and readable: 0.3, not 0.30000000000000004.
 DECIMALS: Final = 4
 SYSTEM_PROMPT: Final = (
     "You evaluate evidence from a smart home: its state, given as JSON or text, "
@@ -45,8 +38,7 @@ class Question:
     key: str
     kind: Kind
     instructions: str
-    # (name, description): noul ("yes", ""), ("no", ""); a choice its keys; a
-    # score its levels as ("0", criterion), ("1", criterion), ...
+    # (name, description): ("yes", ""), ("no", ""); a choice's keys; ("0", level), ...
     options: tuple[tuple[str, str], ...]
 
     @classmethod
@@ -142,10 +134,7 @@ def normalised(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Ask:
-    """What every request of one evaluation shares.
-
-    `skipped` is where the paths note why they were not taken, per question.
-    """
+    """What every request of one evaluation shares; `skipped`: why paths were not."""
 
     round_trip: RoundTrip
     transport: Transport

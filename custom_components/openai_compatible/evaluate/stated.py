@@ -1,10 +1,4 @@
-"""The stated path of an evaluation: the model states a probability per option.
-
-Asked for as a JSON object through the structured-output ladder
-(structured/rungs.py). An answer that does not fit is asked for once more;
-one still out of range is read as weights (negatives as 0) and scaled, as
-servers such as llama.cpp do not hold a number to its bounds.
-"""
+"""The stated path of an evaluation: a probability per option, stated as JSON."""
 
 from __future__ import annotations
 
@@ -25,7 +19,6 @@ STATED_REPAIR: Final = (
     "to 1, the numbers adding up to 1, in a JSON object with only the keys asked "
     "for. Answer again with only the JSON."
 )
-# Errors of a stated answer that asking once more may mend.
 REPAIRABLE: Final = frozenset(
     {
         "evaluate_failed",
@@ -88,7 +81,6 @@ async def async_state(ask: Ask, question: Question) -> Outcome:
 
 
 def _prompt(question: Question) -> str:
-    """Return the question asking for a JSON object of probabilities."""
     head = f"Question: {question.instructions}\n\n"
     ask = "as probabilities from 0 to 1 that add up to 1, in a JSON object"
     if question.kind == "noul":
@@ -111,10 +103,7 @@ def _prompt(question: Question) -> str:
 def _body(
     ask: Ask, question: Question, request: StructuredRequest, answer: str = ""
 ) -> ChatBody:
-    """Return the request for stated probabilities on one rung of the ladder.
-
-    With the model's answer that did not fit, it asks once more.
-    """
+    """Return the request on one rung of the ladder; with a misfit `answer`, once more."""
     prompt = _prompt(question)
     if request.instructions:
         prompt = f"{prompt}\n\n{request.instructions}"
@@ -145,12 +134,7 @@ def _outcome(question: Question, choice: JsonObject, extra: dict[str, str]) -> O
 
 
 def stated_weights(choice: JsonObject, question: Question) -> list[float] | None:
-    """Return stated numbers read as weights, scaled to add up to 1.
-
-    For an answer that stays out of range when asked again: a number below 0
-    (a huge negative exponent reads as minus infinity) counts as 0. None when
-    a value is no number, is infinite, or all are 0.
-    """
+    """Return the numbers as weights (below 0: none) scaled to 1; servers skip bounds."""
     try:
         value = _stated_values(choice, question)
     except ModelError:

@@ -1,10 +1,4 @@
-"""Base URLs: completed when typed without a scheme, then checked and made canonical.
-
-`localhost:11434/v1` becomes `http://localhost:11434/v1` (a host with a port
-is a server of the user's own); `api.openai.com/v1` becomes
-`https://api.openai.com/v1` (a hosted preset's host). Anything else is left
-as typed, for the URL check to refuse.
-"""
+"""Base URLs: completed when typed without a scheme, then checked and made canonical."""
 
 from __future__ import annotations
 
@@ -47,18 +41,15 @@ def completed_url(text: str) -> str:
     return text
 
 
-# No server's base URL is longer; the HTTP client refuses far longer ones later.
+# No server's base URL is longer.
 MAX_URL_CHARACTERS: Final = 2048
 
 
 def normalize_base_url(url: str) -> str:
-    """Return the canonical form of a base URL; raise InvalidURLError.
+    """Return the canonical form of a base URL: one server, one spelling.
 
-    Lower-cases scheme and host, drops a trailing slash and a pasted
-    ``/chat/completions`` suffix, so one server always gets one spelling.
-    A user name or password in the URL is refused: the key belongs in its field;
-    so are port 0, `.` and `..` segments (plain or percent-encoded: they climb
-    out of the path given) and URLs longer than MAX_URL_CHARACTERS.
+    Refused (InvalidURLError): credentials (the key has its field), port 0, `.` and
+    `..` segments however spelled, and URLs longer than MAX_URL_CHARACTERS.
     """
     text = url.strip()
     if (
@@ -90,12 +81,7 @@ def normalize_base_url(url: str) -> str:
 
 
 def _has_dot_segment(text: str) -> bool:
-    """Tell whether a URL's path has a `.` or `..` segment, however it is spelled.
-
-    The path is decoded until nothing changes, so that encoded slashes split
-    it as a server that decodes them would (`/v1%2f..%2fadmin`); a backslash
-    counts as a slash too.
-    """
+    """Tell whether a URL's path has a `.` or `..` segment, however often encoded."""
     path = urlsplit(text).path
     while (decoded := unquote(path)) != path:
         path = decoded

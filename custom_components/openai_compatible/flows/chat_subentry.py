@@ -1,8 +1,4 @@
-"""Subentry flow of conversation agents and AI tasks: model, prompt, tuning.
-
-The settings step is followed by the tools step where an LLM API is chosen,
-and by the Responses API options where the model takes some.
-"""
+"""Subentry flow of agents and AI tasks: settings, tools, Responses API options."""
 
 from __future__ import annotations
 
@@ -62,7 +58,6 @@ from .responses_step import responses_data, responses_schema, suggested_values
 from .subentry_base import SubentryFlow
 from .tools_step import async_tool_options, tools_data, tools_schema
 
-# The fields behind the "recommended" toggle.
 ADVANCED_KEYS: Final = (
     CONF_MAX_TOKENS,
     CONF_TEMPERATURE,
@@ -255,7 +250,6 @@ class ModelSubentryFlowHandler(SubentryFlow):
             advanced(CONF_TOP_P, RECOMMENDED_TOP_P): NumberSelector(
                 NumberSelectorConfig(min=0, max=1, step=0.05)
             ),
-            # Extra request fields and the thinking switch, for local servers.
             advanced(CONF_EXTRA_FIELDS): ObjectSelector(),
             advanced(CONF_THINKING, Thinking.DEFAULT): choice(CONF_THINKING, Thinking),
         }
@@ -266,11 +260,7 @@ class ModelSubentryFlowHandler(SubentryFlow):
         return default_answer_limit(server, self.options) or RECOMMENDED_MAX_TOKENS
 
     def _settings(self, user_input: dict[str, Any]) -> dict[str, Any]:
-        """Return the subentry's data with the step's values, but those asking nothing.
-
-        The advanced fields are saved only with the recommended toggle off,
-        and then all of the tuning is: it is sent.
-        """
+        """Return the data with the step's values; tuning only with recommended off."""
         data = {k: v for k, v in self.options.items() if k not in SETTINGS_KEYS}
         for key, value in user_input.items():
             if isinstance(value, str) and key != CONF_PROMPT:

@@ -43,11 +43,7 @@ def default_subentries(
     models: list[str],
     chat_model: str | None,
 ) -> list[ConfigSubentryData]:
-    """Return one conversation agent and one AI task for a new entry.
-
-    Speech-to-text and text-to-speech come too where the server lists evident
-    audio models; a server with only those gets only them.
-    """
+    """Return an agent and a task for a new entry, with voice where evident (or alone)."""
     preset = provider_for(entry_data.get(CONF_PROVIDER))
     lasting = lasting_models(models, preset.shutdowns)
     preferred = chat_model or preset.recommended_model

@@ -1,8 +1,4 @@
-"""The subentry step of Responses API options: reasoning and provider-run tools.
-
-Over the Responses API only, and only what the chosen model takes; the
-provider-run tools for a conversation agent only.
-"""
+"""The subentry step of Responses API options: reasoning and provider-run tools."""
 
 from __future__ import annotations
 
@@ -39,7 +35,6 @@ from ..models.provider_tools import (
 )
 from .fields import choice
 
-# Every key the step owns; other keys of the subentry are kept as they are.
 RESPONSES_KEYS: Final = frozenset(
     {
         CONF_REASONING_EFFORT,
@@ -114,10 +109,7 @@ def _tools_schema(capabilities: ModelCapabilities) -> VolDictType:
 def suggested_values(
     schema: probatio.Schema, data: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """Return the saved values the step can show: not one its field refuses.
-
-    A service tier saved for another model may not be among this model's.
-    """
+    """Return the saved values the step can show; a tier of another model may not be."""
     suggested = dict(data)
     for key, validator in schema.schema.items():
         if (name := str(key)) in suggested:

@@ -63,11 +63,7 @@ class SubentryFlow(ConfigSubentryFlow):
         raise NotImplementedError
 
     def _async_store(self, data: dict[str, Any]) -> SubentryFlowResult:
-        """Create the subentry, or save the changed one.
-
-        A new subentry takes the name given, else server and model name it; a
-        title the integration made follows the model, a given one stays.
-        """
+        """Create or save the subentry; a title the integration made follows the model."""
         entry = self._get_entry()
         name = str(data.get(CONF_NAME) or "").strip()
         data = {key: value for key, value in data.items() if key != CONF_NAME}

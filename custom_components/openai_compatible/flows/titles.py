@@ -24,8 +24,7 @@ from ..const import (
 from ..models.providers import PROVIDER_CUSTOM, PROVIDERS, provider_for
 
 SEPARATOR: Final = " · "
-# What a subentry title adds after server and model, by subentry type, so
-# that agents and tasks of one model can be told apart; an agent adds nothing.
+# Agents and tasks of one model are told apart; an agent adds nothing.
 KIND_SUFFIXES: Final[dict[str, str]] = {
     SUBENTRY_AI_TASK: "AI task",
     SUBENTRY_STT: "Speech-to-text",
@@ -36,15 +35,11 @@ LEGACY_TITLES: Final[dict[str, str]] = {
     SUBENTRY_CONVERSATION: DEFAULT_CONVERSATION_NAME,
     SUBENTRY_AI_TASK: DEFAULT_AI_TASK_NAME,
 }
-# What custom servers' entries were once called, before their address.
 LEGACY_CUSTOM_NAME: Final = "Custom"
 
 
 def server_name(entry_data: Mapping[str, Any]) -> str:
-    """Return what a server is called: its preset, the software it runs, or its host.
-
-    An IP address or localhost names nothing.
-    """
+    """Return what a server is called: its preset, its software, or its host name."""
     key = entry_data.get(CONF_PROVIDER)
     if key != PROVIDER_CUSTOM and key in PROVIDERS:
         return PROVIDERS[key].name
@@ -59,11 +54,7 @@ def server_name(entry_data: Mapping[str, Any]) -> str:
 
 
 def entry_title(entry_data: Mapping[str, Any], taken: Collection[str] = ()) -> str:
-    """Return the title of an entry: the server's name, plus its address if needed.
-
-    A hosted service shows its address where it is not at its own (a proxy, an
-    Azure resource); any other server where another entry has its name.
-    """
+    """Return an entry's title: the server's name, with its address where ambiguous."""
     name = server_name(entry_data)
     preset = provider_for(entry_data.get(CONF_PROVIDER))
     url = URL(entry_data[CONF_BASE_URL])
@@ -89,10 +80,7 @@ def is_generated_entry_title(title: str, entry_data: Mapping[str, Any]) -> bool:
 
 
 def server_label(entry_title: str, entry_data: Mapping[str, Any]) -> str:
-    """Return what the titles of an entry's subentries start with.
-
-    The server's name, with the address where the entry's title has it.
-    """
+    """Return what an entry's subentry titles start with: the server as titled."""
     name = server_name(entry_data)
     with_address = _with_address(name, entry_data)
     return with_address if entry_title == with_address else name
@@ -104,12 +92,7 @@ def subentry_title(
     entry_data: Mapping[str, Any],
     subentry_data: Mapping[str, Any],
 ) -> str:
-    """Return the title a subentry gets unless the user names it.
-
-    "Ollama · llama3.1:8b" for an agent, "Ollama · llama3.1:8b · AI task" for a
-    task, "Ollama (192.168.1.20:11434) · llama3.1:8b" where the entry's title
-    has its address.
-    """
+    """Return a subentry's title unless named: "Ollama · llama3.1:8b · AI task"."""
     label = server_label(entry_title, entry_data)
     return _title(label, subentry_type, subentry_data)
 

@@ -1,8 +1,4 @@
-"""The agent's tools step: which tools are offered, on demand, and a call cap.
-
-Nothing chosen offers every tool, new ones too; a chosen name the API no
-longer has stays listed, so it can be taken out.
-"""
+"""The agent's tools step: which tools are offered, on demand, and a call cap."""
 
 from __future__ import annotations
 
@@ -37,7 +33,6 @@ TOOL_KEYS: Final = (
     CONF_MAX_TOOL_CALLS,
     CONF_ONE_ROUND,
 )
-# A label shows this much of a description's first sentence.
 LABEL_CHARACTERS: Final = 60
 
 
@@ -73,7 +68,6 @@ async def async_tool_options(
 
 
 def _readable(tool: llm.Tool) -> str:
-    # The title, else the description's first sentence, cut short.
     text = tool.title or (tool.description or "").split(". ")[0].split("\n")[0]
     text = text.strip().rstrip(".")
     if len(text) > LABEL_CHARACTERS:
@@ -84,10 +78,7 @@ def _readable(tool: llm.Tool) -> str:
 def tools_schema(
     options: list[SelectOptionDict], data: Mapping[str, Any], local: bool
 ) -> probatio.Schema:
-    """Return the form: the tools to offer, on demand, the cap on calls, rounds.
-
-    One-round answers are on by default for a local server.
-    """
+    """Return the form: tools offered, on demand, the call cap, one round (local: on)."""
     offered = {option["value"] for option in options}
     kept = [
         SelectOptionDict(value=name, label=name)

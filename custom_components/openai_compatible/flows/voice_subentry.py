@@ -80,7 +80,6 @@ class _VoiceSubentryFlow(SubentryFlow):
     # Whether a model is evidently of the flow's kind: its picker shows it first.
     _evident: Callable[[str], bool]
     _model_step_last: bool
-    # The model step's fields besides name and model.
     _fields: VolDictType = {}
 
     async def async_step_init(

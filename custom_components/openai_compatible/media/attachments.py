@@ -14,12 +14,9 @@ from ..errors import InputError
 from ..models.fit import normalise_mime_type
 from ..net.sse import mebibytes
 
-# The largest attachment sent; a bigger file is refused before it is read.
 ATTACHMENT_MAX_BYTES: Final = 20 * 1024 * 1024
-# The most the attachments of one message or task may hold together, as
-# OpenAI takes in one request; the file that goes past it is refused unread.
+# As OpenAI takes in one request; the file that goes past it is refused unread.
 ATTACHMENTS_MAX_TOTAL_BYTES: Final = 50 * 1024 * 1024
-# The first bytes read to tell a file's type when the declared one will not do.
 SNIFF_BYTES: Final = 16
 
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/webp", "image/gif"})
@@ -55,10 +52,7 @@ def sniff_mime_type(data: bytes) -> str | None:
 
 
 def _read(path: Path, declared: str, allowed: frozenset[str], room: int) -> LoadedFile:
-    """Read one file, its size and type checked before its content is read.
-
-    `room` is what the attachments read before it leave of the total.
-    """
+    """Read one file, size and type checked first; `room`: what the total leaves."""
     try:
         _check_size(path, path.stat().st_size, room)
         with path.open("rb") as file:

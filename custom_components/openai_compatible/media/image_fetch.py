@@ -1,12 +1,7 @@
 """Downloading an image the server names by URL, without trusting the URL.
 
-A server's answer may name any address. Only http(s) is fetched; the host's
-addresses are resolved once, off the event loop, all of them checked, and the
-request goes to a checked address, so a name cannot be switched to another
-between check and connection. Loopback, link-local and private addresses are
-fetched only when the base URL is on such a network itself. Each redirect is
-checked the same way. No credentials are sent, the download is capped after
-decompression and has a deadline, and errors never repeat the URL.
+Only http(s), to addresses resolved once and all checked (private ones only where
+the base URL is private), each redirect too; capped, timed, without credentials.
 """
 
 from __future__ import annotations
@@ -26,11 +21,8 @@ import httpx2
 from ..const import DOMAIN
 from ..errors import ServerError
 
-# The largest image downloaded, counted after decompression.
 IMAGE_MAX_BYTES: Final = 32 * 1024 * 1024
-# The time a whole download may take, redirects included.
 IMAGE_FETCH_SECONDS: Final = 60.0
-# The most redirects followed, each checked like the first URL.
 IMAGE_MAX_REDIRECTS: Final = 3
 
 type _Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -59,10 +51,7 @@ class _Target:
 
 
 async def async_fetch_image(hass: HomeAssistant, url: str, base_url: str) -> bytes:
-    """Return the bytes at an image URL the server at `base_url` gave.
-
-    Raises ServerError `image_generation_failed` saying why, never with the URL.
-    """
+    """Return the bytes at an image URL the server gave; errors never repeat the URL."""
     try:
         async with asyncio.timeout(IMAGE_FETCH_SECONDS):
             networks = await _async_networks(hass, base_url)
@@ -79,14 +68,12 @@ async def async_fetch_image(hass: HomeAssistant, url: str, base_url: str) -> byt
 
 
 def _failed(reason: str) -> ServerError:
-    """Return the error for an image that could not be fetched, and why."""
     return ServerError(
         "image_generation_failed", message=f"the image could not be fetched: {reason}"
     )
 
 
 def _parsed(url: str) -> httpx2.URL:
-    """Return an http(s) URL with a host; raise image_generation_failed."""
     try:
         parsed = httpx2.URL(url)
     except httpx2.InvalidURL as err:

@@ -1,17 +1,10 @@
-"""What the name of an audio model tells: its task, languages and voices.
-
-Servers list audio models next to chat models, without saying what they do;
-the names of the common families do.
-"""
+"""What the name of an audio model tells: its task, languages and voices."""
 
 from __future__ import annotations
 
 import re
 from typing import Final
 
-# Names of models that turn speech into text: Whisper (OpenAI, faster-whisper,
-# whisper.cpp, distil-whisper), OpenAI's gpt-4o transcribe models, NVIDIA
-# Parakeet and Canary, Moonshine, Mistral's Voxtral, SenseVoice.
 TRANSCRIPTION_MARKERS: Final = (
     "whisper",
     "transcribe",
@@ -21,9 +14,7 @@ TRANSCRIPTION_MARKERS: Final = (
     "voxtral",
     "sensevoice",
 )
-# Names of models that turn text into speech: OpenAI's tts-1 and
-# gpt-4o-mini-tts, Kokoro, Piper, Orpheus, XTTS, Bark, MeloTTS, SpeechT5,
-# Chatterbox, Zonos, VibeVoice (most others end in "tts").
+# Text to speech; most other such models end in "tts".
 SPEECH_MARKERS: Final = (
     "tts",
     "kokoro",
@@ -38,8 +29,7 @@ SPEECH_MARKERS: Final = (
     "vibevoice",
 )
 
-# The languages Whisper transcribes and OpenAI's speech models speak (ISO 639-1,
-# as Home Assistant names them; Javanese is left out, Whisper spells it "jw").
+# ISO 639-1 as Home Assistant names them; Whisper spells Javanese "jw", left out.
 WHISPER_LANGUAGES: Final = (
     "af", "am", "ar", "as", "az", "ba", "be", "bg", "bn", "bo", "br", "bs",
     "ca", "cs", "cy", "da", "de", "el", "en", "es", "et", "eu", "fa", "fi",
@@ -51,15 +41,13 @@ WHISPER_LANGUAGES: Final = (
     "te", "tg", "th", "tk", "tl", "tr", "tt", "uk", "ur", "uz", "vi", "yi",
     "yo", "yue", "zh",
 )  # fmt: skip
-# Parakeet v3 transcribes 25 European languages.
 PARAKEET_V3_LANGUAGES: Final = (
     "bg", "cs", "da", "de", "el", "en", "es", "et", "fi", "fr", "hr", "hu",
     "it", "lt", "lv", "mt", "nl", "pl", "pt", "ro", "ru", "sk", "sl", "sv",
     "uk",
 )  # fmt: skip
 
-# OpenAI's voices; gpt-4o-mini-tts has four more than tts-1. Most servers that
-# copy OpenAI's API accept these names too.
+# OpenAI's voices; most servers that copy OpenAI's API accept them too.
 OPENAI_TTS1_VOICES: Final = (
     "alloy",
     "ash",
@@ -72,7 +60,7 @@ OPENAI_TTS1_VOICES: Final = (
     "shimmer",
 )
 OPENAI_VOICES: Final = (*OPENAI_TTS1_VOICES, "ballad", "verse", "marin", "cedar")
-# Kokoro's voices: the first letter names the language, the second the gender.
+# The first letter names the language, the second the gender.
 KOKORO_VOICES: Final = (
     "af_heart", "af_alloy", "af_aoede", "af_bella", "af_jessica", "af_kore",
     "af_nicole", "af_nova", "af_river", "af_sarah", "af_sky", "am_adam",
@@ -94,7 +82,7 @@ KOKORO_LANGUAGES: Final = {
     "z": "zh",
 }
 _KOKORO_VOICE = re.compile(r"^(?P<language>[abefhijpz])[fm]_")
-# A locale in a model or voice name, such as Piper's "en_US-amy-medium".
+# Such as Piper's "en_US-amy-medium".
 _LOCALE = re.compile(
     r"(?<![a-z])(?P<language>[a-z]{2})[_-](?P<region>[A-Z]{2})(?![A-Z])"
 )
@@ -130,11 +118,7 @@ def pick_speech_model(models: list[str]) -> str | None:
 
 
 def transcription_languages(model: str) -> list[str]:
-    """Return the languages a speech-to-text model understands.
-
-    English-only models say so in their names (`.en`, Moonshine, Parakeet
-    before v3); every other one gets Whisper's languages.
-    """
+    """Return the languages a speech-to-text model understands (by its name)."""
     lowered = model.lower()
     if lowered.endswith(".en") or "moonshine" in lowered:
         return ["en"]
@@ -144,19 +128,13 @@ def transcription_languages(model: str) -> list[str]:
 
 
 def _locale(name: str) -> str | None:
-    """Return the locale written in a name, such as en-US, if any."""
     if match := _LOCALE.search(name):
         return f"{match['language']}-{match['region']}"
     return None
 
 
 def speech_languages(model: str) -> list[str]:
-    """Return the languages a text-to-speech model speaks.
-
-    A locale in the name (Piper voices) is the only one; Kokoro speaks the
-    languages of its voices; every other model Whisper's languages, since the
-    voice and the text decide.
-    """
+    """Return the languages a text-to-speech model speaks, by its name."""
     if locale := _locale(model):
         return [locale]
     if "kokoro" in model.lower():

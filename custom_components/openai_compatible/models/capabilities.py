@@ -1,22 +1,4 @@
-"""What we know about a server and each of its models, in one place.
-
-Three sources, asked in this order of trust:
-
-1. the preset's facts (`Provider`, providers.py): what a hosted service is
-   known to refuse or need, where a local server keeps its info route;
-2. what the server reports (`ServerReport`, `ModelReport`, reports.py): its
-   version, and per model the context window, vision and tool support, from
-   `/models` or the server's native info route (see server_info.py), and the
-   day it will shut the model down (see lifecycle.py);
-3. what was learned from rejections (`Lessons`, lessons.py): a request
-   feature the model refused in general, or one it proved to handle, each
-   with its date and source, holding for a while only.
-
-Every path asks `Capabilities.model(name)`. Lessons that enable a fallback are
-kept with the entry in a `Store`; all are forgotten when the server, its
-version or its model list change, and when the user asks (the entry's button).
-Once the entry unloads, nothing more is written.
-"""
+"""What we know of a server and its models: preset, report, then lessons from refusals."""
 
 from __future__ import annotations
 
@@ -49,7 +31,6 @@ from .names import (
 from .providers import Provider
 from .reports import ModelReport, ServerKind, ServerReport
 
-# Where the lessons about the whole server are kept, beside those of models.
 SERVER_LESSONS: Final = "*"
 
 
@@ -66,11 +47,7 @@ class ModelCapabilities:
         server: Lessons[Feature] | None = None,
         kind: ServerKind | None = None,
     ) -> None:
-        """Combine the preset, the server's report and the lessons.
-
-        `server` holds what the whole server taught (SERVER_ROUTES); `kind` is
-        the server software, as reported or else as the preset names it.
-        """
+        """Combine the preset, the server's report and the lessons."""
         self.model = model
         self.provider = provider
         self.kind = kind or provider.kind
@@ -86,14 +63,7 @@ class ModelCapabilities:
 
     @property
     def context_window(self) -> int | None:
-        """Return the model's context window in tokens, if known.
-
-        The window an overflow error named holds for a day while the server
-        reports what it reported then. A different report is newer (the model
-        was loaded again with another context) and holds instead, until an
-        overflow error teaches again; so each report, and each day, costs one
-        overflow at most.
-        """
+        """Return the window an overflow named (a day, same report), else reported."""
         lessons, reported = self.lessons, self.report.context_window
         if lessons.holds_window() and lessons.reported_window == reported:
             return lessons.context_window
@@ -101,11 +71,7 @@ class ModelCapabilities:
 
     @property
     def caches_prompts(self) -> bool:
-        """Tell whether the server keeps a prompt cache worth filling ahead.
-
-        Server software we know keeps one (llama.cpp, Ollama, which also loads
-        the model for it, vLLM, LM Studio); a hosted preset bills for it.
-        """
+        """Tell whether the server keeps a prompt cache worth filling: local software."""
         return self.kind is not None and not self.provider.api_key_required
 
     def refuses(self, feature: Feature) -> bool:
@@ -115,7 +81,6 @@ class ModelCapabilities:
         if feature in SERVER_ROUTES and self._server.refuses(feature):
             return True
         if feature is Feature.STRICT_SCHEMA:
-            # No strict mode where there is no JSON schema at all.
             return self.refuses(Feature.JSON_SCHEMA)
         if feature is Feature.TOOLS:
             return self.report.tools is False
@@ -142,11 +107,7 @@ class ModelCapabilities:
         return False
 
     def api(self, setting: WireApi) -> WireApi:
-        """Return the API requests go over, for the entry's setting.
-
-        Automatic: the Responses API where the preset has it, unless the server
-        refused its route; Chat Completions elsewhere.
-        """
+        """Return the API for the setting: automatic is Responses where it may be."""
         if setting is not WireApi.AUTOMATIC:
             return setting
         if self.provider.responses and not self.refuses(Feature.RESPONSES_API):
@@ -158,10 +119,7 @@ class ModelCapabilities:
         return self.lessons.proved(feature)
 
     def structured_output_start(self) -> Feature | None:
-        """Return the strongest way of asking for JSON not known to be refused.
-
-        None: no response format at all, the schema goes in the instructions.
-        """
+        """Return the strongest JSON format not refused; None: schema in instructions."""
         return next((f for f in RESPONSE_FORMATS if not self.refuses(f)), None)
 
     def learn_refused(self, feature: Feature, source: str) -> None:
@@ -233,18 +191,13 @@ class ModelCapabilities:
 # Version 1 throughout: lists of names (without dates) load as learned now.
 STORAGE_VERSION: Final = 1
 _SAVE_DELAY: Final = 5.0
-# What a model's stored lessons hold when there is something to keep.
 _STORED_KINDS: Final = ("refused", "proven", "fields", "context_window")
 
 
 def server_fingerprint(
     base_url: str, api_key: str | None, report: ServerReport, models: list[str]
 ) -> str:
-    """Return what identifies the server whose lessons we keep; never the key.
-
-    A new address, key, server version or model list gives a new fingerprint,
-    and the lessons of the old one are forgotten.
-    """
+    """Return what identifies the server whose lessons we keep; never the key."""
     text = "\n".join([base_url, api_key or "", report.version or "", *sorted(models)])
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -301,10 +254,7 @@ class Capabilities:
         self.forget()
 
     def forget(self) -> list[str]:
-        """Forget every lesson about the server, now and in the store.
-
-        Return what held, a line per model: "gpt-4o-mini: refused tools".
-        """
+        """Forget every lesson, in the store too; return what held, a line per model."""
         forgotten = [
             _told(name, lessons.diagnostics())
             for name, lessons in sorted(self._lessons.items())
@@ -330,11 +280,7 @@ class Capabilities:
             }
 
     async def async_close(self) -> None:
-        """Write the lessons a last time, then no more (the entry is unloading).
-
-        The save replaces one still delayed; what a request still running
-        learns afterwards stays in memory.
-        """
+        """Write the lessons a last time, then no more: the entry is unloading."""
         self._closed = True
         await self._store.async_save(self.as_dict())
 
@@ -366,7 +312,6 @@ class Capabilities:
         }
 
     def _model_diagnostics(self, name: str) -> dict[str, object]:
-        """Return what is known about one model, and what it adds up to."""
         model = self.model(name)
         return {
             "reported": asdict(model.report),
@@ -398,7 +343,6 @@ def _told(model: str, lessons: Mapping[str, object]) -> str:
 
 
 def _store(hass: HomeAssistant, entry_id: str) -> Store[dict[str, object]]:
-    """Return where an entry's lessons are kept."""
     return Store(hass, STORAGE_VERSION, f"{DOMAIN}.{entry_id}.capabilities")
 
 

@@ -1,9 +1,4 @@
-"""Local model servers that answer at their default address on this machine.
-
-The first step of the config flow asks each local preset's default address
-once, all at the same time and for a bounded time, and offers the servers
-that list their models there.
-"""
+"""Local model servers that answer at their default address on this machine."""
 
 from __future__ import annotations
 
@@ -17,7 +12,6 @@ from ..net.transport import Transport
 from .listing import async_fetch_models
 from .providers import PROVIDERS
 
-# The longest the first step waits for the answers.
 DISCOVERY_SECONDS: Final = 1.5
 
 

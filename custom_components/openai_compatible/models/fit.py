@@ -1,11 +1,4 @@
-"""What a model cannot take at all: tools, images, files.
-
-These are the request itself, not a way of asking that can change, so a
-model known to refuse one (as the server reports it, or as a refusal taught
-it) gets a clear error before any request. Tools are never left out silently:
-the model would then claim actions it never did. A report that says nothing
-changes nothing.
-"""
+"""What a model cannot take at all (tools, images, files), refused before any request."""
 
 from __future__ import annotations
 
@@ -19,14 +12,12 @@ from ..errors import InputError, ModelError, RequestRejectedError
 from ..features import Feature
 from .capabilities import ModelCapabilities
 
-# Other names of a media type.
 _ALIASES: Final = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}
 # Tools estimated at fewer tokens than this say nothing about a prompt's size.
 MIN_TOOL_TOKENS: Final = 500
 # A prompt counted below this share of its tools' estimate cannot hold them.
 _DROPPED_TOOLS_SHARE: Final = 0.8
 
-# What the request itself may hold, and the error for a model that refuses it.
 _ERROR_KEYS: Final = {
     Feature.TOOLS: "model_takes_no_tools",
     Feature.IMAGE_INPUT: "model_takes_no_images",
@@ -85,16 +76,11 @@ def learning_refusals(capabilities: ModelCapabilities) -> Iterator[None]:
 def check_tools_kept(
     capabilities: ModelCapabilities, tool_tokens: int, prompt_tokens: Any
 ) -> None:
-    """Raise when the server's prompt was too small to hold the tools sent.
+    """Raise when the prompt counted was too small for the tools sent, twice in a row.
 
-    A chat template that has no tool format (llama-cpp-python's chatml) takes
-    `tools` and leaves them out of the prompt; its model then claims actions
-    it never did. Such a model is learned to refuse tools once two answers in
-    a row say so: one count may be made up, or the estimate it is held
-    against skewed by an error's claim. Not where the server reports that the
-    model takes tools (llama.cpp's template capabilities, Ollama's): a
-    template may render the tools far shorter than their schemas, which no
-    count tells from leaving them out.
+    A chat template without a tool format drops `tools` and the model claims actions
+    it never did; one count may be wrong, and a template may render tools far shorter
+    than their schemas where the server says the model takes them.
     """
     lessons = capabilities.lessons
     if (

@@ -1,11 +1,4 @@
-"""A repair issue for each model of a subentry that will not do.
-
-Each model a subentry names gets at most one issue, fixable by picking
-another model (repairs.py): shut down (its date has passed), not listed (the
-server lists models, but not this one), or deprecated (a shutdown date lies
-ahead). Issues follow the setup and every refresh of the coordinator
-(coordinator.py), and go with the unloaded entry.
-"""
+"""Repair issues for subentry models that are shut down, not listed, or deprecated."""
 
 from __future__ import annotations
 
@@ -33,7 +26,6 @@ from .lifecycle import is_listed
 if TYPE_CHECKING:
     from .. import OpenAICompatibleConfigEntry
 
-# The settings that name a model, by subentry type.
 MODEL_KEYS: Final[dict[str, tuple[str, ...]]] = {
     SUBENTRY_CONVERSATION: (CONF_CHAT_MODEL,),
     SUBENTRY_AI_TASK: (CONF_CHAT_MODEL, CONF_IMAGE_MODEL),
@@ -103,7 +95,6 @@ class ModelIssues:
         self._open = wanted
 
     def _problem(self, model: str, today: date) -> ModelProblem | None:
-        """Return why a model will not do, if it will not."""
         runtime = self._entry.runtime_data
         shutdown = runtime.capabilities.shutdown(model)
         if shutdown is not None and shutdown <= today:

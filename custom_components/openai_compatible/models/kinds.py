@@ -1,10 +1,4 @@
-"""What a listed model evidently is, to order the model pickers and pick defaults.
-
-Servers list every model they have under one route: chat, image, embedding,
-speech and moderation models alike. Names are all there is to go on, so a
-model is only ever called a chat or image model when its name says so;
-anything else stays reachable, after the evident ones.
-"""
+"""What a listed model evidently is, by its name: for pickers and defaults."""
 
 from __future__ import annotations
 
@@ -21,11 +15,9 @@ class ModelKind(Enum):
     CHAT = "chat"
     IMAGE = "image"
     UNKNOWN = "unknown"
-    # Embeddings, speech, moderation, reranking, legacy completions, search.
     OTHER = "other"
 
 
-# Substrings of models that are neither chat nor image models.
 OTHER_MARKERS: Final = (
     "embed",
     "whisper",
@@ -43,7 +35,7 @@ OTHER_MARKERS: Final = (
     "search",
     "ocr",
 )
-# Substrings of image models; a vision model reads images, it does not make them.
+# A vision model reads images, it does not make them.
 IMAGE_MARKERS: Final = (
     "gpt-image",
     "dall-e",
@@ -54,7 +46,7 @@ IMAGE_MARKERS: Final = (
     "image",
 )
 NOT_IMAGE_MARKERS: Final = ("vision", "-vl")
-# Words that open the name of a chat model family ("llama3.1:8b", "openai/gpt-5").
+# Words that open a chat model family's name ("llama3.1:8b", "openai/gpt-5").
 CHAT_FAMILIES: Final = (
     "chatgpt",
     "claude",
@@ -89,9 +81,7 @@ CHAT_WORDS: Final = ("chat", "instruct")
 
 _WORD = re.compile(r"[a-z0-9]+")
 
-# The most listed models the pickers offer and new subentries are picked from:
-# more than anyone scrolls, and few enough that reading each name's kind (on
-# the event loop, several times per form) takes no time; any other can be typed.
+# More than anyone scrolls, few enough to read each kind on the event loop.
 MAX_OFFERED: Final = 2000
 
 
@@ -117,25 +107,18 @@ def model_kind(model: str) -> ModelKind:
     return ModelKind.UNKNOWN
 
 
-# The kinds each picker offers, in order: the wanted kind, then models that
-# may be of it. Evidently other models are left out; any name can be typed.
+# Evidently other models are left out of the pickers; any name can be typed.
 _CHAT_PICKS: Final = (ModelKind.CHAT, ModelKind.UNKNOWN)
 _IMAGE_PICKS: Final = (ModelKind.IMAGE, ModelKind.UNKNOWN)
 
 
 def chat_models_first(models: list[str]) -> list[str]:
-    """Return the models for a chat-model picker: evident chat models first.
-
-    Then those of unknown kind; no image, speech or embedding model.
-    """
+    """Return the models for a chat-model picker: evident chat ones, then unknown."""
     return _picks(models, _CHAT_PICKS)
 
 
 def image_models_first(models: list[str]) -> list[str]:
-    """Return the models for an image-model picker: evident image models first.
-
-    Then those of unknown kind; no chat, speech or embedding model.
-    """
+    """Return the models for an image-model picker: evident image ones, then unknown."""
     return _picks(models, _IMAGE_PICKS)
 
 
@@ -148,11 +131,7 @@ def _picks(models: list[str], kinds: tuple[ModelKind, ...]) -> list[str]:
 
 
 def pick_chat_model(models: list[str], recommended: str | None) -> str | None:
-    """Return the most suitable chat model the server lists.
-
-    The recommended model when listed, else the first evident chat model, else
-    the first model of unknown kind; the recommended one when none fits.
-    """
+    """Return the recommended model if listed, else the first chat one, else it."""
     if recommended and recommended in models:
         return recommended
     return next(iter(chat_models_first(models)), recommended)

@@ -1,13 +1,4 @@
-"""What rejections taught about a model: when, what taught it, how long it holds.
-
-A lesson that only refuses (the request cannot go out without what the model
-refused: tools, images, files, a route) holds for BLOCKING_LIFETIME and only
-in memory, so a reload or restart asks again; one that enables a fallback (a
-field dropped, a rung stepped down, a route skipped) holds for
-FALLBACK_LIFETIME and is stored, as does a context window an overflow named.
-Then the request asks again. A lesson dated after now (the clock was set
-back) holds no longer.
-"""
+"""What refusals taught about a model: when, from what, and for how long."""
 
 from __future__ import annotations
 
@@ -24,11 +15,8 @@ from ..features import Feature
 
 BLOCKING_LIFETIME: Final = timedelta(hours=1)
 FALLBACK_LIFETIME: Final = timedelta(days=1)
-# A window an overflow named holds a day, while the server reports the same.
 WINDOW_LIFETIME: Final = FALLBACK_LIFETIME
-# What taught the lessons an earlier version stored without a date.
 EARLIER_VERSION: Final = "stored by an earlier version"
-# A source is cut to this many characters.
 _SOURCE_LENGTH: Final = 80
 
 
@@ -47,11 +35,7 @@ class Lesson:
 
     @classmethod
     def from_dict(cls, data: Any, lifetime: timedelta) -> Lesson | None:
-        """Return a stored lesson; one stored without a date counts from now.
-
-        One whose date cannot be read (a hand-edited or damaged store) is
-        dropped: None.
-        """
+        """Return a stored lesson: undated counts from now, unreadable dates are None."""
         if not isinstance(data, dict):
             return cls.now(EARLIER_VERSION, lifetime)
         try:
@@ -91,15 +75,13 @@ class Lessons[F: StrEnum]:
 
     refused: dict[F, Lesson] = field(default_factory=dict)
     proven: dict[F, Lesson] = field(default_factory=dict)
-    # Extra request fields (the user's own) refused, by name.
+    # The user's extra request fields refused, by name.
     fields: dict[str, Lesson] = field(default_factory=dict)
-    # Learned from an overflow error that named it (when: `window`), and what
-    # the server reported as the window when it was learned.
+    # The window an overflow named (learned at `window`), and the report's then.
     context_window: int | None = None
     reported_window: int | None = None
     window: Lesson | None = None
-    # Kept in memory only: the largest prompt the server answered, and whether
-    # one answer's count already suggested that the tools were left out.
+    # In memory only: the largest prompt answered; whether tools seemed dropped.
     accepted_prompt: int = 0
     tools_doubted: bool = False
 
@@ -160,7 +142,6 @@ def _stored(lessons: Mapping[str, Lesson]) -> dict[str, dict[str, str]]:
 
 
 def _aged(lessons: Mapping[str, Lesson]) -> dict[str, dict[str, int | str]]:
-    """Return the lessons that hold, each with its age and source."""
     return {str(f): lesson.diagnostics() for f, lesson in holding(lessons).items()}
 
 
@@ -207,16 +188,11 @@ def read_lessons(data: Any) -> Lessons[Feature]:
 
 
 def _window(value: Any) -> int | None:
-    """Return a stored window, or None where it is no positive integer."""
     return value if isinstance(value, int) and value > 0 else None
 
 
 def _lessons(values: Any) -> dict[Feature, Lesson]:
-    """Return the stored lessons that still hold and outlast a reload.
-
-    An earlier version stored a list of names without dates: those count from
-    now, so the fallbacks they enable stay until they are asked again.
-    """
+    """Return the stored lessons that hold; an old list of names counts from now."""
     if isinstance(values, list):
         values = dict.fromkeys(v for v in values if isinstance(v, str))
     if not isinstance(values, dict):
@@ -233,7 +209,6 @@ def _lessons(values: Any) -> dict[Feature, Lesson]:
 
 
 def _field_lessons(values: Any) -> dict[str, Lesson]:
-    """Return the stored refusals of extra fields that still hold."""
     if not isinstance(values, dict):
         return {}
     return holding(

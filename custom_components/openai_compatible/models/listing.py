@@ -26,25 +26,17 @@ from ..server_errors.text import error_text
 
 # Answers to the probe that mean "no such route here", not "the server failed".
 MISSING_ENDPOINT_STATUSES = frozenset({400, 404, 405, 415, 422, 501})
-# Setup and validation requests are quick, or the server is not fit to use.
 VALIDATION_BUDGET: Final = Budget(VALIDATION_TIMEOUT_SECONDS)
-# A models page is read up to this size (OpenRouter lists hundreds of models).
+# OpenRouter lists hundreds of models.
 MAX_LISTING_BYTES: Final = 8 * 1024 * 1024
-# Model name for the probe when the preset recommends none.
 PROBE_MODEL = "probe"
-# Where the model entries start in a models page that was cut.
 _DATA_START: Final = re.compile(rb'"data"\s*:\s*\[')
-# What stands between two entries of a list.
 _BETWEEN: Final = re.compile(r"\s*,?\s*")
 
 
 @dataclass(frozen=True, slots=True)
 class ModelListing:
-    """The models a server lists: their ids, and each entry as it came.
-
-    `cut` says that the list was longer than MAX_LISTING_BYTES: it holds the
-    models that came before.
-    """
+    """The models a server lists, as they came; `cut`: those before the size cap."""
 
     ids: list[str]
     entries: dict[str, dict[str, Any]]
@@ -52,12 +44,7 @@ class ModelListing:
 
 
 def read_listing(raw: bytes, cut: bool = False) -> ModelListing | None:
-    """Return the models of a models page; None when it is no models page.
-
-    Runs in the executor: a page of MAX_LISTING_BYTES may list hundreds of
-    thousands of models, too many to read on the event loop. A `cut` page
-    gives the whole entries before the cut.
-    """
+    """Return the models of a models page, or None; executor: it may list very many."""
     if cut:
         return _listing(_entries_before_cut(raw), cut=True)
     try:
@@ -85,13 +72,11 @@ def _entries_before_cut(raw: bytes) -> list[Any] | None:
 
 
 def _after_separator(text: str, index: int) -> int:
-    """Return where the next entry starts: past spaces and a comma."""
     match = _BETWEEN.match(text, index)
     return match.end() if match else index
 
 
 def _listing(data: Any, cut: bool = False) -> ModelListing | None:
-    """Return the models of a models page's `data`, if it is a list."""
     if not isinstance(data, list):
         return None
     entries = {
@@ -105,12 +90,7 @@ def _listing(data: Any, cut: bool = False) -> ModelListing | None:
 
 
 async def async_fetch_models(transport: Transport) -> ModelListing | None:
-    """Return the listed models, or None when the server has no models route.
-
-    A key that may not list models counts as no models route. Auth,
-    connection, rate-limit and server failures raise ServerError. A list
-    over MAX_LISTING_BYTES is read no further: it gives the models before.
-    """
+    """Return the listed models; None when the server or key has no models route."""
     try:
         async with transport.async_open(
             "GET", "/models", budget=VALIDATION_BUDGET
@@ -130,12 +110,7 @@ async def async_fetch_models(transport: Transport) -> ModelListing | None:
 
 
 def _proves_protocol(answer: Answer) -> bool:
-    """Tell whether an error answer to the probe still proves the protocol.
-
-    A validation error (400/422) with a JSON body proves that the route exists
-    and took the key; so does a JSON 404 about the model, while a 404 about
-    the URL does not.
-    """
+    """Tell whether an error proves the protocol: JSON 400/422, or 404 of the model."""
     body = answer.json()
     if not isinstance(body, dict) or not body:
         return False
@@ -145,13 +120,7 @@ def _proves_protocol(answer: Answer) -> bool:
 
 
 async def async_probe(transport: Transport, model: str) -> None:
-    """Check that the server speaks the chat protocol and takes our key.
-
-    Sends a chat completion with no messages: a server that validates the
-    request (400/422 with a JSON error) or answers it (200) proves both the
-    protocol and the key, and no tokens are generated. A JSON 404 about the
-    model proves as much. Raises ServerError otherwise.
-    """
+    """Check that the server speaks the chat protocol and takes our key (no messages)."""
     answer = await transport.async_exchange(
         "POST",
         "/chat/completions",
@@ -159,7 +128,6 @@ async def async_probe(transport: Transport, model: str) -> None:
         body={"model": model, "messages": []},
     )
     if answer.status < 400:
-        # A 200 proves the protocol only when it is a JSON object (not a web page).
         if not isinstance(answer.json(), dict):
             raise NotCompatibleError("not_compatible")
         return
@@ -175,11 +143,7 @@ async def async_probe(transport: Transport, model: str) -> None:
 async def async_validate_server(
     hass: HomeAssistant, data: Mapping[str, Any], probe_model: str | None
 ) -> ModelListing:
-    """Connect with the given settings; return the models listing.
-
-    A server without a usable models route is accepted when the probe passes
-    (then no models are known). Raises ServerError.
-    """
+    """Connect with the settings; return the listing (empty if only the probe passed)."""
     transport = Transport(hass, data[CONF_BASE_URL], data.get(CONF_API_KEY))
     try:
         listing = await async_fetch_models(transport)

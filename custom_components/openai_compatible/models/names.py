@@ -34,8 +34,7 @@ def takes_verbosity(model: str) -> bool:
     return is_reasoning_model(model) and _base_name(model).startswith("gpt-5")
 
 
-# OpenAI's service tiers by model family; "auto" follows the project's setting
-# and "default" is standard processing.
+# OpenAI's service tiers by family; "auto" follows the project's setting.
 _PRIORITY_FAMILIES: Final = ("gpt-5", "gpt-4.1", "gpt-4o", "o3", "o4-mini")
 _FLEX_FAMILIES: Final = ("gpt-5", "o3", "o4-mini")
 # Variants processed at standard speed and price only.
@@ -44,11 +43,7 @@ _NO_FLEX: Final = ("-codex", "gpt-5.3")
 
 
 def service_tiers(model: str) -> tuple[str, ...]:
-    """Return the service tiers an OpenAI model takes, by its name; () if none.
-
-    Flex processing is cheaper and slower, priority processing faster and
-    dearer; each is offered for some model families only.
-    """
+    """Return the service tiers an OpenAI model takes, by its name; () if none."""
     name = _base_name(model)
     if not name.startswith(_PRIORITY_FAMILIES) or any(
         variant in name for variant in _STANDARD_ONLY

@@ -1,15 +1,4 @@
-"""What a subentry asks of the Responses API: reasoning, verbosity, provider-run tools.
-
-A service tier other than the default (flex or priority processing, or
-standard where the project's default is another) goes with every request, and
-so does the opt-in to have the provider store the requests and answers.
-
-Web search, code interpreter and image generation run on the provider's side;
-their calls show in the chat log as external tool calls with their results
-(see responses_stream.py), and Home Assistant never runs them. Web search may
-know the home's approximate location: its country and time zone from Home
-Assistant's configuration, only when the user opts in.
-"""
+"""The Responses API options of a subentry: reasoning, verbosity, provider-run tools."""
 
 from __future__ import annotations
 
@@ -26,21 +15,16 @@ from ..net.shapes import JsonObject
 class ResponsesOptions:
     """What a subentry asks of the Responses API beyond the common settings."""
 
-    # None: the model's own default.
     reasoning_effort: str | None = None
     reasoning_summary: bool = False
     verbosity: str | None = None
-    # None: the default tier, which is not sent.
     service_tier: str | None = None
     # The provider keeps the requests and answers (and shows them in its logs).
     store: bool = False
-    # Provider-run tools in their wire form (as responses_options builds them).
     provider_tools: tuple[JsonObject, ...] = ()
-    # Inline web-search citations are taken out of the spoken answer.
     remove_citations: bool = False
 
 
-# The subentry options of the Responses API.
 CONF_REASONING_EFFORT: Final = "reasoning_effort"
 CONF_REASONING_SUMMARY: Final = "reasoning_summary"
 CONF_VERBOSITY: Final = "verbosity"
@@ -109,5 +93,4 @@ def web_search_tool(hass: HomeAssistant, options: Mapping[str, Any]) -> JsonObje
 
 
 def _choice(value: Any, choices: tuple[str, ...]) -> str | None:
-    """Return a saved choice if it is one of the choices, else None."""
     return value if value in choices else None

@@ -25,31 +25,24 @@ class Provider:
     api_key_required: bool
     recommended_model: str | None = None
     local: bool = False
-    # Request features the service refuses whatever the model.
     refuses: frozenset[Feature] = frozenset({Feature.PROMPT_CACHE_KEY})
     # Mistral only accepts tool call ids of exactly nine letters or digits.
     short_tool_call_ids: bool = False
     # OpenAI's Decisions API may be there (OpenAI, Azure, or a proxy to them).
     decisions: bool = False
-    # The server software, when the preset names it.
     kind: ServerKind | None = None
     # Evaluation questions asked at once per entry.
     concurrency: int = 4
-    # How a server of the user's own is made to take connections from the
-    # network: the connect step's hint (commands read the same in every language).
+    # The connect step's hint to listen on the network (the same in every language).
     listen_command: str | None = None
     # The automatic API setting takes the Responses API.
     responses: bool = False
-    # The provider-run tools its Responses API runs.
     provider_tools: frozenset[Feature] = frozenset()
-    # Its Responses API takes a service tier (flex or priority processing).
     service_tiers: bool = False
-    # Shutdown dates the provider announced, by model (lifecycle.py).
     shutdowns: Mapping[str, date] = field(default_factory=dict, compare=False)
     # Requests may name only models the server lists.
     lists_every_model: bool = True
-    # The speech-to-text and text-to-speech models a new voice subentry
-    # starts from where the server lists no evident one.
+    # A voice subentry's defaults where the server lists no evident audio model.
     transcription_model: str | None = None
     speech_model: str | None = None
 

@@ -23,7 +23,6 @@ class ModelReport:
     context_window: int | None = None
     vision: bool | None = None
     tools: bool | None = None
-    # The day the server will shut the model down.
     shutdown: date | None = None
 
 

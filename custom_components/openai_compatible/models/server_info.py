@@ -1,11 +1,4 @@
-"""What a server reports about itself and its models, from the routes it has.
-
-Hosted services say it in their `/models` entries (a context length, input
-modalities, supported parameters); local servers in a native route of their
-own: llama.cpp's `/props`, Ollama's `/api/show`, `/api/ps` and `/api/version`,
-vLLM's `max_model_len` and `/version`, LM Studio's `/api/v0/models`. Every
-route is asked briefly and may be missing: what cannot be read is unknown.
-"""
+"""What a server reports of itself and its models, from `/models` and native routes."""
 
 from __future__ import annotations
 
@@ -25,7 +18,6 @@ from .reports import ModelReport, ServerKind, ServerReport
 # Native routes are a bonus: asked briefly, read up to a small size.
 NATIVE_BUDGET: Final = Budget(5.0)
 MAX_NATIVE_BYTES: Final = 1024 * 1024
-# Ollama's context window when neither the model nor the server sets one.
 OLLAMA_DEFAULT_CONTEXT: Final = 4096
 _CONTEXT_KEYS: Final = (
     "loaded_context_length",
@@ -62,19 +54,13 @@ def may_be_ollama(listing: ModelListing | None) -> bool:
 
 
 def _listed_kind(listing: ModelListing | None) -> tuple[ServerKind | None, bool]:
-    """Return the software a models list gives away, and whether it looks Ollama's."""
     return guess_kind(listing), may_be_ollama(listing)
 
 
 async def async_guess_kind(
     transport: Transport, listing: ModelListing | None
 ) -> ServerKind | None:
-    """Return the server software its models list, or else Ollama's version, tells.
-
-    Only a list that looks like Ollama's costs a request (`/api/version`,
-    within the validation budget); no answer there recognises nothing. The
-    list is read in the executor: it may be long.
-    """
+    """Return the software the models list, or else Ollama's `/api/version`, tells."""
     kind, ollama_like = await transport.hass.async_add_executor_job(
         _listed_kind, listing
     )
@@ -89,10 +75,7 @@ async def async_guess_kind(
 def listed_reports(
     listing: ModelListing | None,
 ) -> tuple[ServerKind | None, dict[str, ModelReport]]:
-    """Return the server software a models list gives away, and each model's report.
-
-    Runs in the executor, in one pass per entry: a list may be long.
-    """
+    """Return the software a models list gives away, and each model's report."""
     if listing is None:
         return None, {}
     reports = {
@@ -132,7 +115,6 @@ def _context(entry: Mapping[str, Any]) -> int | None:
 
 
 def _flag(capabilities: Any, name: str) -> bool | None:
-    """Return a capability flag of a `capabilities` object, if it has it."""
     if isinstance(capabilities, dict) and isinstance(capabilities.get(name), bool):
         return bool(capabilities[name])
     return None
@@ -192,7 +174,6 @@ def _list(value: object) -> list[object]:
 
 
 def _text(data: JsonObject | None, key: str) -> str | None:
-    """Return a string field of a native answer, if it has one."""
     value = data.get(key) if data else None
     return value if isinstance(value, str) and value else None
 
@@ -200,11 +181,7 @@ def _text(data: JsonObject | None, key: str) -> str | None:
 async def _async_llama_cpp(
     transport: Transport, models: dict[str, ModelReport]
 ) -> str | None:
-    """Read llama.cpp's /props: the context of its slots, vision, tools, its build.
-
-    A chat template without a tool format takes `tools` and drops them
-    unread: its `chat_template_caps` say so (`supports_tools`).
-    """
+    """Read llama.cpp's /props: slot context, vision, template tool support, build."""
     props = await _async_native(transport, "GET", "//props")
     if props is None:
         return None
@@ -246,10 +223,7 @@ async def _async_ollama(
 
 
 def _ollama_context(shown: JsonObject) -> int | None:
-    """Return the context Ollama gives a model: its num_ctx, else the default.
-
-    Never more than the model was trained for.
-    """
+    """Return Ollama's context for a model: num_ctx or default, within its training."""
     parameters = shown.get("parameters")
     match = _NUM_CTX.search(parameters) if isinstance(parameters, str) else None
     window = int(match[1]) if match else OLLAMA_DEFAULT_CONTEXT
@@ -265,7 +239,6 @@ def _ollama_context(shown: JsonObject) -> int | None:
 async def _async_lm_studio(
     transport: Transport, models: dict[str, ModelReport]
 ) -> None:
-    """Read LM Studio's model list: loaded context, vision, tool use."""
     listed = await _async_native(transport, "GET", "//api/v0/models")
     for item in _list((listed or {}).get("data")):
         if not isinstance(item, dict) or not isinstance(item.get("id"), str):
@@ -273,7 +246,6 @@ async def _async_lm_studio(
         capabilities = item.get("capabilities")
         models[item["id"]] = ModelReport(
             context_window=_context(item),
-            # An entry without a type says nothing about vision.
             vision=None if "type" not in item else item["type"] == "vlm",
             tools=None
             if not isinstance(capabilities, list)

@@ -26,13 +26,7 @@ def thinking_setting(value: Any) -> Thinking:
 def thinking_fields(
     setting: Thinking, kind: ServerKind | None, model: str
 ) -> dict[str, object]:
-    """Return the request fields (Chat Completions form) that switch thinking.
-
-    vLLM and llama.cpp pass `enable_thinking` to the chat template (Qwen-style
-    templates); Ollama's OpenAI-compatible route reads `reasoning_effort`
-    ("none" turns thinking off); a model that takes a reasoning effort gets
-    its least for off. Elsewhere, and for the default, nothing is sent.
-    """
+    """Return the request fields (Chat Completions form) that switch thinking."""
     if setting is Thinking.DEFAULT:
         return {}
     on = setting is Thinking.ON

@@ -1,10 +1,4 @@
-"""Typed readers of what servers answer: untrusted JSON in, typed values out.
-
-Each reader takes a decoded JSON value and the name of the part it is, and
-returns it typed or raises MalformedAnswerError naming the part (the user is
-told which), never a traceback. Where the API lets a part be left out, null
-reads as an empty one.
-"""
+"""Typed readers of what servers answer: untrusted JSON in, typed values out."""
 
 from __future__ import annotations
 
@@ -17,7 +11,6 @@ from ..errors import MalformedAnswerError
 from ..server_errors.text import plain
 from .shapes import JsonObject
 
-# The readers' name for open JSON (shapes.py declares it).
 type JSONObject = JsonObject
 
 # Token counts are believed up to this many; a context window from this many.
@@ -71,10 +64,7 @@ def string_or_none(value: object) -> str | None:
 
 
 def read_number(value: object) -> float | None:
-    """Return a finite number a server sent; None for anything else.
-
-    A JSON number may have hundreds of digits, more than a float holds.
-    """
+    """Return a finite number a server sent (a float may not hold it); None otherwise."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     try:
@@ -98,11 +88,7 @@ def read_window(value: object) -> int | None:
 
 
 def read_usage(usage: Mapping[str, object]) -> JSONObject:
-    """Return the token counts of a Chat Completions `usage`, and nothing else.
-
-    A server's usage object may have any size and depth; only these go on to
-    the trace and the counts.
-    """
+    """Return only the token counts of a Chat Completions `usage`, however large."""
     prompt = usage.get("prompt_tokens_details")
     completion = usage.get("completion_tokens_details")
     cached = prompt.get("cached_tokens") if isinstance(prompt, dict) else None
@@ -119,10 +105,7 @@ def read_usage(usage: Mapping[str, object]) -> JSONObject:
 
 
 def error_message(error: object) -> str:
-    """Return the message of an error the server sent in an answer, without markup.
-
-    An object's `message`, or whatever else was sent as the error.
-    """
+    """Return the message of an error a server sent (its `message`), without markup."""
     return plain(str(error.get("message") if isinstance(error, dict) else error))
 
 
@@ -133,9 +116,7 @@ class ChoiceDelta:
     # The spoken text: the content, or else a refusal.
     text: str | None
     reasoning: str | None
-    # The `tool_calls` fragments, read by `read_call_fragment`.
     tool_calls: Sequence[object]
-    # Why the answer ended; None while it goes on.
     finish_reason: str | None
 
 

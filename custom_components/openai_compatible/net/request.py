@@ -1,8 +1,4 @@
-"""What a request asks, whichever wire API carries it: settings and tools.
-
-Both dialects (wire/chat_completions.py, wire/responses.py) and the window
-fitting (window/) read these; they import nothing of either dialect.
-"""
+"""What a request asks, whichever wire API carries it: settings and tools."""
 
 from __future__ import annotations
 
@@ -26,8 +22,7 @@ if TYPE_CHECKING:
 
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
-# The Assist API's tools only a device that takes timers gets: last, so the
-# tools before them are the same for every device.
+# Timer tools go only to some devices: last, so the tools before are always the same.
 _DEVICE_TOOLS: Final = frozenset(
     f"{INTENT_DOMAIN}__{intent}" for intent in TIMER_INTENTS
 )
@@ -43,11 +38,9 @@ class RequestSettings:
     top_p: float | None = None
     reasoning_model: bool = False
     prompt_cache_key: str | None = None
-    # Mistral only accepts tool call ids of exactly nine letters or digits.
     short_tool_call_ids: bool = False
     # Off for servers whose streaming breaks tool calls or structured output.
     stream: bool = True
-    # The user's extra fields and the thinking switch (extra_fields.py).
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -107,10 +100,7 @@ def _wire_tool_name(name: str, taken: set[str]) -> str:
 
 
 def build_tool_set(llm_api: llm.APIInstance | None) -> ToolSet:
-    """Convert every tool of the API, in a stable order.
-
-    By name, the tools only some devices get last.
-    """
+    """Convert every tool of the API, by name; the tools only some devices get last."""
     if llm_api is None or not llm_api.tools:
         return ToolSet([], {}, {})
     serializer: Callable[[Any], Any] = (

@@ -1,12 +1,4 @@
-"""The shapes of what is sent: request bodies, messages, items and tools.
-
-The leaves are the `openai` package's own request types (imported for type
-checking only; Home Assistant ships the package). Messages, items and bodies
-are declared here, wider than OpenAI's where other servers take more
-(`reasoning_content`, `chat_template_kwargs`, a schema beside `json_object`,
-llama.cpp's `post_sampling_probs`), and total=False where a body is built
-bit by bit or loses keys to a refused feature.
-"""
+"""The shapes of what is sent, on `openai`'s types, wider where servers take more."""
 
 from __future__ import annotations
 
@@ -81,8 +73,7 @@ class ChatFields(TypedDict, total=False):
     prompt_cache_key: str
     logprobs: bool
     top_logprobs: int
-    # llama.cpp: the probabilities after sampling, not before, and the
-    # sampling chain that leads to them.
+    # llama.cpp: probabilities after sampling, and the chain that leads to them.
     post_sampling_probs: bool
     top_k: int
     min_p: float

@@ -1,9 +1,7 @@
 """Answers read from raw bytes within bounds; server-sent events by the spec.
 
-Lines end only at CR, LF or CRLF (never at U+2028, U+2029 or U+0085, which
-servers send raw inside JSON strings). Lines are split on bytes: in UTF-8 a CR
-or LF byte is never part of another character, so a character cut between two
-network chunks is decoded whole with the rest of its line.
+Lines end only at CR, LF or CRLF (servers send U+2028 raw inside JSON strings),
+split on bytes so that a character cut between chunks is decoded whole.
 """
 
 from __future__ import annotations
@@ -20,20 +18,16 @@ from ..errors import ServerError
 from ..redact import redact
 from .readers import JSONObject, read_object
 
-# The longest line of an event stream we read.
 MAX_LINE_BYTES = 1024 * 1024
-# The most data lines of one event: OpenAI-style servers send one, a server
-# that ends events with one LF instead of two has its lines read in batches.
+# OpenAI-style servers send one; one ending events with one LF, many.
 MAX_EVENT_LINES = 256
-# The most bytes of one answer we read, streamed or not, after decompression.
+# Streamed or not, after decompression.
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 _BOM = b"\xef\xbb\xbf"
 _DONE = b"[DONE]"
-# What the error names an event that is no JSON object.
 _EVENT = "a stream event"
-# How much of a line that is not JSON the debug log shows.
 _LOGGED_BYTES = 200
 
 
@@ -62,20 +56,13 @@ async def async_read_body(
 
 
 class SSEDecoder:
-    """Turn the bytes of an event stream into the data of its events.
-
-    Comments and fields other than `data` are ignored; the `data` lines of one
-    event are joined with LF. An event not closed by a blank line when the
-    stream ends is still given (servers often omit the last blank line).
-    """
+    """Turn an event stream's bytes into its events' data; an unclosed last one counts."""
 
     def __init__(self, max_line_bytes: int = MAX_LINE_BYTES) -> None:
         """Start at the beginning of a stream."""
         self._max_line = max_line_bytes
-        # The start of a line that has not ended yet, in pieces.
         self._partial: list[bytes] = []
         self._partial_size = 0
-        # The data lines of the event being read.
         self._data: list[bytes] = []
         # The last chunk ended with CR: an LF starting the next one ends nothing.
         self._after_cr = False
@@ -115,7 +102,6 @@ class SSEDecoder:
         return events
 
     def _check_size(self, size: int) -> None:
-        """Raise if a line is longer than the limit."""
         if size > self._max_line:
             raise ServerError("answer_line_too_long", limit=mebibytes(self._max_line))
 
@@ -142,20 +128,13 @@ class SSEDecoder:
 
 @dataclass(slots=True)
 class EventStream:
-    """The JSON objects of an OpenAI-style event stream, read within bounds.
-
-    Iterate over it once, for lists of objects (one list per network chunk,
-    so that the objects cost no asynchronous step each); `done` then tells whether the server ended the
-    stream with `data: [DONE]`. The stream is read to its end, past `[DONE]`,
-    so that the connection can be reused. Data that is not JSON is skipped.
-    """
+    """An event stream's JSON objects, a list per chunk, read to its end past `[DONE]`."""
 
     chunks: AsyncIterable[bytes]
     _: KW_ONLY
     max_line_bytes: int = MAX_LINE_BYTES
     max_bytes: int = MAX_ANSWER_BYTES
     done: bool = field(default=False, init=False)
-    # Whether data that is no JSON was skipped (and logged) already.
     _skipped: bool = field(default=False, init=False)
 
     async def __aiter__(self) -> AsyncIterator[list[JSONObject]]:
@@ -189,10 +168,7 @@ class EventStream:
 
 
 def _object(data: bytes) -> JSONObject | None:
-    """Return the JSON object of an event's data; None when it is no JSON.
-
-    Data that is no UTF-8 is read with replacement characters.
-    """
+    """Return the JSON object of an event's data (bad UTF-8 replaced), None if no JSON."""
     try:
         return read_object(json_loads(data), _EVENT)
     except ValueError:

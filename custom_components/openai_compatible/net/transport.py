@@ -1,15 +1,4 @@
-"""Sending requests to the server: one way for every path, bounded in time and size.
-
-Requests go over Home Assistant's shared HTTP client as plain JSON, or as a
-form with files for uploads. Every round trip has a deadline for sending and
-reading the whole answer; a redirect is never followed (it would take the
-key elsewhere) but told, with where it leads; a 429 or 503 that says when to
-come back is retried once that time has come, at most twice and never sooner
-than 0.5 s, then 1 s (whatever the server says), if the round trip's retry
-budget allows; nothing else is retried. Error bodies are read up to a cap, and
-every error becomes our translated error (see
-server_errors.answers.error_for_status).
-"""
+"""Requests to the server: one way for every path, bounded in time and size."""
 
 from __future__ import annotations
 
@@ -39,8 +28,7 @@ _RETRY_STATUSES: Final = frozenset({429, 503})
 # The least wait before each retry of a round trip, and so how many it gets.
 RETRY_MIN_WAITS: Final = (0.5, 1.0)
 
-# Files of a form: (field, (file name, content[, media type])); without a
-# media type, the file name's extension tells it.
+# (field, (file name, content[, media type])); else the name's extension tells it.
 type FormFiles = Sequence[tuple[str, tuple[str, bytes] | tuple[str, bytes, str]]]
 
 
@@ -54,11 +42,9 @@ class Payload(TypedDict, total=False):
 
 @dataclass(frozen=True, slots=True)
 class Budget:
-    """How long one round trip may take, and how long it may wait to retry."""
+    """How long one round trip may take, and may wait out a 429 or 503, in seconds."""
 
-    # Seconds for sending the request and reading the whole answer.
     deadline: float
-    # Seconds a 429 or 503 with a Retry-After may be waited out, in total.
     retry_wait: float = 0.0
 
 
@@ -169,11 +155,7 @@ class Transport:
         body: Mapping[str, object] | None = None,
         limit: int = MAX_ERROR_BYTES,
     ) -> Answer:
-        """Send a request and return the whole answer, error statuses included.
-
-        Only an unreachable server raises (ConnectError); the body is read up
-        to `limit` bytes.
-        """
+        """Send a request; return the whole answer (up to `limit`), error statuses too."""
         loop = asyncio.get_running_loop()
         deadline_at = loop.time() + budget.deadline
         response = await self._async_send(
@@ -196,13 +178,7 @@ class Transport:
         files: FormFiles | None = None,
         sent: frozenset[Feature] = frozenset(),
     ) -> AsyncIterator[Opened]:
-        """Send a request; give its answer once the status is good.
-
-        With `files`, the body's fields go as a multipart form next to them.
-        Error answers become our translated errors; a 429 or 503 is retried
-        when it says when and the budget allows (see RETRY_MIN_WAITS). The
-        answer is closed on exit.
-        """
+        """Send a request; give its answer once the status is good, closed on exit."""
         loop = asyncio.get_running_loop()
         deadline_at = loop.time() + budget.deadline
         retry_left = budget.retry_wait
@@ -280,17 +256,12 @@ class Transport:
         return error, wait
 
     def _reachable(self, reachable: bool) -> None:
-        """Tell the entry whether the server answers at all."""
         if self._on_reachable is not None:
             self._on_reachable(reachable)
 
 
 def redirected(response: httpx2.Response) -> ServerError:
-    """Return the error of a redirect, naming where it leads (not followed).
-
-    Following it would send the key to another address; the address is told
-    without its credentials, query or fragment.
-    """
+    """Return the error of a redirect, not followed: the key would go elsewhere."""
     location = response.headers.get("location")
     if location is None:
         return ServerError("redirected_nowhere", status=str(response.status_code))
@@ -305,11 +276,7 @@ def redirected(response: httpx2.Response) -> ServerError:
 
 
 def _payload(body: Mapping[str, object] | None, files: FormFiles | None) -> Payload:
-    """Return what a request carries, as the HTTP client takes it.
-
-    A form's fields are text: booleans as `true` and `false`, as OpenAI's
-    client writes them.
-    """
+    """Return what a request carries; a form's booleans as OpenAI's client writes them."""
     if files is None:
         return {"content": None if body is None else json_bytes(body)}
     fields = {
@@ -320,11 +287,7 @@ def _payload(body: Mapping[str, object] | None, files: FormFiles | None) -> Payl
 
 
 def parse_json(raw: bytes) -> Any:
-    """Return the JSON value of an answer; raise answer_not_json if it is none.
-
-    Servers written in Python may send -Infinity or NaN (a log-probability of
-    an impossible token), which only Python's own parser reads.
-    """
+    """Return an answer's JSON, Python's NaN too; raise answer_not_json if none."""
     try:
         return json_loads(raw)
     except ValueError:

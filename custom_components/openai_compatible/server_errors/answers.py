@@ -1,12 +1,4 @@
-"""Reading error answers: what a server's error means, in its own words.
-
-Servers refuse what they do not take with any status (400, 404, 422, 500,
-501, ...) and any body: OpenAI's error object, FastAPI's ``{"detail": [...]}``,
-a gateway's rewrapped text, HTML or plain text. `error_for_status` is the one
-error mapper; `classify_rejection` the one place that decides whether such an
-answer names a feature we sent, and whether it refuses the feature in general
-or only this use of it.
-"""
+"""Error answers read into our errors, whatever a server's status and body."""
 
 from __future__ import annotations
 
@@ -33,11 +25,9 @@ from .overflow import parse_overflow
 from .routes import FEATURE_ROUTES, names_unknown_model, route_errors
 from .text import error_text, is_page, status_line
 
-# Error bodies are read up to this many bytes: enough for any message.
 MAX_ERROR_BYTES: Final = 64 * 1024
 
-# A chat template that takes text only, given content parts: as said, and as
-# a JSON error body escapes it.
+# A text-only chat template given content parts, as said and as JSON escapes it.
 _LIST_REFUSED: Final = ('(not "list")', '(not \\"list\\")')
 # Words of an answer that refuses what it was sent, whatever it was.
 _GENERAL: Final = (
@@ -83,17 +73,13 @@ _ONE_SCHEMA: Final = (
     "additionalproperties",
     "is required to be supplied",
 )
-# A server that could not parse the model's answer by the chat template's tool
-# format (llama-server): this answer failed, not the request.
+# llama-server could not parse the model's tool calls: this answer failed, not the request.
 _UNPARSED_ANSWER: Final = re.compile(
     r"failed to parse|does not match the expected|peg-native"
 )
-# A 429 that says the chosen service tier has no room now, not that we asked
-# too often.
+# A 429 saying the service tier has no room now, not that we asked too often.
 _TIER_BUSY: Final = "resource unavailable"
-# Statuses of a route or method the server lacks.
 _NO_ROUTE: Final = frozenset({404, 405, 501})
-# An answer that says nothing but that the route or method is not there.
 _ROUTE_NOT_FOUND: Final = re.compile(
     r"^(?:\d{3}\W*)?(?:page |file |resource )?"
     r"(?:not found|method not allowed|not implemented)\b"
@@ -103,9 +89,8 @@ _ROUTE_NOT_FOUND: Final = re.compile(
 _QUOTED_ROUTE_NOT_FOUND: Final = re.compile(
     r"""['"]detail['"]\s*:\s*['"]not found['"]"""
 )
-# How the answer's format is named, for JSON schemas and JSON objects alike.
 _FORMAT: Final = ("response_format", "response format", "text.format")
-# Where a feature may appear in an answer, per feature; checked in this order.
+# Where each feature may appear in an answer; checked in this order.
 _NAMES: Final[tuple[tuple[Feature, tuple[str, ...]], ...]] = (
     (Feature.STREAM_OPTIONS, ("stream_options", "include_usage")),
     (Feature.PROMPT_CACHE_KEY, ("prompt_cache_key",)),
@@ -160,13 +145,7 @@ class Rejection:
 def classify_rejection(
     status: int, text: str, sent: frozenset[Feature]
 ) -> Rejection | None:
-    """Return the feature an error answer refuses, among those we sent.
-
-    None when the answer names none of them (an outage, a bad key): such an
-    answer is not walked down any ladder. `error_for_status` tells context
-    overflows apart before it asks. A 429 refuses only a service tier that is
-    full for now (flex processing), never anything in general.
-    """
+    """Return the feature an error answer refuses among those sent (a 429: a full tier)."""
     lowered = text.casefold()
     if status == 429:
         busy = Feature.SERVICE_TIER in sent and _TIER_BUSY in lowered
@@ -186,12 +165,7 @@ def classify_rejection(
 
 
 def _missing_route(status: int, lowered: str, route: str) -> bool:
-    """Tell whether an answer says the route itself is not there.
-
-    A server that has the route may answer 404 too (an item or a model not
-    found); only an answer that names the route, says nothing else, or
-    quotes FastAPI's answer for a missing route counts.
-    """
+    """Tell whether an answer says the route itself is missing, not an item or a model."""
     if status not in _NO_ROUTE:
         return False
     return (
@@ -212,11 +186,7 @@ def _is_general(feature: Feature, lowered: str, status: int) -> bool:
 
 
 def answer_error(message: str, *, tools: bool) -> ServerError:
-    """Return the error an answer tells in its body, such as a stream's error event.
-
-    With tools offered, one that a request without streaming may avoid (a tool
-    call the server could not parse) is a refusal of streaming with tools.
-    """
+    """Return the error an answer's body tells, such as a stream's error event."""
     sent = frozenset({Feature.TOOLS, Feature.STREAM_WITH_TOOLS} if tools else ())
     rejection = classify_rejection(500, message, sent)
     if rejection is not None and rejection.feature is Feature.STREAM_WITH_TOOLS:
@@ -243,11 +213,7 @@ def error_for_status(
     sent: frozenset[Feature] = frozenset(),
     path: str = "",
 ) -> ServerError:
-    """Return our translated error for an error answer of the server.
-
-    Only the first MAX_ERROR_BYTES count, also where a client read more. An
-    error page (HTML) is told by its status; its first words are only logged.
-    """
+    """Return our translated error for an error answer; an HTML page by its status."""
     body = body[:MAX_ERROR_BYTES]
     raw = redact(body.decode("utf-8", errors="replace"))
     text = redact(error_text(body))
@@ -285,7 +251,6 @@ def error_for_status(
 
 
 def _failed(status: int) -> ServerError:
-    """Return the error of a failure that says nothing but its status."""
     if status in (502, 504):
         # A proxy or gateway answered for the server behind it.
         return ServerError("gateway_failed", status=str(status))
@@ -295,7 +260,6 @@ def _failed(status: int) -> ServerError:
 
 
 def _json_or_none(text: str) -> Any:
-    """Return the JSON value of an error body, or None when it is no JSON."""
     try:
         return json.loads(text)
     except ValueError, RecursionError:

@@ -1,8 +1,4 @@
-"""Reading a server's context-overflow error: the window it names, the prompt it counted.
-
-Each server says it in its own words (and llama.cpp in fields of its own); an
-error that names no number is still told by its words.
-"""
+"""Context-overflow errors read: the window a server names, the prompt it counted."""
 
 from __future__ import annotations
 
@@ -19,29 +15,21 @@ class Overflow:
     prompt_tokens: int | None = None
 
 
-# The most digits a token count in an error text is read with.
 MAX_FIGURE_DIGITS = 9
 
 
 def _patterns(*texts: str) -> tuple[re.Pattern[str], ...]:
-    """Return the texts as patterns that ignore case."""
     return tuple(re.compile(text, re.IGNORECASE) for text in texts)
 
 
 _WINDOW = _patterns(
-    # OpenAI, vLLM, DeepSeek, Groq, and gateways that pass their text on.
+    # OpenAI, vLLM, DeepSeek, Groq; llama.cpp; LM Studio; Mistral; Gemini; Anthropic; TGI.
     r"maximum context length is (\d+)",
-    # llama.cpp server.
     r"available context size \((\d+) tokens?\)",
-    # LM Studio.
     r"context length of only (\d+)",
-    # Mistral.
     r"with (\d+) maximum context length",
-    # Gemini.
     r"maximum number of tokens allowed \((\d+)\)",
-    # Anthropic's wording, behind a gateway.
     r"tokens > (\d+) maximum",
-    # Text Generation Inference.
     r"max_new_tokens` must be <= (\d+)",
 )
 _PROMPT = _patterns(
@@ -55,7 +43,6 @@ _PROMPT = _patterns(
     r"prompt is too long: (\d+) tokens",
     r"given: (\d+) `inputs` tokens",
 )
-# Words of an overflow error that names no number.
 _OVERFLOW_WORDS = (
     "context_length_exceeded",
     "exceed_context_size",
@@ -86,11 +73,7 @@ def parse_overflow(message: str, body: Any = None) -> Overflow | None:
 
 
 def _first_number(patterns: tuple[re.Pattern[str], ...], text: str) -> int | None:
-    """Return the number the first matching pattern captures.
-
-    A figure longer than any token count is no figure (and Python would
-    refuse to read one of thousands of digits).
-    """
+    """Return the first matching pattern's number; a figure longer than a count is none."""
     for pattern in patterns:
         if (match := pattern.search(text)) and len(match[1]) <= MAX_FIGURE_DIGITS:
             return int(match[1])
@@ -98,7 +81,6 @@ def _first_number(patterns: tuple[re.Pattern[str], ...], text: str) -> int | Non
 
 
 def _positive(value: Any) -> int | None:
-    """Return a positive integer field, or None."""
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
     return None

@@ -1,12 +1,4 @@
-"""What an error answer means on each route: one table, one rule for an unknown model.
-
-error_answers reads what any answer says (a bad key, a rate limit, an
-overflow, a refused feature). This table holds what an answer means on one
-route beyond that: the feature the route itself is, the error of a server
-without the route, at which statuses an answer may name the model as unknown
-and which error tells it, and whether a refusal may be about a voice.
-`names_unknown_model` is the one rule for "unknown model".
-"""
+"""Error answers per route: one table, and one rule for an unknown model."""
 
 from __future__ import annotations
 
@@ -17,25 +9,15 @@ from typing import Any, Final
 from ..errors import InputError, RequestRejectedError, ServerError, TranslatedError
 from ..features import Feature
 
-# Statuses of an answer that says a route or method is not there.
 _MISSING_STATUSES: Final = frozenset({404, 405})
 # Audio servers name an unknown model with any refusal (Kokoro-FastAPI: 400).
 _ANY_REFUSAL: Final = frozenset({*range(400, 500), 501})
-# Statuses at which a refusal may be about the voice asked for.
 _VOICE_STATUSES: Final = frozenset({400, 404, 422})
 
 
 @dataclass(frozen=True, slots=True)
 class RouteErrors:
-    """What error answers mean on one route, beyond what any answer says.
-
-    `feature`: the feature the route itself is (a server without the route
-    refuses it); `missing`: our error for a server without the route;
-    `model_statuses`: where an answer may name the model as unknown;
-    `unknown_model`: our error for that, naming the model, if not the
-    server's words (`model_not_found`); `voices`: a refusal may be about
-    the voice.
-    """
+    """What error answers mean on one route, beyond what any answer says."""
 
     feature: Feature | None = None
     missing: str | None = None
@@ -64,7 +46,6 @@ ROUTES: Final[dict[str, RouteErrors]] = {
         voices=True,
     ),
 }
-# The routes that are themselves a feature, in the table's order.
 FEATURE_ROUTES: Final = {
     route.feature: path for path, route in ROUTES.items() if route.feature is not None
 }
@@ -86,11 +67,7 @@ def route_errors(path: str) -> RouteErrors:
 
 
 def names_unknown_model(text: str, body: Any = None) -> bool:
-    """Tell whether an error answer says that the model is not there.
-
-    Its code says so (OpenAI's `model_not_found`), or its words: "unknown
-    model", or "model" followed by "not found", "does not exist" and the like.
-    """
+    """Tell whether an error answer says the model is not there, by its code or words."""
     if _error_code(body) == "model_not_found" or _UNKNOWN_MODEL.search(text):
         return True
     model = _MODEL_WORD.search(text)
@@ -98,7 +75,6 @@ def names_unknown_model(text: str, body: Any = None) -> bool:
 
 
 def _error_code(body: Any) -> Any:
-    """Return the `code` of a parsed error body, if it has one."""
     inner = body.get("error", body) if isinstance(body, dict) else None
     return inner.get("code") if isinstance(inner, dict) else None
 
@@ -115,11 +91,7 @@ def is_missing_route(err: ServerError) -> bool:
 def route_error(
     err: ServerError, path: str, model: str, voice: str | None = None
 ) -> TranslatedError | None:
-    """Return the error a route tells a failure with, if it has one of its own.
-
-    An unknown model, a missing route and an unknown voice; None where the
-    error as it is tells it (a refused feature the caller may drop, too).
-    """
+    """Return the error a route tells a failure with (model, route, voice), if its own."""
     route = route_errors(path)
     if err.translation_key == "model_not_found" and route.unknown_model:
         message = (err.translation_placeholders or {}).get("message", "")

@@ -1,9 +1,4 @@
-"""The human part of an error answer: its message, without markup.
-
-Servers wrap their words in OpenAI's error object, FastAPI's ``{"detail":
-[...]}``, a gateway's rewrapped text, HTML or plain text; markup is removed
-in time linear in the text.
-"""
+"""The human part of an error answer: its message, without markup."""
 
 from __future__ import annotations
 
@@ -14,8 +9,7 @@ import json
 import re
 from typing import Any, Final
 
-# Markup is removed in time linear in the text: a hostile error page of many
-# unclosed tags must not block the event loop.
+# Linear time: an error page of many unclosed tags must not block the event loop.
 _BLOCK_OPEN: Final = re.compile(r"<(script|style)\b", re.IGNORECASE)
 _BLOCK_CLOSE: Final = {
     kind: re.compile(rf"</{kind}\s*>", re.IGNORECASE) for kind in ("script", "style")
@@ -25,11 +19,7 @@ _SPACES: Final = re.compile(r"\s+")
 
 
 def error_text(body: bytes) -> str:
-    """Return the human part of an error body, whatever its shape.
-
-    OpenAI's ``error.message``, FastAPI's ``detail`` (each problem with where
-    it is), a ``message`` field, or the text itself with any HTML removed.
-    """
+    """Return the human part of an error body: OpenAI's, FastAPI's, or the text itself."""
     text = body.decode("utf-8", errors="replace")
     try:
         data = json.loads(text)
@@ -39,7 +29,6 @@ def error_text(body: bytes) -> str:
 
 
 def _message_in(data: Any) -> str | None:
-    """Return the message of a parsed error body, if it has one we know."""
     if not isinstance(data, dict):
         return data if isinstance(data, str) else None
     inner = data.get("error", data)
@@ -71,11 +60,7 @@ def plain(text: str) -> str:
 
 
 def _without_blocks(text: str) -> str:
-    """Return text without its script and style blocks, in linear time.
-
-    A block that is never closed stays (its tags go later); once a kind has
-    no closing tag left, later blocks of that kind are not searched again.
-    """
+    """Return text without its script and style blocks, in linear time."""
     kept: list[str] = []
     position = 0
     unclosed: set[str] = set()

@@ -1,10 +1,4 @@
-"""JSON answers: asked for in words, found in the model's text, checked once.
-
-Servers that take no response format get the schema as an instruction; the
-answer is then read from the model's text (past reasoning, fences and prose)
-and checked in one walk against the plain schema, then given to the task's
-structure: its selectors validate and convert what they take.
-"""
+"""JSON answers: asked for in words, found in the model's text, checked once."""
 
 from __future__ import annotations
 
@@ -23,7 +17,6 @@ from ..net.shapes import JsonSchema
 
 # The most fenced blocks, and the most places in prose, where JSON is tried.
 JSON_TRIES: Final = 1000
-# The most problems named in one answer's description.
 MAX_PROBLEMS: Final = 5
 # C0 and C1 control characters, and DEL; tabs and line breaks are text.
 _CONTROL: Final = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -43,12 +36,10 @@ class StructureMismatch(Exception):
 
 
 def checked_answer(data: Any, structure: probatio.Schema, schema: JsonSchema) -> Any:
-    """Return an answer as data of the task's structure.
+    """Return an answer as data of the task's structure; raise StructureMismatch.
 
-    Strict mode's nulls for optional keys are dropped, and what the selectors
-    would coerce or let by is refused: text for a boolean (any text is true to
-    them), a number no float holds, control characters in text. Raises
-    StructureMismatch naming each problem and where it is.
+    Strict mode's nulls go, and what the selectors would coerce or let by is refused:
+    text for a boolean (any text is true to them), numbers no float holds, controls.
     """
     problems: list[str] = []
     data = _walk(data, schema, [], problems)
@@ -92,7 +83,6 @@ def _walk(value: Any, schema: Any, path: list[Any], problems: list[str]) -> Any:
 
 
 def _types(schema: Any) -> list[str]:
-    """Return the JSON types a schema names that we know."""
     kind = schema.get("type", []) if isinstance(schema, dict) else []
     return [k for k in (kind if isinstance(kind, list) else [kind]) if k in _KINDS]
 
@@ -124,7 +114,6 @@ _KINDS: Final[dict[str, tuple[str, Callable[[Any], bool]]]] = {
     "null": ("null", lambda value: value is None),
 }
 
-
 # Past this many digits an integer is no float (and past 4,300 Python refuses it).
 _MAX_INT_DIGITS: Final = 309
 
@@ -147,14 +136,7 @@ def schema_instructions(schema: JsonSchema) -> str:
 
 
 def parse_json_answer(text: str) -> Any:
-    """Return the JSON value in a model's answer, in time linear in its length.
-
-    Reasoning is dropped: all up to the last ``</think>``, and all after a
-    ``<think>`` left open. Then the answer is read whole, else from the first
-    fenced block that parses, else from the first ``{`` or ``[`` where a JSON
-    value starts, so prose around it does not matter. Raises StructureMismatch
-    when there is none, or when the JSON is nested too deep to read.
-    """
+    """Return the JSON value in a model's answer: whole, fenced or in prose (linear)."""
     answer = text.rsplit("</think>", 1)[-1].split("<think>", 1)[0]
     try:
         try:
@@ -172,11 +154,7 @@ def parse_json_answer(text: str) -> Any:
 
 
 def _embedded_value(answer: str, problem: json.JSONDecodeError) -> Any:
-    """Return the first JSON value that starts at a ``{`` or ``[`` in prose.
-
-    A start that fails is skipped with all it read, up to where it failed, so
-    no text is decoded twice; after JSON_TRIES starts the search ends.
-    """
+    """Return the first JSON value starting at a `{` or `[`, decoding no text twice."""
     decoder = _DECODER
     position = 0
     for _ in range(JSON_TRIES):
@@ -200,5 +178,4 @@ def _problem(error: probatio.Invalid) -> str:
 
 
 def _at(message: str, path: list[Any]) -> str:
-    """Return the message with the path it is about, if any."""
     return f"{message} at '{render_path(path)}'" if path else message

@@ -1,13 +1,4 @@
-"""The structured-output ladder: how to ask a server for JSON of a schema.
-
-Servers differ: some take a strict `json_schema`, some only a plain one, some
-only `json_object`, some nothing. Each rung is tried only when the server
-refuses the one above it, whatever the status of its refusal, when the refusal
-names the format (or names nothing at all, as some validation errors do). A
-rung the model refuses in general is learned (see capabilities.py) when the
-request had no tools: a schema past a strict-mode limit, or a server that
-takes no JSON mode next to tools, says nothing about the next request.
-"""
+"""The structured-output ladder: how to ask a server for JSON of a schema."""
 
 from __future__ import annotations
 
@@ -57,8 +48,7 @@ def structured_request(
             {"type": "json_schema", "json_schema": {"name": name, "schema": schema}},
             None,
         )
-    # The schema goes next to json_object too: llama.cpp's servers hold the
-    # answer to it; a server that refuses it gets plain json_object.
+    # llama.cpp holds the answer to a schema beside json_object; a refusal drops it.
     response_format: ResponseFormat | None = (
         {"type": "json_object", "schema": schema} if rung == RUNG_JSON_OBJECT else None
     )
@@ -89,13 +79,7 @@ async def async_climb[T](
     *,
     learn: bool = True,
 ) -> tuple[StructuredRequest, T]:
-    """Run `attempt` from the strongest rung not known refused, down until one works.
-
-    A refusal that names the format, or names no feature, moves this request
-    down a rung; one that names another feature is raised, as is one of the
-    last rung. With `learn` (the request has no tools), a refusal that holds
-    for any request is remembered for the model.
-    """
+    """Run `attempt` from the strongest rung not known refused, down until one works."""
     rung = start_rung(capabilities)
     if strict is None:
         rung = max(rung, RUNG_SCHEMA)

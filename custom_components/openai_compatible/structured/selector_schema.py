@@ -1,15 +1,4 @@
-"""Task structures as JSON schema: Home Assistant's selector serializer, tightened.
-
-Home Assistant's `llm.selector_serializer` gives each selector's schema. Ours
-differs only where its schema would make a fitting answer impossible or hide
-what an option means: select labels and custom values, choose, time (a
-pattern rather than a format that wants an offset), and the selectors that
-take Home Assistant's script syntax or a threshold (free-form objects). The
-formats it names that are no JSON schema format are dropped, as servers
-building a grammar from the schema may refuse them. Enums it leaves out
-(device classes, units) are still checked by the selector, whose error names
-the allowed values in the repair round.
-"""
+"""Task structures as JSON schema: Home Assistant's serializer, tightened."""
 
 from __future__ import annotations
 
@@ -70,10 +59,7 @@ def structure_to_json_schema(
     structure: probatio.Schema,
     api_serializer: Callable[[Any], Any] | None = None,
 ) -> JsonSchema:
-    """Return the plain JSON schema of a task structure.
-
-    ``api_serializer`` is the LLM API's (``llm.APIInstance.custom_serializer``).
-    """
+    """Return the plain JSON schema of a task structure, with the API's serializer."""
 
     def serialize(node: Any) -> Any:
         if isinstance(node, selector.ChooseSelector):
@@ -111,7 +97,7 @@ def structure_to_json_schema(
 
 
 def _standard(schema: Any) -> Any:
-    """Return a schema without the formats JSON schema does not define."""
+    """Return a schema without formats JSON schema lacks (grammar builders refuse them)."""
     if isinstance(schema, list):
         return [_standard(item) for item in schema]
     if not isinstance(schema, dict):
@@ -124,7 +110,6 @@ def _standard(schema: Any) -> Any:
 
 
 def _selector(config: Any) -> selector.Selector[Any]:
-    """Return a selector given as one or as its configuration."""
     return (
         config if isinstance(config, selector.Selector) else selector.selector(config)
     )

@@ -1,9 +1,4 @@
-"""OpenAI's strict form of a JSON schema.
-
-Strict mode wants every property required, every object closed and only the
-keywords it knows. The nulls it makes the model give for left-out keys are
-taken out of the answer where it is checked (json_answer.py).
-"""
+"""OpenAI's strict form of a JSON schema."""
 
 from __future__ import annotations
 
@@ -60,12 +55,8 @@ class StrictUnsupported(Exception):
 def strict_json_schema(schema: JsonSchema) -> JsonSchema:
     """Return the OpenAI strict-mode form of a plain schema.
 
-    Every property becomes required and the optional ones nullable, every object
-    closed, and keywords or formats that strict mode rejects are dropped (the
-    answer is validated afterwards, so dropping one only widens). Raises
-    StrictUnsupported where strict mode cannot say it at all: a free-form object,
-    a value of any type, a root that is not an object, or a schema past
-    OpenAI's limits of nesting or enum values.
+    Dropped keywords only widen it (the answer is validated afterwards); raises
+    StrictUnsupported where strict mode cannot say it at all.
     """
     if "object" not in _types(schema):
         raise StrictUnsupported("the root is not an object")
@@ -73,13 +64,11 @@ def strict_json_schema(schema: JsonSchema) -> JsonSchema:
 
 
 def _types(schema: JsonSchema) -> list[Any]:
-    """Return the JSON types a schema names."""
     kind = schema.get("type", [])
     return kind if isinstance(kind, list) else [kind]
 
 
 def _nullable(schema: JsonSchema) -> JsonSchema:
-    """Return the schema that also takes null."""
     kind = schema.get("type")
     if "null" in _types(schema):
         return schema
@@ -134,7 +123,6 @@ class _Strict:
     def _convert_keyword(
         self, keyword: str, value: Any, schema: JsonSchema, where: str, depth: int
     ) -> Any:
-        """Return the strict form of one keyword's value."""
         if keyword == "properties":
             required = schema.get("required", [])
             properties: JsonSchema = {}

@@ -1,9 +1,4 @@
-"""The lookup tool of tools on demand: its schema, the search, what was found.
-
-With tools on demand a request carries the lookup tool and the tools this
-conversation looked up. What was looked up is read back from the lookups'
-results in the chat log, so it lasts as long as the conversation.
-"""
+"""The lookup tool of tools on demand: its schema, the search, what was found."""
 
 from __future__ import annotations
 
@@ -21,8 +16,7 @@ LOOKUP_TOOL: Final = "find_tools"
 # Tools one conversation may look up, and tools one lookup names at most.
 MAX_LOOKED_UP: Final = 16
 MAX_MATCHES: Final = 5
-# What of a query is read: a few words say what a tool should do, and each
-# word is matched against every tool's words.
+# A few words say what a tool should do; each is matched against every tool's.
 MAX_QUERY_CHARACTERS: Final = 1024
 
 LOOKUP_SCHEMA: Final[ChatTool] = {
@@ -47,7 +41,6 @@ LOOKUP_SCHEMA: Final[ChatTool] = {
 _WORD = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _SHORT: Final = 3
-# Words that say nothing of what a tool does.
 _FILLERS: Final = frozenset({"the", "and", "for", "please", "can", "you", "with"})
 
 
@@ -115,7 +108,6 @@ def looked_up(chat_log: conversation.ChatLog) -> list[str]:
 
 
 def _found_names(data: Mapping[str, object]) -> Iterable[str]:
-    """Return the names a lookup's result lists."""
     tools = data.get("tools")
     for tool in tools if isinstance(tools, list) else ():
         if isinstance(tool, dict) and isinstance(name := tool.get("name"), str):

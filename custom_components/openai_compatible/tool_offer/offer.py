@@ -1,12 +1,4 @@
-"""The tools one turn offers, and the calls it answers itself.
-
-A subset chosen in the agent's settings is offered alone; a chosen name the
-API no longer has is not offered, and a new tool of the API is offered only
-where no subset was chosen. With tools on demand the request carries the
-lookup tool, then the tools looked up, in the order they were looked up, so
-the tools already sent keep their place. A cap on the turn's tool calls
-answers each call past it with a result that tells the model to answer.
-"""
+"""The tools one turn offers, and the calls it answers itself."""
 
 from __future__ import annotations
 
@@ -64,10 +56,7 @@ def cap_result(cap: int) -> llm.ToolResult:
 
 
 class ToolOffer:
-    """The tools of one turn's requests, and the calls it answers itself.
-
-    The lookup calls do not count towards the cap.
-    """
+    """The tools of one turn's requests, and the calls it answers; lookups not capped."""
 
     def __init__(
         self,

@@ -1,10 +1,4 @@
-"""The audio routes of a server: transcription, speech and the voice list.
-
-Every answer is read in pieces, up to a size cap and before a deadline, so
-nothing a server sends can hold the event loop or grow memory without bound;
-every failure becomes one of our translated errors. Every route goes through
-the entry's transport; transcription uploads the recording as a form.
-"""
+"""The audio routes of a server: transcription, speech and the voice list."""
 
 from __future__ import annotations
 
@@ -34,21 +28,13 @@ VOICES_ROUTE: Final = "/audio/voices"
 MAX_RECORDING_BYTES: Final = 25 * 1024 * 1024
 # The audio of one speech request: 10 minutes of 24 kHz WAV fit.
 MAX_SPEECH_BYTES: Final = 32 * 1024 * 1024
-# A transcript or a voice list.
 MAX_TEXT_BYTES: Final = 1024 * 1024
 MAX_VOICES: Final = 1000
 
 
-# --- errors -------------------------------------------------------------------
-
-
 @contextmanager
 def audio_errors(route: str, model: str, voice: str | None = None) -> Iterator[None]:
-    """Raise the error an audio route's failure means.
-
-    A missing route, an unknown model and an unknown voice get errors of
-    their own.
-    """
+    """Raise the error an audio route's failure means: its own where it has one."""
     try:
         yield
     except ServerError as err:
@@ -62,9 +48,6 @@ def _media_type(headers: httpx2.Headers) -> str:
     return headers.get("content-type", "").split(";")[0].strip().lower()
 
 
-# --- transcription ------------------------------------------------------------
-
-
 @dataclass(frozen=True, slots=True)
 class TranscriptionRequest:
     """A recording to transcribe and how."""
@@ -74,7 +57,7 @@ class TranscriptionRequest:
     filename: str
     language: str | None = None
     prompt: str | None = None
-    # Ask for transcript events; servers that cannot stream answer whole.
+    # Servers that cannot stream answer whole.
     stream: bool = True
 
 
@@ -89,11 +72,7 @@ class TranscriptPart:
 async def async_transcribe(
     transport: Transport, request: TranscriptionRequest, budget: Budget
 ) -> AsyncIterator[TranscriptPart]:
-    """Yield the transcript as the server gives it, ending with the final one.
-
-    A refused `stream` raises RequestRejectedError naming
-    Feature.TRANSCRIPT_STREAM.
-    """
+    """Yield the transcript as the server gives it, ending with the final one."""
     body: TranscriptionBody = {"model": request.model, "response_format": "json"}
     if request.language:
         body["language"] = request.language
@@ -149,11 +128,7 @@ def _plain_text(raw: bytes) -> str:
 
 
 def _event_text(event: JsonObject) -> str:
-    """Return the new text of one transcript event.
-
-    OpenAI sends `transcript.text.delta` events, vLLM chat-like chunks,
-    Speaches one `{"text": ...}` per segment.
-    """
+    """Return the new text of one transcript event (OpenAI's, vLLM's or Speaches')."""
     if event.get("type") == "transcript.text.delta":
         return str(event.get("delta") or "")
     if event.get("object") == "transcription.chunk":
@@ -182,9 +157,6 @@ async def _transcript_events(events: EventStream) -> AsyncIterator[TranscriptPar
     yield TranscriptPart((heard if final is None else final).strip(), True)
 
 
-# --- speech -------------------------------------------------------------------
-
-
 @dataclass(frozen=True, slots=True)
 class SpeechRequest:
     """A text to speak and how."""
@@ -205,11 +177,7 @@ MAX_SPEED: Final = 4.0
 async def async_speak(
     transport: Transport, request: SpeechRequest, budget: Budget
 ) -> AsyncIterator[bytes]:
-    """Yield the audio of a text as the server sends it.
-
-    A refused `speed` or `instructions` raises RequestRejectedError naming
-    Feature.SPEECH_SPEED or Feature.SPEECH_INSTRUCTIONS.
-    """
+    """Yield the audio of a text as the server sends it."""
     body: SpeechBody = {
         "model": request.model,
         "voice": request.voice,
@@ -241,11 +209,7 @@ async def async_speak(
 async def _audio_only(
     pieces: AsyncIterator[bytes], audio_format: str
 ) -> AsyncIterator[bytes]:
-    """Yield speech; refuse an answer that starts as JSON or HTML does.
-
-    Servers send their error pages labelled as audio; raw PCM can start with
-    any byte, so it is not checked.
-    """
+    """Yield speech; refuse an answer that starts as JSON or HTML (an error page)."""
     checked = audio_format == "pcm"
     async for piece in pieces:
         if not checked and (start := piece.lstrip()[:1]):
@@ -257,15 +221,8 @@ async def _audio_only(
         yield piece
 
 
-# --- the voice list -----------------------------------------------------------
-
-
 async def async_fetch_voices(transport: Transport) -> list[str] | None:
-    """Return the voices the server lists at /audio/voices, None if it lists none.
-
-    Kokoro-FastAPI and others have this route; OpenAI has not. The list only
-    helps choosing, so a failure is logged and counts as no list.
-    """
+    """Return the voices at /audio/voices (Kokoro-FastAPI's); None if none or failed."""
     try:
         raw = await transport.async_read(
             "GET", VOICES_ROUTE, budget=VALIDATION_BUDGET, limit=MAX_TEXT_BYTES
@@ -279,12 +236,7 @@ async def async_fetch_voices(transport: Transport) -> list[str] | None:
 
 
 def parse_voices(answer: Any) -> list[str] | None:
-    """Return the voice names of a voice list, whatever its usual shape.
-
-    Seen: `{"voices": ["a", ...]}`, `{"voices": [{"id": "a", "name": ...}]}`,
-    `{"data": [...]}` and a bare list; items name the voice in `id`,
-    `voice_id` or `name`.
-    """
+    """Return the voice names of a voice list, in any of its usual shapes."""
     if isinstance(answer, dict):
         answer = answer.get("voices", answer.get("data"))
     if not isinstance(answer, list):

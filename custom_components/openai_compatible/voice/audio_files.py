@@ -1,9 +1,4 @@
-"""Audio formats: WAV headers, and one stream from several speech answers.
-
-Text-to-speech speaks a streamed text sentence by sentence, one request each;
-the answers are joined here into the one stream a pipeline plays. Nothing is
-read past what a header needs before the samples flow on.
-"""
+"""Audio formats: WAV headers, and one stream from several speech answers."""
 
 from __future__ import annotations
 
@@ -14,7 +9,6 @@ from typing import Final
 
 from ..errors import ServerError
 
-# Formats that several answers can be joined in, piece after piece.
 JOINABLE_FORMATS: Final = ("mp3", "wav", "pcm")
 _WAV_HEADER_LIMIT: Final = 64 * 1024
 # Data sizes that mean "until the end" in a streamed WAV header.
@@ -26,11 +20,7 @@ _WAV_EXTENSIBLE: Final = 0xFFFE
 async def async_join(
     audio_format: str, answers: AsyncIterator[AsyncIterator[bytes]]
 ) -> AsyncIterator[bytes]:
-    """Yield one stream of audio from the answers of several speech requests.
-
-    MP3 frames and raw PCM follow each other as they are (the ID3 tags of
-    later answers dropped); WAV gets one header, then every answer's samples.
-    """
+    """Yield one stream from several speech answers: one WAV header, no later ID3 tag."""
     wav_format: bytes | None = None
     first = True
     async for answer in answers:
@@ -57,9 +47,8 @@ async def async_join(
 class _WavHeader:
     """The part of a WAV header that matters for joining."""
 
-    # The fmt chunk's first 16 bytes, as a PCM header writes them.
     format: bytes
-    # Bytes of samples, None when the header leaves it open.
+    # None when the header leaves it open.
     data_size: int | None
 
 
@@ -77,10 +66,7 @@ async def _read_wav_header(answer: AsyncIterator[bytes]) -> tuple[_WavHeader, by
 
 
 def parse_wav_header(data: bytes) -> tuple[_WavHeader, bytes] | None:
-    """Return the header of a WAV file and the bytes after it, once complete.
-
-    Raise speech_unreadable when the data is no PCM WAV at all.
-    """
+    """Return a WAV header and what follows once complete; raise for no PCM WAV."""
     if len(data) < 12:
         return None
     if data[:4] != b"RIFF" or data[8:12] != b"WAVE":

@@ -1,13 +1,4 @@
-"""Text that sounds spoken: markdown marks, code and emoji out before speech.
-
-Two stages, so that a streamed text is cleaned as it comes and no word is cut:
-`SpokenLines` takes the stream as it arrives and decides each line's start
-(heading, list and quote marks dropped; fenced code, rules and table borders
-left out), holding back only the few characters a line's mark may take; the
-sentences it lets through are then cleaned inside by `spoken_sentence`
-(emphasis, struck text, links, inline code, table bars, emoji), which needs no lookahead
-beyond a sentence.
-"""
+"""Text that sounds spoken: markdown marks, code and emoji out before speech."""
 
 from __future__ import annotations
 
@@ -15,28 +6,24 @@ from collections.abc import AsyncIterable, AsyncIterator
 import re
 from typing import Final
 
-# What may begin a line's mark: until another character comes, wait.
 _MARK_CHARACTERS: Final = frozenset(" \t#-*+•>_~`|:.)0123456789")
 # A start held longer than this is prose (or a drawing too long to matter).
 _LONGEST_MARK: Final = 200
-# A line's mark: heading, bullet, numbered item, quote (with the space after).
 _LINE_MARK: Final = re.compile(r"[ \t]*(?:>[ \t]*)*(?:#{1,6}|[-*+•]|\d{1,3}[.)])[ \t]+")
 _QUOTE: Final = re.compile(r"[ \t]*(?:>[ \t]*)+")
 _FENCE: Final = re.compile(r"[ \t]*(?:```|~~~)")
-# A line that only draws: a rule (---, ***, ___) or a table's border (|---|:--|).
+# A rule (---, ***, ___) or a table's border (|---|:--|).
 _DRAWING: Final = re.compile(
     r"[ \t]*(?:(?:[-*_][ \t]*){3,}|\|?(?:[ \t]*:?-+:?[ \t]*\|)+[ \t]*:?-*:?)[ \t]*"
 )
 
-# No bracket inside a link's text, no parenthesis inside its address: each
-# attempt stops at the next one, so that a text of brackets is read in linear time.
+# No bracket in a link's text, no parenthesis in its address: linear time.
 _LINK: Final = re.compile(r"!?\[([^\[\]]*)\]\([^()]*\)")
 _STRUCK: Final = re.compile(r"~~[^~]*~~")
 _LINK_TAIL: Final = re.compile(r"\]\([^()]*\)")
 _EMPHASIS: Final = re.compile(r"\*+|~~|`+|[\[\]]|(?<!\w)_+|_+(?!\w)")
 _TABLE_BAR: Final = re.compile(r"[ \t]*\|[ \t]*")
-# Emoji: pictographs, symbols and dingbats, flags, keycaps, their joiners,
-# variation selectors, skin tones and tags. Not °, ©, ® nor arrows and maths.
+# Not °, ©, ® nor arrows and maths.
 _EMOJI: Final = re.compile(
     "[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\u2300-\u23ff"
     "\ufe0e\ufe0f\u200d\u20e3\U000e0020-\U000e007f]+"
@@ -47,12 +34,7 @@ _SPACE_BEFORE_MARK: Final = re.compile(r"\s+([,.!?;:])")
 
 
 class SpokenLines:
-    """The line-start stage: fed a text in pieces, it returns what can be said.
-
-    A line's start is held until it is clear whether it is a mark (at most a
-    few characters in prose); the rest of a line passes as it comes. Lines
-    inside a fenced code block are left out, fences included.
-    """
+    """The line-start stage: a line's start is held until it is clear it is no mark."""
 
     def __init__(self) -> None:
         """Start at the beginning of a line, outside code."""
@@ -115,11 +97,7 @@ def spoken_sentence(sentence: str) -> str:
 
 
 def spoken_text(text: str) -> str:
-    """Return a whole text as it should be said, line marks and code out.
-
-    A line that ends without a mark of its own (a heading, a list item) ends
-    with a full stop, so that the voice pauses where the eye would.
-    """
+    """Return a whole text as it should be said; a line without a stop gets one."""
     lines = SpokenLines()
     kept = lines.feed(text) + lines.end()
     said = (spoken_sentence(line) for line in kept.splitlines())
