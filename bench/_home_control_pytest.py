@@ -756,6 +756,7 @@ async def async_say(
         cached=sum(int((e.timings or {}).get("cache_n", 0)) for e in chats),
         unspeakable=unspeakable(speech),
         timed_out=timed_out,
+        turn=(chats[-1].request or {}).get("messages", [])[1:] if chats else [],
     )
 
 

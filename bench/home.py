@@ -653,6 +653,9 @@ class Outcome:
     cached: int
     unspeakable: str | None = None
     timed_out: bool = False
+    # What the model was sent after the system prompt, on the turn's last
+    # request: the command, calls and results, to read why it failed.
+    turn: list[Any] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

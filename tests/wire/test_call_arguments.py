@@ -223,3 +223,114 @@ async def test_a_name_of_another_domain_gives_way_to_the_asked_one(
         "domain": ["light"],
     }
     assert cleaned(hass, {"name": "Kitchen"}) == {"name": "Kitchen"}
+
+
+LIGHT_SET = {
+    **TARGETS,
+    "device_class": {
+        "type": "array",
+        "items": {"type": "string", "enum": ["door", "garage", "outlet"]},
+    },
+    "brightness": {"type": "integer"},
+    "color": {"type": "string"},
+    "temperature": {"type": "integer"},
+}
+INTENT_SET = ToolSet(
+    [
+        {
+            "type": "function",
+            "function": {
+                "name": name,
+                "parameters": {"type": "object", "properties": LIGHT_SET},
+            },
+        }
+        for name in ("intent__HassTurnOn", "light__HassLightSet", "script__party")
+    ],
+    {},
+    {
+        name: name
+        for name in ("intent__HassTurnOn", "light__HassLightSet", "script__party")
+    },
+)
+
+
+@pytest.mark.parametrize(
+    ("asked", "tool", "arguments", "expected"),
+    [
+        # Qwen2.5-Coder 0.5B on llama-server: "Turn on the kitchen light".
+        (
+            "Turn on the kitchen light",
+            "intent__HassTurnOn",
+            {"name": "light", "area": "Living Room", "device_class": ["light"]},
+            {"area": "Living Room", "domain": ["light"]},
+        ),
+        (
+            "Turn off the lights in the living room",
+            "intent__HassTurnOn",
+            {"name": "lights", "area": "Living Room", "device_class": ["light"]},
+            {"area": "Living Room", "domain": ["light"]},
+        ),
+        # Offered device classes stay; a kind of device with no place stays a name.
+        (
+            "Open the garage",
+            "intent__HassTurnOn",
+            {"name": "light", "device_class": ["garage", "light"]},
+            {"name": "light", "device_class": ["garage"]},
+        ),
+        # "Make the office light full brightness": a colour and a colour
+        # temperature nobody asked for made the light refuse the call.
+        (
+            "Make the reading lamp full brightness",
+            "light__HassLightSet",
+            {
+                "name": "Reading Lamp",
+                "color": "white",
+                "temperature": 100,
+                "brightness": 100,
+            },
+            {"name": "Reading Lamp", "brightness": 100},
+        ),
+        (
+            "Set the reading lamp to 20%",
+            "light__HassLightSet",
+            {"name": "Reading Lamp", "color": "white", "brightness": 20},
+            {"name": "Reading Lamp", "brightness": 20},
+        ),
+        (
+            "Make the reading lamp red",
+            "light__HassLightSet",
+            {"name": "Reading Lamp", "color": "red", "brightness": 100},
+            {"name": "Reading Lamp", "color": "red"},
+        ),
+        # Where the words name no setting (another language), all stay.
+        (
+            "Leselampe volle Helligkeit",
+            "light__HassLightSet",
+            {"name": "Reading Lamp", "color": "white", "brightness": 100},
+            {"name": "Reading Lamp", "color": "white", "brightness": 100},
+        ),
+        # A tool that is no intent keeps what it was given.
+        (
+            "Start the party at full brightness",
+            "script__party",
+            {"color": "white", "brightness": 100},
+            {"color": "white", "brightness": 100},
+        ),
+    ],
+)
+async def test_what_the_user_asked_for_is_what_runs(
+    hass: HomeAssistant,
+    small_home: None,
+    asked: str,
+    tool: str,
+    arguments: dict[str, Any],
+    expected: dict[str, Any],
+) -> None:
+    """Kinds of device in a place, offered device classes, the settings asked for."""
+    cleaner = ArgumentCleaner(
+        hass,
+        INTENT_SET,
+        asked=asked,
+        intents={"intent__HassTurnOn", "light__HassLightSet"},
+    )
+    assert cleaner.clean(llm.ToolInput(tool, arguments)).tool_args == expected

@@ -18,7 +18,7 @@ What the home holds is read once per turn, and only when a call needs it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 import re
 from typing import Any, Final
@@ -46,6 +46,12 @@ _WORD_BREAK: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-.\s]+")
 # The arguments that name places, and the argument of kinds of device.
 _PLACES: Final = ("area", "floor")
 _DOMAIN: Final = "domain"
+# An intent's arguments that say what it acts on; the others are settings.
+_TARGETS: Final = frozenset({"name", *_PLACES, _DOMAIN, "device_class"})
+# A setting is asked for when the user's words hold its value, or a word
+# starting as its name's words do ("brightness": "bright").
+_STEM: Final = 4
+_NUMBER: Final = re.compile(r"\d+(?:\.\d+)?")
 
 
 def words(name: str) -> str:
@@ -181,9 +187,19 @@ class _Places:
 class ArgumentCleaner:
     """Cleans the arguments of the calls of one turn."""
 
-    def __init__(self, hass: HomeAssistant, tool_set: ToolSet) -> None:
-        """Learn which arguments each offered tool requires, and which are words."""
+    def __init__(
+        self,
+        hass: HomeAssistant,
+        tool_set: ToolSet,
+        *,
+        asked: str = "",
+        intents: Collection[str] = (),
+    ) -> None:
+        """Learn each offered tool's arguments; `asked`: the user's words."""
         self._hass = hass
+        self._asked = words(asked)
+        self._numbers = frozenset(_NUMBER.findall(asked))
+        self._intents = intents
         self._tools = {
             tool_set.from_wire[tool["function"]["name"]]: _Parameters.of(
                 tool["function"].get("parameters")
@@ -207,10 +223,14 @@ class ArgumentCleaner:
         arguments: dict[str, Any] = {}
         for key, value in call.tool_args.items():
             cleaned = _without_blanks(value, words=key in parameters.words)
+            if cleaned is not None and key in parameters.choices:
+                cleaned = _chosen(cleaned, parameters.choices[key])
             if cleaned is not None:
                 arguments[key] = cleaned
             elif key in parameters.required:
                 arguments[key] = value
+        if call.tool_name in self._intents:
+            self._unasked_settings_dropped(arguments, parameters.required)
         if arguments:
             self._named(arguments, parameters)
         if arguments == call.tool_args:
@@ -222,6 +242,7 @@ class ArgumentCleaner:
         home = self.home
         if _DOMAIN in parameters.words and _DOMAIN not in arguments:
             self._places_as_domains(arguments, parameters)
+        self._kind_in_place(arguments, parameters)
         if _DOMAIN in arguments:
             arguments[_DOMAIN] = _known_domains(arguments[_DOMAIN], home.domains)
         domains = frozenset(_listed(arguments.get(_DOMAIN))) & home.domains
@@ -239,6 +260,56 @@ class ArgumentCleaner:
                 arguments[key] = names.match(value, among) or value
         if "name" in arguments:
             self._drop_unknown_places(arguments, parameters.required)
+
+    def _unasked_settings_dropped(
+        self, arguments: dict[str, Any], required: frozenset[str]
+    ) -> None:
+        """Drop the settings the user did not ask for, where they asked for one.
+
+        Small models add settings nobody asked for (a colour and a colour
+        temperature to "full brightness"); the light then refuses the call.
+        """
+        settings = [key for key in arguments if key not in _TARGETS | required]
+        asked = [key for key in settings if self._is_asked(key, arguments[key])]
+        if asked:
+            for key in set(settings).difference(asked):
+                del arguments[key]
+
+    def _is_asked(self, key: str, value: Any) -> bool:
+        """Tell whether the user's words name a setting or hold its value."""
+        stems = {part[:_STEM] for part in words(key).split()}
+        if any(word[:_STEM] in stems for word in self._asked.split()):
+            return True
+        for item in _listed(value):
+            if isinstance(item, (int, float)):
+                if f"{item:g}" in self._numbers:
+                    return True
+            elif (said := words(str(item))) and said in self._asked:
+                return True
+        return False
+
+    def _kind_in_place(
+        self, arguments: dict[str, Any], parameters: _Parameters
+    ) -> None:
+        """Take a name that only says a kind of device, in a known place, as its domain.
+
+        "The kitchen light" comes as `name: light, area: Kitchen`; no device
+        is named "light", so the intent matched nothing.
+        """
+        home, name = self.home, arguments.get("name")
+        if (
+            isinstance(name, str)
+            and "name" not in parameters.required
+            and _DOMAIN in parameters.words
+            and not home.entities.knows(name)
+            and (domain := _domain(name, home.domains)) in home.domains
+            and any(
+                isinstance(place := arguments.get(key), str) and names.match(place)
+                for key, names in zip(_PLACES, (home.areas, home.floors), strict=True)
+            )
+        ):
+            del arguments["name"]
+            arguments[_DOMAIN] = [domain]
 
     def _entity_name(self, value: str, domains: frozenset[str]) -> str | None:
         """Return the entity a name means: by its id, its words, or its domain.
@@ -325,6 +396,14 @@ def _listed(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
+def _chosen(value: Any, choices: frozenset[str]) -> Any:
+    """Return the value without the items its schema does not offer; None if none is."""
+    kept = [item for item in _listed(value) if item in choices]
+    if not kept:
+        return None
+    return kept if isinstance(value, list) else kept[0]
+
+
 def _without_blanks(value: Any, *, words: bool) -> Any:
     """Return the value without empty parts; None where nothing is left.
 
@@ -348,6 +427,8 @@ class _Parameters:
     required: frozenset[str]
     # Arguments given as text or lists of text (names, areas, domains).
     words: frozenset[str]
+    # The values an argument takes, where its schema lists them.
+    choices: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, schema: object) -> _Parameters:
@@ -356,12 +437,27 @@ class _Parameters:
             return cls(frozenset(), frozenset())
         properties = schema.get("properties")
         properties = properties if isinstance(properties, Mapping) else {}
+        properties = {
+            key: value
+            for key, value in properties.items()
+            if isinstance(value, Mapping)
+        }
         return cls(
             required_keys(schema),
             frozenset(
                 key
                 for key, value in properties.items()
-                if isinstance(value, Mapping)
-                and value.get("type") in ("string", "array")
+                if value.get("type") in ("string", "array")
             ),
+            {
+                key: frozenset(map(str, enum))
+                for key, value in properties.items()
+                if isinstance(enum := (_items(value) or value).get("enum"), list)
+            },
         )
+
+
+def _items(schema: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """Return the schema of an array's items, if it gives one."""
+    items = schema.get("items")
+    return items if isinstance(items, Mapping) else None

@@ -89,7 +89,13 @@ class TurnRescue:
         self._hass = hass
         self._chat_log = chat_log
         self._agent_id = agent_id
-        self._cleaner = ArgumentCleaner(hass, tool_set)
+        self._intents = _intent_names(chat_log)
+        asked = next(
+            (c.content for c in reversed(chat_log.content) if c.role == "user"), ""
+        )
+        self._cleaner = ArgumentCleaner(
+            hass, tool_set, asked=asked, intents=self._intents
+        )
         self._speaks = speaks
         self._one_round = one_round and speaks
         self._rounds = 0
@@ -211,20 +217,10 @@ class TurnRescue:
         if (
             not isinstance(asked, conversation.AssistantContent)
             or len(asked.tool_calls or ()) != 1
-            or not self._is_intent(results[0].tool_name)
+            or results[0].tool_name not in self._intents
         ):
             return None
         return await async_done_sentence(self._hass, results[0].result)
-
-    def _is_intent(self, name: str) -> bool:
-        """Tell whether a tool is one of Home Assistant's intents."""
-        api = self._chat_log.llm_api
-        for tool in api.tools if api else ():
-            if tool.name == name:
-                while isinstance(tool, llm.NamespacedTool):
-                    tool = tool.tool
-                return isinstance(tool, llm.IntentTool)
-        return False
 
     async def _async_say(self, sentence: str) -> None:
         """Add the sentence as the model's answer, as streamed words are."""
@@ -359,6 +355,18 @@ def _has_answer(added: list[conversation.Content]) -> bool:
         or (isinstance(content, conversation.AssistantContent) and content.content)
         for content in added
     )
+
+
+def _intent_names(chat_log: conversation.ChatLog) -> frozenset[str]:
+    """Return the names of the offered tools that are Home Assistant's intents."""
+    names = set()
+    for tool in chat_log.llm_api.tools if chat_log.llm_api else ():
+        inner = tool
+        while isinstance(inner, llm.NamespacedTool):
+            inner = inner.tool
+        if isinstance(inner, llm.IntentTool):
+            names.add(tool.name)
+    return frozenset(names)
 
 
 def _repeated_error(chat_log: conversation.ChatLog, name: str) -> ModelError:
