@@ -302,6 +302,26 @@ INTENT_SET = ToolSet(
             {"name": "Reading Lamp", "color": "red", "brightness": 100},
             {"name": "Reading Lamp", "color": "red"},
         ),
+        # Qwen2.5-Coder 0.5B: "Kitchen light on, please".
+        (
+            "Living room light on, please",
+            "intent__HassTurnOn",
+            {"name": "light", "area": "Living Room", "floor": "all"},
+            {"area": "Living Room", "domain": ["light"]},
+        ),
+        # Qwen2.5-Coder 0.5B: "Turn on the coffee maker", with a domain of
+        # another device, and keys copied from the schema.
+        (
+            "Open the garage door",
+            "intent__HassTurnOn",
+            {
+                "name": "garage door",
+                "domain": "light",
+                "percentage": "100",
+                "required": ["percentage"],
+            },
+            {"name": "Garage Door"},
+        ),
         # Where the words name no setting (another language), all stay.
         (
             "Leselampe volle Helligkeit",

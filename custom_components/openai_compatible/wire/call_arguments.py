@@ -230,6 +230,9 @@ class ArgumentCleaner:
             elif key in parameters.required:
                 arguments[key] = value
         if call.tool_name in self._intents:
+            # Small models copy the schema's own keys ("required") into a call.
+            for key in set(arguments).difference(parameters.keys):
+                del arguments[key]
             self._unasked_settings_dropped(arguments, parameters.required)
         if arguments:
             self._named(arguments, parameters)
@@ -239,7 +242,7 @@ class ArgumentCleaner:
 
     def _named(self, arguments: dict[str, Any], parameters: _Parameters) -> None:
         """Give the domains, places and name as the home has them."""
-        home = self.home
+        home, required = self.home, parameters.required
         if _DOMAIN in parameters.words and _DOMAIN not in arguments:
             self._places_as_domains(arguments, parameters)
         self._kind_in_place(arguments, parameters)
@@ -255,11 +258,33 @@ class ArgumentCleaner:
             if not isinstance(value, str):
                 continue
             if key == "name":
-                arguments[key] = self._entity_name(value, domains) or value
+                found = self._entity_name(value, domains)
+                if not found and domains and _DOMAIN not in required:
+                    # A device named, of another domain than the one given.
+                    if found := self._entity_name(value, frozenset()):
+                        del arguments[_DOMAIN]
+                arguments[key] = found or value
             else:
                 arguments[key] = names.match(value, among) or value
         if "name" in arguments:
-            self._drop_unknown_places(arguments, parameters.required)
+            self._drop_unknown_places(arguments, required)
+        else:
+            self._drop_places_beside_known(arguments, required)
+
+    def _drop_places_beside_known(
+        self, arguments: dict[str, Any], required: frozenset[str]
+    ) -> None:
+        """Drop the places the home lacks (`floor: all`) where one it has says where."""
+        home = self.home
+        known = {
+            key: names.knows(value)
+            for key, names in zip(_PLACES, (home.areas, home.floors), strict=True)
+            if isinstance(value := arguments.get(key), str)
+        }
+        if any(known.values()):
+            for key in [k for k, is_known in known.items() if not is_known]:
+                if key not in required:
+                    del arguments[key]
 
     def _unasked_settings_dropped(
         self, arguments: dict[str, Any], required: frozenset[str]
@@ -429,6 +454,7 @@ class _Parameters:
     words: frozenset[str]
     # The values an argument takes, where its schema lists them.
     choices: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    keys: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, schema: object) -> _Parameters:
@@ -454,6 +480,7 @@ class _Parameters:
                 for key, value in properties.items()
                 if isinstance(enum := (_items(value) or value).get("enum"), list)
             },
+            frozenset(properties),
         )
 
 

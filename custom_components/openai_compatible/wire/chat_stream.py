@@ -84,6 +84,8 @@ class ChatStreamParser:
         # Whether a tool call (native, or written as text) was under way when
         # the answer was cut.
         self._cut_call = False
+        # Calls were handed over: words cut after them need not be said.
+        self._handed = False
         # Where tools are offered, a call the model writes as text is held.
         self._watch = WrittenCallWatch(tool_names) if tool_names else None
         # Whether the answer said or called anything.
@@ -132,8 +134,12 @@ class ChatStreamParser:
             raise ModelError(_CUT_ERRORS[self._cut])
 
     def cut_at_limit(self) -> bool:
-        """Tell whether the answer is text cut at its token limit, which stands."""
-        return self._cut == "length" and not (self._cut_call or self._structured)
+        """Tell whether the answer cut at its token limit stands: words, or calls."""
+        return (
+            self._cut == "length"
+            and (self._said or self._handed)
+            and not (self._cut_call or self._structured)
+        )
 
     def _choice(self, choice: ChoiceDelta, deltas: list[Delta]) -> None:
         """Add the deltas of the first choice of a chunk."""
@@ -193,6 +199,7 @@ class ChatStreamParser:
             self._own_calls,
         )
         if inputs:
+            self._handed = True
             handed: conversation.AssistantContentDeltaDict = {"tool_calls": inputs}
             if answers:
                 handed["native"] = answered_calls(answers)
