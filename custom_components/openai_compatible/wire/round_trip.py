@@ -1,18 +1,11 @@
 """The one round trip over either wire API: send, drop what is refused, refit.
 
-A `Dialect` says how one wire API (chat_completions.py, responses.py) renders
-the chat log, which features a body holds and how each can go, and how its
-answer is parsed. `RoundTrip` runs every request through the same loop:
-
-1. shape the body as the model takes it (streamed where it may be, without
-   what the model is known to refuse);
-2. open it; a refusal of a feature that can go is sent again at once without
-   it (learned when it holds for any request), a context overflow is fitted
-   again to what the error taught and sent again; the tries of one round trip
-   share one deadline, are counted, and never send again what one dropped;
-3. read the answer into chat log deltas, tracing and counting its usage; an
-   overflow a gateway tells in the stream before the answer said anything is
-   taken like one told by the status.
+A `Dialect` (chat_completions.py, responses.py) renders the chat log, tells
+the features a body holds and how each can go, and parses the answer.
+`RoundTrip` shapes the body as the model takes it, sends it again without a
+refused feature (learned when it holds for any request) or fitted again after
+a context overflow (also one told in the stream before anything was said),
+within one deadline and a count of tries, and reads the answer into deltas.
 """
 
 from __future__ import annotations
@@ -51,8 +44,7 @@ type Delta = (
     conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
 )
 
-# Requests one round trip may send: one per feature it may drop, and a few
-# more for refits after an overflow and the unstreamed ask.
+# Requests one round trip may send: one per feature it may drop, a few more.
 MAX_TRIES: Final = 4 + len(Feature)
 
 
@@ -156,12 +148,7 @@ class RoundTrip:
         on_usage: Callable[[JsonObject], None],
         fit: RequestFit | None = None,
     ) -> None:
-        """Prepare a run of rounds.
-
-        `on_request` hears of every request sent, `on_usage` of the tokens
-        each answer reports. With `fit`, each request is fitted into the
-        model's context window.
-        """
+        """Prepare a run of rounds; with `fit`, each request fits the window."""
         self._transport = transport
         self._capabilities = capabilities
         # Any dialect's bodies and items are of the wire's shapes.
@@ -179,11 +166,7 @@ class RoundTrip:
         response_format: ResponseFormat | None = None,
         instructions: Instructions | None = None,
     ) -> WireBody:
-        """Return the request body for the chat log as it is now.
-
-        `instructions` adds text to one user message (the task's own), so it
-        stays in place when later rounds add to the log.
-        """
+        """Return the request body for the chat log as it is now."""
         dialect = self._dialect
         rendered = await dialect.async_render(chat_log.content, instructions)
         if self._fit is None:
@@ -199,12 +182,10 @@ class RoundTrip:
     ) -> AsyncIterator[Delta]:
         """Send the request and yield the answer as chat log deltas.
 
-        Where the dialect says so, an empty streamed answer next to tools (a
-        gateway's rendering of a server that cannot stream when it may choose
-        a tool) is asked again unstreamed; when that answers, the model's
-        refusal is learned. So is a stream that ends in a tool call the server
-        could not parse, unlearned. An empty answer to tool results is the
-        model's: the calls came through the stream.
+        Where the dialect says so, an empty stream next to tools (a server that
+        cannot stream when it may choose a tool) is asked again unstreamed, and
+        the refusal learned when that answers; so is a refusal while reading
+        (unlearned). An empty answer to tool results is the model's own.
         """
         yield {"role": "assistant"}
         body = self._shaped(body, self._dialect.settings.stream)
@@ -215,7 +196,8 @@ class RoundTrip:
                 said = said or says_something(delta)
                 yield delta
         except RequestRejectedError as err:
-            if said or not self._refuses_stream_with_tools(body, err):
+            refused = err.feature is Feature.STREAM_WITH_TOOLS and body.get("stream")
+            if said or not (refused and self._dialect.retries_unstreamed):
                 raise
             learn = False
         if said or not self._streams_with_tools(body) or _follows_results(chat_log):
@@ -234,8 +216,8 @@ class RoundTrip:
 
     async def async_complete(self, body: WireBody) -> JsonObject:
         """Send a whole request of the dialect's form; return its whole answer."""
-        request = self._shaped(body, stream=False)
-        async with self._async_open(request, self._tries()) as (chunks, _):
+        shaped = self._shaped(body, stream=False)
+        async with self._async_open(shaped, self._tries()) as (chunks, _):
             answer = parse_json(await async_read_body(chunks))
         if not isinstance(answer, dict):
             raise MalformedAnswerError(part="the answer")
@@ -244,10 +226,7 @@ class RoundTrip:
         return answer
 
     async def async_warm(self, body: WireBody) -> None:
-        """Send a request for its prompt alone, so that the server caches it.
-
-        Unstreamed, the least answer asked; the answer is read and dropped.
-        """
+        """Send a request for its prompt alone, so that the server caches it."""
         dialect = self._dialect
         least = cast("WireBody", {**body, dialect.limit_key: dialect.least_limit})
         request = self._shaped(least, stream=False)
@@ -265,16 +244,6 @@ class RoundTrip:
             body.get("stream") and body.get("tools")
         )
 
-    def _refuses_stream_with_tools(
-        self, body: WireBody, err: RequestRejectedError
-    ) -> bool:
-        """Tell whether a refusal while reading is one of streaming with tools."""
-        return (
-            self._dialect.retries_unstreamed
-            and bool(body.get("stream"))
-            and err.feature is Feature.STREAM_WITH_TOOLS
-        )
-
     def _shaped(self, body: WireBody, stream: bool) -> WireBody:
         """Return the body as the model takes it, streamed when it may be."""
         dialect = self._dialect
@@ -289,9 +258,12 @@ class RoundTrip:
         return without_keys(body, tuple(refused)) if refused else body
 
     def _refitted(
-        self, body: WireBody, err: ContextOverflowError, fit: RequestFit
+        self, body: WireBody, err: ContextOverflowError, tries: _Tries
     ) -> WireBody:
         """Return the body fitted again after an overflow, as the model takes it."""
+        if (fit := self._fit) is None:
+            raise err
+        tries.again(err)
         dialect = self._dialect
         refitted = fit.limited(
             fit.after_overflow(body, err), dialect.limit_key, dialect.least_limit
@@ -311,10 +283,9 @@ class RoundTrip:
                         said = said or says_something(delta)
                         yield delta
             except ContextOverflowError as err:
-                if said or self._fit is None:
+                if said:
                     raise
-                tries.again(err)
-                body = self._refitted(body, err, self._fit)
+                body = self._refitted(body, err, tries)
             else:
                 return
             finally:
@@ -324,10 +295,7 @@ class RoundTrip:
     async def _async_open(
         self, body: WireBody, tries: _Tries
     ) -> AsyncIterator[tuple[AsyncIterator[bytes], bool]]:
-        """Open the answer, dropping each feature the server refuses that can go.
-
-        Gives the answer's bytes and whether it is streamed.
-        """
+        """Open the answer: its bytes, and whether it is streamed."""
         async with AsyncExitStack() as stack:
             while True:
                 self._on_request()
@@ -338,10 +306,7 @@ class RoundTrip:
                     tries.again(err)
                     body = self._without_refused(body, err, tries.dropped)
                 except ContextOverflowError as err:
-                    if self._fit is None:
-                        raise
-                    tries.again(err)
-                    body = self._refitted(body, err, self._fit)
+                    body = self._refitted(body, err, tries)
             yield chunks, bool(body.get("stream"))
 
     async def _async_attempt(
@@ -350,7 +315,7 @@ class RoundTrip:
         """Send the request; return its body, whose closing `stack` takes on.
 
         A stream next to tools that ends before its first byte (llama-cpp-python
-        when it may choose a tool) is a refusal of streaming with tools.
+        may choose a tool) is a refusal of streaming with tools.
         """
         dialect = self._dialect
         async with AsyncExitStack() as attempt:
@@ -381,9 +346,9 @@ class RoundTrip:
     ) -> WireBody:
         """Return the body without what the server refused; else raise.
 
-        Extra fields the refusal names go first; they are learned at once. A
-        feature dropped once is not sent again (one answer that names both
-        answer limits would swap them for ever); `dropped` keeps them.
+        Extra fields it names go first, learned at once. A feature in `dropped`
+        is not sent again (an answer naming both answer limits would swap them
+        for ever).
         """
         if named := self._refused_fields(body, err):
             return without_keys(body, named)
