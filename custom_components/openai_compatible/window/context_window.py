@@ -1,14 +1,11 @@
 """The context window of each agent and task, and fitting each request into it.
 
-`ContextWindow`, one per subentry, knows the window (the subentry's setting,
-and what the server reports or named in an overflow error: the smallest of
-them), keeps the token estimate calibrated by the server's own counts,
-remembers per conversation what was left out, and keeps a repair issue open
-while the prompt alone is too large. `RequestFit` is what the wire adapter asks
-for one run of rounds, over either wire API: fit each request's messages or
-input items and the answer's limit, after an overflow error fit the same
-request again to what the error taught, once, and learn from the server's
-prompt count a chat template that drops system messages.
+`ContextWindow`, one per subentry: the window (the smallest of the setting and
+what the server reports or an overflow named), the estimate calibrated by the
+server's counts, what each conversation left out, and a repair issue while the
+prompt alone is too large. `RequestFit`, one per run of rounds: each request
+fitted with its answer's limit, fitted again once after an overflow, and a chat
+template that drops system messages learned from the server's count.
 """
 
 from __future__ import annotations
@@ -85,9 +82,8 @@ def default_answer_limit(
 ) -> int | None:
     """Return the answer limit of a subentry whose settings set none.
 
-    A local server gets one, so that a model that does not stop ends there
-    rather than at the end of its window: the answer's usual room, or a
-    quarter of the window where that is less. Hosted services get none.
+    Only a local server gets one, so a model that does not stop ends there
+    rather than at the end of its window: at most a quarter of the window.
     """
     if not server.local:
         return None
@@ -141,11 +137,7 @@ class ContextWindow:
         return cut
 
     def report(self, chat_log: conversation.ChatLog, err: ContextWindowError) -> None:
-        """Open the repair issue when the prompt alone does not fit.
-
-        Not once the entry is unloading or gone: a turn still running writes
-        nothing for it.
-        """
+        """Open the repair issue when the prompt alone does not fit, while loaded."""
         entry = chat_log.hass.config_entries.async_get_entry(self._entry_id)
         if err.translation_key != "prompt_too_large" or (
             entry is None or entry.state is not ConfigEntryState.LOADED
@@ -180,8 +172,7 @@ class RequestFit:
     _settings: RequestSettings
     _cut: ConversationCut = field(init=False)
     # The request last asked for, before fitting; the raw estimates of it as
-    # sent, and of its system messages; and whether it was sent again after
-    # an overflow.
+    # sent and of its system messages; whether it was sent again after an overflow.
     _asked: tuple[list[PromptItem], Tools] = field(
         init=False, default_factory=lambda: ([], [])
     )
@@ -198,8 +189,7 @@ class RequestFit:
     def limited[B: Mapping[str, object]](self, body: B, key: str, least: int = 1) -> B:
         """Return the body with the answer's limit under `key`, at least `least`.
 
-        The settings' limit, or less where the window leaves the answer of the
-        request last fitted less room; none where neither sets one.
+        The settings' limit, or less where the window leaves less room.
         """
         limit = self._answer_limit or self._settings.max_tokens
         rest = {name: value for name, value in body.items() if name not in LIMIT_KEYS}
@@ -214,11 +204,7 @@ class RequestFit:
     def after_overflow[B: Mapping[str, object]](
         self, body: B, err: ContextOverflowError
     ) -> B:
-        """Return the body to send again, fitted to what the error taught.
-
-        Raises the translated error when trimming cannot help, or when the
-        request was already sent again once.
-        """
+        """Return the body fitted to what the error taught; raise if that cannot help."""
         LOGGER.debug(
             "The request overflowed the context (window %s, prompt %s tokens)",
             err.window,
@@ -245,9 +231,8 @@ class RequestFit:
     def observe(self, usage: JsonObject) -> None:
         """Calibrate the estimate with the tokens the server counted.
 
-        A count too small to hold the system messages teaches that the
-        server's chat template drops them; one too small for the tools sent
-        tells of tools left out (raised).
+        A count too small for the system messages teaches that the chat
+        template drops them; one too small for the tools raises.
         """
         estimate = self._owner.estimate
         counted = usage.get("prompt_tokens")
@@ -272,10 +257,9 @@ class RequestFit:
         check_tools_kept(self._capabilities, tool_tokens, counted)
 
     def _dropped_system(self, counted: Any) -> bool:
-        """Tell whether the server's count is too small to hold the system messages.
+        """Tell whether the count is too small to hold the system messages.
 
-        Not on Ollama, some versions of which count only the prompt tokens
-        that did not come from their cache.
+        Not on Ollama, some versions of which count only uncached tokens.
         """
         return (
             isinstance(counted, int)
@@ -324,10 +308,7 @@ class RequestFit:
         )
 
     def _unfixable(self, err: ContextOverflowError, named: int | None) -> Exception:
-        """Return the translated error for an overflow that trimming cannot fix.
-
-        `named` is the window the error named, where it is believed.
-        """
+        """Return the error for an overflow trimming cannot fix; `named`: its window."""
         limits = self._owner.limits(self._capabilities, self._settings)
         window = named or limits.window
         if window is None:

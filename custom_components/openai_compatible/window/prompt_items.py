@@ -1,10 +1,4 @@
-"""The conversation of a request as fitting reads it, declared once.
-
-Each Chat Completions message or Responses API input item goes to fitting as
-a `PromptItem`: the item as it is sent, tagged by its wire API's reader with
-its kind, the calls it makes and where its text lies, so that fitting never
-guesses a shape.
-"""
+"""A request's messages or input items as fitting reads them, each tagged by kind."""
 
 from __future__ import annotations
 
@@ -20,12 +14,7 @@ type Message = WireItem
 
 
 class ItemKind(StrEnum):
-    """What a message or input item is to fitting.
-
-    Instructions: a system or developer message. A user message starts a
-    turn. A reply is what the model said or did (text, tool calls,
-    reasoning); a result answers a tool call.
-    """
+    """What a message or input item is to fitting; a user message starts a turn."""
 
     INSTRUCTIONS = "instructions"
     USER = "user"

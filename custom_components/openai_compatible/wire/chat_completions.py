@@ -1,8 +1,4 @@
-"""The Chat Completions dialect: chat log to messages, answer to deltas.
-
-The messages are rendered as render.py says; `without_feature` says what of
-a body can go when a server refuses it.
-"""
+"""The Chat Completions dialect: chat log to messages, answer to deltas."""
 
 from __future__ import annotations
 
@@ -56,7 +52,7 @@ class MessageRenderer(ChatLogRenderer[Message, ChatPart]):
     def __init__(
         self, hass: HomeAssistant, tool_set: ToolSet, settings: RequestSettings
     ) -> None:
-        """Prepare an empty cache."""
+        """Render for one run of rounds."""
         super().__init__(hass, tool_set)
         self._short_ids = settings.short_tool_call_ids
 
@@ -111,11 +107,7 @@ class MessageRenderer(ChatLogRenderer[Message, ChatPart]):
 
 
 def varying_in_user(messages: list[Message]) -> list[Message]:
-    """Return the messages with the system prompt's varying part moved.
-
-    To the start of the first user message (render.py): the system prompt
-    and the tools stay the same from one conversation to the next.
-    """
+    """Return the messages with the system prompt's varying part in the first user one."""
     if not messages or messages[0].get("role") != "system":
         return messages
     return [messages[0], *fold_system(messages[1:])]
@@ -181,10 +173,9 @@ _DROPPED_KEYS: Final = {
 def without_feature(body: ChatBody, feature: Feature) -> ChatBody | None:
     """Return the body asking the same without the feature; None if it cannot.
 
-    Only what changes how the answer is sent or tuned can go, and the
-    thinking given back: a response format, log-probabilities, tools or
-    attachments are the request itself.
-    The system prompt is not left out but moved into the first user message.
+    What tunes or sends the answer can go, and the thinking given back; the
+    system prompt moves into the first user message. A response format,
+    log-probabilities, tools or attachments are the request itself.
     """
     if keys := _DROPPED_KEYS.get(feature):
         return without_keys(body, keys)
@@ -208,10 +199,7 @@ def without_feature(body: ChatBody, feature: Feature) -> ChatBody | None:
 
 
 class ChatCompletionsDialect:
-    """`/chat/completions`: messages in, a chat completion or its chunks out.
-
-    A stream next to tools that is empty is asked again unstreamed.
-    """
+    """`/chat/completions`: messages in, a chat completion or its chunks out."""
 
     route: str = "/chat/completions"
     proves: Feature | None = None

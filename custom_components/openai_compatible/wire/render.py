@@ -1,18 +1,12 @@
 """The chat log rendered for a request, the same way over either wire API.
 
-Rendering is deterministic: every request of one conversation repeats the
-previous request at its start, which lets servers reuse their prompt cache.
-Within one round trip each content object is rendered once and attachments
-are read once. A call left without a result is answered with a placeholder
-(servers refuse it otherwise); a result whose call the server never saw
-(another agent's, or a provider-run one) is left out.
-
-Where tools are offered, the system prompt goes as two messages: what every
-device and command shares, then what varies by device or command
-(`split_instructions`). The dialects move the second to the start of the
-first user message once the request is fitted (so fitting never leaves it
-out): a server's cache then keeps the system prompt and the tools, which chat
-templates place after it, from one conversation to the next.
+Deterministic, so each request repeats the previous one's start for the
+server's prompt cache; each content object is rendered once per round trip. A
+call without a result gets a placeholder (servers refuse it otherwise); a
+result whose call the server never saw is left out. With tools, the system
+prompt goes as what every device and command shares, then what varies
+(`split_instructions`), which the dialects move to the first user message once
+fitted: the system prompt and the tools after it then stay the same.
 """
 
 from __future__ import annotations
@@ -32,19 +26,15 @@ from ..net.request import ToolSet
 type Role = Literal["system", "user", "assistant"]
 type Instructions = tuple[conversation.UserContent, str]
 
-# Where Home Assistant's system prompt turns to what varies: the lines after
-# the Assist API's device control line (the device's area, whether it takes
-# timers), and the date line it adds where no tool tells the time. A
+# Where Home Assistant's system prompt turns to what varies: after the Assist
+# API's device control line (the area, timers), or at the date line; a
 # satellite's extra system prompt comes after both.
 _VARIES_AFTER: Final = f"{DEVICE_CONTROL_TOOL_USAGE_PROMPT}\n"
 _VARIES_FROM: Final = "\n" + DATE_TIME_PROMPT.split("{{", 1)[0]
 
 
 def split_instructions(text: str) -> tuple[str, str]:
-    """Return the part of a system prompt every device and command shares, and the rest.
-
-    Both as Home Assistant wrote them, but the line break between them.
-    """
+    """Return the part of a system prompt every device and command shares, and the rest."""
     cut = len(text)
     if (found := text.find(_VARIES_AFTER)) >= 0:
         cut = found + len(_VARIES_AFTER) - 1
@@ -70,11 +60,7 @@ class ChatLogRenderer[Item, Part](ABC):
         contents: list[conversation.Content],
         instructions: Instructions | None = None,
     ) -> list[Item]:
-        """Return the whole log.
-
-        `instructions` adds text to one user message (the task's own), so it
-        stays in place when later rounds add to the log.
-        """
+        """Return the whole log; `instructions` go with the task's own user message."""
         items: list[Item] = []
         open_calls: dict[str, None] = {}
         for content in contents:

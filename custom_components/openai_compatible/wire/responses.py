@@ -1,9 +1,7 @@
 """The Responses API dialect: chat log to input items, events to deltas.
 
-Requests are stateless: the whole conversation is sent each round, reasoning
-items with their encrypted content, so the request prefix stays stable for
-the prompt cache. Nothing is stored at the provider (`store: false`) unless
-the subentry opts in.
+Stateless: the whole conversation goes each round, reasoning encrypted, so the
+prefix stays for the prompt cache; nothing is stored unless the subentry opts in.
 """
 
 from __future__ import annotations
@@ -170,10 +168,9 @@ _DROPPED_KEYS: Final = {
 def without_feature(body: ResponsesBody, feature: Feature) -> ResponsesBody | None:
     """Return the body asking the same without the feature; None if it cannot.
 
-    What only tunes the answer can go: sampling, the cache key, reasoning
-    settings, the verbosity, the service tier, streaming next to tools, and a
-    provider-run tool (the model answers without it). A response format,
-    function tools, log-probabilities or attachments are the request itself.
+    What only tunes the answer can go, and a provider-run tool (the model
+    answers without it); a response format, function tools or attachments
+    are the request itself.
     """
     if keys := _DROPPED_KEYS.get(feature):
         return without_keys(body, keys)
@@ -229,11 +226,7 @@ def _drop_provider_tool(body: ResponsesBody, feature: Feature) -> None:
 
 
 def varying_in_user(items: list[ResponsesItem]) -> list[ResponsesItem]:
-    """Return the input with the system prompt's varying part moved.
-
-    To the start of the first user message, as Chat Completions does it
-    (render.py).
-    """
+    """Return the input with the system prompt's varying part in the first user message."""
     if [item.get("role") for item in items[:3]] != ["system", "system", "user"]:
         return items
     varying = f"{items[1].get('content')}\n\n"
@@ -250,10 +243,7 @@ def varying_in_user(items: list[ResponsesItem]) -> list[ResponsesItem]:
 
 
 class ResponsesDialect:
-    """`/responses`: input items in, a response or its events out.
-
-    Requests are stateless: the whole conversation is sent each round.
-    """
+    """`/responses`: input items in, a response or its events out."""
 
     route: str = "/responses"
     proves: Feature | None = Feature.RESPONSES_API

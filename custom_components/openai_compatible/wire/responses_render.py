@@ -1,10 +1,8 @@
 """The chat log rendered as Responses API input items (see render.py).
 
-The agent's own Responses answers go back exactly as the server gave them
-(`ResponsesReplay`: reasoning with its encrypted content, provider-run calls);
-anything else (other agents, also ones of this integration that handed a turn
-over, and Chat Completions rounds) goes back as messages and function calls:
-another server cannot read the first one's reasoning.
+The agent's own answers go back as the server gave them (`ResponsesReplay`);
+any other's as messages and function calls: another server cannot read the
+first one's reasoning.
 """
 
 from __future__ import annotations
