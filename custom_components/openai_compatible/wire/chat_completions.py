@@ -16,9 +16,9 @@ from ..media.attachments import LoadedFile
 from ..net.request import RequestSettings, ToolSet, without_keys
 from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject, ResponseFormat
 from ..window.prompt_fit import fold_system
-from ..window.prompt_items import PromptItem, chat_items
+from ..window.prompt_items import chat_items
 from .chat_stream import ChatStreamParser, Delta, async_read_answer
-from .render import ChatLogRenderer, Instructions
+from .render import ChatLogRenderer
 from .tool_answers import checked_calls, model_calls
 
 if TYPE_CHECKING:
@@ -42,68 +42,6 @@ def attachment_part(file: LoadedFile) -> ChatPart:
     if file.mime_type.startswith("image/"):
         return {"type": "image_url", "image_url": {"url": file.data_url}}
     return {"type": "file", "file": {"filename": file.name, "file_data": file.data_url}}
-
-
-class MessageRenderer(ChatLogRenderer[Message, ChatPart]):
-    """Render chat log content as Chat Completions messages."""
-
-    _attachment_part = staticmethod(attachment_part)
-
-    def __init__(
-        self, hass: HomeAssistant, tool_set: ToolSet, settings: RequestSettings
-    ) -> None:
-        """Render for one run of rounds."""
-        super().__init__(hass, tool_set)
-        self._short_ids = settings.short_tool_call_ids
-
-    def _text_part(self, text: str) -> ChatPart:
-        """Return a text content part."""
-        return {"type": "text", "text": text}
-
-    def _message(self, role: Role, content: str | list[ChatPart]) -> Message:
-        """Return a message of a role."""
-        return {"role": role, "content": content}
-
-    def _result(self, call_id: str, data: Any) -> Message:
-        """Return the result of a tool call."""
-        return {
-            "role": "tool",
-            "tool_call_id": _wire_call_id(call_id, self._short_ids),
-            "content": json_dumps(data),
-        }
-
-    def _call_ids(
-        self, content: conversation.AssistantContent, rendered: list[Message]
-    ) -> list[str]:
-        """Return the ids of the calls the model made (provider-run ones aside)."""
-        return [call.id for call in model_calls(content)]
-
-    def _assistant(self, content: conversation.AssistantContent) -> list[Message]:
-        """Convert an answer: its text, and its calls."""
-        calls = model_calls(content)
-        if not calls and not content.content:
-            if content.tool_calls:
-                return []  # only provider-run calls: nothing to replay
-            return [{"role": "assistant", "content": ""}]
-        # Empty text, not null: llama-cpp-python refuses null next to tool calls.
-        message: Message = {"role": "assistant", "content": content.content or ""}
-        if content.thinking_content:
-            message["reasoning_content"] = content.thinking_content
-        if calls:
-            message["tool_calls"] = [
-                {
-                    "id": _wire_call_id(call.id, self._short_ids),
-                    "type": "function",
-                    "function": {
-                        "name": self._tool_set.to_wire.get(
-                            call.tool_name, call.tool_name
-                        ),
-                        "arguments": json_dumps(call.tool_args),
-                    },
-                }
-                for call in calls
-            ]
-        return [message]
 
 
 def varying_in_user(messages: list[Message]) -> list[Message]:
@@ -198,35 +136,26 @@ def without_feature(body: ChatBody, feature: Feature) -> ChatBody | None:
     return changed
 
 
-class ChatCompletionsDialect:
+class ChatCompletionsDialect(ChatLogRenderer[Message, ChatPart]):
     """`/chat/completions`: messages in, a chat completion or its chunks out."""
 
+    _attachment_part = staticmethod(attachment_part)
     route: str = "/chat/completions"
     proves: Feature | None = None
     retries_unstreamed: bool = True
     least_limit: int = 1
     body_features = staticmethod(body_features)
     without_feature = staticmethod(without_feature)
+    prompt_items = staticmethod(chat_items)
 
     def __init__(
         self, hass: HomeAssistant, settings: RequestSettings, tool_set: ToolSet
     ) -> None:
-        """Prepare the renderer for a run of rounds."""
+        """Prepare for a run of rounds."""
+        super().__init__(hass, tool_set)
         self.settings = settings
-        self.tool_set = tool_set
         self.tools = tool_set.tools
         self.limit_key = settings.limit_key
-        self._renderer = MessageRenderer(hass, tool_set, settings)
-
-    async def async_render(
-        self, contents: list[conversation.Content], instructions: Instructions | None
-    ) -> list[Message]:
-        """Return the chat log as messages."""
-        return await self._renderer.async_render(contents, instructions)
-
-    def prompt_items(self, conversation: list[Message]) -> list[PromptItem]:
-        """Return the messages, each with its kind told."""
-        return chat_items(conversation)
 
     def body(
         self, conversation: list[Message], response_format: ResponseFormat | None
@@ -264,3 +193,52 @@ class ChatCompletionsDialect:
     ) -> AsyncIterator[Delta]:
         """Yield the deltas of an answer."""
         return async_read_answer(parser, chunks, streamed=streamed)
+
+    def _text_part(self, text: str) -> ChatPart:
+        """Return a text content part."""
+        return {"type": "text", "text": text}
+
+    def _message(self, role: Role, content: str | list[ChatPart]) -> Message:
+        """Return a message of a role."""
+        return {"role": role, "content": content}
+
+    def _result(self, call_id: str, data: Any) -> Message:
+        """Return the result of a tool call."""
+        return {
+            "role": "tool",
+            "tool_call_id": _wire_call_id(call_id, self.settings.short_tool_call_ids),
+            "content": json_dumps(data),
+        }
+
+    def _call_ids(
+        self, content: conversation.AssistantContent, rendered: list[Message]
+    ) -> list[str]:
+        """Return the ids of the calls the model made (provider-run ones aside)."""
+        return [call.id for call in model_calls(content)]
+
+    def _assistant(self, content: conversation.AssistantContent) -> list[Message]:
+        """Convert an answer: its text, and its calls."""
+        calls = model_calls(content)
+        if not calls and not content.content:
+            if content.tool_calls:
+                return []  # only provider-run calls: nothing to replay
+            return [{"role": "assistant", "content": ""}]
+        # Empty text, not null: llama-cpp-python refuses null next to tool calls.
+        message: Message = {"role": "assistant", "content": content.content or ""}
+        if content.thinking_content:
+            message["reasoning_content"] = content.thinking_content
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": _wire_call_id(call.id, self.settings.short_tool_call_ids),
+                    "type": "function",
+                    "function": {
+                        "name": self.tool_set.to_wire.get(
+                            call.tool_name, call.tool_name
+                        ),
+                        "arguments": json_dumps(call.tool_args),
+                    },
+                }
+                for call in calls
+            ]
+        return [message]

@@ -52,7 +52,7 @@ class ChatLogRenderer[Item, Part](ABC):
     def __init__(self, hass: HomeAssistant, tool_set: ToolSet) -> None:
         """Prepare an empty cache."""
         self._hass = hass
-        self._tool_set = tool_set
+        self.tool_set = tool_set
         self._rendered: dict[int, tuple[conversation.Content, list[Item]]] = {}
 
     async def async_render(
@@ -99,7 +99,7 @@ class ChatLogRenderer[Item, Part](ABC):
     ) -> list[Item]:
         """Convert one piece of content."""
         if isinstance(content, conversation.SystemContent):
-            if not self._tool_set.tools:
+            if not self.tool_set.tools:
                 return [self._message("system", content.content)]
             shared, varying = split_instructions(content.content)
             varying_message = [self._message("system", varying)] if varying else []

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Final, cast
 
-from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 
 from ..features import PROVIDER_TOOLS, Feature
@@ -24,8 +23,7 @@ from ..net.shapes import (
     ResponsesItem,
     TextParams,
 )
-from ..window.prompt_items import PromptItem, responses_items
-from .render import Instructions
+from ..window.prompt_items import responses_items
 from .responses_render import InputRenderer, function_tools
 from .responses_stream import ResponsesStreamParser, async_read_events
 from .round_trip import Delta
@@ -34,22 +32,20 @@ from .tool_answers import checked_calls
 ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
 # OpenAI refuses a smaller limit on the answer's tokens.
 MIN_OUTPUT_TOKENS: Final = 16
-# The feature each provider-run tool type, and each include, stands for.
+# The feature each provider-run tool type stands for; what the request includes
+# of its calls; the feature each include stands for.
 _TOOL_FEATURES: Final = {
     "web_search": Feature.WEB_SEARCH,
     "web_search_preview": Feature.WEB_SEARCH,
     "code_interpreter": Feature.CODE_INTERPRETER,
     "image_generation": Feature.IMAGE_GENERATION,
 }
-_INCLUDE_FEATURES: Final = {
-    ENCRYPTED_REASONING: Feature.REASONING,
-    "web_search_call.action.sources": Feature.WEB_SEARCH,
-    "code_interpreter_call.outputs": Feature.CODE_INTERPRETER,
-}
-# What the request includes of the calls of each provider-run tool.
 _TOOL_INCLUDES: Final = {
     "web_search": "web_search_call.action.sources",
     "code_interpreter": "code_interpreter_call.outputs",
+}
+_INCLUDE_FEATURES: Final = {ENCRYPTED_REASONING: Feature.REASONING} | {
+    include: _TOOL_FEATURES[tool] for tool, include in _TOOL_INCLUDES.items()
 }
 _FIELD_FEATURES: Final = {
     "temperature": Feature.SAMPLING,
@@ -242,7 +238,7 @@ def varying_in_user(items: list[ResponsesItem]) -> list[ResponsesItem]:
     return [items[0], {**first, "content": folded}, *items[3:]]
 
 
-class ResponsesDialect:
+class ResponsesDialect(InputRenderer):
     """`/responses`: input items in, a response or its events out."""
 
     route: str = "/responses"
@@ -252,6 +248,7 @@ class ResponsesDialect:
     least_limit: int = MIN_OUTPUT_TOKENS
     body_features = staticmethod(body_features)
     without_feature = staticmethod(without_feature)
+    prompt_items = staticmethod(responses_items)
 
     def __init__(
         self,
@@ -262,23 +259,12 @@ class ResponsesDialect:
         tool_set: ToolSet,
         agent_id: str,
     ) -> None:
-        """Prepare the renderer for a run of rounds of one agent."""
+        """Prepare for a run of rounds of one agent."""
+        super().__init__(hass, tool_set, agent_id)
         self.settings = settings
-        self.tool_set = tool_set
         self.tools = [*function_tools(tool_set), *options.provider_tools]
         self._capabilities = capabilities
         self._options = options
-        self._renderer = InputRenderer(hass, tool_set, agent_id)
-
-    async def async_render(
-        self, contents: list[conversation.Content], instructions: Instructions | None
-    ) -> list[ResponsesItem]:
-        """Return the chat log as input items."""
-        return await self._renderer.async_render(contents, instructions)
-
-    def prompt_items(self, conversation: list[ResponsesItem]) -> list[PromptItem]:
-        """Return the input items, each with its kind told."""
-        return responses_items(conversation)
 
     def body(
         self, conversation: list[ResponsesItem], response_format: ResponseFormat | None

@@ -92,7 +92,7 @@ class InputRenderer(ChatLogRenderer[Item, InputPart]):
             {
                 "type": "function_call",
                 "call_id": call.id,
-                "name": self._tool_set.to_wire.get(call.tool_name, call.tool_name),
+                "name": self.tool_set.to_wire.get(call.tool_name, call.tool_name),
                 "arguments": json_dumps(call.tool_args),
             }
             for call in calls
