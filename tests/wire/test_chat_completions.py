@@ -18,6 +18,7 @@ from syrupy.assertion import SnapshotAssertion
 from custom_components.openai_compatible.const import CONF_API
 from custom_components.openai_compatible.features import Feature, WireApi
 from custom_components.openai_compatible.net.request import build_tool_set
+from custom_components.openai_compatible.wire.chat_completions import fold_system
 from simulator import OpenAISimulator, chunk, sse_text, sse_tool_calls
 from tests.conftest import AGENT, SetupEntry, converse, speech
 
@@ -500,3 +501,43 @@ async def test_thinking_is_given_back_until_refused(
     assert not any("reasoning_content" in m for m in accepted["messages"])
     model = entry.runtime_data.capabilities.model("gpt-4o-mini")
     assert model.refuses(Feature.REASONING_CONTENT)
+
+
+SYSTEM = {"role": "system", "content": "You control a home."}
+
+
+def _said(role: str, text: str) -> dict[str, Any]:
+    """Return a message of a role."""
+    return {"role": role, "content": text}
+
+
+def test_fold_system_into_the_first_user_message() -> None:
+    """The system prompt goes first in the first user message, the rest as it was."""
+    second = [_said("user", "b"), _said("assistant", "B")]
+    messages = [SYSTEM, _said("user", "a"), _said("assistant", "A"), *second]
+
+    folded = fold_system(messages)
+
+    assert folded == [
+        _said("user", f"{SYSTEM['content']}\n\na"),
+        _said("assistant", "A"),
+        *second,
+    ]
+    # The next request of the conversation starts with this one, folded alike.
+    later = fold_system([*messages, _said("user", "c")])
+    assert later[: len(folded)] == folded
+    assert messages[0] == SYSTEM  # the input is left as it was
+
+
+def test_fold_system_without_a_user_message_first() -> None:
+    """Attachments keep their parts; with no user message first, one is made."""
+    parts = {"role": "user", "content": [{"type": "text", "text": "look"}]}
+    assert fold_system([SYSTEM, parts])[0]["content"] == [
+        {"type": "text", "text": f"{SYSTEM['content']}\n\n"},
+        {"type": "text", "text": "look"},
+    ]
+    assert fold_system([SYSTEM, _said("assistant", "Hi")]) == [
+        _said("user", SYSTEM["content"]),
+        _said("assistant", "Hi"),
+    ]
+    assert fold_system([_said("user", "a")]) == [_said("user", "a")]

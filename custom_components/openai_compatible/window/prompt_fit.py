@@ -1,33 +1,31 @@
 """Fit each request into the model's context window, measured in tokens.
 
-Pure functions over a request's prompt items (prompt_items.py), either wire
-API's. The estimate counts characters with a few fixed costs, corrected by the
-server's own counts. The system prompt, the tools and the current turn stay
-whole, with room for the answer; old turns go from the start, several at a
-time, so the prompt's start changes once and then stays the same for the
-server's prompt cache; a tool result over its budget is cut, with a note on how
-to ask narrower. Reading a server's overflow error is overflow.py's.
+Pure functions over prompt items: messages or input items tagged by their
+dialect, so fitting never guesses a shape. The system prompt, tools and
+current turn stay whole; old turns go from the start several at a time, so
+the prompt's start then stays the same for the server's cache; a tool result
+over its budget is cut, with a note on how to ask narrower.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
 import math
-from typing import Any
+from typing import Any, cast
 
 from homeassistant.helpers.json import json_dumps
 
 from ..errors import ContextWindowError
-from ..net.shapes import ChatMessage, ChatPart
-from .prompt_items import ItemKind, Message, PromptItem, wire_messages
+from ..net.shapes import WireItem
 
-type Turn = list[PromptItem]
+# A message or input item as it is sent.
+type Message = WireItem
 # The tools of a request as sent.
 type Tools = Sequence[Mapping[str, object]]
 
-# Characters per token of the raw estimate: on the low side of real
-# tokenizers, so an uncalibrated estimate tends to be too high.
+# Characters per token before calibration: low, so the estimate errs high.
 CHARS_PER_TOKEN = 3.5
 # What a chat template adds around each message.
 MESSAGE_TOKENS = 4
@@ -43,17 +41,63 @@ MIN_ANSWER_TOKENS = 256
 SAFETY_SHARE = 0.05
 # Most of the free room (window less prompt, tools and answer) one tool result may take.
 RESULT_SHARE = 0.4
-# Share of the free room left empty after old turns are dropped, so the next
-# turns fit without dropping again.
+# Share of the free room left empty when old turns go, so the next ones fit.
 HEADROOM_SHARE = 0.25
 # A cut tool result keeps at least this much.
 MIN_RESULT_TOKENS = 64
 # At most this many turns go at once when "history to keep" is exceeded.
 HISTORY_STEP = 4
-# Ratios outside this range are not learned from (a server that truncated the
-# prompt, or counts only part of it).
+# Ratios not learned from: a server that cut the prompt, or counts part of it.
 _RATIO_RANGE = (0.25, 4.0)
-_SYSTEM_ROLES = ("system", "developer")
+
+
+class ItemKind(StrEnum):
+    """What a message or input item is to fitting; a user message starts a turn."""
+
+    INSTRUCTIONS = "instructions"
+    USER = "user"
+    REPLY = "reply"  # what the model said or did: text, calls, reasoning
+    RESULT = "result"  # answers a tool call
+
+    @classmethod
+    def of_role(cls, role: object) -> ItemKind:
+        """Return the kind of a message by its role."""
+        if role in ("system", "developer"):
+            return cls.INSTRUCTIONS
+        return cls.USER if role == "user" else cls.REPLY
+
+
+@dataclass(frozen=True, slots=True)
+class CallRef:
+    """A tool call an item makes."""
+
+    call_id: str | None
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class PromptItem:
+    """One message or input item of a request as sent, tagged with what it is."""
+
+    kind: ItemKind
+    wire: Message
+    text_field: str = "content"  # the field of its text, or its parts
+    calls: tuple[CallRef, ...] = ()
+    answers: str = ""  # the id of the call a result answers
+    summary: tuple[str, ...] = ()  # text besides the text field: a reasoning summary
+
+    @property
+    def text(self) -> object:
+        """Return the item's text: a string, a list of parts, or none."""
+        return self.wire.get(self.text_field)
+
+    def with_text(self, text: str) -> PromptItem:
+        """Return the item with other text, such as a tool result cut short."""
+        return replace(self, wire=cast("Message", {**self.wire, self.text_field: text}))
+
+
+type Turn = list[PromptItem]
 
 
 class TokenEstimate:
@@ -88,11 +132,7 @@ class TokenEstimate:
     def calibrate(
         self, raw: float, prompt_tokens: Any, *, claimed: bool = False
     ) -> None:
-        """Correct the estimate by the tokens the server counted for it.
-
-        A count an error `claimed` is replaced by the next answer's count
-        rather than averaged with it.
-        """
+        """Correct the estimate by a count; one an error `claimed` is not averaged."""
         if not isinstance(prompt_tokens, int) or raw <= 0 or prompt_tokens <= 0:
             return
         ratio = prompt_tokens / raw
@@ -161,14 +201,11 @@ class Fitted:
     @property
     def messages(self) -> list[Message]:
         """Return the messages or input items as they are sent."""
-        return wire_messages(self.items)
+        return [item.wire for item in self.items]
 
 
 def split_turns(items: list[PromptItem]) -> tuple[list[PromptItem], list[Turn]]:
-    """Return the leading instructions and the turns after them.
-
-    A turn starts with a user message, so a call and its result share one.
-    """
+    """Return the leading instructions and the turns (from each user message) after them."""
     start = 0
     while start < len(items) and items[start].kind is ItemKind.INSTRUCTIONS:
         start += 1
@@ -178,31 +215,6 @@ def split_turns(items: list[PromptItem]) -> tuple[list[PromptItem], list[Turn]]:
             turns.append([])
         turns[-1].append(item)
     return items[:start], turns
-
-
-def fold_system(messages: list[ChatMessage]) -> list[ChatMessage]:
-    """Return the leading system messages put at the start of the first user one.
-
-    As Gemma's own chat template does: their text, a blank line, the user's.
-    """
-    count = 0
-    while count < len(messages) and messages[count].get("role") in _SYSTEM_ROLES:
-        count += 1
-    if not count:
-        return messages
-    text = "\n\n".join(
-        str(message.get("content") or "") for message in messages[:count]
-    )
-    rest = messages[count:]
-    if not rest or rest[0].get("role") != "user":
-        return [{"role": "user", "content": text}, *rest]
-    content = rest[0].get("content")
-    folded: str | list[ChatPart] = (
-        [{"type": "text", "text": f"{text}\n\n"}, *content]
-        if isinstance(content, list)
-        else f"{text}\n\n{content or ''}"
-    )
-    return [{**rest[0], "content": folded}, *rest[1:]]
 
 
 def fit(
@@ -302,11 +314,7 @@ class _ResultCutter:
         cut: ConversationCut,
         rooms: tuple[int, int],
     ) -> None:
-        """Learn each call id's tool and the budget.
-
-        `rooms`: the turns' room with the answer's usual room kept, and with
-        only its least kept.
-        """
+        """Learn each call's tool; `rooms`: with the answer's usual, and least, room kept."""
         self._estimate = estimate
         self._cut = cut
         self._rooms = rooms

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 import hashlib
 import re
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -15,8 +15,7 @@ from ..features import Feature
 from ..media.attachments import LoadedFile
 from ..net.request import RequestSettings, ToolSet, without_keys
 from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject, ResponseFormat
-from ..window.prompt_fit import fold_system
-from ..window.prompt_items import chat_items
+from ..window.prompt_fit import CallRef, ItemKind, PromptItem
 from .chat_stream import ChatStreamParser, Delta, async_read_answer
 from .render import ChatLogRenderer
 from .tool_answers import checked_calls, model_calls
@@ -42,6 +41,48 @@ def attachment_part(file: LoadedFile) -> ChatPart:
     if file.mime_type.startswith("image/"):
         return {"type": "image_url", "image_url": {"url": file.data_url}}
     return {"type": "file", "file": {"filename": file.name, "file_data": file.data_url}}
+
+
+def chat_items(messages: Iterable[Message]) -> list[PromptItem]:
+    """Return the messages as prompt items, each with its kind and calls told."""
+    return [_chat_item(message) for message in messages]
+
+
+def _chat_item(message: Message) -> PromptItem:
+    """Return one message as a prompt item."""
+    if message.get("role") == "tool":
+        answers = str(message.get("tool_call_id"))
+        return PromptItem(ItemKind.RESULT, message, answers=answers)
+    calls = tuple(
+        CallRef(call.get("id"), call["function"]["name"], call["function"]["arguments"])
+        for call in message.get("tool_calls") or ()
+    )
+    return PromptItem(ItemKind.of_role(message.get("role")), message, calls=calls)
+
+
+def fold_system(messages: list[Message]) -> list[Message]:
+    """Return the leading system messages put at the start of the first user one.
+
+    As Gemma's own chat template does: their text, a blank line, the user's.
+    """
+    count = 0
+    while count < len(messages) and messages[count].get("role") in _SYSTEM_ROLES:
+        count += 1
+    if not count:
+        return messages
+    text = "\n\n".join(
+        str(message.get("content") or "") for message in messages[:count]
+    )
+    rest = messages[count:]
+    if not rest or rest[0].get("role") != "user":
+        return [{"role": "user", "content": text}, *rest]
+    content = rest[0].get("content")
+    folded: str | list[ChatPart] = (
+        [{"type": "text", "text": f"{text}\n\n"}, *content]
+        if isinstance(content, list)
+        else f"{text}\n\n{content or ''}"
+    )
+    return [{**rest[0], "content": folded}, *rest[1:]]
 
 
 def varying_in_user(messages: list[Message]) -> list[Message]:

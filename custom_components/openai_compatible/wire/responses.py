@@ -6,7 +6,7 @@ prefix stays for the prompt cache; nothing is stored unless the subentry opts in
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Final, cast
 
 from homeassistant.core import HomeAssistant
@@ -23,7 +23,7 @@ from ..net.shapes import (
     ResponsesItem,
     TextParams,
 )
-from ..window.prompt_items import responses_items
+from ..window.prompt_fit import CallRef, ItemKind, PromptItem
 from .responses_render import InputRenderer, function_tools
 from .responses_stream import ResponsesStreamParser, async_read_events
 from .round_trip import Delta
@@ -219,6 +219,30 @@ def _drop_provider_tool(body: ResponsesBody, feature: Feature) -> None:
     for value, included in _INCLUDE_FEATURES.items():
         if included is feature:
             _drop_include(body, value)
+
+
+def responses_items(items: Iterable[ResponsesItem]) -> list[PromptItem]:
+    """Return input items as prompt items, each with its kind and calls told."""
+    return [_responses_item(item) for item in items]
+
+
+def _responses_item(item: ResponsesItem) -> PromptItem:
+    """Return one input item as a prompt item."""
+    kind = item.get("type")
+    if kind == "function_call_output":
+        answers = str(item.get("call_id"))
+        return PromptItem(ItemKind.RESULT, item, "output", answers=answers)
+    summary = tuple(
+        text
+        for part in item.get("summary") or ()
+        if isinstance(part, dict) and isinstance(text := part.get("text"), str)
+    )
+    if kind == "function_call":
+        call = CallRef(
+            item.get("call_id"), str(item.get("name")), str(item.get("arguments"))
+        )
+        return PromptItem(ItemKind.REPLY, item, calls=(call,), summary=summary)
+    return PromptItem(ItemKind.of_role(item.get("role")), item, summary=summary)
 
 
 def varying_in_user(items: list[ResponsesItem]) -> list[ResponsesItem]:

@@ -33,7 +33,7 @@ from ..net.shapes import JsonObject, ResponseFormat, WireBody, WireItem
 from ..net.sse import async_read_body
 from ..net.transport import Budget, Transport, parse_json
 from ..window.context_window import observe_usage
-from ..window.prompt_items import PromptItem
+from ..window.prompt_fit import PromptItem
 from .extra_fields import named_fields
 from .render import Instructions
 
@@ -46,6 +46,8 @@ type Delta = (
 
 # Requests one round trip may send: one per feature it may drop, a few more.
 MAX_TRIES: Final = 4 + len(Feature)
+# Where a body holds the answer's limit: Chat Completions (either name), Responses.
+LIMIT_KEYS: Final = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 
 
 class BodyAsk(TypedDict, total=False):
@@ -171,11 +173,10 @@ class RoundTrip:
         rendered = await dialect.async_render(chat_log.content, instructions)
         if self._fit is None:
             return dialect.body(rendered, response_format)
-        body = dialect.body(
-            self._fit.messages(dialect.prompt_items(rendered), dialect.tools),
-            response_format,
+        messages, limit = self._fit.fitted(
+            dialect.prompt_items(rendered), dialect.tools
         )
-        return self._fit.limited(body, dialect.limit_key, dialect.least_limit)
+        return self._limited(dialect.body(messages, response_format), limit)
 
     async def async_stream(
         self, chat_log: conversation.ChatLog, body: WireBody
@@ -200,7 +201,10 @@ class RoundTrip:
             if said or not (refused and self._dialect.retries_unstreamed):
                 raise
             learn = False
-        if said or not self._streams_with_tools(body) or _follows_results(chat_log):
+        answers_results = isinstance(
+            chat_log.content[-1], conversation.ToolResultContent
+        )
+        if said or not self._streams_with_tools(body) or answers_results:
             return
         LOGGER.debug("Empty streamed answer next to tools; asking unstreamed")
         unstreamed = self._dialect.without_feature(body, Feature.STREAM_WITH_TOOLS)
@@ -261,14 +265,24 @@ class RoundTrip:
         self, body: WireBody, err: ContextOverflowError, tries: _Tries
     ) -> WireBody:
         """Return the body fitted again after an overflow, as the model takes it."""
-        if (fit := self._fit) is None:
+        if self._fit is None:
             raise err
         tries.again(err)
+        messages, limit = self._fit.after_overflow(err)
+        # The refitted messages as they were asked: _shaped reshapes them.
+        key = "messages" if "messages" in body else "input"
+        refitted = cast("WireBody", {**body, key: messages})
+        return self._shaped(self._limited(refitted, limit), stream=False)
+
+    def _limited(self, body: WireBody, limit: int | None) -> WireBody:
+        """Return the body with the answer's limit where the dialect puts it."""
         dialect = self._dialect
-        refitted = fit.limited(
-            fit.after_overflow(body, err), dialect.limit_key, dialect.least_limit
+        key = (
+            {}
+            if limit is None
+            else {dialect.limit_key: max(limit, dialect.least_limit)}
         )
-        return self._shaped(refitted, stream=False)
+        return cast("WireBody", {**without_keys(body, LIMIT_KEYS), **key})
 
     async def _async_answer(
         self, chat_log: conversation.ChatLog, body: WireBody, tries: _Tries
@@ -350,7 +364,10 @@ class RoundTrip:
         is not sent again (an answer naming both answer limits would swap them
         for ever).
         """
-        if named := self._refused_fields(body, err):
+        extra = [key for key in self._dialect.settings.extra if key in body]
+        if named := named_fields(err.server_message, extra):
+            LOGGER.debug("Sending again without %s: %s", named, err.server_message)
+            self._capabilities.learn_refused_fields(named, err.lesson_source)
             return without_keys(body, named)
         feature = err.feature
         changed = self._dialect.without_feature(body, feature) if feature else None
@@ -366,21 +383,6 @@ class RoundTrip:
         if err.general:
             self._capabilities.learn_refused(feature, err.lesson_source)
         return changed
-
-    def _refused_fields(
-        self, body: WireBody, err: RequestRejectedError
-    ) -> tuple[str, ...]:
-        """Return the extra fields of the body a refusal names, and learn them."""
-        extra = [key for key in self._dialect.settings.extra if key in body]
-        if named := named_fields(err.server_message, extra):
-            LOGGER.debug("Sending again without %s: %s", named, err.server_message)
-            self._capabilities.learn_refused_fields(named, err.lesson_source)
-        return named
-
-
-def _follows_results(chat_log: conversation.ChatLog) -> bool:
-    """Tell whether a round answers tool results: its stream with tools worked."""
-    return isinstance(chat_log.content[-1], conversation.ToolResultContent)
 
 
 async def _prepended(
