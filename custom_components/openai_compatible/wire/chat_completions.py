@@ -1,31 +1,173 @@
-"""The Chat Completions dialect: chat log to messages, answer to deltas."""
+"""The Chat Completions dialect, and the chat log rendering both dialects share.
+
+Rendering is deterministic (each content once per round trip), so a request
+repeats the previous one's start for the prompt cache. With tools, what of
+the system prompt varies by device or command (`split_instructions`) goes to
+the first user message once fitted, so the system prompt and tools stay.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable, Iterable
 import hashlib
 import re
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import Any, Final, Literal, cast
 
 from homeassistant.components import conversation
+from homeassistant.components.intent.llm import DEVICE_CONTROL_TOOL_USAGE_PROMPT
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.json import json_dumps
+from homeassistant.helpers.llm import DATE_TIME_PROMPT
 
 from ..features import Feature
-from ..media.attachments import LoadedFile
+from ..media.attachments import LoadedFile, async_load_attachments
 from ..net.request import RequestSettings, ToolSet, without_keys
 from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject, ResponseFormat
-from ..window.prompt_fit import CallRef, ItemKind, PromptItem
+from ..window.prompt_fit import CallRef, ItemKind, PromptItem, split_turns
 from .chat_stream import ChatStreamParser, Delta, async_read_answer
-from .render import ChatLogRenderer
+from .round_trip import Instructions
 from .tool_answers import checked_calls, model_calls
 
-if TYPE_CHECKING:
-    from .render import Role
+type Role = Literal["system", "user", "assistant"]
 
-_MISTRAL_ID = re.compile(r"^[a-zA-Z0-9]{9}$")
+# Where Home Assistant's system prompt turns to what varies: after the Assist
+# API's device control line (the area, timers), or at the date line; a
+# satellite's extra system prompt comes after both.
+_VARIES_AFTER: Final = f"{DEVICE_CONTROL_TOOL_USAGE_PROMPT}\n"
+_VARIES_FROM: Final = "\n" + DATE_TIME_PROMPT.split("{{", 1)[0]
+# Call ids as Mistral takes them.
+_MISTRAL_ID: Final = re.compile(r"^[a-zA-Z0-9]{9}$")
+# The feature each field of a body stands for.
+_FIELD_FEATURES: Final = {
+    "logprobs": Feature.LOGPROBS,
+    "stream_options": Feature.STREAM_OPTIONS,
+    "max_completion_tokens": Feature.MAX_COMPLETION_TOKENS,
+    "max_tokens": Feature.MAX_TOKENS,
+    "temperature": Feature.SAMPLING,
+    "top_p": Feature.SAMPLING,
+    "prompt_cache_key": Feature.PROMPT_CACHE_KEY,
+    "tool_choice": Feature.TOOL_CHOICE,
+}
+# The fields that go with a feature that can go.
+_DROPPED_KEYS: Final = {
+    Feature.STREAM_OPTIONS: ("stream_options",),
+    Feature.STREAM_WITH_TOOLS: ("stream", "stream_options"),
+    Feature.PROMPT_CACHE_KEY: ("prompt_cache_key",),
+    Feature.TOOL_CHOICE: ("tool_choice",),
+    Feature.SAMPLING: ("temperature", "top_p"),
+}
 
-type Message = ChatMessage
+
+def split_instructions(text: str) -> tuple[str, str]:
+    """Return the part of a system prompt every device and command shares, and the rest."""
+    cut = len(text)
+    if (found := text.find(_VARIES_AFTER)) >= 0:
+        cut = found + len(_VARIES_AFTER) - 1
+    if (found := text.find(_VARIES_FROM)) >= 0:
+        cut = min(cut, found)
+    return text[:cut], text[cut:].strip("\n")
+
+
+class ChatLogRenderer[Item, Part](ABC):
+    """Render chat log content as one wire API's messages or items."""
+
+    # The content part of an attachment.
+    _attachment_part: Callable[[LoadedFile], Part]
+
+    def __init__(self, hass: HomeAssistant, tool_set: ToolSet) -> None:
+        """Prepare an empty cache."""
+        self._hass = hass
+        self.tool_set = tool_set
+        self._rendered: dict[int, tuple[conversation.Content, list[Item]]] = {}
+
+    async def async_render(
+        self,
+        contents: list[conversation.Content],
+        instructions: Instructions | None = None,
+    ) -> list[Item]:
+        """Return the whole log; `instructions` go with the task's own user message."""
+        items: list[Item] = []
+        open_calls: dict[str, None] = {}
+        for content in contents:
+            rendered = await self._async_cached(content, instructions)
+            if isinstance(content, conversation.ToolResultContent):
+                if content.tool_call_id in open_calls:
+                    del open_calls[content.tool_call_id]
+                    items.extend(rendered)
+                continue
+            # A placeholder result for each call that never got one.
+            no_result = {"error": "no result"}
+            items.extend(self._result(call, no_result) for call in open_calls)
+            open_calls = {}
+            if isinstance(content, conversation.AssistantContent):
+                open_calls = dict.fromkeys(self._call_ids(content, rendered))
+            items.extend(rendered)
+        return items
+
+    async def _async_cached(
+        self, content: conversation.Content, instructions: Instructions | None
+    ) -> list[Item]:
+        """Return one piece of content rendered, once per content object."""
+        cached = self._rendered.get(id(content))
+        if cached is None or cached[0] is not content:
+            cached = (content, await self._async_convert(content, instructions))
+            self._rendered[id(content)] = cached
+        return cached[1]
+
+    async def _async_convert(
+        self, content: conversation.Content, instructions: Instructions | None
+    ) -> list[Item]:
+        """Convert one piece of content."""
+        if isinstance(content, conversation.SystemContent):
+            if not self.tool_set.tools:
+                return [self._message("system", content.content)]
+            shared, varying = split_instructions(content.content)
+            varying_message = [self._message("system", varying)] if varying else []
+            return [self._message("system", shared), *varying_message]
+        if isinstance(content, conversation.UserContent):
+            return [await self._async_user(content, instructions)]
+        if isinstance(content, conversation.AssistantContent):
+            return self._assistant(content)
+        result = content.result
+        if result.error and "error" not in result.data:
+            # The model must read it as a failure, as core integrations tell it.
+            return [self._result(content.tool_call_id, {"error": result.data})]
+        return [self._result(content.tool_call_id, result.data)]
+
+    async def _async_user(
+        self, content: conversation.UserContent, instructions: Instructions | None
+    ) -> Item:
+        """Convert a user message, its attachments read."""
+        extra = instructions[1] if instructions and instructions[0] is content else None
+        text = f"{content.content}\n\n{extra}" if extra else content.content
+        if not content.attachments:
+            return self._message("user", text)
+        files = await async_load_attachments(self._hass, content.attachments)
+        parts = [self._text_part(text), *map(self._attachment_part, files)]
+        return self._message("user", parts)
+
+    @abstractmethod
+    def _text_part(self, text: str) -> Part:
+        """Return a text content part."""
+
+    @abstractmethod
+    def _message(self, role: Role, content: str | list[Part]) -> Item:
+        """Return a message of a role."""
+
+    @abstractmethod
+    def _assistant(self, content: conversation.AssistantContent) -> list[Item]:
+        """Convert an answer."""
+
+    @abstractmethod
+    def _result(self, call_id: str, data: Any) -> Item:
+        """Return the result of a tool call."""
+
+    @abstractmethod
+    def _call_ids(
+        self, content: conversation.AssistantContent, rendered: list[Item]
+    ) -> Iterable[str]:
+        """Return the ids of the calls the server sees in a rendered answer."""
 
 
 def _wire_call_id(call_id: str, short: bool) -> str:
@@ -43,12 +185,12 @@ def attachment_part(file: LoadedFile) -> ChatPart:
     return {"type": "file", "file": {"filename": file.name, "file_data": file.data_url}}
 
 
-def chat_items(messages: Iterable[Message]) -> list[PromptItem]:
+def chat_items(messages: Iterable[ChatMessage]) -> list[PromptItem]:
     """Return the messages as prompt items, each with its kind and calls told."""
     return [_chat_item(message) for message in messages]
 
 
-def _chat_item(message: Message) -> PromptItem:
+def _chat_item(message: ChatMessage) -> PromptItem:
     """Return one message as a prompt item."""
     if message.get("role") == "tool":
         answers = str(message.get("tool_call_id"))
@@ -60,14 +202,12 @@ def _chat_item(message: Message) -> PromptItem:
     return PromptItem(ItemKind.of_role(message.get("role")), message, calls=calls)
 
 
-def fold_system(messages: list[Message]) -> list[Message]:
+def fold_system(messages: list[ChatMessage]) -> list[ChatMessage]:
     """Return the leading system messages put at the start of the first user one.
 
     As Gemma's own chat template does: their text, a blank line, the user's.
     """
-    count = 0
-    while count < len(messages) and messages[count].get("role") in _SYSTEM_ROLES:
-        count += 1
+    count = len(split_turns(chat_items(messages))[0])
     if not count:
         return messages
     text = "\n\n".join(
@@ -85,7 +225,7 @@ def fold_system(messages: list[Message]) -> list[Message]:
     return [{**rest[0], "content": folded}, *rest[1:]]
 
 
-def varying_in_user(messages: list[Message]) -> list[Message]:
+def varying_in_user(messages: list[ChatMessage]) -> list[ChatMessage]:
     """Return the messages with the system prompt's varying part in the first user one."""
     if not messages or messages[0].get("role") != "system":
         return messages
@@ -109,11 +249,9 @@ def body_features(body: ChatBody) -> frozenset[Feature]:
         features.add(Feature.TOOLS)
         if body.get("stream"):
             features.add(Feature.STREAM_WITH_TOOLS)
-    for key, feature in _FIELD_FEATURES.items():
-        if key in body:
-            features.add(feature)
+    features.update(feature for key, feature in _FIELD_FEATURES.items() if key in body)
     for message in body.get("messages") or ():
-        if message.get("role") in _SYSTEM_ROLES:
+        if ItemKind.of_role(message.get("role")) is ItemKind.INSTRUCTIONS:
             features.add(Feature.SYSTEM_MESSAGES)
         if "reasoning_content" in message:
             features.add(Feature.REASONING_CONTENT)
@@ -126,35 +264,11 @@ def body_features(body: ChatBody) -> frozenset[Feature]:
     return frozenset(features)
 
 
-_SYSTEM_ROLES: Final = ("system", "developer")
-_FIELD_FEATURES: Final = {
-    "logprobs": Feature.LOGPROBS,
-    "stream_options": Feature.STREAM_OPTIONS,
-    "max_completion_tokens": Feature.MAX_COMPLETION_TOKENS,
-    "max_tokens": Feature.MAX_TOKENS,
-    "temperature": Feature.SAMPLING,
-    "top_p": Feature.SAMPLING,
-    "prompt_cache_key": Feature.PROMPT_CACHE_KEY,
-    "tool_choice": Feature.TOOL_CHOICE,
-}
-
-
-# The fields that go with a feature that can go.
-_DROPPED_KEYS: Final = {
-    Feature.STREAM_OPTIONS: ("stream_options",),
-    Feature.STREAM_WITH_TOOLS: ("stream", "stream_options"),
-    Feature.PROMPT_CACHE_KEY: ("prompt_cache_key",),
-    Feature.TOOL_CHOICE: ("tool_choice",),
-    Feature.SAMPLING: ("temperature", "top_p"),
-}
-
-
 def without_feature(body: ChatBody, feature: Feature) -> ChatBody | None:
     """Return the body asking the same without the feature; None if it cannot.
 
-    What tunes or sends the answer can go, and the thinking given back; the
-    system prompt moves into the first user message. A response format,
-    log-probabilities, tools or attachments are the request itself.
+    What tunes or sends the answer can go, the thinking given back, and the
+    system messages (folded into the first user one); the rest is the request.
     """
     if keys := _DROPPED_KEYS.get(feature):
         return without_keys(body, keys)
@@ -177,7 +291,7 @@ def without_feature(body: ChatBody, feature: Feature) -> ChatBody | None:
     return changed
 
 
-class ChatCompletionsDialect(ChatLogRenderer[Message, ChatPart]):
+class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
     """`/chat/completions`: messages in, a chat completion or its chunks out."""
 
     _attachment_part = staticmethod(attachment_part)
@@ -199,7 +313,7 @@ class ChatCompletionsDialect(ChatLogRenderer[Message, ChatPart]):
         self.limit_key = settings.limit_key
 
     def body(
-        self, conversation: list[Message], response_format: ResponseFormat | None
+        self, conversation: list[ChatMessage], response_format: ResponseFormat | None
     ) -> ChatBody:
         """Return the request body around the messages."""
         body: JsonObject = {
@@ -208,8 +322,7 @@ class ChatCompletionsDialect(ChatLogRenderer[Message, ChatPart]):
         }
         if self.tools:
             body["tools"] = self.tools
-            # The default where tools are offered; some servers only consider
-            # tools when it is said.
+            # The default with tools, which some servers only follow when told.
             body["tool_choice"] = "auto"
         body.update(self.settings.body())
         if response_format:
@@ -239,11 +352,11 @@ class ChatCompletionsDialect(ChatLogRenderer[Message, ChatPart]):
         """Return a text content part."""
         return {"type": "text", "text": text}
 
-    def _message(self, role: Role, content: str | list[ChatPart]) -> Message:
+    def _message(self, role: Role, content: str | list[ChatPart]) -> ChatMessage:
         """Return a message of a role."""
         return {"role": role, "content": content}
 
-    def _result(self, call_id: str, data: Any) -> Message:
+    def _result(self, call_id: str, data: Any) -> ChatMessage:
         """Return the result of a tool call."""
         return {
             "role": "tool",
@@ -252,12 +365,12 @@ class ChatCompletionsDialect(ChatLogRenderer[Message, ChatPart]):
         }
 
     def _call_ids(
-        self, content: conversation.AssistantContent, rendered: list[Message]
+        self, content: conversation.AssistantContent, rendered: list[ChatMessage]
     ) -> list[str]:
         """Return the ids of the calls the model made (provider-run ones aside)."""
         return [call.id for call in model_calls(content)]
 
-    def _assistant(self, content: conversation.AssistantContent) -> list[Message]:
+    def _assistant(self, content: conversation.AssistantContent) -> list[ChatMessage]:
         """Convert an answer: its text, and its calls."""
         calls = model_calls(content)
         if not calls and not content.content:
@@ -265,18 +378,17 @@ class ChatCompletionsDialect(ChatLogRenderer[Message, ChatPart]):
                 return []  # only provider-run calls: nothing to replay
             return [{"role": "assistant", "content": ""}]
         # Empty text, not null: llama-cpp-python refuses null next to tool calls.
-        message: Message = {"role": "assistant", "content": content.content or ""}
+        message: ChatMessage = {"role": "assistant", "content": content.content or ""}
         if content.thinking_content:
             message["reasoning_content"] = content.thinking_content
+        to_wire = self.tool_set.to_wire
         if calls:
             message["tool_calls"] = [
                 {
                     "id": _wire_call_id(call.id, self.settings.short_tool_call_ids),
                     "type": "function",
                     "function": {
-                        "name": self.tool_set.to_wire.get(
-                            call.tool_name, call.tool_name
-                        ),
+                        "name": to_wire.get(call.tool_name, call.tool_name),
                         "arguments": json_dumps(call.tool_args),
                     },
                 }

@@ -16,12 +16,12 @@ from homeassistant.helpers.json import json_dumps
 from ..media.attachments import LoadedFile
 from ..net.request import ToolSet
 from ..net.shapes import InputPart, JsonObject, ResponsesItem
-from .render import ChatLogRenderer
+from .chat_completions import ChatLogRenderer
 from .responses_stream import ResponsesReplay
 from .tool_answers import model_calls
 
 if TYPE_CHECKING:
-    from .render import Role
+    from .chat_completions import Role
 
 type Item = ResponsesItem
 

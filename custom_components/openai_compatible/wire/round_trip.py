@@ -35,7 +35,6 @@ from ..net.transport import Budget, Transport, parse_json
 from ..window.context_window import observe_usage
 from ..window.prompt_fit import PromptItem
 from .extra_fields import named_fields
-from .render import Instructions
 
 if TYPE_CHECKING:
     from ..window.context_window import RequestFit
@@ -43,6 +42,8 @@ if TYPE_CHECKING:
 type Delta = (
     conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
 )
+# Text added to one user message (the task's own), so it stays in place.
+type Instructions = tuple[conversation.UserContent, str]
 
 # Requests one round trip may send: one per feature it may drop, a few more.
 MAX_TRIES: Final = 4 + len(Feature)
