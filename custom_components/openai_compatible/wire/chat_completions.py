@@ -9,7 +9,7 @@ the first user message once fitted, so the system prompt and tools stay.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 import hashlib
 import re
 from typing import Any, Final, Literal, cast
@@ -48,6 +48,13 @@ _FIELD_FEATURES: Final = {
     "top_p": Feature.SAMPLING,
     "prompt_cache_key": Feature.PROMPT_CACHE_KEY,
     "tool_choice": Feature.TOOL_CHOICE,
+}
+# The feature each attachment part stands for, in either dialect's form.
+_PART_FEATURES: Final = {
+    "image_url": Feature.IMAGE_INPUT,
+    "file": Feature.FILE_INPUT,
+    "input_image": Feature.IMAGE_INPUT,
+    "input_file": Feature.FILE_INPUT,
 }
 # The fields that go with a feature that can go.
 _DROPPED_KEYS: Final = {
@@ -163,19 +170,18 @@ class ChatLogRenderer[Item, Part](ABC):
     def _result(self, call_id: str, data: Any) -> Item:
         """Return the result of a tool call."""
 
-    @abstractmethod
     def _call_ids(
         self, content: conversation.AssistantContent, rendered: list[Item]
     ) -> Iterable[str]:
-        """Return the ids of the calls the server sees in a rendered answer."""
+        """Return the ids of the calls the server sees: the model's, not the provider's."""
+        return [call.id for call in model_calls(content)]
 
 
 def _wire_call_id(call_id: str, short: bool) -> str:
     """Return the call id in a form the server accepts, always the same one."""
     if not short or _MISTRAL_ID.match(call_id):
         return call_id
-    digest = hashlib.sha256(call_id.encode()).hexdigest()
-    return format(int(digest, 16), "x")[:9]
+    return hashlib.sha256(call_id.encode()).hexdigest().lstrip("0")[:9]
 
 
 def attachment_part(file: LoadedFile) -> ChatPart:
@@ -210,10 +216,8 @@ def fold_system(messages: list[ChatMessage]) -> list[ChatMessage]:
     count = len(split_turns(chat_items(messages))[0])
     if not count:
         return messages
-    text = "\n\n".join(
-        str(message.get("content") or "") for message in messages[:count]
-    )
-    rest = messages[count:]
+    head, rest = messages[:count], messages[count:]
+    text = "\n\n".join(str(message.get("content") or "") for message in head)
     if not rest or rest[0].get("role") != "user":
         return [{"role": "user", "content": text}, *rest]
     content = rest[0].get("content")
@@ -255,13 +259,18 @@ def body_features(body: ChatBody) -> frozenset[Feature]:
             features.add(Feature.SYSTEM_MESSAGES)
         if "reasoning_content" in message:
             features.add(Feature.REASONING_CONTENT)
-        if isinstance(content := message.get("content"), list):
-            kinds = {part.get("type") for part in content}
-            if "image_url" in kinds:
-                features.add(Feature.IMAGE_INPUT)
-            if "file" in kinds:
-                features.add(Feature.FILE_INPUT)
-    return frozenset(features)
+    return frozenset(features | part_features(body.get("messages") or ()))
+
+
+def part_features(items: Iterable[Mapping[str, object]]) -> set[Feature]:
+    """Return the features the attachments of messages or input items stand for."""
+    return {
+        _PART_FEATURES[str(part["type"])]
+        for item in items
+        if isinstance(content := item.get("content"), list)
+        for part in content
+        if part.get("type") in _PART_FEATURES
+    }
 
 
 def without_feature(body: ChatBody, feature: Feature) -> ChatBody | None:
@@ -364,19 +373,12 @@ class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
             "content": json_dumps(data),
         }
 
-    def _call_ids(
-        self, content: conversation.AssistantContent, rendered: list[ChatMessage]
-    ) -> list[str]:
-        """Return the ids of the calls the model made (provider-run ones aside)."""
-        return [call.id for call in model_calls(content)]
-
     def _assistant(self, content: conversation.AssistantContent) -> list[ChatMessage]:
         """Convert an answer: its text, and its calls."""
         calls = model_calls(content)
         if not calls and not content.content:
-            if content.tool_calls:
-                return []  # only provider-run calls: nothing to replay
-            return [{"role": "assistant", "content": ""}]
+            # Only provider-run calls leave nothing to replay.
+            return [] if content.tool_calls else [{"role": "assistant", "content": ""}]
         # Empty text, not null: llama-cpp-python refuses null next to tool calls.
         message: ChatMessage = {"role": "assistant", "content": content.content or ""}
         if content.thinking_content:

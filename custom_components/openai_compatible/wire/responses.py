@@ -24,6 +24,7 @@ from ..net.shapes import (
     TextParams,
 )
 from ..window.prompt_fit import CallRef, ItemKind, PromptItem
+from .chat_completions import part_features
 from .responses_render import InputRenderer, function_tools
 from .responses_stream import ResponsesStreamParser, async_read_events
 from .round_trip import Delta
@@ -47,15 +48,9 @@ _TOOL_INCLUDES: Final = {
 _INCLUDE_FEATURES: Final = {ENCRYPTED_REASONING: Feature.REASONING} | {
     include: _TOOL_FEATURES[tool] for tool, include in _TOOL_INCLUDES.items()
 }
-_FIELD_FEATURES: Final = {
-    "temperature": Feature.SAMPLING,
-    "top_p": Feature.SAMPLING,
+_FIELD_FEATURES: Final = dict.fromkeys(("temperature", "top_p"), Feature.SAMPLING) | {
     "prompt_cache_key": Feature.PROMPT_CACHE_KEY,
     "service_tier": Feature.SERVICE_TIER,
-}
-_PART_FEATURES: Final = {
-    "input_image": Feature.IMAGE_INPUT,
-    "input_file": Feature.FILE_INPUT,
 }
 
 
@@ -142,14 +137,7 @@ def body_features(body: ResponsesBody) -> frozenset[Feature]:
         if value in _INCLUDE_FEATURES
     )
     features.update(feature for key, feature in _FIELD_FEATURES.items() if key in body)
-    for item in body.get("input") or ():
-        if isinstance(content := item.get("content"), list):
-            features.update(
-                _PART_FEATURES[str(part["type"])]
-                for part in content
-                if part.get("type") in _PART_FEATURES
-            )
-    return frozenset(features)
+    return frozenset(features | part_features(body.get("input") or ()))
 
 
 # The fields that go with a feature that can go.
