@@ -6,7 +6,7 @@ prefix stays for the prompt cache; nothing is stored unless the subentry opts in
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from typing import Final, cast
 
 from homeassistant.core import HomeAssistant
@@ -27,7 +27,6 @@ from ..window.prompt_fit import CallRef, ItemKind, PromptItem
 from .chat_completions import part_features
 from .responses_render import InputRenderer, function_tools
 from .responses_stream import ResponsesStreamParser, async_read_events
-from .round_trip import Delta
 from .tool_answers import checked_calls
 
 ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
@@ -261,6 +260,7 @@ class ResponsesDialect(InputRenderer):
     body_features = staticmethod(body_features)
     without_feature = staticmethod(without_feature)
     prompt_items = staticmethod(responses_items)
+    read = staticmethod(async_read_events)
 
     def __init__(
         self,
@@ -306,12 +306,3 @@ class ResponsesDialect(InputRenderer):
             own_calls=checked_calls(self.tool_set),
             remove_citations=self._options.remove_citations,
         )
-
-    def read(
-        self,
-        parser: ResponsesStreamParser,
-        chunks: AsyncIterator[bytes],
-        streamed: bool,
-    ) -> AsyncIterator[Delta]:
-        """Yield the deltas of an answer."""
-        return async_read_events(parser, chunks, streamed=streamed)

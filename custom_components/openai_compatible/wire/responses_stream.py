@@ -363,7 +363,7 @@ def _index(event: JSONObject) -> int:
 
 
 async def async_read_events(
-    parser: ResponsesStreamParser, body: AsyncIterable[bytes], *, streamed: bool
+    parser: ResponsesStreamParser, body: AsyncIterable[bytes], streamed: bool
 ) -> AsyncIterator[Delta]:
     """Yield the deltas of an answer read from a response body, within bounds.
 
