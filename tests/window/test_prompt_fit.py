@@ -363,6 +363,16 @@ def test_oversized_tool_result_is_cut_with_a_note() -> None:
     assert fitted.tokens <= 4096 * 0.95 - 1024
 
 
+def test_a_result_of_a_tool_no_longer_offered_is_cut_without_arguments() -> None:
+    """Its note names no arguments: the tool is not there to call again."""
+    result = json.dumps({"result": "x" * 40_000})
+    messages = [SYSTEM, user("q"), *tool_round("c1", "OldTool", result)]
+
+    fitted = fit_chat(messages, TOOLS, Limits(4096), TokenEstimate(), ConversationCut())
+
+    assert fitted.messages[-1]["content"].endswith(" characters shown.]")
+
+
 def test_responses_items_are_measured_and_cut_alike() -> None:
     """Responses input items fit as the same messages would, results cut alike."""
     lines = "\n".join(f"- names: Light {n}\n  state: 'on'" for n in range(2000))
