@@ -21,20 +21,19 @@ from custom_components.openai_compatible.window.prompt_fit import (
     MESSAGE_TOKENS,
     MIN_ANSWER_TOKENS,
     SAFETY_SHARE,
+    CallRef,
     ConversationCut,
     Fitted,
+    ItemKind,
     Limits,
+    PromptItem,
     TokenEstimate,
     fit,
-    fold_system,
     raw_message,
     split_turns,
 )
-from custom_components.openai_compatible.window.prompt_items import (
-    chat_items,
-    responses_items,
-    wire_messages,
-)
+from custom_components.openai_compatible.wire.chat_completions import chat_items
+from custom_components.openai_compatible.wire.responses import responses_items
 
 SYSTEM = {"role": "system", "content": "You control a home. " * 50}
 TOOLS: list[dict[str, Any]] = [
@@ -90,6 +89,11 @@ def tokens_of(messages: list[dict[str, Any]], tools: list[Any]) -> int:
     return TokenEstimate().tokens(
         TokenEstimate().raw_request(chat_items(messages), tools)
     )
+
+
+def _wire(items: list[PromptItem]) -> list[Any]:
+    """Return the items as they are sent."""
+    return [item.wire for item in items]
 
 
 def fit_chat(
@@ -172,11 +176,11 @@ def test_split_turns() -> None:
     second = [user("b")]
     head, turns = split_turns(chat_items([SYSTEM, greeting, *first, *second]))
 
-    assert wire_messages(head) == [SYSTEM]
-    assert [wire_messages(turn) for turn in turns] == [[greeting], first, second]
+    assert _wire(head) == [SYSTEM]
+    assert [_wire(turn) for turn in turns] == [[greeting], first, second]
     assert split_turns([]) == ([], [])
     head, turns = split_turns(chat_items([SYSTEM]))
-    assert (wire_messages(head), turns) == ([SYSTEM], [])
+    assert (_wire(head), turns) == ([SYSTEM], [])
 
 
 # --- fitting without a window --------------------------------------------------
@@ -357,6 +361,16 @@ def test_oversized_tool_result_is_cut_with_a_note() -> None:
     assert content.split("\n[Cut")[0].endswith("'on'")
     assert fitted.messages[:-1] == messages[:-1]
     assert fitted.tokens <= 4096 * 0.95 - 1024
+
+
+def test_a_result_of_a_tool_no_longer_offered_is_cut_without_arguments() -> None:
+    """Its note names no arguments: the tool is not there to call again."""
+    result = json.dumps({"result": "x" * 40_000})
+    messages = [SYSTEM, user("q"), *tool_round("c1", "OldTool", result)]
+
+    fitted = fit_chat(messages, TOOLS, Limits(4096), TokenEstimate(), ConversationCut())
+
+    assert fitted.messages[-1]["content"].endswith(" characters shown.]")
 
 
 def test_responses_items_are_measured_and_cut_alike() -> None:
@@ -557,41 +571,6 @@ def test_answer_room_with_a_small_limit() -> None:
     assert Limits(SMALL_WINDOW, answer_tokens=100).least_answer_tokens == 100
 
 
-# --- folding the system prompt ---------------------------------------------------
-
-
-def test_fold_system_into_the_first_user_message() -> None:
-    """The system prompt goes first in the first user message, the rest as it was."""
-    second = [user("b"), assistant("B")]
-    messages = [SYSTEM, user("a"), assistant("A"), *second]
-
-    folded = fold_system(messages)
-
-    assert folded == [
-        user(f"{SYSTEM['content']}\n\na"),
-        assistant("A"),
-        *second,
-    ]
-    # The next request of the conversation starts with this one, folded alike.
-    later = fold_system([*messages, user("c")])
-    assert later[: len(folded)] == folded
-    assert messages[0] == SYSTEM  # the input is left as it was
-
-
-def test_fold_system_without_a_user_message_first() -> None:
-    """Attachments keep their parts; with no user message first, one is made."""
-    parts = {"role": "user", "content": [{"type": "text", "text": "look"}]}
-    assert fold_system([SYSTEM, parts])[0]["content"] == [
-        {"type": "text", "text": f"{SYSTEM['content']}\n\n"},
-        {"type": "text", "text": "look"},
-    ]
-    assert fold_system([SYSTEM, assistant("Hi")]) == [
-        user(SYSTEM["content"]),
-        assistant("Hi"),
-    ]
-    assert fold_system([user("a")]) == [user("a")]
-
-
 # --- overflow errors ---------------------------------------------------------------
 
 
@@ -733,3 +712,69 @@ def test_a_figure_of_thousands_of_digits_is_no_figure() -> None:
     )
     endless = f"maximum context length is {'9' * 5000}; prompt contains 12 tokens"
     assert parse_overflow(endless) == Overflow(None, 12)
+
+
+# --- the prompt form of either wire API --------------------------------------
+
+CHAT = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "Lights?"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "function": {"name": "GetLiveContext", "arguments": "{}"}}
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "all off"},
+    {"role": "assistant", "content": "All off."},
+]
+RESPONSES = [
+    {"type": "message", "role": "developer", "content": "Be brief."},
+    {"type": "message", "role": "user", "content": "Lights?"},
+    {
+        "type": "reasoning",
+        "summary": [{"text": "Look."}, "x"],
+        "encrypted_content": "e",
+    },
+    {
+        "type": "function_call",
+        "call_id": "c1",
+        "name": "GetLiveContext",
+        "arguments": "{}",
+    },
+    {"type": "function_call_output", "call_id": "c1", "output": "all off"},
+    {"type": "message", "role": "assistant", "content": "All off."},
+]
+KINDS = [ItemKind.INSTRUCTIONS, ItemKind.USER, ItemKind.REPLY, ItemKind.RESULT]
+
+
+def test_both_wire_apis_read_as_the_same_conversation() -> None:
+    """Instructions, a turn with a call and its result: the same turns either way."""
+    for items in (chat_items(CHAT), responses_items(RESPONSES)):
+        head, turns = split_turns(items)
+        assert [item.kind for item in head] == [ItemKind.INSTRUCTIONS]
+        assert len(turns) == 1
+        assert {item.kind for item in turns[0]} == set(KINDS[1:])
+        calls = [call for item in items for call in item.calls]
+        assert calls == [CallRef("c1", "GetLiveContext", "{}")]
+        (result,) = (item for item in items if item.kind is ItemKind.RESULT)
+        assert (result.answers, result.text) == ("c1", "all off")
+
+
+def test_a_reasoning_summary_is_read_and_the_rest_kept_as_sent() -> None:
+    """Only the text parts of a summary count; the items go out as they came."""
+    items = responses_items(RESPONSES)
+
+    assert items[2].summary == ("Look.",)
+    assert _wire(items) == RESPONSES
+
+
+def test_a_result_with_other_text_keeps_its_field() -> None:
+    """A cut result says its new text where its wire API holds it."""
+    chat = chat_items(CHAT)[3].with_text("cut")
+    responses = responses_items(RESPONSES)[4].with_text("cut")
+
+    assert chat.wire == {**CHAT[3], "content": "cut"}
+    assert responses.wire == {**RESPONSES[4], "output": "cut"}
+    assert CHAT[3]["content"] == "all off"

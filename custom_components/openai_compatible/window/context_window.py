@@ -1,14 +1,11 @@
 """The context window of each agent and task, and fitting each request into it.
 
-`ContextWindow`, one per subentry, knows the window (the subentry's setting,
-and what the server reports or named in an overflow error: the smallest of
-them), keeps the token estimate calibrated by the server's own counts,
-remembers per conversation what was left out, and keeps a repair issue open
-while the prompt alone is too large. `RequestFit` is what the wire adapter asks
-for one run of rounds, over either wire API: fit each request's messages or
-input items and the answer's limit, after an overflow error fit the same
-request again to what the error taught, once, and learn from the server's
-prompt count a chat template that drops system messages.
+`ContextWindow`, one per subentry: the window (the smallest of the setting and
+what the server reports or an overflow named), the estimate calibrated by the
+server's counts, what each conversation left out, and a repair issue while the
+prompt alone is too large. `RequestFit`, one per run of rounds: each request
+fitted with its answer's limit, fitted again once after an overflow, and a chat
+template that drops system messages learned from the server's count.
 """
 
 from __future__ import annotations
@@ -16,7 +13,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigEntryState, ConfigSubentry
@@ -41,25 +38,24 @@ from .prompt_fit import (
     ConversationCut,
     Fitted,
     Limits,
+    Message,
+    PromptItem,
     TokenEstimate,
     Tools,
     fit,
     raw_message,
     split_turns,
 )
-from .prompt_items import Message, PromptItem
 
 if TYPE_CHECKING:
     from ..models.capabilities import Capabilities, ModelCapabilities
     from ..net.request import RequestSettings
 
+# A request's messages as sent, and the answer's limit; None: no limit.
+type Fit = tuple[list[Message], int | None]
+
 # Conversations whose cuts are remembered, the most recent ones.
 MAX_CONVERSATIONS = 32
-# Where a request body holds the conversation: Chat Completions, Responses.
-CONVERSATION_KEYS = ("messages", "input")
-# Where a request body holds the answer's limit: Chat Completions (under
-# either name), Responses.
-LIMIT_KEYS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 # A local server's answer limit is at most this share of the window.
 LOCAL_ANSWER_SHARE = 4
 # A server that counts a request as fewer tokens than this share of the raw
@@ -85,9 +81,8 @@ def default_answer_limit(
 ) -> int | None:
     """Return the answer limit of a subentry whose settings set none.
 
-    A local server gets one, so that a model that does not stop ends there
-    rather than at the end of its window: the answer's usual room, or a
-    quarter of the window where that is less. Hosted services get none.
+    Only a local server gets one, so a model that does not stop ends there
+    rather than at the end of its window: at most a quarter of the window.
     """
     if not server.local:
         return None
@@ -141,11 +136,7 @@ class ContextWindow:
         return cut
 
     def report(self, chat_log: conversation.ChatLog, err: ContextWindowError) -> None:
-        """Open the repair issue when the prompt alone does not fit.
-
-        Not once the entry is unloading or gone: a turn still running writes
-        nothing for it.
-        """
+        """Open the repair issue when the prompt alone does not fit, while loaded."""
         entry = chat_log.hass.config_entries.async_get_entry(self._entry_id)
         if err.translation_key != "prompt_too_large" or (
             entry is None or entry.state is not ConfigEntryState.LOADED
@@ -179,46 +170,26 @@ class RequestFit:
     _capabilities: ModelCapabilities
     _settings: RequestSettings
     _cut: ConversationCut = field(init=False)
-    # The request last asked for, before fitting; the raw estimates of it as
-    # sent, and of its system messages; and whether it was sent again after
-    # an overflow.
+    # The request last asked for, before fitting; the raw estimate of it as
+    # sent; whether it was sent again after an overflow.
     _asked: tuple[list[PromptItem], Tools] = field(
         init=False, default_factory=lambda: ([], [])
     )
     _sent_raw: float = field(init=False, default=0.0)
-    _sent_system_raw: float = field(init=False, default=0.0)
-    _sent_tools: Tools = field(init=False, default_factory=list)
     _retried: bool = field(init=False, default=False)
-    _answer_limit: int | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         """Take the window's cut of this conversation."""
         self._cut = self._owner.cut(self._chat_log.conversation_id)
 
-    def limited[B: Mapping[str, object]](self, body: B, key: str, least: int = 1) -> B:
-        """Return the body with the answer's limit under `key`, at least `least`.
-
-        The settings' limit, or less where the window leaves the answer of the
-        request last fitted less room; none where neither sets one.
-        """
-        limit = self._answer_limit or self._settings.max_tokens
-        rest = {name: value for name, value in body.items() if name not in LIMIT_KEYS}
-        return cast("B", rest if limit is None else {**rest, key: max(limit, least)})
-
-    def messages(self, messages: list[PromptItem], tools: Tools) -> list[Message]:
-        """Return the messages of a new request, fitted into the window."""
+    def fitted(self, items: list[PromptItem], tools: Tools) -> Fit:
+        """Return a new request's messages fitted into the window, and its limit."""
         self._retried = False
-        self._asked = (messages, tools)
-        return self._fitted(messages, tools)
+        self._asked = (items, tools)
+        return self._fitted(items, tools)
 
-    def after_overflow[B: Mapping[str, object]](
-        self, body: B, err: ContextOverflowError
-    ) -> B:
-        """Return the body to send again, fitted to what the error taught.
-
-        Raises the translated error when trimming cannot help, or when the
-        request was already sent again once.
-        """
+    def after_overflow(self, err: ContextOverflowError) -> Fit:
+        """Return the last request fitted to what the error taught; raise if it cannot help."""
         LOGGER.debug(
             "The request overflowed the context (window %s, prompt %s tokens)",
             err.window,
@@ -238,30 +209,29 @@ class RequestFit:
         elif window is None or self._owner.estimate.ratio == before:
             # Nothing new to fit by: trimming again would send the same.
             raise self._unfixable(err, named)
-        # Fitted again from what was asked: the body may hold it reshaped.
-        key = next(key for key in CONVERSATION_KEYS if key in body)
-        return cast("B", {**body, key: self._fitted(*self._asked)})
+        return self._fitted(*self._asked)
 
     def observe(self, usage: JsonObject) -> None:
         """Calibrate the estimate with the tokens the server counted.
 
-        A count too small to hold the system messages teaches that the
-        server's chat template drops them; one too small for the tools sent
-        tells of tools left out (raised).
+        A count too small for the system messages teaches that the chat
+        template drops them; one too small for the tools raises.
         """
         estimate = self._owner.estimate
         counted = usage.get("prompt_tokens")
-        tool_tokens = estimate.tokens(estimate.raw_tools(self._sent_tools))
+        items, tools = self._asked
+        tool_tokens = estimate.tokens(estimate.raw_tools(tools))
+        system = sum(map(raw_message, split_turns(items)[0]))
         if isinstance(counted, int):
             self._capabilities.accepted_prompt(counted)
-        if self._dropped_system(counted):
+        if self._dropped_system(counted, system):
             LOGGER.info(
                 "%s counted %s prompt tokens for a system prompt of about %d: its "
                 "chat template drops system messages, so the system prompt now "
                 "goes at the start of the first user message",
                 self._capabilities.model,
                 counted,
-                estimate.tokens(self._sent_system_raw),
+                estimate.tokens(system),
             )
             self._capabilities.learn_refused(
                 Feature.SYSTEM_MESSAGES,
@@ -271,20 +241,19 @@ class RequestFit:
             estimate.calibrate(self._sent_raw, counted)
         check_tools_kept(self._capabilities, tool_tokens, counted)
 
-    def _dropped_system(self, counted: Any) -> bool:
-        """Tell whether the server's count is too small to hold the system messages.
+    def _dropped_system(self, counted: Any, system: float) -> bool:
+        """Tell whether the count is too small for the system messages' raw `system`.
 
-        Not on Ollama, some versions of which count only the prompt tokens
-        that did not come from their cache.
+        Not on Ollama, some versions of which count only uncached tokens.
         """
         return (
             isinstance(counted, int)
-            and 0 < counted < self._sent_system_raw * DROPPED_SYSTEM_SHARE
+            and 0 < counted < system * DROPPED_SYSTEM_SHARE
             and self._capabilities.kind is not ServerKind.OLLAMA
             and not self._capabilities.refuses(Feature.SYSTEM_MESSAGES)
         )
 
-    def _fitted(self, messages: list[PromptItem], tools: Tools) -> list[Message]:
+    def _fitted(self, messages: list[PromptItem], tools: Tools) -> Fit:
         """Fit the messages, trace what was done, and keep the repair current."""
         limits = self._owner.limits(self._capabilities, self._settings)
         estimate = self._owner.estimate
@@ -295,16 +264,14 @@ class RequestFit:
             raise
         self._owner.resolve(self._chat_log.hass)
         self._sent_raw = estimate.raw_request(fitted.items, tools)
-        self._sent_tools = tools
-        head, _turns = split_turns(fitted.items)
-        self._sent_system_raw = sum(map(raw_message, head))
-        self._answer_limit = (
+        self._trace(limits, fitted)
+        # The settings' limit, or less where the window leaves less room.
+        less = (
             fitted.answer_tokens
             if fitted.answer_tokens < limits.answer_tokens
             else None
         )
-        self._trace(limits, fitted)
-        return fitted.messages
+        return fitted.messages, less or self._settings.max_tokens
 
     def _trace(self, limits: Limits, fitted: Fitted) -> None:
         """Tell the conversation's trace what fitting did."""
@@ -324,10 +291,7 @@ class RequestFit:
         )
 
     def _unfixable(self, err: ContextOverflowError, named: int | None) -> Exception:
-        """Return the translated error for an overflow that trimming cannot fix.
-
-        `named` is the window the error named, where it is believed.
-        """
+        """Return the error for an overflow trimming cannot fix; `named`: its window."""
         limits = self._owner.limits(self._capabilities, self._settings)
         window = named or limits.window
         if window is None:

@@ -1,44 +1,187 @@
-"""The Chat Completions dialect: chat log to messages, answer to deltas.
+"""The Chat Completions dialect, and the chat log rendering both dialects share.
 
-The messages are rendered as render.py says; `without_feature` says what of
-a body can go when a server refuses it.
+Rendering is deterministic (each content once per round trip), so a request
+repeats the previous one's start for the prompt cache. With tools, what of
+the system prompt varies by device or command (`split_instructions`) goes to
+the first user message once fitted, so the system prompt and tools stay.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 import hashlib
 import re
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import Any, Final, Literal, cast
 
 from homeassistant.components import conversation
+from homeassistant.components.intent.llm import DEVICE_CONTROL_TOOL_USAGE_PROMPT
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.json import json_dumps
+from homeassistant.helpers.llm import DATE_TIME_PROMPT
 
 from ..features import Feature
-from ..media.attachments import LoadedFile
+from ..media.attachments import LoadedFile, async_load_attachments
 from ..net.request import RequestSettings, ToolSet, without_keys
 from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject, ResponseFormat
-from ..window.prompt_fit import fold_system
-from ..window.prompt_items import PromptItem, chat_items
+from ..window.prompt_fit import CallRef, ItemKind, PromptItem, split_turns
 from .chat_stream import ChatStreamParser, Delta, async_read_answer
-from .render import ChatLogRenderer, Instructions
+from .round_trip import Instructions
 from .tool_answers import checked_calls, model_calls
 
-if TYPE_CHECKING:
-    from .render import Role
+type Role = Literal["system", "user", "assistant"]
 
-_MISTRAL_ID = re.compile(r"^[a-zA-Z0-9]{9}$")
+# Where Home Assistant's system prompt turns to what varies: after the Assist
+# API's device control line (the area, timers), or at the date line; a
+# satellite's extra system prompt comes after both.
+_VARIES_AFTER: Final = f"{DEVICE_CONTROL_TOOL_USAGE_PROMPT}\n"
+_VARIES_FROM: Final = "\n" + DATE_TIME_PROMPT.split("{{", 1)[0]
+# Call ids as Mistral takes them.
+_MISTRAL_ID: Final = re.compile(r"^[a-zA-Z0-9]{9}$")
+# The feature each field of a body stands for.
+_FIELD_FEATURES: Final = {
+    "logprobs": Feature.LOGPROBS,
+    "stream_options": Feature.STREAM_OPTIONS,
+    "max_completion_tokens": Feature.MAX_COMPLETION_TOKENS,
+    "max_tokens": Feature.MAX_TOKENS,
+    "temperature": Feature.SAMPLING,
+    "top_p": Feature.SAMPLING,
+    "prompt_cache_key": Feature.PROMPT_CACHE_KEY,
+    "tool_choice": Feature.TOOL_CHOICE,
+}
+# The feature each attachment part stands for, in either dialect's form.
+_PART_FEATURES: Final = {
+    "image_url": Feature.IMAGE_INPUT,
+    "file": Feature.FILE_INPUT,
+    "input_image": Feature.IMAGE_INPUT,
+    "input_file": Feature.FILE_INPUT,
+}
+# The fields that go with a feature that can go.
+_DROPPED_KEYS: Final = {
+    Feature.STREAM_OPTIONS: ("stream_options",),
+    Feature.STREAM_WITH_TOOLS: ("stream", "stream_options"),
+    Feature.PROMPT_CACHE_KEY: ("prompt_cache_key",),
+    Feature.TOOL_CHOICE: ("tool_choice",),
+    Feature.SAMPLING: ("temperature", "top_p"),
+}
 
-type Message = ChatMessage
+
+def split_instructions(text: str) -> tuple[str, str]:
+    """Return the part of a system prompt every device and command shares, and the rest."""
+    cut = len(text)
+    if (found := text.find(_VARIES_AFTER)) >= 0:
+        cut = found + len(_VARIES_AFTER) - 1
+    if (found := text.find(_VARIES_FROM)) >= 0:
+        cut = min(cut, found)
+    return text[:cut], text[cut:].strip("\n")
+
+
+class ChatLogRenderer[Item, Part](ABC):
+    """Render chat log content as one wire API's messages or items."""
+
+    # The content part of an attachment.
+    _attachment_part: Callable[[LoadedFile], Part]
+
+    def __init__(self, hass: HomeAssistant, tool_set: ToolSet) -> None:
+        """Prepare an empty cache."""
+        self._hass = hass
+        self.tool_set = tool_set
+        self._rendered: dict[int, tuple[conversation.Content, list[Item]]] = {}
+
+    async def async_render(
+        self,
+        contents: list[conversation.Content],
+        instructions: Instructions | None = None,
+    ) -> list[Item]:
+        """Return the whole log; `instructions` go with the task's own user message."""
+        items: list[Item] = []
+        open_calls: dict[str, None] = {}
+        for content in contents:
+            rendered = await self._async_cached(content, instructions)
+            if isinstance(content, conversation.ToolResultContent):
+                if content.tool_call_id in open_calls:
+                    del open_calls[content.tool_call_id]
+                    items.extend(rendered)
+                continue
+            # A placeholder result for each call that never got one.
+            no_result = {"error": "no result"}
+            items.extend(self._result(call, no_result) for call in open_calls)
+            open_calls = {}
+            if isinstance(content, conversation.AssistantContent):
+                open_calls = dict.fromkeys(self._call_ids(content, rendered))
+            items.extend(rendered)
+        return items
+
+    async def _async_cached(
+        self, content: conversation.Content, instructions: Instructions | None
+    ) -> list[Item]:
+        """Return one piece of content rendered, once per content object."""
+        cached = self._rendered.get(id(content))
+        if cached is None or cached[0] is not content:
+            cached = (content, await self._async_convert(content, instructions))
+            self._rendered[id(content)] = cached
+        return cached[1]
+
+    async def _async_convert(
+        self, content: conversation.Content, instructions: Instructions | None
+    ) -> list[Item]:
+        """Convert one piece of content."""
+        if isinstance(content, conversation.SystemContent):
+            if not self.tool_set.tools:
+                return [self._message("system", content.content)]
+            shared, varying = split_instructions(content.content)
+            varying_message = [self._message("system", varying)] if varying else []
+            return [self._message("system", shared), *varying_message]
+        if isinstance(content, conversation.UserContent):
+            return [await self._async_user(content, instructions)]
+        if isinstance(content, conversation.AssistantContent):
+            return self._assistant(content)
+        result = content.result
+        if result.error and "error" not in result.data:
+            # The model must read it as a failure, as core integrations tell it.
+            return [self._result(content.tool_call_id, {"error": result.data})]
+        return [self._result(content.tool_call_id, result.data)]
+
+    async def _async_user(
+        self, content: conversation.UserContent, instructions: Instructions | None
+    ) -> Item:
+        """Convert a user message, its attachments read."""
+        extra = instructions[1] if instructions and instructions[0] is content else None
+        text = f"{content.content}\n\n{extra}" if extra else content.content
+        if not content.attachments:
+            return self._message("user", text)
+        files = await async_load_attachments(self._hass, content.attachments)
+        parts = [self._text_part(text), *map(self._attachment_part, files)]
+        return self._message("user", parts)
+
+    @abstractmethod
+    def _text_part(self, text: str) -> Part:
+        """Return a text content part."""
+
+    @abstractmethod
+    def _message(self, role: Role, content: str | list[Part]) -> Item:
+        """Return a message of a role."""
+
+    @abstractmethod
+    def _assistant(self, content: conversation.AssistantContent) -> list[Item]:
+        """Convert an answer."""
+
+    @abstractmethod
+    def _result(self, call_id: str, data: Any) -> Item:
+        """Return the result of a tool call."""
+
+    def _call_ids(
+        self, content: conversation.AssistantContent, rendered: list[Item]
+    ) -> Iterable[str]:
+        """Return the ids of the calls the server sees: the model's, not the provider's."""
+        return [call.id for call in model_calls(content)]
 
 
 def _wire_call_id(call_id: str, short: bool) -> str:
     """Return the call id in a form the server accepts, always the same one."""
     if not short or _MISTRAL_ID.match(call_id):
         return call_id
-    digest = hashlib.sha256(call_id.encode()).hexdigest()
-    return format(int(digest, 16), "x")[:9]
+    return hashlib.sha256(call_id.encode()).hexdigest().lstrip("0")[:9]
 
 
 def attachment_part(file: LoadedFile) -> ChatPart:
@@ -48,74 +191,46 @@ def attachment_part(file: LoadedFile) -> ChatPart:
     return {"type": "file", "file": {"filename": file.name, "file_data": file.data_url}}
 
 
-class MessageRenderer(ChatLogRenderer[Message, ChatPart]):
-    """Render chat log content as Chat Completions messages."""
-
-    _attachment_part = staticmethod(attachment_part)
-
-    def __init__(
-        self, hass: HomeAssistant, tool_set: ToolSet, settings: RequestSettings
-    ) -> None:
-        """Prepare an empty cache."""
-        super().__init__(hass, tool_set)
-        self._short_ids = settings.short_tool_call_ids
-
-    def _text_part(self, text: str) -> ChatPart:
-        """Return a text content part."""
-        return {"type": "text", "text": text}
-
-    def _message(self, role: Role, content: str | list[ChatPart]) -> Message:
-        """Return a message of a role."""
-        return {"role": role, "content": content}
-
-    def _result(self, call_id: str, data: Any) -> Message:
-        """Return the result of a tool call."""
-        return {
-            "role": "tool",
-            "tool_call_id": _wire_call_id(call_id, self._short_ids),
-            "content": json_dumps(data),
-        }
-
-    def _call_ids(
-        self, content: conversation.AssistantContent, rendered: list[Message]
-    ) -> list[str]:
-        """Return the ids of the calls the model made (provider-run ones aside)."""
-        return [call.id for call in model_calls(content)]
-
-    def _assistant(self, content: conversation.AssistantContent) -> list[Message]:
-        """Convert an answer: its text, and its calls."""
-        calls = model_calls(content)
-        if not calls and not content.content:
-            if content.tool_calls:
-                return []  # only provider-run calls: nothing to replay
-            return [{"role": "assistant", "content": ""}]
-        # Empty text, not null: llama-cpp-python refuses null next to tool calls.
-        message: Message = {"role": "assistant", "content": content.content or ""}
-        if content.thinking_content:
-            message["reasoning_content"] = content.thinking_content
-        if calls:
-            message["tool_calls"] = [
-                {
-                    "id": _wire_call_id(call.id, self._short_ids),
-                    "type": "function",
-                    "function": {
-                        "name": self._tool_set.to_wire.get(
-                            call.tool_name, call.tool_name
-                        ),
-                        "arguments": json_dumps(call.tool_args),
-                    },
-                }
-                for call in calls
-            ]
-        return [message]
+def chat_items(messages: Iterable[ChatMessage]) -> list[PromptItem]:
+    """Return the messages as prompt items, each with its kind and calls told."""
+    return [_chat_item(message) for message in messages]
 
 
-def varying_in_user(messages: list[Message]) -> list[Message]:
-    """Return the messages with the system prompt's varying part moved.
+def _chat_item(message: ChatMessage) -> PromptItem:
+    """Return one message as a prompt item."""
+    if message.get("role") == "tool":
+        answers = str(message.get("tool_call_id"))
+        return PromptItem(ItemKind.RESULT, message, answers=answers)
+    calls = tuple(
+        CallRef(call.get("id"), call["function"]["name"], call["function"]["arguments"])
+        for call in message.get("tool_calls") or ()
+    )
+    return PromptItem(ItemKind.of_role(message.get("role")), message, calls=calls)
 
-    To the start of the first user message (render.py): the system prompt
-    and the tools stay the same from one conversation to the next.
+
+def fold_system(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """Return the leading system messages put at the start of the first user one.
+
+    As Gemma's own chat template does: their text, a blank line, the user's.
     """
+    count = len(split_turns(chat_items(messages))[0])
+    if not count:
+        return messages
+    head, rest = messages[:count], messages[count:]
+    text = "\n\n".join(str(message.get("content") or "") for message in head)
+    if not rest or rest[0].get("role") != "user":
+        return [{"role": "user", "content": text}, *rest]
+    content = rest[0].get("content")
+    folded: str | list[ChatPart] = (
+        [{"type": "text", "text": f"{text}\n\n"}, *content]
+        if isinstance(content, list)
+        else f"{text}\n\n{content or ''}"
+    )
+    return [{**rest[0], "content": folded}, *rest[1:]]
+
+
+def varying_in_user(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """Return the messages with the system prompt's varying part in the first user one."""
     if not messages or messages[0].get("role") != "system":
         return messages
     return [messages[0], *fold_system(messages[1:])]
@@ -138,53 +253,31 @@ def body_features(body: ChatBody) -> frozenset[Feature]:
         features.add(Feature.TOOLS)
         if body.get("stream"):
             features.add(Feature.STREAM_WITH_TOOLS)
-    for key, feature in _FIELD_FEATURES.items():
-        if key in body:
-            features.add(feature)
+    features.update(feature for key, feature in _FIELD_FEATURES.items() if key in body)
     for message in body.get("messages") or ():
-        if message.get("role") in _SYSTEM_ROLES:
+        if ItemKind.of_role(message.get("role")) is ItemKind.INSTRUCTIONS:
             features.add(Feature.SYSTEM_MESSAGES)
         if "reasoning_content" in message:
             features.add(Feature.REASONING_CONTENT)
-        if isinstance(content := message.get("content"), list):
-            kinds = {part.get("type") for part in content}
-            if "image_url" in kinds:
-                features.add(Feature.IMAGE_INPUT)
-            if "file" in kinds:
-                features.add(Feature.FILE_INPUT)
-    return frozenset(features)
+    return frozenset(features | part_features(body.get("messages") or ()))
 
 
-_SYSTEM_ROLES: Final = ("system", "developer")
-_FIELD_FEATURES: Final = {
-    "logprobs": Feature.LOGPROBS,
-    "stream_options": Feature.STREAM_OPTIONS,
-    "max_completion_tokens": Feature.MAX_COMPLETION_TOKENS,
-    "max_tokens": Feature.MAX_TOKENS,
-    "temperature": Feature.SAMPLING,
-    "top_p": Feature.SAMPLING,
-    "prompt_cache_key": Feature.PROMPT_CACHE_KEY,
-    "tool_choice": Feature.TOOL_CHOICE,
-}
-
-
-# The fields that go with a feature that can go.
-_DROPPED_KEYS: Final = {
-    Feature.STREAM_OPTIONS: ("stream_options",),
-    Feature.STREAM_WITH_TOOLS: ("stream", "stream_options"),
-    Feature.PROMPT_CACHE_KEY: ("prompt_cache_key",),
-    Feature.TOOL_CHOICE: ("tool_choice",),
-    Feature.SAMPLING: ("temperature", "top_p"),
-}
+def part_features(items: Iterable[Mapping[str, object]]) -> set[Feature]:
+    """Return the features the attachments of messages or input items stand for."""
+    return {
+        _PART_FEATURES[str(part["type"])]
+        for item in items
+        if isinstance(content := item.get("content"), list)
+        for part in content
+        if part.get("type") in _PART_FEATURES
+    }
 
 
 def without_feature(body: ChatBody, feature: Feature) -> ChatBody | None:
     """Return the body asking the same without the feature; None if it cannot.
 
-    Only what changes how the answer is sent or tuned can go, and the
-    thinking given back: a response format, log-probabilities, tools or
-    attachments are the request itself.
-    The system prompt is not left out but moved into the first user message.
+    What tunes or sends the answer can go, the thinking given back, and the
+    system messages (folded into the first user one); the rest is the request.
     """
     if keys := _DROPPED_KEYS.get(feature):
         return without_keys(body, keys)
@@ -207,41 +300,29 @@ def without_feature(body: ChatBody, feature: Feature) -> ChatBody | None:
     return changed
 
 
-class ChatCompletionsDialect:
-    """`/chat/completions`: messages in, a chat completion or its chunks out.
+class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
+    """`/chat/completions`: messages in, a chat completion or its chunks out."""
 
-    A stream next to tools that is empty is asked again unstreamed.
-    """
-
+    _attachment_part = staticmethod(attachment_part)
     route: str = "/chat/completions"
     proves: Feature | None = None
     retries_unstreamed: bool = True
     least_limit: int = 1
     body_features = staticmethod(body_features)
     without_feature = staticmethod(without_feature)
+    prompt_items = staticmethod(chat_items)
 
     def __init__(
         self, hass: HomeAssistant, settings: RequestSettings, tool_set: ToolSet
     ) -> None:
-        """Prepare the renderer for a run of rounds."""
+        """Prepare for a run of rounds."""
+        super().__init__(hass, tool_set)
         self.settings = settings
-        self.tool_set = tool_set
         self.tools = tool_set.tools
         self.limit_key = settings.limit_key
-        self._renderer = MessageRenderer(hass, tool_set, settings)
-
-    async def async_render(
-        self, contents: list[conversation.Content], instructions: Instructions | None
-    ) -> list[Message]:
-        """Return the chat log as messages."""
-        return await self._renderer.async_render(contents, instructions)
-
-    def prompt_items(self, conversation: list[Message]) -> list[PromptItem]:
-        """Return the messages, each with its kind told."""
-        return chat_items(conversation)
 
     def body(
-        self, conversation: list[Message], response_format: ResponseFormat | None
+        self, conversation: list[ChatMessage], response_format: ResponseFormat | None
     ) -> ChatBody:
         """Return the request body around the messages."""
         body: JsonObject = {
@@ -250,8 +331,7 @@ class ChatCompletionsDialect:
         }
         if self.tools:
             body["tools"] = self.tools
-            # The default where tools are offered; some servers only consider
-            # tools when it is said.
+            # The default with tools, which some servers only follow when told.
             body["tool_choice"] = "auto"
         body.update(self.settings.body())
         if response_format:
@@ -276,3 +356,44 @@ class ChatCompletionsDialect:
     ) -> AsyncIterator[Delta]:
         """Yield the deltas of an answer."""
         return async_read_answer(parser, chunks, streamed=streamed)
+
+    def _text_part(self, text: str) -> ChatPart:
+        """Return a text content part."""
+        return {"type": "text", "text": text}
+
+    def _message(self, role: Role, content: str | list[ChatPart]) -> ChatMessage:
+        """Return a message of a role."""
+        return {"role": role, "content": content}
+
+    def _result(self, call_id: str, data: Any) -> ChatMessage:
+        """Return the result of a tool call."""
+        return {
+            "role": "tool",
+            "tool_call_id": _wire_call_id(call_id, self.settings.short_tool_call_ids),
+            "content": json_dumps(data),
+        }
+
+    def _assistant(self, content: conversation.AssistantContent) -> list[ChatMessage]:
+        """Convert an answer: its text, and its calls."""
+        calls = model_calls(content)
+        if not calls and not content.content:
+            # Only provider-run calls leave nothing to replay.
+            return [] if content.tool_calls else [{"role": "assistant", "content": ""}]
+        # Empty text, not null: llama-cpp-python refuses null next to tool calls.
+        message: ChatMessage = {"role": "assistant", "content": content.content or ""}
+        if content.thinking_content:
+            message["reasoning_content"] = content.thinking_content
+        to_wire = self.tool_set.to_wire
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": _wire_call_id(call.id, self.settings.short_tool_call_ids),
+                    "type": "function",
+                    "function": {
+                        "name": to_wire.get(call.tool_name, call.tool_name),
+                        "arguments": json_dumps(call.tool_args),
+                    },
+                }
+                for call in calls
+            ]
+        return [message]

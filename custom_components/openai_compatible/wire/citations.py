@@ -1,9 +1,6 @@
-"""Inline web-search citations removed from spoken text, across stream deltas.
+"""Inline web-search citations (` ([example.com](https://...))`) kept out of speech.
 
-OpenAI writes a source inline as ` ([example.com](https://example.com/...))`.
-Read aloud, that is noise. Only text that can still become such a citation is
-held back, at most the length of the longest citation taken; the rest is
-given on at once.
+Across stream deltas, only text that may still become one is held back.
 """
 
 from __future__ import annotations

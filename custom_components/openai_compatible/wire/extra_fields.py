@@ -1,9 +1,7 @@
 """Fields a user adds to every request of an agent or task, beside the thinking.
 
-The integration owns some fields of a request (OWNED_FIELDS); the form refuses
-extra fields that would set them, and the saved ones are read without them.
-A server that refuses an extra field names it; the round trip drops it then,
-and the model's capabilities remember it.
+The form refuses those the integration owns (OWNED_FIELDS). A server that
+refuses one names it; the round trip drops it and the model remembers.
 """
 
 from __future__ import annotations

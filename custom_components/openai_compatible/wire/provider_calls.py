@@ -1,8 +1,4 @@
-"""Calls the provider ran itself (web search, code interpreter, image generation).
-
-Each is shown in the chat log as an external tool call with its result, and
-goes back to the server as much as it takes again.
-"""
+"""Calls the provider ran itself: shown as external calls with their results."""
 
 from __future__ import annotations
 

@@ -1,17 +1,14 @@
 """The Responses API dialect: chat log to input items, events to deltas.
 
-Requests are stateless: the whole conversation is sent each round, reasoning
-items with their encrypted content, so the request prefix stays stable for
-the prompt cache. Nothing is stored at the provider (`store: false`) unless
-the subentry opts in.
+Stateless: the whole conversation goes each round, reasoning encrypted, so the
+prefix stays for the prompt cache; nothing is stored unless the subentry opts in.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import Iterable
 from typing import Final, cast
 
-from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 
 from ..features import PROVIDER_TOOLS, Feature
@@ -26,42 +23,33 @@ from ..net.shapes import (
     ResponsesItem,
     TextParams,
 )
-from ..window.prompt_items import PromptItem, responses_items
-from .render import Instructions
+from ..window.prompt_fit import CallRef, ItemKind, PromptItem
+from .chat_completions import part_features
 from .responses_render import InputRenderer, function_tools
 from .responses_stream import ResponsesStreamParser, async_read_events
-from .round_trip import Delta
 from .tool_answers import checked_calls
 
 ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
 # OpenAI refuses a smaller limit on the answer's tokens.
 MIN_OUTPUT_TOKENS: Final = 16
-# The feature each provider-run tool type, and each include, stands for.
+# The feature each provider-run tool type stands for; what the request includes
+# of its calls; the feature each include stands for.
 _TOOL_FEATURES: Final = {
     "web_search": Feature.WEB_SEARCH,
     "web_search_preview": Feature.WEB_SEARCH,
     "code_interpreter": Feature.CODE_INTERPRETER,
     "image_generation": Feature.IMAGE_GENERATION,
 }
-_INCLUDE_FEATURES: Final = {
-    ENCRYPTED_REASONING: Feature.REASONING,
-    "web_search_call.action.sources": Feature.WEB_SEARCH,
-    "code_interpreter_call.outputs": Feature.CODE_INTERPRETER,
-}
-# What the request includes of the calls of each provider-run tool.
 _TOOL_INCLUDES: Final = {
     "web_search": "web_search_call.action.sources",
     "code_interpreter": "code_interpreter_call.outputs",
 }
-_FIELD_FEATURES: Final = {
-    "temperature": Feature.SAMPLING,
-    "top_p": Feature.SAMPLING,
+_INCLUDE_FEATURES: Final = {ENCRYPTED_REASONING: Feature.REASONING} | {
+    include: _TOOL_FEATURES[tool] for tool, include in _TOOL_INCLUDES.items()
+}
+_FIELD_FEATURES: Final = dict.fromkeys(("temperature", "top_p"), Feature.SAMPLING) | {
     "prompt_cache_key": Feature.PROMPT_CACHE_KEY,
     "service_tier": Feature.SERVICE_TIER,
-}
-_PART_FEATURES: Final = {
-    "input_image": Feature.IMAGE_INPUT,
-    "input_file": Feature.FILE_INPUT,
 }
 
 
@@ -148,14 +136,7 @@ def body_features(body: ResponsesBody) -> frozenset[Feature]:
         if value in _INCLUDE_FEATURES
     )
     features.update(feature for key, feature in _FIELD_FEATURES.items() if key in body)
-    for item in body.get("input") or ():
-        if isinstance(content := item.get("content"), list):
-            features.update(
-                _PART_FEATURES[str(part["type"])]
-                for part in content
-                if part.get("type") in _PART_FEATURES
-            )
-    return frozenset(features)
+    return frozenset(features | part_features(body.get("input") or ()))
 
 
 # The fields that go with a feature that can go.
@@ -170,10 +151,9 @@ _DROPPED_KEYS: Final = {
 def without_feature(body: ResponsesBody, feature: Feature) -> ResponsesBody | None:
     """Return the body asking the same without the feature; None if it cannot.
 
-    What only tunes the answer can go: sampling, the cache key, reasoning
-    settings, the verbosity, the service tier, streaming next to tools, and a
-    provider-run tool (the model answers without it). A response format,
-    function tools, log-probabilities or attachments are the request itself.
+    What only tunes the answer can go, and a provider-run tool (the model
+    answers without it); a response format, function tools or attachments
+    are the request itself.
     """
     if keys := _DROPPED_KEYS.get(feature):
         return without_keys(body, keys)
@@ -228,12 +208,32 @@ def _drop_provider_tool(body: ResponsesBody, feature: Feature) -> None:
             _drop_include(body, value)
 
 
-def varying_in_user(items: list[ResponsesItem]) -> list[ResponsesItem]:
-    """Return the input with the system prompt's varying part moved.
+def responses_items(items: Iterable[ResponsesItem]) -> list[PromptItem]:
+    """Return input items as prompt items, each with its kind and calls told."""
+    return [_responses_item(item) for item in items]
 
-    To the start of the first user message, as Chat Completions does it
-    (render.py).
-    """
+
+def _responses_item(item: ResponsesItem) -> PromptItem:
+    """Return one input item as a prompt item."""
+    kind = item.get("type")
+    if kind == "function_call_output":
+        answers = str(item.get("call_id"))
+        return PromptItem(ItemKind.RESULT, item, "output", answers=answers)
+    summary = tuple(
+        text
+        for part in item.get("summary") or ()
+        if isinstance(part, dict) and isinstance(text := part.get("text"), str)
+    )
+    if kind == "function_call":
+        call = CallRef(
+            item.get("call_id"), str(item.get("name")), str(item.get("arguments"))
+        )
+        return PromptItem(ItemKind.REPLY, item, calls=(call,), summary=summary)
+    return PromptItem(ItemKind.of_role(item.get("role")), item, summary=summary)
+
+
+def varying_in_user(items: list[ResponsesItem]) -> list[ResponsesItem]:
+    """Return the input with the system prompt's varying part in the first user message."""
     if [item.get("role") for item in items[:3]] != ["system", "system", "user"]:
         return items
     varying = f"{items[1].get('content')}\n\n"
@@ -249,11 +249,8 @@ def varying_in_user(items: list[ResponsesItem]) -> list[ResponsesItem]:
     return [items[0], {**first, "content": folded}, *items[3:]]
 
 
-class ResponsesDialect:
-    """`/responses`: input items in, a response or its events out.
-
-    Requests are stateless: the whole conversation is sent each round.
-    """
+class ResponsesDialect(InputRenderer):
+    """`/responses`: input items in, a response or its events out."""
 
     route: str = "/responses"
     proves: Feature | None = Feature.RESPONSES_API
@@ -262,6 +259,8 @@ class ResponsesDialect:
     least_limit: int = MIN_OUTPUT_TOKENS
     body_features = staticmethod(body_features)
     without_feature = staticmethod(without_feature)
+    prompt_items = staticmethod(responses_items)
+    read = staticmethod(async_read_events)
 
     def __init__(
         self,
@@ -272,23 +271,12 @@ class ResponsesDialect:
         tool_set: ToolSet,
         agent_id: str,
     ) -> None:
-        """Prepare the renderer for a run of rounds of one agent."""
+        """Prepare for a run of rounds of one agent."""
+        super().__init__(hass, tool_set, agent_id)
         self.settings = settings
-        self.tool_set = tool_set
         self.tools = [*function_tools(tool_set), *options.provider_tools]
         self._capabilities = capabilities
         self._options = options
-        self._renderer = InputRenderer(hass, tool_set, agent_id)
-
-    async def async_render(
-        self, contents: list[conversation.Content], instructions: Instructions | None
-    ) -> list[ResponsesItem]:
-        """Return the chat log as input items."""
-        return await self._renderer.async_render(contents, instructions)
-
-    def prompt_items(self, conversation: list[ResponsesItem]) -> list[PromptItem]:
-        """Return the input items, each with its kind told."""
-        return responses_items(conversation)
 
     def body(
         self, conversation: list[ResponsesItem], response_format: ResponseFormat | None
@@ -318,12 +306,3 @@ class ResponsesDialect:
             own_calls=checked_calls(self.tool_set),
             remove_citations=self._options.remove_citations,
         )
-
-    def read(
-        self,
-        parser: ResponsesStreamParser,
-        chunks: AsyncIterator[bytes],
-        streamed: bool,
-    ) -> AsyncIterator[Delta]:
-        """Yield the deltas of an answer."""
-        return async_read_events(parser, chunks, streamed=streamed)

@@ -1,10 +1,8 @@
 """The chat log rendered as Responses API input items (see render.py).
 
-The agent's own Responses answers go back exactly as the server gave them
-(`ResponsesReplay`: reasoning with its encrypted content, provider-run calls);
-anything else (other agents, also ones of this integration that handed a turn
-over, and Chat Completions rounds) goes back as messages and function calls:
-another server cannot read the first one's reasoning.
+The agent's own answers go back as the server gave them (`ResponsesReplay`);
+any other's as messages and function calls: another server cannot read the
+first one's reasoning.
 """
 
 from __future__ import annotations
@@ -18,12 +16,12 @@ from homeassistant.helpers.json import json_dumps
 from ..media.attachments import LoadedFile
 from ..net.request import ToolSet
 from ..net.shapes import InputPart, JsonObject, ResponsesItem
-from .render import ChatLogRenderer
+from .chat_completions import ChatLogRenderer
 from .responses_stream import ResponsesReplay
 from .tool_answers import model_calls
 
 if TYPE_CHECKING:
-    from .render import Role
+    from .chat_completions import Role
 
 type Item = ResponsesItem
 
@@ -94,7 +92,7 @@ class InputRenderer(ChatLogRenderer[Item, InputPart]):
             {
                 "type": "function_call",
                 "call_id": call.id,
-                "name": self._tool_set.to_wire.get(call.tool_name, call.tool_name),
+                "name": self.tool_set.to_wire.get(call.tool_name, call.tool_name),
                 "arguments": json_dumps(call.tool_args),
             }
             for call in calls

@@ -1,12 +1,10 @@
 """Responses API answers read into chat log deltas.
 
-An answer is a list of output items: messages, function calls, reasoning and
-the calls of tools the provider runs itself (web search, code interpreter,
-image generation). One chat log message holds the items up to a provider-run
-call, whose result follows as a tool result; its `native` value keeps those
-items as they go back to the server (`ResponsesReplay`), so that reasoning
-models keep their chain across rounds. Function calls are handed over only
-once the answer is complete: an answer cut off runs no tool.
+One chat log message holds the output items up to a provider-run call, whose
+result follows as a tool result; its `native` value keeps those items as they
+go back to the server (`ResponsesReplay`), so reasoning models keep their
+chain across rounds. Function calls are handed over only once the answer is
+complete: an answer cut off runs no tool.
 """
 
 from __future__ import annotations
@@ -96,16 +94,14 @@ class ResponsesStreamParser:
         # The answers to calls that cannot run, handed over after them.
         self._answers: list[Delta] = []
         self._call_count = 0
-        # The spoken text of the message item being read.
-        self._spoken: list[str] = []
+        self._spoken: list[str] = []  # of the message item being read
         # Output indexes whose deltas were read; the items read, by their ids.
         self._streamed: set[int] = set()
         self._seen: set[tuple[str, object]] = set()
         # (output index, summary index) of the last thinking delta.
         self._summary_at: tuple[object, object] | None = None
-        # The status the answer ended with, once it did.
-        self._status: str | None = None
-        self._incomplete_reason: str | None = None
+        # Why the answer stopped short (our error's key); None once it ended whole.
+        self._cut: str | None = "answer_cut_short"
         # Nothing was said yet, or since the last provider-run call.
         self._silent = True
         # The token usage in the Chat Completions form, if the server reported it.
@@ -117,7 +113,7 @@ class ResponsesStreamParser:
         deltas: list[Delta] = []
         if kind in _TEXT_DELTAS:
             self._streamed.add(_index(event))
-            self._text(read_string(event.get("delta"), "delta"), deltas)
+            self._text(deltas, read_string(event.get("delta"), "delta"))
         elif kind in _THINKING_DELTAS:
             self._streamed.add(_index(event))
             self._thinking(event, deltas)
@@ -138,49 +134,37 @@ class ResponsesStreamParser:
         return deltas
 
     def close(self) -> list[Delta]:
-        """Return what remains when the body is over; note an unended answer."""
+        """Return what remains when the body is over."""
         deltas: list[Delta] = []
-        self._flush_text(deltas)
-        if self._status is None:
-            self._status = "unended"
+        self._text(deltas)
         return deltas
 
     def raise_if_cut(self) -> None:
         """Raise the error that tells why the answer stopped short, if it did."""
-        if self._status == "unended":
-            raise ServerError("answer_cut_short")
-        if self._status == "incomplete":
-            key = _INCOMPLETE.get(self._incomplete_reason or "", "answer_cut_short")
-            if key == "answer_cut_short":
-                raise ServerError(key)
-            raise ModelError(key)
+        if self._cut == "answer_cut_short":
+            raise ServerError(self._cut)
+        if self._cut:
+            raise ModelError(self._cut)
 
-    # --- text and thinking --------------------------------------------------------
+    def _text(self, deltas: list[Delta], text: str | None = None) -> None:
+        """Add spoken text, or without it what the filters held back.
 
-    def _text(self, text: str, deltas: list[Delta]) -> None:
-        """Add spoken text; thinking in `<think>` tags and citations are split off."""
-        thinking, spoken = self._think.feed(text)
+        Thinking in `<think>` tags and citations are split off; what is spoken
+        is kept for the message item.
+        """
+        held = text is None
+        thinking, spoken = (
+            self._think.flush() if text is None else self._think.feed(text)
+        )
         if thinking:
             deltas.append({"thinking_content": thinking})
         if self._citations is not None:
             spoken = self._citations.feed(spoken)
-        self._speak(spoken, deltas)
-
-    def _speak(self, spoken: str, deltas: list[Delta]) -> None:
-        """Add text that will be spoken, and keep it for the message item."""
+            spoken += self._citations.flush() if held else ""
         if spoken:
             self._silent = False
             self._spoken.append(spoken)
             deltas.append({"content": spoken})
-
-    def _flush_text(self, deltas: list[Delta]) -> None:
-        """Hand over the text held back by the tag and citation filters."""
-        thinking, spoken = self._think.flush()
-        if thinking:
-            deltas.append({"thinking_content": thinking})
-        if self._citations is not None:
-            spoken = self._citations.feed(spoken) + self._citations.flush()
-        self._speak(spoken, deltas)
 
     def _thinking(self, event: JSONObject, deltas: list[Delta]) -> None:
         """Add a piece of a reasoning summary (or of the reasoning itself)."""
@@ -191,8 +175,6 @@ class ResponsesStreamParser:
         self._summary_at = at
         if text:
             deltas.append({"thinking_content": text})
-
-    # --- items ------------------------------------------------------------------------
 
     def _item_done(self, index: int, item: Item, deltas: list[Delta]) -> None:
         """Take one finished output item, once: the same item or call id is skipped."""
@@ -222,8 +204,8 @@ class ResponsesStreamParser:
                 part = read_object(part, "message.content")
                 text = part.get("text", part.get("refusal"))
                 if isinstance(text, str):
-                    self._text(text, deltas)
-        self._flush_text(deltas)
+                    self._text(deltas, text)
+        self._text(deltas)
         self._close_message()
 
     def _close_message(self) -> None:
@@ -324,8 +306,6 @@ class ResponsesStreamParser:
         deltas.extend(self._answers)
         self._answers = []
 
-    # --- the end ------------------------------------------------------------------------
-
     def _finish(self, response: JSONObject, deltas: list[Delta]) -> None:
         """End the answer: items never streamed, usage, calls, and the status."""
         output = response.get("output")
@@ -335,15 +315,13 @@ class ResponsesStreamParser:
             self._item_done(index, read_object(item, "response.output"), deltas)
         if (usage := response.get("usage")) is not None:
             self.usage = chat_usage(read_object(usage, "response.usage"))
-        self._flush_text(deltas)
-        status = response.get("status")
-        if status == "incomplete":
-            self._status = "incomplete"
+        self._text(deltas)
+        if response.get("status") == "incomplete":
             details = response.get("incomplete_details")
             reason = details.get("reason") if isinstance(details, dict) else None
-            self._incomplete_reason = reason if isinstance(reason, str) else None
+            self._cut = _INCOMPLETE.get(str(reason), "answer_cut_short")
             return
-        self._status = "completed"
+        self._cut = None
         if self._silent and not self._calls:
             # The model chose to say nothing (after a provider-run call, or at
             # all): a silent answer.
@@ -385,7 +363,7 @@ def _index(event: JSONObject) -> int:
 
 
 async def async_read_events(
-    parser: ResponsesStreamParser, body: AsyncIterable[bytes], *, streamed: bool
+    parser: ResponsesStreamParser, body: AsyncIterable[bytes], streamed: bool
 ) -> AsyncIterator[Delta]:
     """Yield the deltas of an answer read from a response body, within bounds.
 

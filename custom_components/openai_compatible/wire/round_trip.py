@@ -1,18 +1,11 @@
 """The one round trip over either wire API: send, drop what is refused, refit.
 
-A `Dialect` says how one wire API (chat_completions.py, responses.py) renders
-the chat log, which features a body holds and how each can go, and how its
-answer is parsed. `RoundTrip` runs every request through the same loop:
-
-1. shape the body as the model takes it (streamed where it may be, without
-   what the model is known to refuse);
-2. open it; a refusal of a feature that can go is sent again at once without
-   it (learned when it holds for any request), a context overflow is fitted
-   again to what the error taught and sent again; the tries of one round trip
-   share one deadline, are counted, and never send again what one dropped;
-3. read the answer into chat log deltas, tracing and counting its usage; an
-   overflow a gateway tells in the stream before the answer said anything is
-   taken like one told by the status.
+A `Dialect` (chat_completions.py, responses.py) renders the chat log, tells
+the features a body holds and how each can go, and parses the answer.
+`RoundTrip` shapes the body as the model takes it, sends it again without a
+refused feature (learned when it holds for any request) or fitted again after
+a context overflow (also one told in the stream before anything was said),
+within one deadline and a count of tries, and reads the answer into deltas.
 """
 
 from __future__ import annotations
@@ -40,9 +33,8 @@ from ..net.shapes import JsonObject, ResponseFormat, WireBody, WireItem
 from ..net.sse import async_read_body
 from ..net.transport import Budget, Transport, parse_json
 from ..window.context_window import observe_usage
-from ..window.prompt_items import PromptItem
+from ..window.prompt_fit import PromptItem
 from .extra_fields import named_fields
-from .render import Instructions
 
 if TYPE_CHECKING:
     from ..window.context_window import RequestFit
@@ -50,10 +42,13 @@ if TYPE_CHECKING:
 type Delta = (
     conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
 )
+# Text added to one user message (the task's own), so it stays in place.
+type Instructions = tuple[conversation.UserContent, str]
 
-# Requests one round trip may send: one per feature it may drop, and a few
-# more for refits after an overflow and the unstreamed ask.
+# Requests one round trip may send: one per feature it may drop, a few more.
 MAX_TRIES: Final = 4 + len(Feature)
+# Where a body holds the answer's limit: Chat Completions (either name), Responses.
+LIMIT_KEYS: Final = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 
 
 class BodyAsk(TypedDict, total=False):
@@ -156,12 +151,7 @@ class RoundTrip:
         on_usage: Callable[[JsonObject], None],
         fit: RequestFit | None = None,
     ) -> None:
-        """Prepare a run of rounds.
-
-        `on_request` hears of every request sent, `on_usage` of the tokens
-        each answer reports. With `fit`, each request is fitted into the
-        model's context window.
-        """
+        """Prepare a run of rounds; with `fit`, each request fits the window."""
         self._transport = transport
         self._capabilities = capabilities
         # Any dialect's bodies and items are of the wire's shapes.
@@ -179,32 +169,25 @@ class RoundTrip:
         response_format: ResponseFormat | None = None,
         instructions: Instructions | None = None,
     ) -> WireBody:
-        """Return the request body for the chat log as it is now.
-
-        `instructions` adds text to one user message (the task's own), so it
-        stays in place when later rounds add to the log.
-        """
+        """Return the request body for the chat log as it is now."""
         dialect = self._dialect
         rendered = await dialect.async_render(chat_log.content, instructions)
         if self._fit is None:
             return dialect.body(rendered, response_format)
-        body = dialect.body(
-            self._fit.messages(dialect.prompt_items(rendered), dialect.tools),
-            response_format,
+        messages, limit = self._fit.fitted(
+            dialect.prompt_items(rendered), dialect.tools
         )
-        return self._fit.limited(body, dialect.limit_key, dialect.least_limit)
+        return self._limited(dialect.body(messages, response_format), limit)
 
     async def async_stream(
         self, chat_log: conversation.ChatLog, body: WireBody
     ) -> AsyncIterator[Delta]:
         """Send the request and yield the answer as chat log deltas.
 
-        Where the dialect says so, an empty streamed answer next to tools (a
-        gateway's rendering of a server that cannot stream when it may choose
-        a tool) is asked again unstreamed; when that answers, the model's
-        refusal is learned. So is a stream that ends in a tool call the server
-        could not parse, unlearned. An empty answer to tool results is the
-        model's: the calls came through the stream.
+        Where the dialect says so, an empty stream next to tools (a server that
+        cannot stream when it may choose a tool) is asked again unstreamed, and
+        the refusal learned when that answers; so is a refusal while reading
+        (unlearned). An empty answer to tool results is the model's own.
         """
         yield {"role": "assistant"}
         body = self._shaped(body, self._dialect.settings.stream)
@@ -215,10 +198,14 @@ class RoundTrip:
                 said = said or says_something(delta)
                 yield delta
         except RequestRejectedError as err:
-            if said or not self._refuses_stream_with_tools(body, err):
+            refused = err.feature is Feature.STREAM_WITH_TOOLS and body.get("stream")
+            if said or not (refused and self._dialect.retries_unstreamed):
                 raise
             learn = False
-        if said or not self._streams_with_tools(body) or _follows_results(chat_log):
+        answers_results = isinstance(
+            chat_log.content[-1], conversation.ToolResultContent
+        )
+        if said or not self._streams_with_tools(body) or answers_results:
             return
         LOGGER.debug("Empty streamed answer next to tools; asking unstreamed")
         unstreamed = self._dialect.without_feature(body, Feature.STREAM_WITH_TOOLS)
@@ -234,8 +221,8 @@ class RoundTrip:
 
     async def async_complete(self, body: WireBody) -> JsonObject:
         """Send a whole request of the dialect's form; return its whole answer."""
-        request = self._shaped(body, stream=False)
-        async with self._async_open(request, self._tries()) as (chunks, _):
+        shaped = self._shaped(body, stream=False)
+        async with self._async_open(shaped, self._tries()) as (chunks, _):
             answer = parse_json(await async_read_body(chunks))
         if not isinstance(answer, dict):
             raise MalformedAnswerError(part="the answer")
@@ -244,10 +231,7 @@ class RoundTrip:
         return answer
 
     async def async_warm(self, body: WireBody) -> None:
-        """Send a request for its prompt alone, so that the server caches it.
-
-        Unstreamed, the least answer asked; the answer is read and dropped.
-        """
+        """Send a request for its prompt alone, so that the server caches it."""
         dialect = self._dialect
         least = cast("WireBody", {**body, dialect.limit_key: dialect.least_limit})
         request = self._shaped(least, stream=False)
@@ -265,16 +249,6 @@ class RoundTrip:
             body.get("stream") and body.get("tools")
         )
 
-    def _refuses_stream_with_tools(
-        self, body: WireBody, err: RequestRejectedError
-    ) -> bool:
-        """Tell whether a refusal while reading is one of streaming with tools."""
-        return (
-            self._dialect.retries_unstreamed
-            and bool(body.get("stream"))
-            and err.feature is Feature.STREAM_WITH_TOOLS
-        )
-
     def _shaped(self, body: WireBody, stream: bool) -> WireBody:
         """Return the body as the model takes it, streamed when it may be."""
         dialect = self._dialect
@@ -289,14 +263,27 @@ class RoundTrip:
         return without_keys(body, tuple(refused)) if refused else body
 
     def _refitted(
-        self, body: WireBody, err: ContextOverflowError, fit: RequestFit
+        self, body: WireBody, err: ContextOverflowError, tries: _Tries
     ) -> WireBody:
         """Return the body fitted again after an overflow, as the model takes it."""
+        if self._fit is None:
+            raise err
+        tries.again(err)
+        messages, limit = self._fit.after_overflow(err)
+        # The refitted messages as they were asked: _shaped reshapes them.
+        key = "messages" if "messages" in body else "input"
+        refitted = cast("WireBody", {**body, key: messages})
+        return self._shaped(self._limited(refitted, limit), stream=False)
+
+    def _limited(self, body: WireBody, limit: int | None) -> WireBody:
+        """Return the body with the answer's limit where the dialect puts it."""
         dialect = self._dialect
-        refitted = fit.limited(
-            fit.after_overflow(body, err), dialect.limit_key, dialect.least_limit
+        key = (
+            {}
+            if limit is None
+            else {dialect.limit_key: max(limit, dialect.least_limit)}
         )
-        return self._shaped(refitted, stream=False)
+        return cast("WireBody", {**without_keys(body, LIMIT_KEYS), **key})
 
     async def _async_answer(
         self, chat_log: conversation.ChatLog, body: WireBody, tries: _Tries
@@ -311,10 +298,9 @@ class RoundTrip:
                         said = said or says_something(delta)
                         yield delta
             except ContextOverflowError as err:
-                if said or self._fit is None:
+                if said:
                     raise
-                tries.again(err)
-                body = self._refitted(body, err, self._fit)
+                body = self._refitted(body, err, tries)
             else:
                 return
             finally:
@@ -324,10 +310,7 @@ class RoundTrip:
     async def _async_open(
         self, body: WireBody, tries: _Tries
     ) -> AsyncIterator[tuple[AsyncIterator[bytes], bool]]:
-        """Open the answer, dropping each feature the server refuses that can go.
-
-        Gives the answer's bytes and whether it is streamed.
-        """
+        """Open the answer: its bytes, and whether it is streamed."""
         async with AsyncExitStack() as stack:
             while True:
                 self._on_request()
@@ -338,10 +321,7 @@ class RoundTrip:
                     tries.again(err)
                     body = self._without_refused(body, err, tries.dropped)
                 except ContextOverflowError as err:
-                    if self._fit is None:
-                        raise
-                    tries.again(err)
-                    body = self._refitted(body, err, self._fit)
+                    body = self._refitted(body, err, tries)
             yield chunks, bool(body.get("stream"))
 
     async def _async_attempt(
@@ -350,7 +330,7 @@ class RoundTrip:
         """Send the request; return its body, whose closing `stack` takes on.
 
         A stream next to tools that ends before its first byte (llama-cpp-python
-        when it may choose a tool) is a refusal of streaming with tools.
+        may choose a tool) is a refusal of streaming with tools.
         """
         dialect = self._dialect
         async with AsyncExitStack() as attempt:
@@ -381,11 +361,14 @@ class RoundTrip:
     ) -> WireBody:
         """Return the body without what the server refused; else raise.
 
-        Extra fields the refusal names go first; they are learned at once. A
-        feature dropped once is not sent again (one answer that names both
-        answer limits would swap them for ever); `dropped` keeps them.
+        Extra fields it names go first, learned at once. A feature in `dropped`
+        is not sent again (an answer naming both answer limits would swap them
+        for ever).
         """
-        if named := self._refused_fields(body, err):
+        extra = [key for key in self._dialect.settings.extra if key in body]
+        if named := named_fields(err.server_message, extra):
+            LOGGER.debug("Sending again without %s: %s", named, err.server_message)
+            self._capabilities.learn_refused_fields(named, err.lesson_source)
             return without_keys(body, named)
         feature = err.feature
         changed = self._dialect.without_feature(body, feature) if feature else None
@@ -401,21 +384,6 @@ class RoundTrip:
         if err.general:
             self._capabilities.learn_refused(feature, err.lesson_source)
         return changed
-
-    def _refused_fields(
-        self, body: WireBody, err: RequestRejectedError
-    ) -> tuple[str, ...]:
-        """Return the extra fields of the body a refusal names, and learn them."""
-        extra = [key for key in self._dialect.settings.extra if key in body]
-        if named := named_fields(err.server_message, extra):
-            LOGGER.debug("Sending again without %s: %s", named, err.server_message)
-            self._capabilities.learn_refused_fields(named, err.lesson_source)
-        return named
-
-
-def _follows_results(chat_log: conversation.ChatLog) -> bool:
-    """Tell whether a round answers tool results: its stream with tools worked."""
-    return isinstance(chat_log.content[-1], conversation.ToolResultContent)
 
 
 async def _prepended(

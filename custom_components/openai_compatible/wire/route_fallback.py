@@ -1,9 +1,7 @@
-"""Which wire API a round trip takes, and the fall back from one to the other.
+"""The fall back from the Responses API to Chat Completions.
 
-A round trip (round_trip.py) speaks one dialect. With the automatic setting,
-a preset that has the Responses API (OpenAI, Azure) uses it; a server that
-refuses the `/responses` route is answered over Chat Completions instead, and
-the model's refusal is learned, so later requests go there directly.
+With the automatic setting, a server that refuses `/responses` is answered
+over Chat Completions, and the refusal learned so later requests go there.
 """
 
 from __future__ import annotations
@@ -30,11 +28,7 @@ def refuses_route(err: RequestRejectedError) -> bool:
 
 @dataclass(eq=False)
 class FallbackAdapter:
-    """The Responses API, or Chat Completions once the server refused it.
-
-    `_chat` makes the adapter to fall back to; `_asked` is how the last body
-    was asked for, to build it again for the fallback.
-    """
+    """The Responses API, or Chat Completions (`_chat`) once the server refused it."""
 
     _current: RoundTrip
     _chat: Callable[[], RoundTrip]

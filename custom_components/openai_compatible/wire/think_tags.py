@@ -7,11 +7,7 @@ THINK_CLOSE = "</think>"
 
 
 class ThinkTagSplitter:
-    """Separate `<think>...</think>` blocks from spoken text, across chunks.
-
-    Only the start of a tag cut at a chunk's end is held back, so each chunk
-    is looked at once.
-    """
+    """Separate `<think>` blocks from spoken text; only a cut tag is held back."""
 
     def __init__(self) -> None:
         """Start outside a think block."""

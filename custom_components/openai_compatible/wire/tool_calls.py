@@ -1,7 +1,6 @@
-"""Tool calls in an answer, assembled from stream fragments.
+"""Tool calls in an answer, assembled from stream fragments (written ones: written_calls.py).
 
-Calls written as text are read in written_calls.py. Every step takes time linear in the answer: a hostile or looping server cannot
-make assembly or detection block the event loop.
+Every step takes time linear in the answer, so no server can block the event loop.
 """
 
 from __future__ import annotations
@@ -42,8 +41,7 @@ class PendingCall:
     def arguments_complete(self) -> bool:
         """Tell whether the arguments so far form a whole JSON value.
 
-        A failed check is repeated only once the arguments have doubled, so all
-        checks of one call together take time linear in its length.
+        A failed check is repeated only once the arguments have doubled: linear time.
         """
         if self.decoded is not None:
             return True
@@ -80,11 +78,7 @@ class PendingCall:
         return value
 
     def _decode(self, text: str) -> Any:
-        """Return the JSON value of the text; raise ModelError if it is none.
-
-        Control characters inside strings, which small models write raw, are
-        taken as they are.
-        """
+        """Return the JSON value of the text, raw control characters taken; else raise."""
         try:
             return json_loads(text)
         except ValueError as err:
