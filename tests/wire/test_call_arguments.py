@@ -6,7 +6,7 @@ from typing import Any
 
 from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
 from homeassistant.core import HomeAssistant
-from homeassistant.helpers import llm
+from homeassistant.helpers import area_registry as ar, entity_registry as er, llm
 import pytest
 
 from custom_components.openai_compatible.net.request import ToolSet
@@ -302,6 +302,13 @@ INTENT_SET = ToolSet(
             {"name": "Reading Lamp", "color": "red", "brightness": 100},
             {"name": "Reading Lamp", "color": "red"},
         ),
+        # The place and the name together name one device: that one.
+        (
+            "Turn on the kitchen light",
+            "intent__HassTurnOn",
+            {"name": "lights", "area": "kitchen", "device_class": ["light"]},
+            {"name": "Kitchen Lights", "area": "Kitchen"},
+        ),
         # Qwen2.5-Coder 0.5B: "Kitchen light on, please".
         (
             "Living room light on, please",
@@ -347,6 +354,8 @@ async def test_what_the_user_asked_for_is_what_runs(
     expected: dict[str, Any],
 ) -> None:
     """Kinds of device in a place, offered device classes, the settings asked for."""
+    kitchen = ar.async_get(hass).async_create("Kitchen")
+    er.async_get(hass).async_update_entity("light.kitchen_lights", area_id=kitchen.id)
     cleaner = ArgumentCleaner(
         hass,
         INTENT_SET,

@@ -30,6 +30,12 @@ DONE_JSON = (
     '"id": "cover.garage_door"}], "failed": []}}'
 )
 
+FAILED_JSON = (
+    '{"speech":{},"response_type":"action_done","data":{"success":[{"name":'
+    '"Bedroom","type":"area","id":"bedroom"}],"failed":[{"name":"Bedroom light",'
+    '"type":"entity","id":"light.bedroom_light"}]}}'
+)
+
 
 def whole_text(text: str) -> dict[str, Any]:
     """Return an unstreamed answer that says the text."""
@@ -119,6 +125,35 @@ async def test_a_repeated_call_that_failed_ends_the_turn(
     assert "again with the same arguments" in speech(result)
     assert len(simulator.chat_requests()) == 2
     simulator.clear_queue()
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        # Qwen2.5-Coder 0.5B, after a call that failed on the light it named.
+        [chunk({"content": FAILED_JSON[:20]}), chunk({"content": FAILED_JSON[20:]})],
+        sse_text("<b>Done</b>"),
+    ],
+)
+async def test_data_after_a_failed_call_is_never_spoken(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+    answer: list[dict[str, Any]],
+) -> None:
+    """No sentence can stand for the data: the turn says so instead."""
+    await setup_entry(conversation=ASSIST)
+    simulator.enqueue(
+        "/chat/completions",
+        sse=sse_tool_calls([("call_1", "intent__HassTurnOn", {"name": "Attic Fan"})]),
+    )
+    simulator.enqueue("/chat/completions", sse=answer)
+
+    result = await converse(hass, "Turn on the attic fan")
+
+    assert result.response.response_type is intent.IntentResponseType.ERROR
+    assert speech(result).startswith("The model answered with data instead of words")
 
 
 @pytest.mark.parametrize(

@@ -316,25 +316,31 @@ class ArgumentCleaner:
     def _kind_in_place(
         self, arguments: dict[str, Any], parameters: _Parameters
     ) -> None:
-        """Take a name that only says a kind of device, in a known place, as its domain.
+        """Read a name that only says a kind of device, in a known place.
 
         "The kitchen light" comes as `name: light, area: Kitchen`; no device
-        is named "light", so the intent matched nothing.
+        is named "light", so the intent matched nothing. It is the device the
+        place and the name name together, else the place's devices of that
+        domain.
         """
         home, name = self.home, arguments.get("name")
         if (
-            isinstance(name, str)
-            and "name" not in parameters.required
-            and _DOMAIN in parameters.words
-            and not home.entities.knows(name)
-            and (domain := _domain(name, home.domains)) in home.domains
-            and any(
-                isinstance(place := arguments.get(key), str) and names.match(place)
-                for key, names in zip(_PLACES, (home.areas, home.floors), strict=True)
-            )
+            not isinstance(name, str)
+            or "name" in parameters.required
+            or _DOMAIN not in parameters.words
+            or home.entities.knows(name)
+            or (domain := _domain(name, home.domains)) not in home.domains
         ):
-            del arguments["name"]
-            arguments[_DOMAIN] = [domain]
+            return
+        for key, names in zip(_PLACES, (home.areas, home.floors), strict=True):
+            if isinstance(place := arguments.get(key), str) and names.match(place):
+                together = home.entities.by_words.get(words(f"{place} {name}"), set())
+                if found := _only(_named(together, frozenset({domain}))):
+                    arguments["name"] = found
+                else:
+                    del arguments["name"]
+                    arguments[_DOMAIN] = [domain]
+                return
 
     def _entity_name(self, value: str, domains: frozenset[str]) -> str | None:
         """Return the entity a name means: by its id, its words, or its domain.

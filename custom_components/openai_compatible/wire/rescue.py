@@ -45,23 +45,44 @@ _MARKUP: Final = ("```", "<tool_call>", '{"', "<|")
 
 @dataclass(slots=True)
 class _Message:
-    """The words of one answer of the model, held while a sentence is ready."""
+    """The words of one answer, held while a sentence is ready or they look like data."""
 
     sentence: str | None
+    # A tool's result came before: data now is the result echoed, never spoken.
+    after_result: bool = False
     words: list[str] = field(default_factory=list)
     calls: bool = False
     cut: bool = False
+    said: bool = False
 
     def hold(self, delta: dict[str, Any]) -> None:
-        """Take the words out of a delta, while a sentence stands ready."""
-        if self.sentence is not None and "content" in delta:
+        """Take the words out of a delta, while a sentence stands ready or data starts."""
+        if "content" not in delta:
+            return
+        text = delta["content"] or ""
+        if (
+            self.sentence is not None
+            or self.words
+            or (
+                self.after_result
+                and not self.said
+                and text.lstrip().startswith(_NOT_SPOKEN)
+            )
+        ):
             self.words.append(delta.pop("content") or "")
+        self.said = self.said or bool(text.strip())
 
     def end(self) -> conversation.AssistantContentDeltaDict | None:
-        """Return the words held, or the sentence where they say nothing."""
-        if self.sentence is None:
-            return None
+        """Return the words held, or the sentence where they say nothing.
+
+        Raise where the model answered a tool's result with data and no
+        sentence can stand for it: a tool's JSON is never spoken.
+        """
         said = "".join(self.words)
+        if self.sentence is None:
+            if said and not self.calls and not _speaks(said):
+                raise ModelError("answer_not_speech")
+            return {"content": said} if said else None
         if not self.calls and (self.cut or not _speaks(said)):
             return {"content": self.sentence}
         return {"content": said} if said else None
@@ -122,16 +143,20 @@ class TurnRescue:
                         given = given or said.get("content") == sentence
                         yield said
                     assistant = delta["role"] == "assistant"
-                    message = _Message(sentence) if assistant else None
+                    message = _Message(sentence, self._echoes()) if assistant else None
                 if checked := self._checked(delta, message):
                     yield cast("Delta", checked)
         except ModelError as err:
             if sentence is None or err.translation_key != "answer_cut_at_token_limit":
                 raise
             # The cut words were said, or gave way to the sentence already.
-            message = None if given else _Message(sentence, cut=True)
+            message = None if given else _Message(sentence, self._echoes(), cut=True)
         if message is not None and (said := message.end()) is not None:
             yield said
+
+    def _echoes(self) -> bool:
+        """Tell whether data the model writes now would echo a tool's result."""
+        return self._speaks and self._rounds > 1
 
     async def async_ended(self) -> bool:
         """Tell whether the turn is over after a round; answer it where it is.
