@@ -429,7 +429,7 @@ async def test_text_cut_at_the_token_limit_is_the_answer(hass: HomeAssistant) ->
 async def test_an_answer_cut_before_any_word_is_an_error() -> None:
     """Only thinking before the limit: no note alone is said, the cut is told."""
     parser = ChatStreamParser(LIGHT_TOOLS)
-    stream = sse(chunk({"content": "<think>Let me"}, finish_reason="length"))
+    stream = sse(chunk({"content": "\n\n<think>Let me"}, finish_reason="length"))
     with pytest.raises(ModelError) as err:
         await read(parser, stream)
     assert err.value.translation_key == "answer_cut_at_token_limit"

@@ -164,7 +164,7 @@ class ChatStreamParser:
     def _say(self, text: str, deltas: list[Delta]) -> None:
         """Add spoken text, if there is any."""
         if text:
-            self._said = True
+            self._said = self._said or not text.isspace()
             deltas.append({"content": text})
 
     def _finish(self, reason: str | None) -> list[Delta]:
