@@ -122,7 +122,7 @@ async def test_a_repeated_call_that_failed_ends_the_turn(
     result = await converse(hass, "Turn on the attic fan")
 
     assert result.response.response_type is intent.IntentResponseType.ERROR
-    assert "again with the same arguments" in speech(result)
+    assert "the same thing again" in speech(result)
     assert len(simulator.chat_requests()) == 2
     simulator.clear_queue()
 

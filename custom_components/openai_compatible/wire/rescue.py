@@ -167,7 +167,7 @@ class TurnRescue:
         answered, self._repeated_answered = self._repeated_answered, False
         added = self._chat_log.content[self._round_start :]
         if repeated is not None and (answered or not _has_answer(added)):
-            raise _repeated_error(self._chat_log, repeated)
+            raise _repeated_error(self._chat_log)
         if not self._chat_log.unresponded_tool_results:
             return True
         sentence = await self._async_one_round_sentence()
@@ -394,6 +394,6 @@ def _intent_names(chat_log: conversation.ChatLog) -> frozenset[str]:
     return frozenset(names)
 
 
-def _repeated_error(chat_log: conversation.ChatLog, name: str) -> ModelError:
+def _repeated_error(chat_log: conversation.ChatLog) -> ModelError:
     """Return the error of a call made again that gave nothing to say."""
-    return unanswerable_error(chat_log) or ModelError("tool_call_repeated", name=name)
+    return unanswerable_error(chat_log) or ModelError("tool_call_repeated")
