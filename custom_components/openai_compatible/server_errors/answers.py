@@ -85,9 +85,10 @@ _ROUTE_NOT_FOUND: Final = re.compile(
     r"(?:not found|method not allowed|not implemented)\b"
     r"|^(?:unexpected|unknown) endpoint|^cannot post\b"
 )
-# FastAPI's answer for a route it lacks, as a gateway quotes the server behind.
+# A route the server behind a gateway lacks, as LiteLLM quotes it: FastAPI's
+# answer, or llama-server's "File Not Found".
 _QUOTED_ROUTE_NOT_FOUND: Final = re.compile(
-    r"""['"]detail['"]\s*:\s*['"]not found['"]"""
+    r"""['"]detail['"]\s*:\s*['"]not found['"]|exception - (?:file )?not found\b"""
 )
 _FORMAT: Final = ("response_format", "response format", "text.format")
 # Where each feature may appear in an answer; checked in this order.
