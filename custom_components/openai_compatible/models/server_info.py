@@ -86,6 +86,8 @@ def listed_reports(
 
 def listed_report(entry: Mapping[str, Any]) -> ModelReport:
     """Return what a `/models` entry says about its model."""
+    if entry.keys() <= _PLAIN_KEYS:
+        return _NOTHING_SAID
     architecture = entry.get("architecture")
     modalities = (
         architecture.get("input_modalities") if isinstance(architecture, dict) else None
@@ -104,6 +106,11 @@ def listed_report(entry: Mapping[str, Any]) -> ModelReport:
         tools=tools,
         shutdown=listed_shutdown(entry),
     )
+
+
+# An entry of only these says nothing of its model (most servers' entries).
+_PLAIN_KEYS: Final = frozenset({"id", "object", "created", "owned_by"})
+_NOTHING_SAID: Final = ModelReport()
 
 
 def _context(entry: Mapping[str, Any]) -> int | None:
