@@ -23,26 +23,17 @@ from dataclasses import dataclass, field
 import re
 from typing import Any, Final
 
-from homeassistant.components.conversation import DOMAIN as CONVERSATION_DOMAIN
-from homeassistant.components.homeassistant.exposed_entities import async_should_expose
 from homeassistant.core import HomeAssistant
-from homeassistant.helpers import (
-    area_registry as ar,
-    device_registry as dr,
-    entity_registry as er,
-    floor_registry as fr,
-    llm,
-)
+from homeassistant.helpers import llm
 
 from ..net.request import ToolSet
+from .home_names import Home, in_domains, only, read_home, words
 from .tool_answers import required_keys
 
 # What small models write for "no value".
 _PLACEHOLDERS: Final = frozenset(
     {"", "unknown", "none", "null", "nil", "n/a", "na", "0", "undefined", "-", "?"}
 )
-# Where a word starts inside a name written in code style.
-_WORD_BREAK: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-.\s]+")
 # The arguments that name places, and the argument of kinds of device.
 _PLACES: Final = ("area", "floor")
 _DOMAIN: Final = "domain"
@@ -52,136 +43,6 @@ _TARGETS: Final = frozenset({"name", *_PLACES, _DOMAIN, "device_class"})
 # starting as its name's words do ("brightness": "bright").
 _STEM: Final = 4
 _NUMBER: Final = re.compile(r"\d+(?:\.\d+)?")
-
-
-def words(name: str) -> str:
-    """Return a name as lower-case words: `garageDoor`, `garage_door`: `garage door`."""
-    return " ".join(part for part in _WORD_BREAK.split(name) if part).casefold()
-
-
-@dataclass(slots=True)
-class _Names:
-    """Names of one kind the home has (with their domains), by their words."""
-
-    by_words: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
-
-    def add(self, name: str, *others: str, domain: str = "") -> None:
-        """Add a name as the home writes it, found by it and by its other names."""
-        for found_by in (name, *others):
-            self.by_words.setdefault(words(found_by), set()).add((name, domain))
-
-    def match(self, value: str, domains: frozenset[str] = frozenset()) -> str | None:
-        """Return the one name the value means, among the domains if any are given.
-
-        The value's words are the whole of a name, else part of one.
-        """
-        key = words(value)
-        if not key:
-            return None
-        if found := _named(self.by_words.get(key, set()), domains):
-            return _only(found)
-        wanted = set(key.split())
-        return _only(
-            {
-                name
-                for phrase, entries in self.by_words.items()
-                if wanted <= set(phrase.split())
-                for name in _named(entries, domains)
-            }
-        )
-
-    def only_of(self, domain: str) -> str | None:
-        """Return the name of the one entity of a domain, if there is one."""
-        return _only(
-            {
-                name
-                for entries in self.by_words.values()
-                for name, of in entries
-                if of == domain
-            }
-        )
-
-    def knows(self, value: str) -> bool:
-        """Tell whether the value is one of the names, read as words."""
-        return words(value) in self.by_words
-
-
-def _named(entries: set[tuple[str, str]], domains: frozenset[str]) -> set[str]:
-    """Return the names of the entries in the domains (all, if none given)."""
-    return {name for name, domain in entries if not domains or domain in domains}
-
-
-def _only(names: set[str]) -> str | None:
-    """Return the one name, if there is exactly one."""
-    return next(iter(names)) if len(names) == 1 else None
-
-
-@dataclass(slots=True)
-class _Home:
-    """The names the home's exposed entities, areas and floors go by."""
-
-    entities: _Names
-    areas: _Names
-    floors: _Names
-    domains: frozenset[str]
-    entity_names: dict[str, str]
-    # The words of the areas and floors the entities of each name are in.
-    places: dict[str, set[str]]
-    # The device classes of the entities of each name.
-    classes: dict[str, set[str]]
-
-
-def _read_home(hass: HomeAssistant) -> _Home:
-    """Read the names of the home's areas, floors and exposed entities."""
-    home = _Home(_Names(), _Names(), _Names(), frozenset(), {}, {}, {})
-    places = _Places(hass)
-    entities = er.async_get(hass)
-    for state in hass.states.async_all():
-        if not async_should_expose(hass, CONVERSATION_DOMAIN, state.entity_id):
-            continue
-        home.entity_names[state.entity_id] = state.name
-        entry = entities.async_get(state.entity_id)
-        aliases = entry.aliases if entry is not None else ()
-        others = (alias for alias in aliases if isinstance(alias, str))
-        home.entities.add(state.name, *others, domain=state.domain)
-        home.places.setdefault(state.name, set()).update(places.of(entry))
-        classes = home.classes.setdefault(state.name, set())
-        if isinstance(device_class := state.attributes.get("device_class"), str):
-            classes.add(device_class)
-    for area in places.areas.async_list_areas():
-        home.areas.add(area.name, area.id, *area.aliases)
-    for floor in places.floors.async_list_floors():
-        home.floors.add(floor.name, floor.floor_id, *floor.aliases)
-    home.domains = frozenset(
-        entity_id.partition(".")[0] for entity_id in home.entity_names
-    )
-    return home
-
-
-class _Places:
-    """The areas and floors of entities, as words."""
-
-    def __init__(self, hass: HomeAssistant) -> None:
-        """Read from the registries."""
-        self.areas = ar.async_get(hass)
-        self.floors = fr.async_get(hass)
-        self._devices = dr.async_get(hass)
-
-    def of(self, entry: er.RegistryEntry | None) -> set[str]:
-        """Return the words of an entity's area and floor, by name, id and alias."""
-        if entry is None:
-            return set()
-        area_id = entry.area_id
-        if area_id is None and entry.device_id is not None:
-            device = self._devices.async_get(entry.device_id)
-            area_id = device.area_id if device is not None else None
-        area = self.areas.async_get_area(area_id) if area_id else None
-        if area is None:
-            return set()
-        names = {area.name, area.id, *area.aliases}
-        if area.floor_id and (floor := self.floors.async_get_floor(area.floor_id)):
-            names |= {floor.name, floor.floor_id, *floor.aliases}
-        return {words(name) for name in names}
 
 
 class ArgumentCleaner:
@@ -206,13 +67,13 @@ class ArgumentCleaner:
             )
             for tool in tool_set.tools
         }
-        self._home: _Home | None = None
+        self._home: Home | None = None
 
     @property
-    def home(self) -> _Home:
+    def home(self) -> Home:
         """Return what the home is called, read at the first need this turn."""
         if self._home is None:
-            self._home = _read_home(self._hass)
+            self._home = read_home(self._hass)
         return self._home
 
     def clean(self, call: llm.ToolInput) -> llm.ToolInput:
@@ -335,7 +196,7 @@ class ArgumentCleaner:
         for key, names in zip(_PLACES, (home.areas, home.floors), strict=True):
             if isinstance(place := arguments.get(key), str) and names.match(place):
                 together = home.entities.by_words.get(words(f"{place} {name}"), set())
-                if found := _only(_named(together, frozenset({domain}))):
+                if found := only(in_domains(together, frozenset({domain}))):
                     arguments["name"] = found
                 else:
                     del arguments["name"]
