@@ -1,12 +1,8 @@
 """Tool calls a model wrote as text instead of calling: found, read and named.
 
-Small models write calls in many shapes: a JSON object or a list of them,
-several objects in a row, fenced in ``` or in Qwen's `<tool_call>` tags, or
-as `HassTurnOn(name="Kitchen light")`, with words or a result it made up
-around them. Text whose blocks hold calls is calls, and the rest is not the
-answer: the next round says it.
-Every step takes time linear in the text, so a hostile answer cannot block
-the event loop.
+Small models write calls as JSON (alone, listed, in a row, fenced, in Qwen's
+`<tool_call>` tags) or as code, with words or a made-up result around them;
+text whose blocks hold calls is calls. Each step is linear in the text.
 """
 
 from __future__ import annotations
