@@ -90,10 +90,10 @@ async def test_prepare_sends_the_start_of_a_spoken_command(
         for name in real
         if name not in (key, limit, "stream", "stream_options")
     }
-    [system, user] = warm[key]
-    assert real[key][0] == system
+    [system, varying, user] = warm[key]
+    assert real[key][:2] == [system, varying]
     assert SPOKEN_ANSWER in system["content"]
-    assert real[key][1]["content"] == f"{user['content']}Good morning"
+    assert (user["content"], real[key][2]["content"]) == ("", "Good morning")
 
 
 @pytest.mark.parametrize(

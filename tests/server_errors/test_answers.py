@@ -169,6 +169,13 @@ DECISIONS = frozenset({Feature.DECISIONS})
             Feature.IMAGES_GENERATIONS,
             True,
         ),
+        (
+            500,
+            "Conversation roles must alternate user/assistant/user/assistant/...",
+            frozenset({Feature.SYSTEM_MESSAGES, *STREAMED_TOOLS}),
+            Feature.SYSTEM_MESSAGES,
+            True,
+        ),
     ],
 )
 def test_classify_rejection(

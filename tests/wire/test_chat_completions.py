@@ -247,6 +247,40 @@ async def test_a_refused_feature_is_dropped_and_learned(
     assert accepted["messages"] == refused["messages"]
 
 
+async def test_a_template_that_takes_one_system_message_gets_it_folded(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    kitchen_light: str,
+) -> None:
+    """Gemma's template on vLLM refuses the device's lines as a second one."""
+    entry = await setup_entry(conversation={CONF_LLM_HASS_API: [llm.LLM_API_ASSIST]})
+    simulator.enqueue(
+        "/chat/completions",
+        status=400,
+        json=_refusal(
+            "Conversation roles must alternate user/assistant/user/assistant/..."
+        ),
+    )
+
+    first = await converse(hass, "Hello")
+    await converse(hass, "Hello again")
+
+    assert "Hello" in speech(first)
+    refused, accepted, later = simulator.chat_requests()
+    assert [message["role"] for message in refused["messages"]] == [
+        "system",
+        "system",
+        "user",
+    ]
+    for body in (accepted, later):
+        [user] = body["messages"]
+        assert user["content"].startswith(refused["messages"][0]["content"])
+    assert accepted["messages"][0]["content"].endswith(f"{NO_TIMERS}\n\nHello")
+    model = entry.runtime_data.capabilities.model("gpt-4o-mini")
+    assert model.refuses(Feature.SYSTEM_MESSAGES)
+
+
 async def test_the_name_of_the_token_limit_is_switched(
     hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:
@@ -515,8 +549,8 @@ async def test_thinking_is_given_back_until_refused(
     await converse(hass, "Thanks", first.conversation_id)
 
     taken, refused, accepted = simulator.chat_requests()[1:]
-    assert taken["messages"][2]["reasoning_content"] == "The user wants light."
-    assert "reasoning_content" in refused["messages"][2]
+    assert taken["messages"][3]["reasoning_content"] == "The user wants light."
+    assert "reasoning_content" in refused["messages"][3]
     assert not any("reasoning_content" in m for m in accepted["messages"])
     model = entry.runtime_data.capabilities.model("gpt-4o-mini")
     assert model.refuses(Feature.REASONING_CONTENT)
@@ -640,17 +674,17 @@ async def test_commands_of_two_satellites_share_the_system_prompt_and_tools(
         ]
     assert first[0] == second[0]
     assert tools[0] == tools[1]
-    assert [message["role"] for message in first] == ["system", "user"]
+    assert [message["role"] for message in first] == ["system", "system", "user"]
     system = first[0]["content"]
     assert "Static Context" in system
     for varying in (KITCHEN_AREA, BEDROOM_AREA, NO_TIMERS, SATELLITE_PROMPT):
         assert varying not in system
+    # Never in the user's words, which small models then take for the request.
     assert first[1]["content"].startswith(KITCHEN_AREA)
-    assert first[1]["content"].endswith(f"{NO_TIMERS}\n\nGood morning")
+    assert first[1]["content"].endswith(NO_TIMERS)
     assert second[1]["content"].startswith(BEDROOM_AREA)
-    assert second[1]["content"].endswith(
-        f"{NO_TIMERS}\n{SATELLITE_PROMPT}\n\nGood morning"
-    )
+    assert second[1]["content"].endswith(f"{NO_TIMERS}\n{SATELLITE_PROMPT}")
+    assert first[2]["content"] == second[2]["content"] == "Good morning"
 
 
 @pytest.mark.usefixtures("frozen_time")
@@ -682,7 +716,7 @@ async def test_the_varying_part_stays_when_old_turns_are_dropped(
     setup_entry: SetupEntry,
     kitchen_light: str,
 ) -> None:
-    """It goes into the first user message the fitted request keeps."""
+    """It stays second, before the first user message the fitted request keeps."""
     await setup_entry(
         conversation={CONF_LLM_HASS_API: [llm.LLM_API_ASSIST], CONF_HISTORY_TURNS: 1}
     )
@@ -693,10 +727,9 @@ async def test_the_varying_part_stays_when_old_turns_are_dropped(
 
     last = simulator.chat_requests()[-1]["messages"]
     users = [message["content"] for message in last if message["role"] == "user"]
-    assert len(users) < 3
-    assert users[0].startswith("When a user asks to turn on all devices")
-    assert users[0].endswith(f"{NO_TIMERS}\n\nHow are you")
-    assert users[1:] == ["Goodbye"]
+    assert users == ["How are you", "Goodbye"]
+    assert last[1]["content"].startswith("When a user asks to turn on all devices")
+    assert last[1]["content"].endswith(NO_TIMERS)
     assert NO_TIMERS not in last[0]["content"]
 
 

@@ -24,7 +24,6 @@ from custom_components.openai_compatible.wire.responses import (
     body_features,
     handling_body,
     settings_body,
-    varying_in_user,
     without_feature,
 )
 from simulator import (
@@ -148,7 +147,7 @@ async def test_reasoning_chain_goes_back_encrypted(
     assert len(requests) == 3
     assert all(body["include"] == ["reasoning.encrypted_content"] for body in requests)
     kinds = [item["type"] for item in requests[2]["input"]]
-    assert kinds[1:] == [
+    assert kinds[2:] == [
         "message",  # the user's first message
         "reasoning",
         "function_call",
@@ -307,6 +306,7 @@ async def test_history_from_chat_completions_and_other_agents(
     body = simulator.responses_requests()[0]
     kinds = [item["type"] for item in body["input"]]
     assert kinds == [
+        "message",
         "message",
         "message",
         "function_call",
@@ -608,23 +608,3 @@ def test_how_the_provider_handles_the_request() -> None:
     assert Feature.SERVICE_TIER in body_features(chosen)
     assert handling_body(ResponsesOptions()) == {"store": False}
     assert handling_body(ResponsesOptions(store=True)) == {"store": True}
-
-
-def test_the_varying_instructions_go_before_the_parts_of_a_user_message() -> None:
-    """A user message of parts (an attachment) gets them as its first part."""
-    image = {"type": "input_image", "image_url": "data:image/png;base64,AA"}
-    items: list[Any] = [
-        {"type": "message", "role": "system", "content": "Shared."},
-        {"type": "message", "role": "system", "content": "Varying."},
-        {"type": "message", "role": "user", "content": [image]},
-    ]
-
-    assert varying_in_user(items) == [
-        items[0],
-        {
-            "type": "message",
-            "role": "user",
-            "content": [{"type": "input_text", "text": "Varying.\n\n"}, image],
-        },
-    ]
-    assert varying_in_user(items[1:]) == items[1:]

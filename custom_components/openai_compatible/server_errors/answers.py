@@ -33,6 +33,7 @@ _LIST_REFUSED: Final = ('(not "list")', '(not \\"list\\")')
 _GENERAL: Final = (
     "not supported",
     "unsupported",
+    "must alternate",
     "not support",
     "extra inputs are not permitted",
     "extra_forbidden",
@@ -122,6 +123,8 @@ _NAMES: Final[tuple[tuple[Feature, tuple[str, ...]], ...]] = (
     (Feature.TRANSCRIPT_STREAM, ("stream",)),
     (Feature.SPEECH_SPEED, ("speed",)),
     (Feature.SPEECH_INSTRUCTIONS, ("instructions",)),
+    # A chat template that takes one system message, and only first (Gemma's).
+    (Feature.SYSTEM_MESSAGES, ("system message", "system role", "roles must alt")),
     (Feature.TOOLS, ("tool", "function")),
 )
 # Each name counts where a word starts with it: "stream" is in "streaming", not

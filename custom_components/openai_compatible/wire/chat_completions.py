@@ -2,8 +2,8 @@
 
 Rendering is deterministic (each content once per round trip), so a request
 repeats the previous one's start for the prompt cache. With tools, what of
-the system prompt varies by device or command (`split_instructions`) goes to
-the first user message once fitted, so the system prompt and tools stay.
+the system prompt varies by device or command (`split_instructions`) goes in
+a system message of its own after them, so the system prompt and tools stay.
 """
 
 from __future__ import annotations
@@ -229,13 +229,6 @@ def fold_system(messages: list[ChatMessage]) -> list[ChatMessage]:
     return [{**rest[0], "content": folded}, *rest[1:]]
 
 
-def varying_in_user(messages: list[ChatMessage]) -> list[ChatMessage]:
-    """Return the messages with the system prompt's varying part in the first user one."""
-    if not messages or messages[0].get("role") != "system":
-        return messages
-    return [messages[0], *fold_system(messages[1:])]
-
-
 def body_features(body: ChatBody) -> frozenset[Feature]:
     """Return the request features a Chat Completions body holds."""
     features: set[Feature] = set()
@@ -327,7 +320,7 @@ class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
         """Return the request body around the messages."""
         body: JsonObject = {
             "model": self.settings.model,
-            "messages": varying_in_user(conversation),
+            "messages": conversation,
         }
         if self.tools:
             body["tools"] = self.tools

@@ -16,7 +16,6 @@ from ..models.capabilities import ModelCapabilities
 from ..models.provider_tools import ResponsesOptions
 from ..net.request import RequestSettings, ToolSet, without_keys
 from ..net.shapes import (
-    InputPart,
     JsonObject,
     ResponseFormat,
     ResponsesBody,
@@ -232,23 +231,6 @@ def _responses_item(item: ResponsesItem) -> PromptItem:
     return PromptItem(ItemKind.of_role(item.get("role")), item, summary=summary)
 
 
-def varying_in_user(items: list[ResponsesItem]) -> list[ResponsesItem]:
-    """Return the input with the system prompt's varying part in the first user message."""
-    if [item.get("role") for item in items[:3]] != ["system", "system", "user"]:
-        return items
-    varying = f"{items[1].get('content')}\n\n"
-    first = items[2]
-    content = first.get("content")
-    if isinstance(content, list):
-        folded: str | list[InputPart] = [
-            {"type": "input_text", "text": varying},
-            *cast("list[InputPart]", content),
-        ]
-    else:
-        folded = f"{varying}{content or ''}"
-    return [items[0], {**first, "content": folded}, *items[3:]]
-
-
 class ResponsesDialect(InputRenderer):
     """`/responses`: input items in, a response or its events out."""
 
@@ -284,7 +266,7 @@ class ResponsesDialect(InputRenderer):
         """Return the request body around the input items."""
         body: JsonObject = {
             "model": self.settings.model,
-            "input": varying_in_user(conversation),
+            "input": conversation,
         }
         if self.tools:
             body["tools"] = self.tools
