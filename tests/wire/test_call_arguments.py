@@ -152,6 +152,20 @@ def test_words(name: str, expected: str) -> None:
             {"name": "garage", "area": "floor", "floor": "garage"},
             {"name": "Garage Door"},
         ),
+        # Qwen2.5-Coder 0.5B: "Ceiling fan speed 75 percent", its key as its name.
+        (
+            {"name": "name", "area": "Living Room", "domain": ["light"]},
+            {"area": "Living Room", "domain": ["light"]},
+        ),
+        # Qwen2.5-Coder 0.5B: "Turn off the lights in the living room".
+        (
+            {"name": "living room", "domain": ["light"]},
+            {"area": "Living Room", "domain": ["light"]},
+        ),
+        ({"name": "ground floor"}, {"floor": "Ground Floor"}),
+        # Another form of a word of the name: "the living room curtain".
+        ({"name": "kitchen light"}, {"name": "Kitchen Lights"}),
+        ({"name": "garage doors"}, {"name": "Garage Door"}),
         # What fits nothing, or more than one, is left as it is.
         ({"name": "Porch Light"}, {"name": "Porch Light"}),
         ({"name": "light"}, {"name": "light"}),
@@ -223,6 +237,10 @@ async def test_a_name_of_another_domain_gives_way_to_the_asked_one(
     assert cleaned(hass, {"name": "Kitchen"}) == {"name": "Kitchen"}
 
 
+SPEED = {
+    "allOf": [{"type": "integer"}, {"type": "number", "minimum": 0, "maximum": 100}],
+    "description": "The speed percentage of the fan",
+}
 LIGHT_SET = {
     **TARGETS,
     "device_class": {
@@ -243,11 +261,29 @@ INTENT_SET = ToolSet(
             },
         }
         for name in ("intent__HassTurnOn", "light__HassLightSet", "script__party")
+    ]
+    + [
+        {
+            "type": "function",
+            "function": {
+                "name": "fan__HassFanSetSpeed",
+                "parameters": {
+                    "type": "object",
+                    "properties": {**TARGETS, "percentage": SPEED},
+                    "required": ["percentage"],
+                },
+            },
+        }
     ],
     {},
     {
         name: name
-        for name in ("intent__HassTurnOn", "light__HassLightSet", "script__party")
+        for name in (
+            "intent__HassTurnOn",
+            "light__HassLightSet",
+            "script__party",
+            "fan__HassFanSetSpeed",
+        )
     },
 )
 
@@ -334,6 +370,39 @@ INTENT_SET = ToolSet(
             {"name": "Reading Lamp", "color": "white", "brightness": 100},
             {"name": "Reading Lamp", "color": "white", "brightness": 100},
         ),
+        # Qwen2.5-Coder 0.5B: the one number said, for one the call left out
+        # or filled with its schema.
+        (
+            "Set the kitchen fan to 50%",
+            "fan__HassFanSetSpeed",
+            {"name": "Kitchen Lights", "percentage": SPEED},
+            {"name": "Kitchen Lights", "percentage": 50},
+        ),
+        (
+            "Kitchen fan at 37.5 percent",
+            "fan__HassFanSetSpeed",
+            {"name": "Kitchen Lights"},
+            {"name": "Kitchen Lights", "percentage": 37.5},
+        ),
+        (
+            "Put the kitchen fan on",
+            "fan__HassFanSetSpeed",
+            {"name": "Kitchen Lights", "percentage": SPEED},
+            {"name": "Kitchen Lights", "percentage": SPEED},
+        ),
+        (
+            "Kitchen fan from 20 to 30",
+            "fan__HassFanSetSpeed",
+            {"name": "Kitchen Lights"},
+            {"name": "Kitchen Lights"},
+        ),
+        # A word of a kind of device, in a known place: the device of both.
+        (
+            "Open the kitchen curtains",
+            "intent__HassTurnOn",
+            {"name": "curtain", "area": "Kitchen"},
+            {"name": "Kitchen Curtains"},
+        ),
         # A tool that is no intent keeps what it was given.
         (
             "Start the party at full brightness",
@@ -354,10 +423,16 @@ async def test_what_the_user_asked_for_is_what_runs(
     """Kinds of device in a place, offered device classes, the settings asked for."""
     kitchen = ar.async_get(hass).async_create("Kitchen")
     er.async_get(hass).async_update_entity("light.kitchen_lights", area_id=kitchen.id)
+    for room in ("kitchen", "bedroom"):
+        entity_id = f"cover.{room}_curtains"
+        hass.states.async_set(
+            entity_id, "closed", {"friendly_name": f"{room.title()} Curtains"}
+        )
+        async_expose_entity(hass, "conversation", entity_id, True)
     cleaner = ArgumentCleaner(
         hass,
         INTENT_SET,
         asked=asked,
-        intents={"intent__HassTurnOn", "light__HassLightSet"},
+        intents={"intent__HassTurnOn", "light__HassLightSet", "fan__HassFanSetSpeed"},
     )
     assert cleaner.clean(llm.ToolInput(tool, arguments)).tool_args == expected

@@ -43,6 +43,8 @@ _TARGETS: Final = frozenset({"name", *_PLACES, _DOMAIN, "device_class"})
 # starting as its name's words do ("brightness": "bright").
 _STEM: Final = 4
 _NUMBER: Final = re.compile(r"\d+(?:\.\d+)?")
+# The keys of a schema a small model copies where the value goes.
+_SCHEMA_KEYS: Final = frozenset({"type", "allOf", "anyOf", "oneOf", "description"})
 
 
 class ArgumentCleaner:
@@ -84,6 +86,8 @@ class ArgumentCleaner:
         arguments: dict[str, Any] = {}
         for key, value in call.tool_args.items():
             cleaned = _without_blanks(value, words=key in parameters.words)
+            if words(str(cleaned)) == words(key) or _is_schema(cleaned):
+                cleaned = None
             if cleaned is not None and key in parameters.choices:
                 cleaned = _chosen(cleaned, parameters.choices[key])
             if cleaned is not None:
@@ -95,6 +99,7 @@ class ArgumentCleaner:
             for key in set(arguments).difference(parameters.keys):
                 del arguments[key]
             self._unasked_settings_dropped(arguments, parameters.required)
+            self._number_said(arguments, parameters)
         if arguments:
             self._named(arguments, parameters)
         if arguments == call.tool_args:
@@ -125,12 +130,30 @@ class ArgumentCleaner:
                     if found := self._entity_name(value, frozenset()):
                         del arguments[_DOMAIN]
                 arguments[key] = found or value
+                if not found:
+                    self._name_as_place(arguments, required)
             else:
                 arguments[key] = names.match(value, among) or value
         if "name" in arguments:
             self._drop_unknown_places(arguments, required)
         else:
             self._drop_places_beside_known(arguments, required)
+
+    def _name_as_place(
+        self, arguments: dict[str, Any], required: frozenset[str]
+    ) -> None:
+        """Take a name that is no device's but an area's or floor's as that place.
+
+        "The lights in the living room" came as `name: living room`.
+        """
+        home = self.home
+        for key, names in zip(_PLACES, (home.areas, home.floors), strict=True):
+            if "name" in required or key in arguments:
+                continue
+            if place := names.match(arguments["name"]):
+                del arguments["name"]
+                arguments[key] = place
+                return
 
     def _drop_places_beside_known(
         self, arguments: dict[str, Any], required: frozenset[str]
@@ -161,6 +184,22 @@ class ArgumentCleaner:
             for key in set(settings).difference(asked):
                 del arguments[key]
 
+    def _number_said(self, arguments: dict[str, Any], parameters: _Parameters) -> None:
+        """Give the one number the user said to the one number the call left out.
+
+        "Set the office blinds to 25%" came with no position, or with the
+        position's schema copied in its place.
+        """
+        missing = [
+            key
+            for key in parameters.required & parameters.numbers
+            if not isinstance(arguments.get(key), (int, float))
+        ]
+        if len(missing) == 1 and len(self._numbers) == 1:
+            (said,) = self._numbers
+            number = float(said)
+            arguments[missing[0]] = int(number) if number.is_integer() else number
+
     def _is_asked(self, key: str, value: Any) -> bool:
         """Tell whether the user's words name a setting or hold its value."""
         stems = {part[:_STEM] for part in words(key).split()}
@@ -190,18 +229,26 @@ class ArgumentCleaner:
             or "name" in parameters.required
             or _DOMAIN not in parameters.words
             or home.entities.knows(name)
-            or (domain := _domain(name, home.domains)) not in home.domains
         ):
             return
+        domain = _domain(name, home.domains)
         for key, names in zip(_PLACES, (home.areas, home.floors), strict=True):
-            if isinstance(place := arguments.get(key), str) and names.match(place):
-                together = home.entities.by_words.get(words(f"{place} {name}"), set())
-                if found := only(in_domains(together, frozenset({domain}))):
-                    arguments["name"] = found
-                else:
+            place = arguments.get(key)
+            if not isinstance(place, str) or not names.match(place):
+                continue
+            together = f"{place} {name}"
+            if domain not in home.domains:
+                # A curtain in the bedroom: the bedroom's curtains.
+                found = home.entities.match(together)
+            else:
+                kind = frozenset({domain})
+                named = home.entities.by_words.get(words(together), set())
+                if not (found := only(in_domains(named, kind))):
                     del arguments["name"]
                     arguments[_DOMAIN] = [domain]
-                return
+            if found:
+                arguments["name"] = found
+            return
 
     def _entity_name(self, value: str, domains: frozenset[str]) -> str | None:
         """Return the entity a name means: by its id, its words, or its domain.
@@ -212,10 +259,12 @@ class ArgumentCleaner:
         home = self.home
         if value in home.entity_names:
             return home.entity_names[value]
-        if found := home.entities.match(value, domains):
-            return found
         domain = _domain(value, home.domains)
-        return home.entities.only_of(domain) if domain in home.domains else None
+        if domain not in home.domains:
+            return home.entities.match(value, domains)
+        return home.entities.match(value, domains, whole=True) or (
+            home.entities.only_of(domain)
+        )
 
     def _places_as_domains(
         self, arguments: dict[str, Any], parameters: _Parameters
@@ -296,6 +345,11 @@ def _chosen(value: Any, choices: frozenset[str]) -> Any:
     return kept if isinstance(value, list) else kept[0]
 
 
+def _is_schema(value: Any) -> bool:
+    """Tell whether a value is a schema copied in its place."""
+    return isinstance(value, Mapping) and bool(_SCHEMA_KEYS.intersection(value))
+
+
 def _without_blanks(value: Any, *, words: bool) -> Any:
     """Return the value without empty parts; None where nothing is left.
 
@@ -322,6 +376,8 @@ class _Parameters:
     # The values an argument takes, where its schema lists them.
     choices: Mapping[str, frozenset[str]] = field(default_factory=dict)
     keys: frozenset[str] = frozenset()
+    # Arguments that are numbers.
+    numbers: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, schema: object) -> _Parameters:
@@ -348,7 +404,17 @@ class _Parameters:
                 if isinstance(enum := (_items(value) or value).get("enum"), list)
             },
             frozenset(properties),
+            frozenset(key for key, value in properties.items() if _is_number(value)),
         )
+
+
+def _is_number(schema: Mapping[str, Any]) -> bool:
+    """Tell whether a schema is of a number, also as one of all it must be."""
+    parts = [
+        schema,
+        *(part for part in schema.get("allOf") or () if isinstance(part, Mapping)),
+    ]
+    return any(part.get("type") in ("integer", "number") for part in parts)
 
 
 def _items(schema: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -18,6 +18,10 @@ from homeassistant.helpers import (
 
 # Where a word starts inside a name written in code style.
 _WORD_BREAK: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-.\s]+")
+# Two forms of one word (`curtain`, `curtains`; `Lampe`, `Lampen`): the same
+# start of at least this many letters, and an ending of at most two.
+_STEM: Final = 4
+_ENDING: Final = 2
 
 
 def words(name: str) -> str:
@@ -36,22 +40,24 @@ class Names:
         for found_by in (name, *others):
             self.by_words.setdefault(words(found_by), set()).add((name, domain))
 
-    def match(self, value: str, domains: frozenset[str] = frozenset()) -> str | None:
+    def match(
+        self, value: str, domains: frozenset[str] = frozenset(), *, whole: bool = False
+    ) -> str | None:
         """Return the one name the value means, among the domains if any are given.
 
-        The value's words are the whole of a name, else part of one.
+        The value's words are the whole of a name, else (unless `whole`) part of one.
         """
         key = words(value)
         if not key:
             return None
-        if found := in_domains(self.by_words.get(key, set()), domains):
+        if (found := in_domains(self.by_words.get(key, set()), domains)) or whole:
             return only(found)
-        wanted = set(key.split())
+        wanted = key.split()
         return only(
             {
                 name
                 for phrase, entries in self.by_words.items()
-                if wanted <= set(phrase.split())
+                if all(_in_words(word, phrase.split()) for word in wanted)
                 for name in in_domains(entries, domains)
             }
         )
@@ -70,6 +76,19 @@ class Names:
     def knows(self, value: str) -> bool:
         """Tell whether the value is one of the names, read as words."""
         return words(value) in self.by_words
+
+
+def _in_words(word: str, phrase: list[str]) -> bool:
+    """Tell whether a word is among a phrase's, also in another form (`curtain`)."""
+    return any(
+        word == other
+        or (
+            min(len(word), len(other)) >= _STEM
+            and abs(len(word) - len(other)) <= _ENDING
+            and (other.startswith(word) or word.startswith(other))
+        )
+        for other in phrase
+    )
 
 
 def in_domains(entries: set[tuple[str, str]], domains: frozenset[str]) -> set[str]:
