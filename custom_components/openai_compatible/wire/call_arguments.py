@@ -1,19 +1,11 @@
 """A call's arguments cleaned before it runs: placeholders out, names matched.
 
-Small models fill optional arguments with placeholders (`"floor": "unknown"`,
-`"0"`, `"None"`), write names in code style (`living_room_light`,
-`garageDoor`) or in part (`garage`), put a kind of device where an area
-goes (`"area": "light"`), and add places or device classes the device does
-not have; Home Assistant's intents then match nothing. So an
-optional argument that is empty or a placeholder goes; an area or floor that
-the home lacks but that names a domain is that domain; a name, area or floor
-is given as the home writes it where exactly one fits its words (all of
-them, else as part of the name; among the call's domains); an area, floor or
-domain the home lacks, or one the named device is not in, or a device class
-it does not have, goes where the name still says what is meant. A required
-argument is never dropped.
-
-What the home holds is read once per turn, and only when a call needs it.
+Small models fill optional arguments with placeholders (`"floor": "unknown"`),
+write names in code style (`garageDoor`), in part or in another form, put a
+kind of device where an area goes, and add places, classes or settings the
+device does not have; Home Assistant's intents then match nothing. Each
+method below reads one such miss as meant; a required argument is never
+dropped. The home is read once per turn, when a call first needs it.
 """
 
 from __future__ import annotations
@@ -142,10 +134,7 @@ class ArgumentCleaner:
     def _name_as_place(
         self, arguments: dict[str, Any], required: frozenset[str]
     ) -> None:
-        """Take a name that is no device's but an area's or floor's as that place.
-
-        "The lights in the living room" came as `name: living room`.
-        """
+        """Take a name no device has but a place has as that place (`living room`)."""
         home = self.home
         for key, names in zip(_PLACES, (home.areas, home.floors), strict=True):
             if "name" in required or key in arguments:
@@ -173,11 +162,7 @@ class ArgumentCleaner:
     def _unasked_settings_dropped(
         self, arguments: dict[str, Any], required: frozenset[str]
     ) -> None:
-        """Drop the settings the user did not ask for, where they asked for one.
-
-        Small models add settings nobody asked for (a colour and a colour
-        temperature to "full brightness"); the light then refuses the call.
-        """
+        """Drop settings nobody asked for (a colour), where one was (brightness)."""
         settings = [key for key in arguments if key not in _TARGETS | required]
         asked = [key for key in settings if self._is_asked(key, arguments[key])]
         if asked:
@@ -185,11 +170,7 @@ class ArgumentCleaner:
                 del arguments[key]
 
     def _number_said(self, arguments: dict[str, Any], parameters: _Parameters) -> None:
-        """Give the one number the user said to the one number the call left out.
-
-        "Set the office blinds to 25%" came with no position, or with the
-        position's schema copied in its place.
-        """
+        """Give the one number the user said to the one number the call left out."""
         missing = [
             key
             for key in parameters.required & parameters.numbers
@@ -216,12 +197,10 @@ class ArgumentCleaner:
     def _kind_in_place(
         self, arguments: dict[str, Any], parameters: _Parameters
     ) -> None:
-        """Read a name that only says a kind of device, in a known place.
+        """Read a kind of device in a known place (`light` + Kitchen) as what is there.
 
-        "The kitchen light" comes as `name: light, area: Kitchen`; no device
-        is named "light", so the intent matched nothing. It is the device the
-        place and the name name together, else the place's devices of that
-        domain.
+        The device the place and the name name together, else the place's
+        devices of that domain.
         """
         home, name = self.home, arguments.get("name")
         if (
@@ -251,11 +230,7 @@ class ArgumentCleaner:
             return
 
     def _entity_name(self, value: str, domains: frozenset[str]) -> str | None:
-        """Return the entity a name means: by its id, its words, or its domain.
-
-        A name that only says a domain (`vacuum`) means the home's one entity
-        of that domain, if it has one.
-        """
+        """Return the entity a name means: by id, words, or domain (the one vacuum)."""
         home = self.home
         if value in home.entity_names:
             return home.entity_names[value]
@@ -284,11 +259,7 @@ class ArgumentCleaner:
     def _drop_unknown_places(
         self, arguments: dict[str, Any], required: frozenset[str]
     ) -> None:
-        """Drop the places and domains the home lacks, the name says enough.
-
-        So goes an area or floor where nothing of that name is, and a device
-        class nothing of that name has.
-        """
+        """Drop places, domains and device classes the named device lacks."""
         home = self.home
         name = arguments["name"]
         classes = home.classes.get(name)
