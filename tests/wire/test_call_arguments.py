@@ -396,6 +396,13 @@ INTENT_SET = ToolSet(
             {"name": "Kitchen Lights"},
             {"name": "Kitchen Lights"},
         ),
+        # Only a number's schema counts as copied: a tool's own object stays.
+        (
+            "File a bug",
+            "script__party",
+            {"color": {"type": "bug", "description": "It breaks"}},
+            {"color": {"type": "bug", "description": "It breaks"}},
+        ),
         # A word of a kind of device, in a known place: the device of both.
         (
             "Open the kitchen curtains",

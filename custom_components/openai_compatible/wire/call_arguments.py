@@ -78,7 +78,9 @@ class ArgumentCleaner:
         arguments: dict[str, Any] = {}
         for key, value in call.tool_args.items():
             cleaned = _without_blanks(value, words=key in parameters.words)
-            if words(str(cleaned)) == words(key) or _is_schema(cleaned):
+            if words(str(cleaned)) == words(key) or (
+                key in parameters.numbers and _is_schema(cleaned)
+            ):
                 cleaned = None
             if cleaned is not None and key in parameters.choices:
                 cleaned = _chosen(cleaned, parameters.choices[key])
