@@ -78,7 +78,7 @@ class ArgumentCleaner:
         arguments: dict[str, Any] = {}
         for key, value in call.tool_args.items():
             cleaned = _without_blanks(value, words=key in parameters.words)
-            if words(str(cleaned)) == words(key) or (
+            if (isinstance(cleaned, str) and words(cleaned) == words(key)) or (
                 key in parameters.numbers and _is_schema(cleaned)
             ):
                 cleaned = None
@@ -138,10 +138,10 @@ class ArgumentCleaner:
     ) -> None:
         """Take a name no device has but a place has as that place (`living room`)."""
         home = self.home
+        if "name" in required:
+            return
         for key, names in zip(_PLACES, (home.areas, home.floors), strict=True):
-            if "name" in required or key in arguments:
-                continue
-            if place := names.match(arguments["name"]):
+            if key not in arguments and (place := names.match(arguments["name"])):
                 del arguments["name"]
                 arguments[key] = place
                 return
