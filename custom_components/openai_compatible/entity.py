@@ -266,7 +266,9 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
                     # A lookup found tools: they go at the end of the list.
                     adapter = self.adapter(offer.tool_set(), chat_log)
                 body = await adapter.async_build_body(
-                    chat_log, response_format=response_format, instructions=instructions
+                    chat_log,
+                    response_format=response_format,
+                    instructions=rescue.instructions or instructions,
                 )
                 deltas = rescue.watched(
                     _holding(slots, adapter.async_stream(chat_log, body))

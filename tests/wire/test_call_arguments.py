@@ -163,6 +163,15 @@ def test_words(name: str, expected: str) -> None:
             {"area": "Living Room", "domain": ["light"]},
         ),
         ({"name": "ground floor"}, {"floor": "Ground Floor"}),
+        # Qwen2.5-Coder 1.5B: "Set the temperature in the bedroom to 19".
+        (
+            {"name": "living room", "area": "Living Room", "domain": ["light"]},
+            {"area": "Living Room", "domain": ["light"]},
+        ),
+        (
+            {"name": "living room", "area": "Attic", "domain": ["light"]},
+            {"name": "living room", "domain": ["light"]},
+        ),
         # Another form of a word of the name: "the living room curtain".
         ({"name": "kitchen light"}, {"name": "Kitchen Lights"}),
         ({"name": "garage doors"}, {"name": "Garage Door"}),

@@ -14,7 +14,7 @@ from homeassistant.setup import async_setup_component
 import pytest
 
 from custom_components.openai_compatible.const import CONF_ONE_ROUND
-from custom_components.openai_compatible.wire.rescue import async_done_sentence
+from custom_components.openai_compatible.wire.done_sentence import async_done_sentence
 from simulator import OpenAISimulator, chunk, sse_text, sse_tool_calls
 
 from ..conftest import AGENT, SetupEntry, converse, speech, stored_chat_log
@@ -369,6 +369,110 @@ async def test_one_round_is_on_by_default_for_local_servers(
     assert len(simulator.chat_requests()) == rounds
     assert speech(result) == ("Closing" if rounds == 1 else "Closed it.")
     simulator.clear_queue()
+
+
+# Qwen2.5-Coder 1.5B on llama-server, asked to lock the back door.
+DESCRIBED = (
+    "To close the garage door, you can use the intent__HassTurnOff function "
+    'with the name "Garage Door".'
+)
+
+
+async def test_a_described_call_is_asked_for_again(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+) -> None:
+    """Words that describe a call are never spoken: the model is told to call."""
+    await setup_entry(conversation={**ASSIST, CONF_ONE_ROUND: True})
+    simulator.enqueue("/chat/completions", sse=sse_text(DESCRIBED, split=3))
+    simulator.enqueue("/chat/completions", sse=sse_tool_calls([CLOSE_GARAGE]))
+
+    result = await converse(hass, "Close the garage door")
+
+    assert speech(result) == "Closing"
+    assert hass.states.get("cover.garage_door").state == "closed"
+    first, second = simulator.chat_requests()
+    assert first["messages"][-1] == {"role": "user", "content": "Close the garage door"}
+    assert second["messages"][-1]["content"].startswith("Close the garage door\n\n(")
+    assert "call the tool" in second["messages"][-1]["content"]
+    assert DESCRIBED not in spoken_contents(hass, result.conversation_id)
+
+
+@pytest.mark.parametrize(
+    "described",
+    [
+        DESCRIBED,
+        # Qwen2.5-Coder 1.5B on llama-server, asked the temperature.
+        "To find the temperature, you can use the `GetLiveContext` function.",
+    ],
+)
+async def test_a_call_described_twice_is_an_error(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+    described: str,
+) -> None:
+    """The model is asked once; described again, the turn says what happened."""
+    await setup_entry(conversation=ASSIST)
+    simulator.enqueue("/chat/completions", sse=sse_text(described))
+    simulator.enqueue("/chat/completions", sse=sse_text(described))
+
+    result = await converse(hass, "Close the garage door")
+
+    assert result.response.response_type is intent.IntentResponseType.ERROR
+    assert speech(result).startswith("The model described a tool call")
+    assert len(simulator.chat_requests()) == 2
+
+
+async def test_words_naming_the_call_they_come_with_are_not_spoken(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+) -> None:
+    """A call made with words about it: the call runs, the words go."""
+    await setup_entry(conversation=ASSIST)
+    simulator.enqueue(
+        "/chat/completions",
+        sse=[
+            chunk({"role": "assistant", "content": "Calling intent__HassTurnOff"}),
+            *sse_tool_calls([CLOSE_GARAGE]),
+        ],
+    )
+    simulator.enqueue("/chat/completions", sse=sse_text("The door is closed."))
+
+    result = await converse(hass, "Close the garage door")
+
+    assert speech(result) == "The door is closed."
+    assert hass.states.get("cover.garage_door").state == "closed"
+    assert spoken_contents(hass, result.conversation_id) == [
+        None,
+        "The door is closed.",
+    ]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["The kitchen lights are on. Anything else?", "Yes", "The lights are on " * 12],
+)
+async def test_words_that_name_no_tool_are_spoken(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+    answer: str,
+) -> None:
+    """Held only while they may name a tool: to the first sentence's end."""
+    await setup_entry(conversation=ASSIST)
+    simulator.enqueue("/chat/completions", sse=sse_text(answer, split=2))
+
+    result = await converse(hass, "Are the kitchen lights on?")
+
+    assert speech(result) == answer
+    assert len(simulator.chat_requests()) == 1
 
 
 async def test_a_named_tool_without_arguments_runs(

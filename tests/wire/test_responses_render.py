@@ -108,11 +108,13 @@ async def test_instructions_go_with_the_tasks_own_message(
     renderer = InputRenderer(hass, TOOLS, AGENT)
 
     first = await renderer.async_render([task], (task, "Answer in JSON."))
-    again = await renderer.async_render([task, later])
+    again = await renderer.async_render([task, later], (task, "Answer in JSON."))
+    plain = await renderer.async_render([task, later])
 
     assert first[0]["content"] == "Describe the room\n\nAnswer in JSON."
     assert again[0] == first[0]
     assert again[1]["content"] == "More"
+    assert plain[0]["content"] == "Describe the room"
 
 
 async def test_another_agents_native_answer_goes_back_as_a_message(

@@ -136,12 +136,13 @@ class ArgumentCleaner:
     def _name_as_place(
         self, arguments: dict[str, Any], required: frozenset[str]
     ) -> None:
-        """Take a name no device has but a place has as that place (`living room`)."""
+        """Take a name no device has but a place has (or that repeats it) as that place."""
         home = self.home
         if "name" in required:
             return
         for key, names in zip(_PLACES, (home.areas, home.floors), strict=True):
-            if key not in arguments and (place := names.match(arguments["name"])):
+            given, place = arguments.get(key), names.match(arguments["name"])
+            if place and (given is None or names.match(str(given)) == place):
                 del arguments["name"]
                 arguments[key] = place
                 return

@@ -86,7 +86,9 @@ class ChatLogRenderer[Item, Part](ABC):
         """Prepare an empty cache."""
         self._hass = hass
         self.tool_set = tool_set
-        self._rendered: dict[int, tuple[conversation.Content, list[Item]]] = {}
+        self._rendered: dict[
+            int, tuple[conversation.Content, str | None, list[Item]]
+        ] = {}
 
     async def async_render(
         self,
@@ -115,15 +117,16 @@ class ChatLogRenderer[Item, Part](ABC):
     async def _async_cached(
         self, content: conversation.Content, instructions: Instructions | None
     ) -> list[Item]:
-        """Return one piece of content rendered, once per content object."""
+        """Return one piece of content rendered, once per content and text added."""
+        extra = instructions[1] if instructions and instructions[0] is content else None
         cached = self._rendered.get(id(content))
-        if cached is None or cached[0] is not content:
-            cached = (content, await self._async_convert(content, instructions))
+        if cached is None or cached[0] is not content or cached[1] != extra:
+            cached = (content, extra, await self._async_convert(content, extra))
             self._rendered[id(content)] = cached
-        return cached[1]
+        return cached[2]
 
     async def _async_convert(
-        self, content: conversation.Content, instructions: Instructions | None
+        self, content: conversation.Content, extra: str | None
     ) -> list[Item]:
         """Convert one piece of content."""
         if isinstance(content, conversation.SystemContent):
@@ -133,7 +136,7 @@ class ChatLogRenderer[Item, Part](ABC):
             varying_message = [self._message("system", varying)] if varying else []
             return [self._message("system", shared), *varying_message]
         if isinstance(content, conversation.UserContent):
-            return [await self._async_user(content, instructions)]
+            return [await self._async_user(content, extra)]
         if isinstance(content, conversation.AssistantContent):
             return self._assistant(content)
         result = content.result
@@ -143,10 +146,9 @@ class ChatLogRenderer[Item, Part](ABC):
         return [self._result(content.tool_call_id, result.data)]
 
     async def _async_user(
-        self, content: conversation.UserContent, instructions: Instructions | None
+        self, content: conversation.UserContent, extra: str | None
     ) -> Item:
-        """Convert a user message, its attachments read."""
-        extra = instructions[1] if instructions and instructions[0] is content else None
+        """Convert a user message with any text added to it, its attachments read."""
         text = f"{content.content}\n\n{extra}" if extra else content.content
         if not content.attachments:
             return self._message("user", text)

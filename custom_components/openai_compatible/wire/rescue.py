@@ -10,7 +10,10 @@ One `TurnRescue` watches the rounds of one turn (entity.py):
   way to Home Assistant's own sentence for that intent;
 - with one-round answers, a round whose only act was one intent call that did
   what was asked ends the turn with that sentence, without asking the model
-  again; and once an intent did something, the third round is the last.
+  again; and once an intent did something, the third round is the last;
+- words that describe a call instead of making it ("you can use the
+  `intent__HassTurnOn` function with…") are not spoken: the model is asked
+  again, once, told to call the tool.
 """
 
 from __future__ import annotations
@@ -18,18 +21,18 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from dataclasses import dataclass, field
 import json
+import re
 from typing import Any, Final, cast
 
 from homeassistant.components import conversation
-from homeassistant.components.conversation.default_agent import DefaultAgent
 from homeassistant.core import HomeAssistant
-from homeassistant.exceptions import TemplateError
-from homeassistant.helpers import intent, llm, template, translation
+from homeassistant.helpers import llm
 
 from ..errors import ModelError
 from ..net.request import ToolSet
 from .call_arguments import ArgumentCleaner
 from .chat_stream import ANSWER_CUT
+from .done_sentence import async_done_sentence
 from .tool_answers import unanswerable_error
 
 type Delta = (
@@ -41,6 +44,16 @@ _LAST_ROUND: Final = 3
 # What an answer that is no sentence starts with or holds.
 _NOT_SPOKEN: Final = ("{", "[", "<")
 _MARKUP: Final = ("```", "<tool_call>", '{"', "<|")
+# A tool's name, as no one says a word: `HassTurnOn`, `good_night`.
+_TOOL_WORD: Final = re.compile(r"\w*(?:[a-z][A-Z]|_)\w*")
+# Where the opening of an answer ends: a sentence (a colon leads to a name), or this far.
+_OPENING_END: Final = re.compile(r"[.!?]\s")
+_OPENING_REACH: Final = 160
+# Told to a model that described a call, with the user's words.
+_CALL_IT: Final = (
+    "(Do not describe a tool call or name a tool in your answer: "
+    "call the tool, or answer in plain words.)"
+)
 
 
 @dataclass(slots=True)
@@ -50,10 +63,13 @@ class _Message:
     sentence: str | None
     # A tool's result came before: data now is the result echoed, never spoken.
     after_result: bool = False
+    # Tools named in the opening of the words, where a call may be described.
+    tools: frozenset[str] = frozenset()
     words: list[str] = field(default_factory=list)
     calls: bool = False
     cut: bool = False
     said: bool = False
+    described: bool = False
 
     def hold(self, delta: dict[str, Any]) -> None:
         """Take the words out of a delta, while a sentence stands ready or data starts."""
@@ -63,6 +79,7 @@ class _Message:
         if (
             self.sentence is not None
             or self.words
+            or self.tools
             or (
                 self.after_result
                 and not self.said
@@ -71,16 +88,39 @@ class _Message:
         ):
             self.words.append(delta.pop("content") or "")
         self.said = self.said or bool(text.strip())
+        if self.tools:
+            self._read_opening(delta)
+
+    def _read_opening(self, delta: dict[str, Any]) -> None:
+        """Hold words naming a tool; let the opening go once it names none."""
+        held = "".join(self.words)
+        if self.names_tool(held):
+            self.tools, self.described = frozenset(), True
+        elif _speaks(held) and (
+            _OPENING_END.search(held) or len(held) > _OPENING_REACH
+        ):
+            self.tools = frozenset()
+            delta["content"] = held
+            self.words.clear()
+
+    def names_tool(self, text: str) -> bool:
+        """Tell whether words name one of the tools."""
+        return not self.tools.isdisjoint(re.findall(r"\w+", text))
 
     def end(self) -> conversation.AssistantContentDeltaDict | None:
         """Return the words held, or the sentence where they say nothing.
 
         Raise where the model answered a tool's result with data and no
-        sentence can stand for it: a tool's JSON is never spoken.
+        sentence can stand for it (a tool's JSON is never spoken), or
+        described a call it did not make.
         """
         said = "".join(self.words)
+        if self.described or self.names_tool(said):
+            if self.calls:
+                return None
+            raise ModelError("call_described")
         if self.sentence is None:
-            if said and not self.calls and not _speaks(said):
+            if said and self.after_result and not self.calls and not _speaks(said):
                 raise ModelError("answer_not_speech")
             return {"content": said} if said else None
         if not self.calls and (self.cut or not _speaks(said)):
@@ -111,13 +151,25 @@ class TurnRescue:
         self._chat_log = chat_log
         self._agent_id = agent_id
         self._intents = _intent_names(chat_log)
-        asked = next(
-            (c.content for c in reversed(chat_log.content) if c.role == "user"), ""
+        self._asked = next(
+            (
+                content
+                for content in reversed(chat_log.content)
+                if isinstance(content, conversation.UserContent)
+            ),
+            None,
         )
         self._cleaner = ArgumentCleaner(
-            hass, tool_set, asked=asked, intents=self._intents
+            hass,
+            tool_set,
+            asked=self._asked.content if self._asked else "",
+            intents=self._intents,
         )
         self._speaks = speaks
+        self._tool_words = _tool_words(tool_set) if speaks else frozenset()
+        # Text added to the user's message once the model described a call.
+        self.instructions: tuple[conversation.UserContent, str] | None = None
+        self._described = False
         self._one_round = one_round and speaks
         self._rounds = 0
         self._round_start = 0
@@ -134,16 +186,19 @@ class TurnRescue:
         self._rounds += 1
         self._round_start = len(self._chat_log.content)
         sentence = await self._async_done_sentence() if self._speaks else None
+        tools = self._tool_words if sentence is None else frozenset()
         message: _Message | None = None
         given = False
         try:
             async for delta in stream:
                 if "role" in delta:
-                    if message is not None and (said := message.end()) is not None:
+                    if message is not None and (said := self._end(message)):
                         given = given or said.get("content") == sentence
                         yield said
                     assistant = delta["role"] == "assistant"
-                    message = _Message(sentence, self._echoes()) if assistant else None
+                    message = (
+                        _Message(sentence, self._echoes(), tools) if assistant else None
+                    )
                 if checked := self._checked(delta, message):
                     yield cast("Delta", checked)
         except ModelError as err:
@@ -151,8 +206,20 @@ class TurnRescue:
                 raise
             # The cut words were said, or gave way to the sentence already.
             message = None if given else _Message(sentence, self._echoes(), cut=True)
-        if message is not None and (said := message.end()) is not None:
+        if message is not None and (said := self._end(message)):
             yield said
+
+    def _end(self, message: _Message) -> conversation.AssistantContentDeltaDict | None:
+        """Return a message's words; a call described in them is asked for once."""
+        try:
+            return message.end()
+        except ModelError as err:
+            described = err.translation_key == "call_described"
+            if not described or self.instructions or self._asked is None:
+                raise
+        self.instructions = (self._asked, _CALL_IT)
+        self._described = True
+        return None
 
     def _echoes(self) -> bool:
         """Tell whether data the model writes now would echo a tool's result."""
@@ -163,6 +230,9 @@ class TurnRescue:
 
         Raise when the model repeated a call that said nothing to say.
         """
+        if self._described:
+            self._described = False
+            return False
         repeated, self._repeated = self._repeated, None
         answered, self._repeated_answered = self._repeated_answered, False
         added = self._chat_log.content[self._round_start :]
@@ -259,97 +329,6 @@ class TurnRescue:
             pass
 
 
-async def async_done_sentence(
-    hass: HomeAssistant, result: llm.ToolResult
-) -> str | None:
-    """Return what Home Assistant says of an intent that did what was asked.
-
-    Its own speech where it has one, else the sentence its default agent
-    says for that intent, in the intent's language; "Done" where it has none.
-    None for any other result (a question's answer, a failure, other tools).
-    """
-    data = result.data
-    if result.error or not _done(data):
-        return None
-    if speech := _own_speech(data):
-        return speech
-    response = getattr(data, "original", None)
-    if not isinstance(response, intent.IntentResponse):
-        return None
-    language = response.language
-    if sentence := await _async_intent_sentence(hass, response):
-        return sentence
-    texts = await translation.async_get_translations(
-        hass, language, "conversation", [conversation.DOMAIN]
-    )
-    return texts.get("component.conversation.conversation.agent.done", "Done")
-
-
-def _own_speech(data: dict[str, Any]) -> str | None:
-    """Return the speech an intent's answer carries, if it has any."""
-    speech = data.get("speech")
-    plain = speech.get("plain") if isinstance(speech, dict) else None
-    text = plain.get("speech") if isinstance(plain, dict) else None
-    return text if isinstance(text, str) and text.strip() else None
-
-
-def _done(data: Any) -> bool:
-    """Tell whether a result is an intent's that acted on its targets, all of them."""
-    if not isinstance(data, dict) or data.get("response_type") != "action_done":
-        return False
-    targets = data.get("data")
-    return (
-        isinstance(targets, dict)
-        and bool(targets.get("success"))
-        and not targets.get("failed")
-    )
-
-
-async def _async_intent_sentence(
-    hass: HomeAssistant, response: intent.IntentResponse
-) -> str | None:
-    """Return the default agent's sentence for a done intent, if it has one."""
-    agent = conversation.async_get_agent(hass)
-    if response.intent is None or not isinstance(agent, DefaultAgent):
-        return None
-    intents = await agent.async_get_or_load_intents(response.language)
-    responses = (
-        intents.intent_responses.get(response.intent.intent_type) if intents else None
-    )
-    if not isinstance(responses, dict):
-        return None
-    slots = {key: slot.get("value") for key, slot in response.intent.slots.items()}
-    states = response.matched_states
-    key = _response_key(responses, slots, states[0].domain if states else None)
-    if key is None:
-        return None
-    try:
-        rendered = template.Template(responses[key], hass).async_render(
-            {
-                "slots": slots | response.speech_slots,
-                "state": template.TemplateState(hass, states[0]) if states else None,
-                "query": {
-                    "matched": [template.TemplateState(hass, s) for s in states],
-                    "unmatched": [],
-                },
-            },
-            parse_result=False,
-        )
-    except TemplateError:
-        return None
-    return " ".join(str(rendered).split()) or None
-
-
-def _response_key(
-    responses: dict[str, Any], slots: Iterable[str], domain: str | None
-) -> str | None:
-    """Return the response the default agent would say: by domain, slot, default."""
-    for key in (domain, *slots, "default"):
-        if key in responses:
-            return key
-    return next(iter(responses)) if len(responses) == 1 else None
-
-
 def _key(name: str, value: Any) -> str:
     """Return what tells two calls or two answers apart."""
     return json.dumps([name, value], sort_keys=True, default=str)
@@ -379,6 +358,16 @@ def _has_answer(added: list[conversation.Content]) -> bool:
         isinstance(content, conversation.ToolResultContent)
         or (isinstance(content, conversation.AssistantContent) and content.content)
         for content in added
+    )
+
+
+def _tool_words(tool_set: ToolSet) -> frozenset[str]:
+    """Return the offered tools' names, whole and after their prefix, as no word is."""
+    return frozenset(
+        part
+        for name in tool_set.from_wire
+        for part in (name, name.rpartition("__")[2])
+        if _TOOL_WORD.fullmatch(part)
     )
 
 
