@@ -50,6 +50,8 @@ CONF_TOOLS_ON_DEMAND: Final = "tools_on_demand"
 CONF_MAX_TOOL_CALLS: Final = "max_tool_calls"
 # A done intent answered with Home Assistant's sentence, no second round (unset: local).
 CONF_ONE_ROUND: Final = "one_round_answers"
+# Examples of calls after Home Assistant's instructions (unset: local).
+CONF_CALL_EXAMPLES: Final = "call_examples"
 
 # Entry option: the wire API (features.WireApi); automatic when unset.
 CONF_API: Final = "api"

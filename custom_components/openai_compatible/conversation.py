@@ -24,7 +24,6 @@ from .errors import ModelError
 from .fallback import async_converse_with, handover
 from .features import WireApi, api_setting
 from .net.request import RequestSettings, ToolSet
-from .tool_offer.offer import ToolOffer
 from .wire.round_trip import Dialect
 
 PARALLEL_UPDATES = 0
@@ -111,9 +110,7 @@ class OpenAICompatibleConversationEntity(
         """Send the first request of a spoken command without its words."""
         try:
             chat_log = await self._async_spoken_start(language)
-            offer = ToolOffer(
-                self._tool_set(chat_log.llm_api), self.subentry.data, chat_log
-            )
+            offer = self._offer(chat_log)
             api = self.capabilities.api(api_setting(self.entry.options.get(CONF_API)))
             dialect: Callable[[RequestSettings, ToolSet], Dialect[Any, Any, Any]] = (
                 self._chat_dialect

@@ -17,6 +17,7 @@ from homeassistant.helpers.update_coordinator import CoordinatorEntity
 from .const import (
     CONF_API,
     CONF_AUDIO_MODEL,
+    CONF_CALL_EXAMPLES,
     CONF_CHAT_MODEL,
     CONF_MAX_TOKENS,
     CONF_ONE_ROUND,
@@ -222,6 +223,15 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
             self._tool_set_cache = cached
         return cached[1]
 
+    def _offer(self, chat_log: conversation.ChatLog) -> ToolOffer:
+        """Return the tools a turn offers; an agent on a local server shows examples."""
+        data = self.subentry.data
+        examples = self.subentry.subentry_type == SUBENTRY_CONVERSATION and data.get(
+            CONF_CALL_EXAMPLES, self.runtime.capabilities.local
+        )
+        tool_set = self._tool_set(chat_log.llm_api)
+        return ToolOffer(tool_set, data, chat_log, examples=bool(examples))
+
     def _rescue(
         self, chat_log: conversation.ChatLog, tool_set: ToolSet, free_form: bool
     ) -> TurnRescue:
@@ -249,9 +259,7 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
         instructions: tuple[conversation.UserContent, str] | None = None,
     ) -> None:
         """Run the model on the chat log until no tool result is unanswered."""
-        offer = ToolOffer(
-            self._tool_set(chat_log.llm_api), self.subentry.data, chat_log
-        )
+        offer = self._offer(chat_log)
         adapter = self.adapter(offer.tool_set(), chat_log)
         rescue = self._rescue(chat_log, offer.tool_set(), response_format is None)
         capabilities = self.capabilities

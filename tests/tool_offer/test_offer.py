@@ -8,14 +8,18 @@ from typing import Any
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
+import pytest
 
 from custom_components.openai_compatible.const import (
     CONF_API,
+    CONF_CALL_EXAMPLES,
     CONF_MAX_TOOL_CALLS,
     CONF_TOOLS,
     CONF_TOOLS_ON_DEMAND,
 )
 from custom_components.openai_compatible.features import WireApi
+from custom_components.openai_compatible.net.request import ToolSet
+from custom_components.openai_compatible.tool_offer.offer import call_examples
 from simulator import OpenAISimulator, sse_text, sse_tool_calls
 
 from ..conftest import SetupEntry, converse, speech
@@ -151,3 +155,57 @@ async def test_tools_on_demand_over_responses(
     assert TURN_ON in [tool["name"] for tool in second["tools"]]
     found = json.loads(second["input"][-1]["output"])
     assert found["note"] == "These tools can be called now."
+
+
+@pytest.mark.parametrize(
+    ("provider", "examples", "shown"),
+    [
+        ("llama_cpp", None, True),
+        ("llama_cpp", False, False),
+        ("custom", None, False),
+        ("custom", True, True),
+    ],
+)
+async def test_examples_of_calls_on_a_local_server(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    provider: str,
+    examples: bool | None,
+    shown: bool,
+) -> None:
+    """A local agent shows examples of the offered tools after the instructions."""
+    option = {} if examples is None else {CONF_CALL_EXAMPLES: examples}
+    await setup_entry(provider=provider, conversation=ASSIST | option)
+
+    await converse(hass, "hello")
+
+    (body,) = simulator.chat_requests()
+    system = body["messages"][0]["content"]
+    assert ("Examples of calls" in system) is shown
+    if shown:
+        examples_text = system.split("Examples of calls", 1)[1]
+        assert f'call {TURN_ON} with {{"name": "espresso machine"}}' in examples_text
+        assert f"call {LIVE_CONTEXT}, then answer" in examples_text
+
+
+async def test_examples_only_of_offered_tools(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+) -> None:
+    """A tool not offered has no example; with none of them, no examples at all."""
+    await setup_entry(
+        provider="llama_cpp", conversation=ASSIST | {CONF_TOOLS: [LIVE_CONTEXT]}
+    )
+
+    await converse(hass, "hello")
+
+    (body,) = simulator.chat_requests()
+    assert TURN_ON not in body["messages"][0]["content"]
+    assert LIVE_CONTEXT in body["messages"][0]["content"]
+    assert call_examples(ToolSet([], {}, {})) == ""
+    timers = ToolSet(
+        [],
+        {"HassCancelTimer": "HassCancelTimer"},
+        {"HassCancelTimer": "HassCancelTimer"},
+    )
+    assert call_examples(timers) == ""

@@ -19,6 +19,7 @@ import probatio
 from slugify import slugify
 
 from ..const import (
+    CONF_CALL_EXAMPLES,
     CONF_MAX_TOOL_CALLS,
     CONF_ONE_ROUND,
     CONF_TOOLS,
@@ -32,6 +33,7 @@ TOOL_KEYS: Final = (
     CONF_TOOLS_ON_DEMAND,
     CONF_MAX_TOOL_CALLS,
     CONF_ONE_ROUND,
+    CONF_CALL_EXAMPLES,
 )
 LABEL_CHARACTERS: Final = 60
 
@@ -78,7 +80,7 @@ def _readable(tool: llm.Tool) -> str:
 def tools_schema(
     options: list[SelectOptionDict], data: Mapping[str, Any], local: bool
 ) -> probatio.Schema:
-    """Return the form: tools offered, on demand, the call cap, one round (local: on)."""
+    """Return the form: tools offered, on demand, the call cap; one round, examples (local: on)."""
     offered = {option["value"] for option in options}
     kept = [
         SelectOptionDict(value=name, label=name)
@@ -99,6 +101,7 @@ def tools_schema(
             probatio.Optional(CONF_TOOLS_ON_DEMAND, default=False): bool,
             probatio.Optional(CONF_MAX_TOOL_CALLS): whole_number(1, 100),
             probatio.Optional(CONF_ONE_ROUND, default=local): bool,
+            probatio.Optional(CONF_CALL_EXAMPLES, default=local): bool,
         }
     )
 
@@ -114,6 +117,7 @@ def tools_data(
         kept[CONF_TOOLS_ON_DEMAND] = True
     if (cap := user_input.get(CONF_MAX_TOOL_CALLS)) is not None:
         kept[CONF_MAX_TOOL_CALLS] = int(cap)
-    if (one_round := user_input.get(CONF_ONE_ROUND, local)) != local:
-        kept[CONF_ONE_ROUND] = one_round
+    for key in (CONF_ONE_ROUND, CONF_CALL_EXAMPLES):
+        if (value := user_input.get(key, local)) != local:
+            kept[key] = value
     return kept

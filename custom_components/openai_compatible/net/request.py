@@ -80,6 +80,8 @@ class ToolSet:
     to_wire: dict[str, str]
     from_wire: dict[str, str]
     own_calls: OwnCalls | None = None
+    # Examples of calls of these tools, shown after the instructions.
+    examples: str = ""
 
 
 def without_keys[B: Mapping[str, object]](body: B, keys: tuple[str, ...]) -> B:

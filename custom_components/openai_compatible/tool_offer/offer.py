@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+import json
+from typing import Any, Final
 
 from homeassistant.components import conversation
 from homeassistant.helpers import llm
@@ -42,6 +43,47 @@ def _only(tool_set: ToolSet, wire_names: list[str]) -> ToolSet:
     )
 
 
+# What a small model is shown of calls: a request, a tool, its arguments.
+# The devices are made up, unlike any a home is likely to have by name.
+_EXAMPLES: Final = (
+    ("Turn on the espresso machine", "HassTurnOn", {"name": "espresso machine"}),
+    ("Close the study blinds", "HassTurnOff", {"name": "study blinds"}),
+    ("Lock the side gate", "HassTurnOn", {"name": "side gate", "domain": ["lock"]}),
+    ("Unlock the side gate", "HassTurnOff", {"name": "side gate", "domain": ["lock"]}),
+    (
+        "Set the nursery to 21 degrees",
+        "HassClimateSetTemperature",
+        {"area": "nursery", "temperature": 21},
+    ),
+    ("Is the hall lamp on?", "GetLiveContext", None),
+)
+
+
+def call_examples(tool_set: ToolSet) -> str:
+    """Return examples of calls of the offered tools, for a model that calls few."""
+    lines = []
+    for asked, tool, arguments in _EXAMPLES:
+        wire = next(
+            (name for name in tool_set.from_wire if name.rpartition("__")[2] == tool),
+            None,
+        )
+        if wire is None:
+            continue
+        if arguments is None:
+            lines.append(f'- "{asked}": call {wire}, then answer with what it says.')
+        else:
+            lines.append(f'- "{asked}": call {wire} with {json.dumps(arguments)}.')
+    if not lines:
+        return ""
+    return "\n".join(
+        [
+            "Examples of calls (the names in them are made up; use this home's):",
+            *lines,
+            "Never describe a call in words: make it.",
+        ]
+    )
+
+
 def cap_result(cap: int) -> llm.ToolResult:
     """Return the answer to a call past the turn's cap."""
     return llm.ToolResult(
@@ -63,9 +105,13 @@ class ToolOffer:
         tool_set: ToolSet,
         options: Mapping[str, Any],
         chat_log: conversation.ChatLog,
+        *,
+        examples: bool = False,
     ) -> None:
         """Take the agent's choice of tools and what the conversation looked up."""
         self._all = chosen(tool_set, options.get(CONF_TOOLS))
+        if examples:
+            self._all = replace(self._all, examples=call_examples(self._all))
         self._on_demand = bool(options.get(CONF_TOOLS_ON_DEMAND) and self._all.tools)
         self._cap: int | None = options.get(CONF_MAX_TOOL_CALLS)
         self._calls = 0

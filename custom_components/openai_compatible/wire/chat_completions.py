@@ -133,6 +133,8 @@ class ChatLogRenderer[Item, Part](ABC):
             if not self.tool_set.tools:
                 return [self._message("system", content.content)]
             shared, varying = split_instructions(content.content)
+            if examples := self.tool_set.examples:
+                shared = f"{shared}\n{examples}"
             varying_message = [self._message("system", varying)] if varying else []
             return [self._message("system", shared), *varying_message]
         if isinstance(content, conversation.UserContent):
