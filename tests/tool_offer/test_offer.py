@@ -185,8 +185,12 @@ async def test_examples_of_calls_on_a_local_server(
     assert ("Examples of calls" in system) is shown
     if shown:
         examples_text = system.split("Examples of calls", 1)[1]
-        assert f'call {TURN_ON} with {{"name": "espresso machine"}}' in examples_text
-        assert f"call {LIVE_CONTEXT}, then answer" in examples_text
+        turn_on = {"name": TURN_ON, "arguments": {"name": "espresso machine"}}
+        assert (
+            f"Turn on the espresso machine → {json.dumps(turn_on)}\n" in examples_text
+        )
+        live = {"name": LIVE_CONTEXT, "arguments": {}}
+        assert f"{json.dumps(live)}, then answer with what it returns" in examples_text
 
 
 async def test_examples_only_of_offered_tools(

@@ -46,38 +46,37 @@ def _only(tool_set: ToolSet, wire_names: list[str]) -> ToolSet:
 # What a small model is shown of calls: a request, a tool, its arguments.
 # The devices are made up, unlike any a home is likely to have by name.
 _EXAMPLES: Final = (
+    ("Is the hall lamp on?", "GetLiveContext", None),
     ("Turn on the espresso machine", "HassTurnOn", {"name": "espresso machine"}),
     ("Close the study blinds", "HassTurnOff", {"name": "study blinds"}),
     ("Lock the side gate", "HassTurnOn", {"name": "side gate", "domain": ["lock"]}),
     ("Unlock the side gate", "HassTurnOff", {"name": "side gate", "domain": ["lock"]}),
     (
-        "Set the nursery to 21 degrees",
+        "Set the nursery to 23 degrees",
         "HassClimateSetTemperature",
-        {"area": "nursery", "temperature": 21},
+        {"area": "nursery", "temperature": 23},
     ),
-    ("Is the hall lamp on?", "GetLiveContext", None),
+    ("How warm is the cellar?", "GetLiveContext", None),
 )
 
 
 def call_examples(tool_set: ToolSet) -> str:
-    """Return examples of calls of the offered tools, for a model that calls few."""
+    """Return examples of calls of the offered tools, as a model writes a call."""
     lines = []
     for asked, tool, arguments in _EXAMPLES:
         wire = next(
             (name for name in tool_set.from_wire if name.rpartition("__")[2] == tool),
             None,
         )
-        if wire is None:
-            continue
-        if arguments is None:
-            lines.append(f'- "{asked}": call {wire}, then answer with what it says.')
-        else:
-            lines.append(f'- "{asked}": call {wire} with {json.dumps(arguments)}.')
+        if wire is not None:
+            call = json.dumps({"name": wire, "arguments": arguments or {}})
+            then = ", then answer with what it returns" if arguments is None else ""
+            lines.append(f"{asked} → {call}{then}")
     if not lines:
         return ""
     return "\n".join(
         [
-            "Examples of calls (the names in them are made up; use this home's):",
+            "Examples of calls (the devices in them are made up; use this home's):",
             *lines,
             "Never describe a call in words: make it.",
         ]
