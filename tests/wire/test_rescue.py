@@ -454,6 +454,27 @@ async def test_words_naming_the_call_they_come_with_are_not_spoken(
     ]
 
 
+async def test_words_after_a_call_may_name_it(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+) -> None:
+    """After a call's result, naming the tool is no call described: it is said."""
+    await setup_entry(conversation=ASSIST)
+    simulator.enqueue(
+        "/chat/completions",
+        sse=sse_tool_calls([("call_1", "intent__HassTurnOn", {"name": "Attic Fan"})]),
+    )
+    said = "Sorry, intent__HassTurnOn failed: no attic fan."
+    simulator.enqueue("/chat/completions", sse=sse_text(said))
+
+    result = await converse(hass, "Turn on the attic fan")
+
+    assert speech(result) == said
+    assert len(simulator.chat_requests()) == 2
+
+
 @pytest.mark.parametrize(
     "answer",
     ["The kitchen lights are on. Anything else?", "Yes", "The lights are on " * 12],

@@ -186,7 +186,8 @@ class TurnRescue:
         self._rounds += 1
         self._round_start = len(self._chat_log.content)
         sentence = await self._async_done_sentence() if self._speaks else None
-        tools = self._tool_words if sentence is None else frozenset()
+        # Words after a call may name it; before any, they describe one.
+        tools = frozenset() if self._called() else self._tool_words
         message: _Message | None = None
         given = False
         try:
@@ -220,6 +221,15 @@ class TurnRescue:
         self.instructions = (self._asked, _CALL_IT)
         self._described = True
         return None
+
+    def _called(self) -> bool:
+        """Tell whether a call of this turn has its result."""
+        for content in reversed(self._chat_log.content):
+            if isinstance(content, conversation.UserContent):
+                return False
+            if isinstance(content, conversation.ToolResultContent):
+                return True
+        return False
 
     def _echoes(self) -> bool:
         """Tell whether data the model writes now would echo a tool's result."""
