@@ -52,7 +52,7 @@ from custom_components.openai_compatible.diagnostics import (
 )
 from custom_components.openai_compatible.features import WireApi
 from custom_components.openai_compatible.models import listing, server_info
-from custom_components.openai_compatible.models.listing import MAX_LISTING_BYTES
+from custom_components.openai_compatible.models.listing import MAX_LISTED_MODELS
 from custom_components.openai_compatible.models.providers import PROVIDER_CUSTOM
 from simulator import DEFAULT_MODELS, OpenAISimulator, Pause, chunk
 
@@ -459,7 +459,7 @@ async def test_a_long_model_list_is_read_off_the_event_loop(
         return run
 
     with (
-        patch.object(listing, "_listing", recorded(listing._listing)),
+        patch.object(listing, "read_listing", recorded(listing.read_listing)),
         patch.object(server_info, "listed_report", recorded(server_info.listed_report)),
         patch.object(
             coordinator, "server_fingerprint", recorded(coordinator.server_fingerprint)
@@ -482,9 +482,9 @@ async def test_a_model_list_over_the_cap_sets_up_with_what_fits(
     mock_config_entry: MockConfigEntry,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A list past MAX_LISTING_BYTES is read up to it: the entry loads and says so."""
+    """A list past MAX_LISTED_MODELS is read up to it: the entry loads and says so."""
     entry = {"id": "", "object": "model", "owned_by": "x" * 100}
-    count = MAX_LISTING_BYTES // len(json.dumps(entry)) + 10
+    count = MAX_LISTED_MODELS + 10
     data = [{**entry, "id": f"model-{n:06d}"} for n in range(count)]
     page = {"object": "list", "data": [{"id": "gpt-4o-mini"}, *data]}
     simulator.enqueue(
@@ -502,7 +502,8 @@ async def test_a_model_list_over_the_cap_sets_up_with_what_fits(
     assert models[-1] == data[len(models) - 2]["id"]
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any(f"set up with the first {len(models)}" in w for w in warnings)
-    unread = f"larger than 8 MiB: the first {len(models)} read"
+    assert len(models) == MAX_LISTED_MODELS
+    unread = f"over 10000 models or 8 MiB: the first {len(models)} read"
     diagnostics = await async_get_config_entry_diagnostics(hass, mock_config_entry)
     assert diagnostics["models_unread"] == unread
 
@@ -513,5 +514,5 @@ async def test_a_model_list_over_the_cap_sets_up_with_what_fits(
     await mock_config_entry.runtime_data.coordinator.async_refresh()
     diagnostics = await async_get_config_entry_diagnostics(hass, mock_config_entry)
     assert diagnostics["models_unread"] == unread
-    cut = [r for r in caplog.records if "lists more models than" in r.getMessage()]
+    cut = [r for r in caplog.records if "lists over" in r.getMessage()]
     assert len(cut) == 1

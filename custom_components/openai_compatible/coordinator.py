@@ -24,7 +24,12 @@ from .const import (
 from .errors import AuthError, ServerError
 from .models.capabilities import server_fingerprint
 from .models.lifecycle import ListedModels, listed_models
-from .models.listing import MAX_LISTING_BYTES, ModelListing, async_fetch_models
+from .models.listing import (
+    MAX_LISTED_MODELS,
+    MAX_LISTING_BYTES,
+    ModelListing,
+    async_fetch_models,
+)
 from .models.providers import provider_for
 from .models.reports import ServerKind, ServerReport
 from .models.server_info import async_server_report
@@ -137,13 +142,13 @@ class ServerCoordinator(DataUpdateCoordinator[Survey]):
             # Some servers have no models endpoint; they still serve chat.
             LOGGER.debug("%s lists no models; chat still works", self.name)
         elif listing.cut:
-            size = mebibytes(MAX_LISTING_BYTES)
-            unread = f"larger than {size}: the first {len(models)} read"
+            cap = f"{MAX_LISTED_MODELS} models or {mebibytes(MAX_LISTING_BYTES)}"
+            unread = f"over {cap}: the first {len(models)} read"
             if at_setup:
                 LOGGER.warning(
-                    "%s lists more models than fit in %s; it is set up with the first %d",
+                    "%s lists over %s; it is set up with the first %d",
                     self.name,
-                    size,
+                    cap,
                     len(models),
                 )
         in_use = {

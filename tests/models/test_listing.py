@@ -6,7 +6,10 @@ import json
 
 import pytest
 
-from custom_components.openai_compatible.models.listing import read_listing
+from custom_components.openai_compatible.models.listing import (
+    MAX_LISTED_MODELS,
+    read_listing,
+)
 
 
 def test_a_whole_page_gives_its_models_in_order() -> None:
@@ -58,3 +61,17 @@ def test_a_cut_page_gives_the_whole_entries_before_the_cut(
 def test_a_cut_page_without_data_gives_none() -> None:
     """A cut page whose entries never started is no models page."""
     assert read_listing(b'{"object": "list", "padding": "xxxx', cut=True) is None
+
+
+def test_a_page_over_the_model_cap_gives_the_first_models() -> None:
+    """A page that lists more models than the cap gives the first ones, cut."""
+    names = [f"m{index:05d}" for index in range(MAX_LISTED_MODELS + 1)]
+    page = json.dumps({"data": [{"id": name} for name in names]}).encode()
+
+    listing = read_listing(page)
+
+    assert listing is not None
+    assert listing.ids == names[:MAX_LISTED_MODELS]
+    assert listing.cut
+    # Just as many is no cut.
+    assert not read_listing(page.replace(b', {"id": "m10000"}', b"")).cut

@@ -19,7 +19,7 @@ from ..errors import (
     RequestRejectedError,
     ServerError,
 )
-from ..net.transport import Answer, Budget, Transport, parse_json
+from ..net.transport import Answer, Budget, Transport
 from ..server_errors.answers import error_for_status
 from ..server_errors.routes import names_unknown_model
 from ..server_errors.text import error_text
@@ -27,8 +27,10 @@ from ..server_errors.text import error_text
 # Answers to the probe that mean "no such route here", not "the server failed".
 MISSING_ENDPOINT_STATUSES = frozenset({400, 404, 405, 415, 422, 501})
 VALIDATION_BUDGET: Final = Budget(VALIDATION_TIMEOUT_SECONDS)
-# OpenRouter lists hundreds of models.
+# OpenRouter lists hundreds of models, each with a long description.
 MAX_LISTING_BYTES: Final = 8 * 1024 * 1024
+# No server lists more; every model read costs memory and the loop's time.
+MAX_LISTED_MODELS: Final = 10_000
 PROBE_MODEL = "probe"
 _DATA_START: Final = re.compile(rb'"data"\s*:\s*\[')
 _BETWEEN: Final = re.compile(r"\s*,?\s*")
@@ -36,7 +38,7 @@ _BETWEEN: Final = re.compile(r"\s*,?\s*")
 
 @dataclass(frozen=True, slots=True)
 class ModelListing:
-    """The models a server lists, as they came; `cut`: those before the size cap."""
+    """The models a server lists, as they came; `cut`: those before a cap."""
 
     ids: list[str]
     entries: dict[str, dict[str, Any]]
@@ -44,49 +46,35 @@ class ModelListing:
 
 
 def read_listing(raw: bytes, cut: bool = False) -> ModelListing | None:
-    """Return the models of a models page, or None; executor: it may list very many."""
-    if cut:
-        return _listing(_entries_before_cut(raw), cut=True)
-    try:
-        page = parse_json(raw)
-    except ServerError:
-        return None
-    return _listing(page.get("data") if isinstance(page, dict) else None)
+    """Return the models of a models page, or None; executor.
 
-
-def _entries_before_cut(raw: bytes) -> list[Any] | None:
-    """Return the whole entries of a models page's `data` before it was cut."""
+    Entries are read one at a time, at most MAX_LISTED_MODELS: parsing a large
+    page in one call would hold the interpreter's lock, so the event loop, for
+    its whole length.
+    """
     if (start := _DATA_START.search(raw)) is None:
         return None
     text = raw[start.end() :].decode("utf-8", "ignore")
     decoder = json.JSONDecoder()
-    entries: list[Any] = []
+    entries: dict[str, dict[str, Any]] = {}
     index = 0
     while (index := _after_separator(text, index)) < len(text):
         try:
             entry, index = decoder.raw_decode(text, index)
         except ValueError, RecursionError:
             break
-        entries.append(entry)
-    return entries
+        if len(entries) == MAX_LISTED_MODELS:
+            cut = True
+            break
+        if isinstance(entry, dict) and isinstance(model_id := entry.get("id"), str):
+            entries[model_id] = entry
+    entries.pop("", None)
+    return ModelListing(sorted(entries), entries, cut)
 
 
 def _after_separator(text: str, index: int) -> int:
     match = _BETWEEN.match(text, index)
     return match.end() if match else index
-
-
-def _listing(data: Any, cut: bool = False) -> ModelListing | None:
-    if not isinstance(data, list):
-        return None
-    entries = {
-        model_id: model
-        for model in data
-        if isinstance(model, dict)
-        and isinstance(model_id := model.get("id"), str)
-        and model_id
-    }
-    return ModelListing(sorted(entries), entries, cut)
 
 
 async def async_fetch_models(transport: Transport) -> ModelListing | None:
@@ -102,10 +90,9 @@ async def async_fetch_models(transport: Transport) -> ModelListing | None:
         if err.translation_key == "permission_denied":
             return None
         raise
-    cut = len(raw) > MAX_LISTING_BYTES
     # A 200 that is no models page (HTML, a JSON list): the probe decides.
     return await transport.hass.async_add_executor_job(
-        read_listing, raw[:MAX_LISTING_BYTES], cut
+        read_listing, raw[:MAX_LISTING_BYTES], len(raw) > MAX_LISTING_BYTES
     )
 
 
