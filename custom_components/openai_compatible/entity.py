@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from contextlib import aclosing, contextmanager, nullcontext
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, override
+from typing import TYPE_CHECKING, Any, ClassVar, cast, override
 
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
@@ -41,7 +41,7 @@ from .models.fit import chat_log_attachments, check_model_takes, learning_refusa
 from .models.provider_tools import responses_options
 from .models.providers import provider_for
 from .net.request import RequestSettings, ToolSet, build_tool_set
-from .net.shapes import ResponseFormat
+from .net.shapes import ResponseFormat, WireBody
 from .net.transport import Budget
 from .tool_offer.offer import ToolOffer
 from .window.context_window import ContextWindow, default_answer_limit
@@ -278,6 +278,9 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
                     response_format=response_format,
                     instructions=rescue.instructions or instructions,
                 )
+                if rescue.last_round and body.get("tools"):
+                    # A small model answers in words by its third round.
+                    body = cast("WireBody", {**body, "tool_choice": "none"})
                 deltas = rescue.watched(
                     _holding(slots, adapter.async_stream(chat_log, body))
                 )

@@ -244,6 +244,59 @@ async def test_the_third_round_is_the_last_once_something_was_done(
     simulator.clear_queue()
 
 
+async def test_a_small_models_third_round_answers_in_words(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+) -> None:
+    """With one-round answers, the third request asks for words, not calls."""
+    await setup_entry(conversation={**ASSIST, CONF_ONE_ROUND: True})
+    for number, name in enumerate(("Attic Light", "Cellar Light")):
+        simulator.enqueue(
+            "/chat/completions",
+            sse=sse_tool_calls(
+                [(f"call_{number}", "intent__HassTurnOn", {"name": name})]
+            ),
+        )
+    simulator.enqueue("/chat/completions", sse=sse_text("There is no such light."))
+
+    result = await converse(hass, "Turn on the attic light")
+
+    requests = simulator.chat_requests()
+    assert [body["tool_choice"] for body in requests] == ["auto", "auto", "none"]
+    assert requests[2]["tools"] == requests[0]["tools"]
+    assert speech(result) == "There is no such light."
+
+
+async def test_a_call_in_the_last_round_is_not_run(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    small_home: None,
+) -> None:
+    """A server that still calls in the last round: the call is not run."""
+    await setup_entry(conversation={**ASSIST, CONF_ONE_ROUND: True})
+    for number, name in enumerate(("Attic Light", "Cellar Light")):
+        simulator.enqueue(
+            "/chat/completions",
+            sse=sse_tool_calls(
+                [(f"call_{number}", "intent__HassTurnOn", {"name": name})]
+            ),
+        )
+    simulator.enqueue(
+        "/chat/completions",
+        sse=sse_tool_calls([CLOSE_GARAGE]),
+    )
+
+    result = await converse(hass, "Turn on the attic light")
+
+    assert len(simulator.chat_requests()) == 3
+    assert hass.states.get("cover.garage_door").state == "open"
+    assert result.response.response_type is intent.IntentResponseType.ERROR
+    assert speech(result).startswith("The model kept calling tools for 3 rounds")
+
+
 async def test_arguments_are_cleaned_before_the_call(
     hass: HomeAssistant,
     simulator: OpenAISimulator,

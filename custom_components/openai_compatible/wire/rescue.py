@@ -10,7 +10,8 @@ One `TurnRescue` watches the rounds of one turn (entity.py):
   way to Home Assistant's own sentence for that intent;
 - with one-round answers, a round whose only act was one intent call that did
   what was asked ends the turn with that sentence, without asking the model
-  again; and once an intent did something, the third round is the last;
+  again, and the third round is the last: asked for words, it runs no call;
+  without them, the third round is the last once an intent did something;
 - words that describe a call instead of making it ("you can use the
   `intent__HassTurnOn` function with…") are not spoken: the model is asked
   again, once, told to call the tool.
@@ -172,6 +173,9 @@ class TurnRescue:
         self._described = False
         self._one_round = one_round and speaks
         self._rounds = 0
+        # This round is the last and runs no call; whether it made one.
+        self._last = False
+        self._dropped = False
         self._round_start = 0
         # The id of the first call of each call made this turn, by its key;
         # the answers given here to calls that could not run.
@@ -183,6 +187,7 @@ class TurnRescue:
 
     async def watched(self, stream: AsyncIterator[Delta]) -> AsyncGenerator[Delta]:
         """Yield a round's deltas: calls cleaned, repeats dropped, words checked."""
+        self._last = self.last_round
         self._rounds += 1
         self._round_start = len(self._chat_log.content)
         sentence = await self._async_done_sentence() if self._speaks else None
@@ -216,11 +221,16 @@ class TurnRescue:
             return message.end()
         except ModelError as err:
             described = err.translation_key == "call_described"
-            if not described or self.instructions or self._asked is None:
+            if not described or self.instructions or self._asked is None or self._last:
                 raise
         self.instructions = (self._asked, _CALL_IT)
         self._described = True
         return None
+
+    @property
+    def last_round(self) -> bool:
+        """Tell whether the next round is a small model's last: words, no calls."""
+        return self._one_round and self._rounds + 1 >= _LAST_ROUND
 
     def _called(self) -> bool:
         """Tell whether a call of this turn has its result."""
@@ -248,6 +258,12 @@ class TurnRescue:
         added = self._chat_log.content[self._round_start :]
         if repeated is not None and (answered or not _has_answer(added)):
             raise _repeated_error(self._chat_log)
+        if self._last:
+            if self._dropped and not _has_answer(added):
+                raise unanswerable_error(self._chat_log) or ModelError(
+                    "max_tool_rounds", rounds=str(_LAST_ROUND)
+                )
+            return True
         if not self._chat_log.unresponded_tool_results:
             return True
         sentence = await self._async_one_round_sentence()
@@ -262,7 +278,8 @@ class TurnRescue:
         """Return a delta with its calls cleaned and repeats dropped, words held."""
         checked: dict[str, Any] = dict(delta)
         if calls := checked.pop("tool_calls", None):
-            if kept := self._new_calls(calls):
+            self._dropped = self._dropped or self._last
+            if kept := [] if self._last else self._new_calls(calls):
                 checked["tool_calls"] = kept
             if message is not None:
                 message.calls = message.calls or bool(kept)
