@@ -363,6 +363,39 @@ def test_oversized_tool_result_is_cut_with_a_note() -> None:
     assert fitted.tokens <= 4096 * 0.95 - 1024
 
 
+def test_a_listing_keeps_what_the_request_names_first() -> None:
+    """Of a live context over its budget, the devices the user named stay.
+
+    The rest fill the room in their order; the same request cuts the same way.
+    """
+    halls = [
+        f"- names: Hall Light {n}\n  domain: light\n  areas: Hall" for n in range(400)
+    ]
+    thermometer = "- names: Thermometer\n  state: '19.5'\n  areas: Living Room"
+    living = "- names: Reading Lamp\n  domain: light\n  areas: Living Room"
+    listing = "\n".join([*halls[:200], living, *halls[200:], thermometer])
+    result = json.dumps({"success": True, "result": f"Live Context:\n{listing}"})
+    messages = [
+        SYSTEM,
+        user("What is the temperature in the living room?"),
+        *tool_round("c1", "GetLiveContext", result),
+    ]
+    cut = ConversationCut()
+
+    fitted = fit_chat(messages, TOOLS, Limits(4096), TokenEstimate(), cut)
+    again = fit_chat(messages, TOOLS, Limits(4096), TokenEstimate(), cut)
+
+    content = fitted.messages[-1]["content"]
+    assert content == again.messages[-1]["content"]
+    assert len(content) <= cut.result_chars["c1"] < len(result) / 4
+    assert content.startswith(
+        '{"success": true, "result": "Live Context:\\n- names: Hall Light 0\\n'
+    )
+    shown = content.split("\n[Cut")[0]
+    assert shown.index("Reading Lamp") < shown.index("Thermometer\\n  state: '19.5'")
+    assert "Hall Light 399" not in shown
+
+
 def test_a_result_of_a_tool_no_longer_offered_is_cut_without_arguments() -> None:
     """Its note names no arguments: the tool is not there to call again."""
     result = json.dumps({"result": "x" * 40_000})

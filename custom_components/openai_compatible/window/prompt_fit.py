@@ -4,7 +4,7 @@ Pure functions over prompt items: messages or input items tagged by their
 dialect, so fitting never guesses a shape. The system prompt, tools and
 current turn stay whole; old turns go from the start several at a time, so
 the prompt's start then stays the same for the server's cache; a tool result
-over its budget is cut, with a note on how to ask narrower.
+over its budget is cut (result_cut.py), with a note on how to ask narrower.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from homeassistant.helpers.json import json_dumps
 
 from ..errors import ContextWindowError
 from ..net.shapes import WireItem
+from .result_cut import cut_result, request_words
 
 # A message or input item as it is sent.
 type Message = WireItem
@@ -326,7 +327,8 @@ class _ResultCutter:
 
     def apply(self, turn: Turn) -> Turn:
         """Return the turn with its tool results cut to their budget."""
-        return [self._result(message, self._budget) for message in turn]
+        words = _words(turn)
+        return [self._result(message, self._budget, words) for message in turn]
 
     def fit_current(self, turn: Turn, window: int) -> Turn:
         """Return the current turn cut to fit the room on its own.
@@ -347,7 +349,8 @@ class _ResultCutter:
                 for message in results:
                     self._cut.result_chars.pop(message.answers, None)
                 return [
-                    self._result(message, share - MESSAGE_TOKENS) for message in turn
+                    self._result(message, share - MESSAGE_TOKENS, _words(turn))
+                    for message in turn
                 ]
         raise ContextWindowError(
             "message_too_large",
@@ -355,7 +358,9 @@ class _ResultCutter:
             window=f"{window:,}",
         )
 
-    def _result(self, item: PromptItem, budget: int) -> PromptItem:
+    def _result(
+        self, item: PromptItem, budget: int, words: frozenset[str]
+    ) -> PromptItem:
         """Return a tool result cut to the budget, or the item as it is."""
         content = item.text
         if item.kind is not ItemKind.RESULT or not isinstance(content, str):
@@ -368,21 +373,17 @@ class _ResultCutter:
             self._cut.result_chars[item.answers] = keep
         if len(content) <= keep:
             return item
-        return item.with_text(self._shortened(item.answers, content, keep))
-
-    def _shortened(self, call_id: str, content: str, keep: int) -> str:
-        """Return the start of a result and a note on how to ask narrower."""
-        name = self._names.get(call_id) or "the tool"
-        note = f"[Cut to fit the context window: {keep:,} of {len(content):,} characters shown."
+        name = self._names.get(item.answers) or "the tool"
+        narrower = ""
         if parameters := _parameter_names(self._tools, name):
-            note += f" For the rest, call {name} again with narrower arguments ({', '.join(parameters)})."
-        note += "]"
-        text = content[: max(0, keep - len(note) - 1)]
-        # End at a line break where one is near, not in the middle of a line.
-        line_end = max(text.rfind("\n"), text.rfind("\\n"))
-        if line_end > len(text) * 3 // 4:
-            text = text[:line_end]
-        return f"{text}\n{note}"
+            narrower = f" For the rest, call {name} again with narrower arguments ({', '.join(parameters)})."
+        return item.with_text(cut_result(content, keep, words, narrower))
+
+
+def _words(turn: Turn) -> frozenset[str]:
+    """Return the words of the request that starts a turn."""
+    asked = turn[0] if turn and turn[0].kind is ItemKind.USER else None
+    return request_words(asked.text) if asked else frozenset()
 
 
 def _parameter_names(tools: Tools, name: str) -> list[str]:
