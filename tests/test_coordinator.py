@@ -34,7 +34,7 @@ from custom_components.openai_compatible.coordinator import (
 )
 from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.models.issues import model_issue_id
-from custom_components.openai_compatible.models.reports import ServerKind
+from custom_components.openai_compatible.models.server_info import ServerKind
 from simulator import OpenAISimulator
 from tests.models.test_issues import (
     model_issues,

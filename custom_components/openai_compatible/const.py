@@ -8,7 +8,7 @@ LOGGER = logging.getLogger(__package__)
 
 CONF_PROVIDER: Final = "provider"
 CONF_BASE_URL: Final = "base_url"
-# The server software a custom server was recognised as (models.reports.ServerKind).
+# The server software a custom server was recognised as (models.server_info.ServerKind).
 CONF_SERVER_KIND: Final = "server_kind"
 CONF_CHAT_MODEL: Final = "chat_model"
 CONF_IMAGE_MODEL: Final = "image_model"

@@ -31,8 +31,7 @@ from .models.listing import (
     async_fetch_models,
 )
 from .models.providers import provider_for
-from .models.reports import ServerKind, ServerReport
-from .models.server_info import async_server_report
+from .models.server_info import ServerKind, ServerReport, async_server_report
 from .net.sse import mebibytes
 from .net.transport import Transport
 

@@ -28,7 +28,7 @@ from custom_components.openai_compatible.models.capabilities import (
     ModelCapabilities,
 )
 from custom_components.openai_compatible.models.providers import PROVIDERS
-from custom_components.openai_compatible.models.reports import ServerReport
+from custom_components.openai_compatible.models.server_info import ServerReport
 from custom_components.openai_compatible.net.transport import Budget, Transport
 from simulator import OpenAISimulator
 

@@ -29,7 +29,10 @@ from custom_components.openai_compatible.models.names import (
     service_tiers,
 )
 from custom_components.openai_compatible.models.providers import PROVIDERS, provider_for
-from custom_components.openai_compatible.models.reports import ModelReport, ServerReport
+from custom_components.openai_compatible.models.server_info import (
+    ModelReport,
+    ServerReport,
+)
 
 
 @pytest.mark.parametrize(

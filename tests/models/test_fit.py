@@ -26,7 +26,10 @@ from custom_components.openai_compatible.models.fit import (
     learning_refusals,
 )
 from custom_components.openai_compatible.models.providers import PROVIDERS
-from custom_components.openai_compatible.models.reports import ModelReport, ServerReport
+from custom_components.openai_compatible.models.server_info import (
+    ModelReport,
+    ServerReport,
+)
 from simulator import OpenAISimulator
 from tests.conftest import SetupEntry, converse, press_forget, speech
 

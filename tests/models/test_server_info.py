@@ -13,9 +13,9 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.models.capabilities import ModelCapabilities
 from custom_components.openai_compatible.models.listing import ModelListing
-from custom_components.openai_compatible.models.reports import ServerKind
 from custom_components.openai_compatible.models.server_info import (
     OLLAMA_DEFAULT_CONTEXT,
+    ServerKind,
     async_guess_kind,
     guess_kind,
     may_be_ollama,

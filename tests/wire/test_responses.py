@@ -17,7 +17,7 @@ from custom_components.openai_compatible.features import Feature, WireApi
 from custom_components.openai_compatible.models.capabilities import ModelCapabilities
 from custom_components.openai_compatible.models.lessons import Lessons
 from custom_components.openai_compatible.models.providers import PROVIDERS
-from custom_components.openai_compatible.models.reports import ModelReport
+from custom_components.openai_compatible.models.server_info import ModelReport
 from custom_components.openai_compatible.net.request import RequestSettings
 from custom_components.openai_compatible.wire.responses import (
     ResponsesOptions,

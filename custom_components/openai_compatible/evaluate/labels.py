@@ -7,7 +7,7 @@ from typing import Final
 
 from ..errors import RequestRejectedError
 from ..features import Feature
-from ..models.reports import ServerKind
+from ..models.server_info import ServerKind
 from ..net.readers import read_number
 from ..net.shapes import ChatBody, ChatFields, JsonObject
 from .questions import Ask, Outcome, Question

@@ -29,7 +29,7 @@ from .names import (
     takes_verbosity,
 )
 from .providers import Provider
-from .reports import ModelReport, ServerKind, ServerReport
+from .server_info import ModelReport, ServerKind, ServerReport
 
 SERVER_LESSONS: Final = "*"
 

@@ -9,7 +9,7 @@ from typing import Final
 
 from ..features import PROVIDER_TOOLS, Feature
 from .lifecycle import OPENAI_SHUTDOWNS
-from .reports import ServerKind
+from .server_info import ServerKind
 
 PROVIDER_CUSTOM: Final = "custom"
 # Placeholder left in a preset's URL for the user to replace (Azure).

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from enum import StrEnum
 import re
 from typing import Any, Final
 
@@ -13,7 +16,35 @@ from ..net.shapes import JsonObject
 from ..net.transport import Budget, Transport
 from .lifecycle import listed_shutdown
 from .listing import VALIDATION_BUDGET, ModelListing
-from .reports import ModelReport, ServerKind, ServerReport
+
+
+class ServerKind(StrEnum):
+    """Server software whose native info route we know."""
+
+    LLAMA_CPP = "llama_cpp"
+    OLLAMA = "ollama"
+    VLLM = "vllm"
+    LM_STUDIO = "lm_studio"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReport:
+    """What the server says about one model; None where it says nothing."""
+
+    context_window: int | None = None
+    vision: bool | None = None
+    tools: bool | None = None
+    shutdown: date | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerReport:
+    """What the server says about itself and its models."""
+
+    kind: ServerKind | None = None
+    version: str | None = None
+    models: dict[str, ModelReport] = field(default_factory=dict)
+
 
 # Native routes are a bonus: asked briefly, read up to a small size.
 NATIVE_BUDGET: Final = Budget(5.0)
@@ -170,11 +201,6 @@ async def _async_native(
     return data if isinstance(data, dict) else None
 
 
-def _object(value: object) -> JsonObject:
-    """Return a native answer's object; anything else reads as an empty one."""
-    return value if isinstance(value, dict) else {}
-
-
 def _list(value: object) -> list[object]:
     """Return a native answer's list; anything else reads as an empty one."""
     return value if isinstance(value, list) else []
@@ -193,7 +219,8 @@ async def _async_llama_cpp(
     if props is None:
         return None
     settings = props.get("default_generation_settings")
-    window = _context({"context_length": _object(settings).get("n_ctx")})
+    n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+    window = _context({"context_length": n_ctx})
     if window is None:
         window = _context({"context_length": props.get("n_ctx")})
     vision = _flag(props.get("modalities"), "vision")

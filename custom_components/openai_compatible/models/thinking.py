@@ -7,7 +7,7 @@ from typing import Any
 
 from ..features import saved_choice
 from .names import least_reasoning_effort, takes_reasoning_effort
-from .reports import ServerKind
+from .server_info import ServerKind
 
 
 class Thinking(StrEnum):

@@ -30,7 +30,7 @@ from ..const import (
 from ..errors import ContextOverflowError, ContextWindowError
 from ..features import Feature
 from ..models.fit import check_tools_kept
-from ..models.reports import ServerKind
+from ..models.server_info import ServerKind
 from ..net.readers import read_count, read_window
 from ..net.shapes import JsonObject
 from .prompt_fit import (
