@@ -33,10 +33,10 @@ from custom_components.openai_compatible.coordinator import (
     entry_kind,
 )
 from custom_components.openai_compatible.features import Feature
-from custom_components.openai_compatible.models.issues import model_issue_id
 from custom_components.openai_compatible.models.server_info import ServerKind
+from custom_components.openai_compatible.repairs import model_issue_id
 from simulator import OpenAISimulator
-from tests.models.test_issues import (
+from tests.test_repair_issues import (
     model_issues,
     model_list_requests,
     refresh,

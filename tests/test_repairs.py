@@ -27,9 +27,9 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_TTS,
 )
 from custom_components.openai_compatible.flows.titles import subentry_title
-from custom_components.openai_compatible.models.issues import model_issue_id
+from custom_components.openai_compatible.repairs import model_issue_id
 from simulator import OpenAISimulator
-from tests.models.test_issues import BEFORE_GPT5_SHUTDOWN, model_issues, subentry_id
+from tests.test_repair_issues import BEFORE_GPT5_SHUTDOWN, model_issues, subentry_id
 
 from .conftest import SetupEntry
 

@@ -12,8 +12,8 @@ from .const import CONF_PROVIDER, LOGGER
 from .coordinator import ServerCoordinator
 from .flows.titles import LEGACY_TITLES, subentry_title
 from .models.capabilities import Capabilities, async_forget
-from .models.issues import ModelIssues
 from .models.providers import provider_for
+from .repairs import ModelIssues
 from .runtime import RuntimeData
 
 PLATFORMS = (

@@ -24,7 +24,7 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_TTS,
 )
 from custom_components.openai_compatible.coordinator import REFRESH_INTERVAL
-from custom_components.openai_compatible.models.issues import model_issue_id
+from custom_components.openai_compatible.repairs import model_issue_id
 from simulator import OpenAISimulator
 from tests.conftest import SetupEntry
 
