@@ -191,7 +191,6 @@ class ModelCapabilities:
 # Version 1 throughout: lists of names (without dates) load as learned now.
 STORAGE_VERSION: Final = 1
 _SAVE_DELAY: Final = 5.0
-_STORED_KINDS: Final = ("refused", "proven", "fields", "context_window")
 
 
 def server_fingerprint(
@@ -292,7 +291,7 @@ class Capabilities:
             "models": {
                 name: stored[name]
                 for name in sorted(stored)
-                if any(stored[name][kind] for kind in _STORED_KINDS)
+                if any(stored[name].values())
             },
         }
 

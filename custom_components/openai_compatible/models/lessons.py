@@ -108,18 +108,24 @@ class Lessons[F: StrEnum]:
 
     def as_dict(self) -> dict[str, object]:
         """Return the lessons that outlast a reload, in their stored form."""
-        return self._view(_stored, Lesson.as_dict)
+        return self._view(Lesson.as_dict, kept_only=True)
 
     def diagnostics(self) -> dict[str, object]:
         """Return each lesson that holds with its age and source."""
-        return self._view(_aged, Lesson.diagnostics)
+        return self._view(Lesson.diagnostics)
 
     def _view(
-        self,
-        each: Callable[[Mapping[Any, Lesson]], Mapping[str, object]],
-        window: Callable[[Lesson], Mapping[str, object]],
+        self, show: Callable[[Lesson], Mapping[str, object]], kept_only: bool = False
     ) -> dict[str, object]:
-        """Return the lessons, each list through `each`, the window's through `window`."""
+        """Return the lessons that hold (and outlast a reload, if asked) through `show`."""
+
+        def each(lessons: Mapping[Any, Lesson]) -> dict[str, object]:
+            return {
+                str(f): show(one)
+                for f, one in holding(lessons).items()
+                if one.kept or not kept_only
+            }
+
         learned = self.window if self.holds_window() else None
         return {
             "refused": each(self.refused),
@@ -127,22 +133,13 @@ class Lessons[F: StrEnum]:
             "fields": each(self.fields),
             "context_window": self.context_window if learned else None,
             "reported_window": self.reported_window if learned else None,
-            "window": window(learned) if learned else None,
+            "window": show(learned) if learned else None,
         }
 
 
 def holding[K: str](lessons: Mapping[K, Lesson]) -> dict[K, Lesson]:
     """Return the lessons that still hold, by feature or field, in order."""
     return {f: lessons[f] for f in sorted(lessons) if lessons[f].holds()}
-
-
-def _stored(lessons: Mapping[str, Lesson]) -> dict[str, dict[str, str]]:
-    """Return the lessons that hold and outlast a reload, in their stored form."""
-    return {str(f): one.as_dict() for f, one in holding(lessons).items() if one.kept}
-
-
-def _aged(lessons: Mapping[str, Lesson]) -> dict[str, dict[str, int | str]]:
-    return {str(f): lesson.diagnostics() for f, lesson in holding(lessons).items()}
 
 
 def short(text: str) -> str:
@@ -195,26 +192,22 @@ def _lessons(values: Any) -> dict[Feature, Lesson]:
     """Return the stored lessons that hold; an old list of names counts from now."""
     if isinstance(values, list):
         values = dict.fromkeys(v for v in values if isinstance(v, str))
-    if not isinstance(values, dict):
-        return {}
-    known = {feature.value for feature in Feature} - set(BLOCKING)
-    return holding(
-        {
-            Feature(name): lesson
-            for name, data in values.items()
-            if name in known
-            and (lesson := Lesson.from_dict(data, lifetime(Feature(name))))
-        }
-    )
+    # Blocking lessons last an hour: none outlasts a reload.
+    kept = _field_lessons(values, frozenset(Feature) - BLOCKING)
+    return {Feature(name): lesson for name, lesson in kept.items()}
 
 
-def _field_lessons(values: Any) -> dict[str, Lesson]:
+def _field_lessons(
+    values: Any, known: frozenset[str] | None = None
+) -> dict[str, Lesson]:
+    """Return the stored lessons that hold, of the known names if given."""
     if not isinstance(values, dict):
         return {}
     return holding(
         {
             str(name): lesson
             for name, data in values.items()
-            if (lesson := Lesson.from_dict(data, FALLBACK_LIFETIME))
+            if (known is None or name in known)
+            and (lesson := Lesson.from_dict(data, FALLBACK_LIFETIME))
         }
     )
