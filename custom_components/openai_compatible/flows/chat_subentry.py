@@ -48,8 +48,8 @@ from ..const import (
 from ..fallback import closes_loop
 from ..models.kinds import chat_models_first, image_models_first
 from ..models.lifecycle import lasting_models
+from ..models.names import Thinking
 from ..models.providers import Provider
-from ..models.thinking import Thinking
 from ..window.context_window import default_answer_limit
 from ..wire.extra_fields import owned_fields
 from .defaults import chat_defaults

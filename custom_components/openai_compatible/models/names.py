@@ -1,8 +1,12 @@
-"""What a model's name tells of the request fields it takes (OpenAI's families)."""
+"""What a model's name tells of the request fields it takes; the thinking switch."""
 
 from __future__ import annotations
 
-from typing import Final
+from enum import StrEnum
+from typing import Any, Final
+
+from ..features import saved_choice
+from .server_info import ServerKind
 
 
 def _base_name(model: str) -> str:
@@ -56,3 +60,32 @@ def service_tiers(model: str) -> tuple[str, ...]:
     if not name.startswith("gpt-5-nano"):
         tiers.append("priority")
     return tuple(tiers)
+
+
+class Thinking(StrEnum):
+    """Whether the model thinks before it answers; default: as the server does."""
+
+    DEFAULT = "default"
+    ON = "on"
+    OFF = "off"
+
+
+def thinking_setting(value: Any) -> Thinking:
+    """Return a saved thinking setting; the server's default when unset or unknown."""
+    return saved_choice(Thinking, value, Thinking.DEFAULT)
+
+
+def thinking_fields(
+    setting: Thinking, kind: ServerKind | None, model: str
+) -> dict[str, object]:
+    """Return the request fields (Chat Completions form) that switch thinking."""
+    if setting is Thinking.DEFAULT:
+        return {}
+    on = setting is Thinking.ON
+    if kind in (ServerKind.VLLM, ServerKind.LLAMA_CPP):
+        return {"chat_template_kwargs": {"enable_thinking": on}}
+    if kind is ServerKind.OLLAMA:
+        return {"reasoning_effort": "medium" if on else "none"}
+    if takes_reasoning_effort(model):
+        return {"reasoning_effort": "medium" if on else least_reasoning_effort(model)}
+    return {}

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from ..const import CONF_EXTRA_FIELDS, CONF_THINKING
 from ..models.capabilities import ModelCapabilities
-from ..models.thinking import thinking_fields, thinking_setting
+from ..models.names import thinking_fields, thinking_setting
 
 # What the integration sets itself, over either wire API.
 OWNED_FIELDS: Final = frozenset(
