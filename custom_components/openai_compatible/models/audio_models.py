@@ -6,28 +6,13 @@ import re
 from typing import Final
 
 TRANSCRIPTION_MARKERS: Final = (
-    "whisper",
-    "transcribe",
-    "parakeet",
-    "canary",
-    "moonshine",
-    "voxtral",
-    "sensevoice",
-)
+    "whisper", "transcribe", "parakeet", "canary", "moonshine", "voxtral", "sensevoice",
+)  # fmt: skip
 # Text to speech; most other such models end in "tts".
 SPEECH_MARKERS: Final = (
-    "tts",
-    "kokoro",
-    "piper",
-    "orpheus",
-    "xtts",
-    "bark",
-    "melo",
-    "speecht5",
-    "chatterbox",
-    "zonos",
-    "vibevoice",
-)
+    "tts", "kokoro", "piper", "orpheus", "xtts", "bark", "melo", "speecht5",
+    "chatterbox", "zonos", "vibevoice",
+)  # fmt: skip
 
 # ISO 639-1 as Home Assistant names them; Whisper spells Javanese "jw", left out.
 WHISPER_LANGUAGES: Final = (
@@ -49,16 +34,8 @@ PARAKEET_V3_LANGUAGES: Final = (
 
 # OpenAI's voices; most servers that copy OpenAI's API accept them too.
 OPENAI_TTS1_VOICES: Final = (
-    "alloy",
-    "ash",
-    "coral",
-    "echo",
-    "fable",
-    "nova",
-    "onyx",
-    "sage",
-    "shimmer",
-)
+    "alloy", "ash", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer",
+)  # fmt: skip
 OPENAI_VOICES: Final = (*OPENAI_TTS1_VOICES, "ballad", "verse", "marin", "cedar")
 # The first letter names the language, the second the gender.
 KOKORO_VOICES: Final = (
@@ -71,16 +48,9 @@ KOKORO_VOICES: Final = (
     "jf_alpha", "jm_kumo", "pf_dora", "pm_alex", "zf_xiaobei", "zm_yunjian",
 )  # fmt: skip
 KOKORO_LANGUAGES: Final = {
-    "a": "en-US",
-    "b": "en-GB",
-    "e": "es",
-    "f": "fr",
-    "h": "hi",
-    "i": "it",
-    "j": "ja",
-    "p": "pt-BR",
-    "z": "zh",
-}
+    "a": "en-US", "b": "en-GB", "e": "es", "f": "fr", "h": "hi", "i": "it", "j": "ja",
+    "p": "pt-BR", "z": "zh",
+}  # fmt: skip
 _KOKORO_VOICE = re.compile(r"^(?P<language>[abefhijpz])[fm]_")
 # Such as Piper's "en_US-amy-medium".
 _LOCALE = re.compile(

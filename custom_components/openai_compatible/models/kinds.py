@@ -19,64 +19,21 @@ class ModelKind(Enum):
 
 
 OTHER_MARKERS: Final = (
-    "embed",
-    "whisper",
-    "tts",
-    "transcribe",
-    "speech",
-    "audio",
-    "moderation",
-    "guard",
-    "rerank",
-    "realtime",
-    "davinci",
-    "babbage",
-    "sora",
-    "search",
-    "ocr",
-)
+    "embed", "whisper", "tts", "transcribe", "speech", "audio", "moderation", "guard",
+    "rerank", "realtime", "davinci", "babbage", "sora", "search", "ocr",
+)  # fmt: skip
 # A vision model reads images, it does not make them.
 IMAGE_MARKERS: Final = (
-    "gpt-image",
-    "dall-e",
-    "imagen",
-    "flux",
-    "stable-diffusion",
-    "sdxl",
-    "image",
-)
+    "gpt-image", "dall-e", "imagen", "flux", "stable-diffusion", "sdxl", "image",
+)  # fmt: skip
 NOT_IMAGE_MARKERS: Final = ("vision", "-vl")
 # Words that open a chat model family's name ("llama3.1:8b", "openai/gpt-5").
 CHAT_FAMILIES: Final = (
-    "chatgpt",
-    "claude",
-    "codestral",
-    "command",
-    "deepseek",
-    "gemini",
-    "gemma",
-    "glm",
-    "gpt",
-    "granite",
-    "grok",
-    "hermes",
-    "kimi",
-    "llama",
-    "llava",
-    "magistral",
-    "ministral",
-    "mistral",
-    "mixtral",
-    "nemotron",
-    "o1",
-    "o3",
-    "o4",
-    "olmo",
-    "phi",
-    "qwen",
-    "qwq",
-    "smollm",
-)
+    "chatgpt", "claude", "codestral", "command", "deepseek", "gemini", "gemma", "glm",
+    "gpt", "granite", "grok", "hermes", "kimi", "llama", "llava", "magistral",
+    "ministral", "mistral", "mixtral", "nemotron", "o1", "o3", "o4", "olmo", "phi",
+    "qwen", "qwq", "smollm",
+)  # fmt: skip
 CHAT_WORDS: Final = ("chat", "instruct")
 
 _WORD = re.compile(r"[a-z0-9]+")
