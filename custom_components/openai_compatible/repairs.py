@@ -93,12 +93,8 @@ class ModelIssues:
             for key in MODEL_KEYS.get(subentry.subentry_type, ()):
                 if not (model := str(subentry.data.get(key) or "").strip()):
                     continue
-                problem = self._problem(model, today)
-                if problem is None:
-                    continue
-                issue_id = model_issue_id(subentry.subentry_id, key)
-                self._open_issue(issue_id, subentry, key, model, problem)
-                wanted.add(issue_id)
+                if problem := self._problem(model, today):
+                    wanted.add(self._open_issue(subentry, key, model, problem))
         for issue_id in self._open - wanted:
             ir.async_delete_issue(self._hass, DOMAIN, issue_id)
         self._open = wanted
@@ -119,14 +115,10 @@ class ModelIssues:
         return None
 
     def _open_issue(
-        self,
-        issue_id: str,
-        subentry: ConfigSubentry,
-        key: str,
-        model: str,
-        problem: ModelProblem,
-    ) -> None:
-        """Open or update the issue about one model setting of a subentry."""
+        self, subentry: ConfigSubentry, key: str, model: str, problem: ModelProblem
+    ) -> str:
+        """Open or update the issue about one model setting of a subentry; its id."""
+        issue_id = model_issue_id(subentry.subentry_id, key)
         shutdown = self._entry.runtime_data.capabilities.shutdown(model)
         ir.async_create_issue(
             self._hass,
@@ -148,6 +140,7 @@ class ModelIssues:
                 "shutdown": shutdown.isoformat() if shutdown else "",
             },
         )
+        return issue_id
 
 
 def _ordered(subentry_type: str, key: str, models: list[str]) -> list[str]:

@@ -65,18 +65,14 @@ def model_kind(model: str) -> ModelKind:
 
 
 # Evidently other models are left out of the pickers; any name can be typed.
-_CHAT_PICKS: Final = (ModelKind.CHAT, ModelKind.UNKNOWN)
-_IMAGE_PICKS: Final = (ModelKind.IMAGE, ModelKind.UNKNOWN)
-
-
 def chat_models_first(models: list[str]) -> list[str]:
     """Return the models for a chat-model picker: evident chat ones, then unknown."""
-    return _picks(models, _CHAT_PICKS)
+    return _picks(models, (ModelKind.CHAT, ModelKind.UNKNOWN))
 
 
 def image_models_first(models: list[str]) -> list[str]:
     """Return the models for an image-model picker: evident image ones, then unknown."""
-    return _picks(models, _IMAGE_PICKS)
+    return _picks(models, (ModelKind.IMAGE, ModelKind.UNKNOWN))
 
 
 def _picks(models: list[str], kinds: tuple[ModelKind, ...]) -> list[str]:
