@@ -123,18 +123,13 @@ def listed_report(entry: Mapping[str, Any]) -> ModelReport:
     modalities = (
         architecture.get("input_modalities") if isinstance(architecture, dict) else None
     )
-    parameters = entry.get("supported_parameters")
     capabilities = entry.get("capabilities")
-    vision = _flag(capabilities, "vision")
-    if isinstance(modalities, list):
-        vision = "image" in modalities
-    tools = _flag(capabilities, "function_calling")
-    if isinstance(parameters, list):
-        tools = "tools" in parameters
+    vision = _listed(modalities, "image")
+    tools = _listed(entry.get("supported_parameters"), "tools")
     return ModelReport(
         context_window=_context(entry),
-        vision=vision,
-        tools=tools,
+        vision=_flag(capabilities, "vision") if vision is None else vision,
+        tools=_flag(capabilities, "function_calling") if tools is None else tools,
         shutdown=listed_shutdown(entry),
     )
 
@@ -156,6 +151,10 @@ def _flag(capabilities: Any, name: str) -> bool | None:
     if isinstance(capabilities, dict) and isinstance(capabilities.get(name), bool):
         return bool(capabilities[name])
     return None
+
+
+def _listed(names: Any, name: str) -> bool | None:
+    return name in names if isinstance(names, list) else None
 
 
 async def async_server_report(
@@ -247,11 +246,10 @@ async def _async_ollama(
         if shown is None:
             continue
         capabilities = shown.get("capabilities")
-        flags = set(capabilities) if isinstance(capabilities, list) else None
         models[model] = ModelReport(
             context_window=loaded.get(model) or _ollama_context(shown),
-            vision=None if flags is None else "vision" in flags,
-            tools=None if flags is None else "tools" in flags,
+            vision=_listed(capabilities, "vision"),
+            tools=_listed(capabilities, "tools"),
         )
     return version
 
@@ -277,11 +275,8 @@ async def _async_lm_studio(
     for item in _list((listed or {}).get("data")):
         if not isinstance(item, dict) or not isinstance(item.get("id"), str):
             continue
-        capabilities = item.get("capabilities")
         models[item["id"]] = ModelReport(
             context_window=_context(item),
             vision=None if "type" not in item else item["type"] == "vlm",
-            tools=None
-            if not isinstance(capabilities, list)
-            else "tool_use" in capabilities,
+            tools=_listed(item.get("capabilities"), "tool_use"),
         )
