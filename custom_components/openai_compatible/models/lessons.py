@@ -95,12 +95,7 @@ class Lessons[F: StrEnum]:
 
     def any(self) -> bool:
         """Tell whether anything learned still holds."""
-        return bool(
-            holding(self.refused)
-            or holding(self.proven)
-            or holding(self.fields)
-            or self.holds_window()
-        )
+        return any(self.diagnostics().values())
 
     def holds_window(self) -> bool:
         """Tell whether a window an overflow named was learned and still holds."""
