@@ -11,6 +11,7 @@ from homeassistant.config_entries import (
     ConfigEntryState,
     ConfigFlow,
     ConfigFlowResult,
+    ConfigSubentryData,
     ConfigSubentryFlow,
     OptionsFlow,
 )
@@ -39,7 +40,7 @@ from .const import (
     SUBENTRY_TTS,
 )
 from .features import WireApi, api_setting
-from .flows.chat_subentry import ModelSubentryFlowHandler
+from .flows.chat_subentry import ModelSubentryFlowHandler, chat_defaults
 from .flows.connection import (
     API_KEY_SELECTOR,
     URL_SELECTOR,
@@ -50,7 +51,6 @@ from .flows.connection import (
     same_origin,
     same_server,
 )
-from .flows.defaults import default_subentries, voice_defaults
 from .flows.fields import choice, dropdown
 from .flows.titles import (
     entry_title,
@@ -61,10 +61,12 @@ from .flows.titles import (
 from .flows.voice_subentry import (
     SpeechToTextSubentryFlowHandler,
     TextToSpeechSubentryFlowHandler,
+    voice_defaults,
 )
 from .models.capabilities import async_forget
 from .models.discovery import async_answering_presets
 from .models.kinds import chat_models_first, pick_chat_model
+from .models.lifecycle import lasting_models
 from .models.providers import PROVIDER_CUSTOM, PROVIDERS, provider_for
 
 DEFAULT_PROVIDER: Final = "openai"
@@ -132,19 +134,15 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             "message": "",
         }
         if user_input is not None:
-            data = entry_data(user_input, self._provider_key)
-            if data is None:
-                errors[CONF_BASE_URL] = "invalid_url"
-            else:
-                self._abort_if_duplicate(data)
-                models = await async_check_server(self.hass, data, errors, placeholders)
-                if not errors:
-                    self._data, self._models = data, models
-                    if pick_chat_model(
-                        models, preset.recommended_model
-                    ) is None and not voice_defaults(models):
-                        return await self.async_step_model()
-                    return self._async_create(None)
+            data = entry_data(user_input, self._provider_key, errors)
+            models = await self._check(data, errors, placeholders)
+            if data is not None and models is not None:
+                self._data, self._models = data, models
+                if pick_chat_model(
+                    models, preset.recommended_model
+                ) is None and not voice_defaults(models):
+                    return await self.async_step_model()
+                return self._async_create(None)
         schema = probatio.Schema(
             {
                 probatio.Required(CONF_BASE_URL): URL_SELECTOR,
@@ -181,11 +179,28 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         return self.async_show_form(step_id="model", data_schema=schema)
 
     def _async_create(self, chat_model: str | None) -> ConfigFlowResult:
+        """Create the entry with an agent and a task, and voice where evident (or alone)."""
         title = entry_title(self._data, self._other_titles())
+        preset = provider_for(self._data.get(CONF_PROVIDER))
+        lasting = lasting_models(self._models, preset.shutdowns)
+        preferred = chat_model or preset.recommended_model
+        voice = voice_defaults(lasting)
+        chat = [
+            (kind, chat_defaults(kind, lasting, preferred))
+            for kind in (SUBENTRY_CONVERSATION, SUBENTRY_AI_TASK)
+            if not voice or pick_chat_model(lasting, preferred) is not None
+        ]
+        subentries = [
+            ConfigSubentryData(
+                subentry_type=kind,
+                data=data,
+                title=subentry_title(kind, title, self._data, data),
+                unique_id=None,
+            )
+            for kind, data in (*chat, *voice)
+        ]
         return self.async_create_entry(
-            title=title,
-            data=self._data,
-            subentries=default_subentries(title, self._data, self._models, chat_model),
+            title=title, data=self._data, subentries=subentries
         )
 
     async def async_step_reauth(
@@ -211,9 +226,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             }
             if api_key := (user_input.get(CONF_API_KEY) or "").strip():
                 data[CONF_API_KEY] = api_key
-            self._abort_if_duplicate(data)
-            await async_check_server(self.hass, data, errors, placeholders)
-            if not errors:
+            if await self._check(data, errors, placeholders) is not None:
                 return self._async_update_entry(entry, data, entry.title)
         required = provider_for(entry.data.get(CONF_PROVIDER)).api_key_required
         return self.async_show_form(
@@ -232,15 +245,12 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         placeholders = {"name": entry.title, "message": ""}
         if user_input is not None:
             data = self._reconfigured_data(entry, user_input, errors)
-            if data is not None and not errors:
-                self._abort_if_duplicate(data)
-                await async_check_server(self.hass, data, errors, placeholders)
-                if not errors:
-                    return await self._async_reconfigure(entry, data)
+            if data and await self._check(data, errors, placeholders) is not None:
+                return await self._async_reconfigure(entry, data)
         schema = probatio.Schema(
             {
                 probatio.Required(CONF_BASE_URL): URL_SELECTOR,
-                probatio.Optional(probatio.Secret(CONF_API_KEY)): API_KEY_SELECTOR,
+                api_key_field(False): API_KEY_SELECTOR,
             }
         )
         return self.async_show_form(
@@ -258,10 +268,12 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     ) -> dict[str, Any] | None:
         """Return the new data; an empty key keeps the old one only on the same origin."""
         provider_key = entry.data.get(CONF_PROVIDER, PROVIDER_CUSTOM)
-        data = entry_data(user_input, provider_key)
-        if data is None:
-            errors[CONF_BASE_URL] = "invalid_url"
-        elif CONF_API_KEY not in data and entry.data.get(CONF_API_KEY):
+        data = entry_data(user_input, provider_key, errors)
+        if (
+            data is not None
+            and CONF_API_KEY not in data
+            and entry.data.get(CONF_API_KEY)
+        ):
             if same_origin(data[CONF_BASE_URL], entry.data[CONF_BASE_URL]):
                 data[CONF_API_KEY] = entry.data[CONF_API_KEY]
             elif provider_for(provider_key).api_key_required:
@@ -291,15 +303,26 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         return self._async_update_entry(entry, data, title)
 
     def _other_titles(self) -> set[str]:
-        """Return the titles of the other entries, which a new title must not repeat."""
         return {
             entry.title
             for entry in self._async_current_entries(include_ignore=False)
             if entry.entry_id != self.context.get("entry_id")
         }
 
+    async def _check(
+        self,
+        data: dict[str, Any] | None,
+        errors: dict[str, str],
+        placeholders: dict[str, str],
+    ) -> list[str] | None:
+        """Return the server's models; None where errors (already or now) tell why not."""
+        if data is None or errors:
+            return None
+        self._abort_if_duplicate(data)
+        models = await async_check_server(self.hass, data, errors, placeholders)
+        return None if errors else models
+
     def _abort_if_duplicate(self, data: Mapping[str, Any]) -> None:
-        """Abort when another entry reaches the same server with the same key, or none."""
         api_key = data.get(CONF_API_KEY)
         for entry in self._async_current_entries(include_ignore=False):
             if (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from custom_components.openai_compatible.flows.base_url import completed_url
+from custom_components.openai_compatible.flows.connection import completed_url
 
 
 @pytest.mark.parametrize(

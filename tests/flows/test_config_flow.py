@@ -545,7 +545,7 @@ def test_invalid_url_message_tells_what_is_refused(language: str) -> None:
     assert TAKEN_WITHOUT_SCHEME in message
     for refused in ("http://", "https://", "?", "#", ".."):
         assert refused in message
-    assert entry_data({CONF_BASE_URL: TAKEN_WITHOUT_SCHEME}, PROVIDER_CUSTOM)
+    assert entry_data({CONF_BASE_URL: TAKEN_WITHOUT_SCHEME}, PROVIDER_CUSTOM, {})
 
 
 @pytest.mark.parametrize("path", ["/v1", "/v1/"])

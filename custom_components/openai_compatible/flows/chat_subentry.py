@@ -46,13 +46,17 @@ from ..const import (
     SUBENTRY_CONVERSATION,
 )
 from ..fallback import closes_loop
-from ..models.kinds import chat_models_first, image_models_first
+from ..models.kinds import (
+    chat_models_first,
+    image_models_first,
+    pick_chat_model,
+    pick_image_model,
+)
 from ..models.lifecycle import lasting_models
 from ..models.names import Thinking
 from ..models.providers import Provider
 from ..window.context_window import default_answer_limit
 from ..wire.extra_fields import owned_fields
-from .defaults import chat_defaults
 from .fields import choice, dropdown, whole_number
 from .responses_step import responses_data, responses_schema, suggested_values
 from .subentry_base import SubentryFlow
@@ -101,6 +105,21 @@ def _extra_fields_errors(
     if owned := owned_fields(fields):
         return {CONF_EXTRA_FIELDS: "extra_fields_owned"}, {"fields": ", ".join(owned)}
     return {}, {}
+
+
+def chat_defaults(
+    subentry_type: str, models: list[str], preferred: str | None
+) -> dict[str, object]:
+    """Return the settings a new agent or task starts from, of the lasting `models`."""
+    data: dict[str, object] = {CONF_RECOMMENDED: True}
+    if chat_model := pick_chat_model(models, preferred):
+        data[CONF_CHAT_MODEL] = chat_model
+    if subentry_type == SUBENTRY_CONVERSATION:
+        data[CONF_PROMPT] = llm.DEFAULT_INSTRUCTIONS_PROMPT
+        data[CONF_LLM_HASS_API] = [llm.LLM_API_ASSIST]
+    elif image_model := pick_image_model(models):
+        data[CONF_IMAGE_MODEL] = image_model
+    return data
 
 
 class ModelSubentryFlowHandler(SubentryFlow):

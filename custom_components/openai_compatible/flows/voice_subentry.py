@@ -26,6 +26,8 @@ from ..const import (
     CONF_STREAMING,
     CONF_VOICE,
     DEFAULT_AUDIO_FORMAT,
+    SUBENTRY_STT,
+    SUBENTRY_TTS,
 )
 from ..models.audio_models import (
     is_speech_model,
@@ -37,7 +39,6 @@ from ..models.audio_models import (
 from ..models.kinds import ModelKind, model_kind
 from ..models.providers import Provider
 from ..voice.audio import MAX_SPEED, MIN_SPEED, async_fetch_voices
-from .defaults import stt_defaults, tts_defaults
 from .fields import choice, dropdown
 from .subentry_base import SubentryFlow
 
@@ -72,6 +73,37 @@ def _taken(
         else:
             options[key] = value
     return True
+
+
+def voice_defaults(models: list[str]) -> list[tuple[str, dict[str, object]]]:
+    """Return the voice subentries (type, data) whose evident model the server lists."""
+    defaults: list[tuple[str, dict[str, object]]] = []
+    if transcription_model := pick_transcription_model(models):
+        defaults.append((SUBENTRY_STT, stt_defaults(transcription_model)))
+    if speech_model := pick_speech_model(models):
+        defaults.append((SUBENTRY_TTS, tts_defaults(speech_model)))
+    return defaults
+
+
+def stt_defaults(model: str | None) -> dict[str, object]:
+    """Return the settings of a new speech-to-text subentry."""
+    data: dict[str, object] = {CONF_HINT_NAMES: False}
+    if model:
+        data[CONF_AUDIO_MODEL] = model
+    return data
+
+
+def tts_defaults(model: str | None) -> dict[str, object]:
+    """Return the settings of a new text-to-speech subentry."""
+    data: dict[str, object] = {
+        CONF_SPEED: 1.0,
+        CONF_AUDIO_FORMAT: DEFAULT_AUDIO_FORMAT,
+        CONF_STREAMING: True,
+    }
+    if model:
+        data[CONF_AUDIO_MODEL] = model
+        data[CONF_VOICE] = known_voices(model)[0]
+    return data
 
 
 class _VoiceSubentryFlow(SubentryFlow):
