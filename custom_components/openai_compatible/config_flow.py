@@ -58,11 +58,7 @@ from .flows.titles import (
     is_generated_title,
     subentry_title,
 )
-from .flows.voice_subentry import (
-    SpeechToTextSubentryFlowHandler,
-    TextToSpeechSubentryFlowHandler,
-    voice_defaults,
-)
+from .flows.voice_subentry import VoiceSubentryFlowHandler, voice_defaults
 from .models.capabilities import async_forget
 from .models.discovery import async_answering_presets
 from .models.kinds import chat_models_first, pick_chat_model
@@ -360,8 +356,8 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         return {
             SUBENTRY_CONVERSATION: ModelSubentryFlowHandler,
             SUBENTRY_AI_TASK: ModelSubentryFlowHandler,
-            SUBENTRY_STT: SpeechToTextSubentryFlowHandler,
-            SUBENTRY_TTS: TextToSpeechSubentryFlowHandler,
+            SUBENTRY_STT: VoiceSubentryFlowHandler,
+            SUBENTRY_TTS: VoiceSubentryFlowHandler,
         }
 
 

@@ -1,8 +1,8 @@
-"""Subentry flows of speech-to-text and text-to-speech: model, then its settings."""
+"""Subentry flow of speech-to-text and text-to-speech: model, then its settings."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from homeassistant.config_entries import SubentryFlowResult
@@ -106,13 +106,25 @@ def tts_defaults(model: str | None) -> dict[str, object]:
     return data
 
 
-class _VoiceSubentryFlow(SubentryFlow):
-    """What the speech-to-text and text-to-speech flows share: the model step."""
+# The speech-to-text subentry's settings, asked with its model.
+STT_FIELDS: Final[VolDictType] = {
+    probatio.Optional(CONF_PROMPT): MULTILINE,
+    probatio.Required(CONF_HINT_NAMES, default=False): bool,
+}
 
-    # Whether a model is evidently of the flow's kind: its picker shows it first.
-    _evident: Callable[[str], bool]
-    _model_step_last: bool
-    _fields: VolDictType = {}
+
+class VoiceSubentryFlowHandler(SubentryFlow):
+    """Add or change a speech-to-text or text-to-speech entity of a server."""
+
+    @property
+    def _speaks(self) -> bool:
+        return self._subentry_type == SUBENTRY_TTS
+
+    def _defaults(self, models: list[str], preset: Provider) -> dict[str, object]:
+        if self._speaks:
+            return tts_defaults(pick_speech_model(models) or preset.speech_model)
+        model = pick_transcription_model(models) or preset.transcription_model
+        return stt_defaults(model)
 
     async def async_step_init(
         self, user_input: dict[str, Any] | None = None
@@ -125,56 +137,29 @@ class _VoiceSubentryFlow(SubentryFlow):
             schema[probatio.Optional(CONF_NAME)] = str
         models = entry.runtime_data.models
         unknown = [model for model in models if model_kind(model) is ModelKind.UNKNOWN]
-        # Chat, image and the other kind's audio models are left out.
+        # Evident models of the kind first; chat, image and the other kind's audio
+        # models are left out.
+        evident = is_speech_model if self._speaks else is_transcription_model
         schema[probatio.Required(CONF_AUDIO_MODEL)] = dropdown(
-            [*filter(self._evident, models), *unknown],
-            self.options.get(CONF_AUDIO_MODEL),
+            [*filter(evident, models), *unknown], self.options.get(CONF_AUDIO_MODEL)
         )
-        schema |= self._fields
+        schema |= {} if self._speaks else STT_FIELDS
         errors: dict[str, str] = {}
         if user_input is not None:
-            if _taken(self.options, user_input, schema, CONF_AUDIO_MODEL):
-                return await self._async_model_taken()
-            errors[CONF_AUDIO_MODEL] = "model_required"
+            if not _taken(self.options, user_input, schema, CONF_AUDIO_MODEL):
+                errors[CONF_AUDIO_MODEL] = "model_required"
+            elif self._speaks:
+                return await self.async_step_voice()
+            else:
+                return self._async_store(self.options)
         return self.async_show_form(
             step_id="init",
             data_schema=self.add_suggested_values_to_schema(
                 probatio.Schema(schema), user_input or self.options
             ),
             errors=errors,
-            last_step=self._model_step_last,
+            last_step=not self._speaks,
         )
-
-    async def _async_model_taken(self) -> SubentryFlowResult:
-        return self._async_store(self.options)
-
-
-class SpeechToTextSubentryFlowHandler(_VoiceSubentryFlow):
-    """Add or change a speech-to-text entity of a server."""
-
-    _evident = staticmethod(is_transcription_model)
-    _model_step_last = True
-    _fields: VolDictType = {
-        probatio.Optional(CONF_PROMPT): MULTILINE,
-        probatio.Required(CONF_HINT_NAMES, default=False): bool,
-    }
-
-    def _defaults(self, models: list[str], preset: Provider) -> dict[str, object]:
-        model = pick_transcription_model(models) or preset.transcription_model
-        return stt_defaults(model)
-
-
-class TextToSpeechSubentryFlowHandler(_VoiceSubentryFlow):
-    """Add or change a text-to-speech entity of a server."""
-
-    _evident = staticmethod(is_speech_model)
-    _model_step_last = False
-
-    def _defaults(self, models: list[str], preset: Provider) -> dict[str, object]:
-        return tts_defaults(pick_speech_model(models) or preset.speech_model)
-
-    async def _async_model_taken(self) -> SubentryFlowResult:
-        return await self.async_step_voice()
 
     async def async_step_voice(
         self, user_input: dict[str, Any] | None = None
