@@ -79,13 +79,6 @@ def is_generated_entry_title(title: str, entry_data: Mapping[str, Any]) -> bool:
     )
 
 
-def server_label(entry_title: str, entry_data: Mapping[str, Any]) -> str:
-    """Return what an entry's subentry titles start with: the server as titled."""
-    name = server_name(entry_data)
-    with_address = _with_address(name, entry_data)
-    return with_address if entry_title == with_address else name
-
-
 def subentry_title(
     subentry_type: str,
     entry_title: str,
@@ -93,7 +86,10 @@ def subentry_title(
     subentry_data: Mapping[str, Any],
 ) -> str:
     """Return a subentry's title unless named: "Ollama · llama3.1:8b · AI task"."""
-    label = server_label(entry_title, entry_data)
+    # It starts with the server as its entry is titled.
+    name = server_name(entry_data)
+    with_address = _with_address(name, entry_data)
+    label = with_address if entry_title == with_address else name
     return _title(label, subentry_type, subentry_data)
 
 

@@ -75,34 +75,32 @@ def _taken(
     return True
 
 
+# How each kind picks the evident model of a server's list.
+_PICKS: Final = {
+    SUBENTRY_STT: pick_transcription_model,
+    SUBENTRY_TTS: pick_speech_model,
+}
+
+
 def voice_defaults(models: list[str]) -> list[tuple[str, dict[str, object]]]:
     """Return the voice subentries (type, data) whose evident model the server lists."""
-    defaults: list[tuple[str, dict[str, object]]] = []
-    if transcription_model := pick_transcription_model(models):
-        defaults.append((SUBENTRY_STT, stt_defaults(transcription_model)))
-    if speech_model := pick_speech_model(models):
-        defaults.append((SUBENTRY_TTS, tts_defaults(speech_model)))
-    return defaults
+    return [
+        (kind, _voice_data(kind, model))
+        for kind, pick in _PICKS.items()
+        if (model := pick(models))
+    ]
 
 
-def stt_defaults(model: str | None) -> dict[str, object]:
-    """Return the settings of a new speech-to-text subentry."""
-    data: dict[str, object] = {CONF_HINT_NAMES: False}
+def _voice_data(kind: str, model: str | None) -> dict[str, object]:
+    data: dict[str, object] = (
+        {CONF_SPEED: 1.0, CONF_AUDIO_FORMAT: DEFAULT_AUDIO_FORMAT, CONF_STREAMING: True}
+        if kind == SUBENTRY_TTS
+        else {CONF_HINT_NAMES: False}
+    )
     if model:
         data[CONF_AUDIO_MODEL] = model
-    return data
-
-
-def tts_defaults(model: str | None) -> dict[str, object]:
-    """Return the settings of a new text-to-speech subentry."""
-    data: dict[str, object] = {
-        CONF_SPEED: 1.0,
-        CONF_AUDIO_FORMAT: DEFAULT_AUDIO_FORMAT,
-        CONF_STREAMING: True,
-    }
-    if model:
-        data[CONF_AUDIO_MODEL] = model
-        data[CONF_VOICE] = known_voices(model)[0]
+        if kind == SUBENTRY_TTS:
+            data[CONF_VOICE] = known_voices(model)[0]
     return data
 
 
@@ -121,10 +119,9 @@ class VoiceSubentryFlowHandler(SubentryFlow):
         return self._subentry_type == SUBENTRY_TTS
 
     def _defaults(self, models: list[str], preset: Provider) -> dict[str, object]:
-        if self._speaks:
-            return tts_defaults(pick_speech_model(models) or preset.speech_model)
-        model = pick_transcription_model(models) or preset.transcription_model
-        return stt_defaults(model)
+        known = preset.speech_model if self._speaks else preset.transcription_model
+        model = _PICKS[self._subentry_type](models) or known
+        return _voice_data(self._subentry_type, model)
 
     async def async_step_init(
         self, user_input: dict[str, Any] | None = None
