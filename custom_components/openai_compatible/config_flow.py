@@ -43,13 +43,13 @@ from .features import WireApi, api_setting
 from .flows.chat_subentry import ModelSubentryFlowHandler, chat_defaults
 from .flows.connection import (
     API_KEY_SELECTOR,
-    URL_SELECTOR,
     api_key_field,
     async_check_server,
     connect_step,
     entry_data,
     same_origin,
     same_server,
+    server_schema,
 )
 from .flows.fields import choice, dropdown
 from .flows.titles import (
@@ -139,16 +139,11 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
                 ) is None and not voice_defaults(models):
                     return await self.async_step_model()
                 return self._async_create(None)
-        schema = probatio.Schema(
-            {
-                probatio.Required(CONF_BASE_URL): URL_SELECTOR,
-                api_key_field(preset.api_key_required): API_KEY_SELECTOR,
-            }
-        )
         return self.async_show_form(
             step_id=connect_step(self._provider_key),
             data_schema=self.add_suggested_values_to_schema(
-                schema, {CONF_BASE_URL: preset.base_url or None, **(user_input or {})}
+                server_schema(preset.api_key_required),
+                {CONF_BASE_URL: preset.base_url or None, **(user_input or {})},
             ),
             errors=errors,
             description_placeholders=placeholders,
@@ -217,9 +212,8 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             "message": "",
         }
         if user_input is not None:
-            data = {
-                key: value for key, value in entry.data.items() if key != CONF_API_KEY
-            }
+            data = dict(entry.data)
+            data.pop(CONF_API_KEY, None)
             if api_key := (user_input.get(CONF_API_KEY) or "").strip():
                 data[CONF_API_KEY] = api_key
             if await self._check(data, errors, placeholders) is not None:
@@ -243,16 +237,11 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             data = self._reconfigured_data(entry, user_input, errors)
             if data and await self._check(data, errors, placeholders) is not None:
                 return await self._async_reconfigure(entry, data)
-        schema = probatio.Schema(
-            {
-                probatio.Required(CONF_BASE_URL): URL_SELECTOR,
-                api_key_field(False): API_KEY_SELECTOR,
-            }
-        )
         return self.async_show_form(
             step_id="reconfigure",
             data_schema=self.add_suggested_values_to_schema(
-                schema, {CONF_BASE_URL: (user_input or entry.data)[CONF_BASE_URL]}
+                server_schema(False),
+                {CONF_BASE_URL: (user_input or entry.data)[CONF_BASE_URL]},
             ),
             errors=errors,
             description_placeholders=placeholders,

@@ -136,6 +136,16 @@ def api_key_field(required: bool) -> probatio.Marker:
     )
 
 
+def server_schema(api_key_required: bool) -> probatio.Schema:
+    """Return the form of a server's base URL and key."""
+    return probatio.Schema(
+        {
+            probatio.Required(CONF_BASE_URL): URL_SELECTOR,
+            api_key_field(api_key_required): API_KEY_SELECTOR,
+        }
+    )
+
+
 def connect_step(provider_key: str) -> str:
     """Return the connect step whose hints suit the preset."""
     if provider_key == PROVIDER_CUSTOM:
