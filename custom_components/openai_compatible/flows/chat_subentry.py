@@ -300,7 +300,6 @@ class ModelSubentryFlowHandler(SubentryFlow):
         return AI_TASK_DOMAIN
 
     def _own_entity_id(self) -> str | None:
-        """Return the entity of the subentry being changed; None for a new one."""
         if self._is_new:
             return None
         return er.async_get(self.hass).async_get_entity_id(

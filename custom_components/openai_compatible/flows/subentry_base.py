@@ -36,7 +36,6 @@ class SubentryFlow(ConfigSubentryFlow):
         return entry
 
     def _defaults(self, models: list[str], preset: Provider) -> dict[str, object]:
-        """Return the settings a new subentry starts from."""
         raise NotImplementedError
 
     async def async_step_user(
