@@ -31,7 +31,6 @@ from .net.shapes import JsonSchema
 from .structured.json_answer import StructureMismatch, checked_answer, parse_json_answer
 from .structured.rungs import StructuredRequest, async_climb
 from .structured.selector_schema import structure_to_json_schema
-from .structured.strict_schema import StrictUnsupported, strict_json_schema
 
 PARALLEL_UPDATES = 0
 
@@ -134,11 +133,6 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         schema = structure_to_json_schema(
             structure, llm_api.custom_serializer if llm_api else None
         )
-        try:
-            strict: JsonSchema | None = strict_json_schema(schema)
-        except StrictUnsupported as err:
-            LOGGER.debug("No strict form of the structure (%s)", err)
-            strict = None
         # The task's own message: rung instructions are added to it.
         task_content = next(
             content
@@ -163,7 +157,6 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
             self.capabilities,
             schema_name(name),
             schema,
-            strict,
             attempt,
             # With tools in the request, a rejection may be about their mix.
             learn=llm_api is None,

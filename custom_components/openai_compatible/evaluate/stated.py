@@ -10,7 +10,6 @@ from ..errors import ModelError, RequestRejectedError
 from ..net.shapes import ChatBody, JsonObject, JsonSchema
 from ..structured.json_answer import StructureMismatch, parse_json_answer
 from ..structured.rungs import RUNG_NAMES, StructuredRequest, async_climb
-from ..structured.strict_schema import strict_json_schema
 from .questions import Ask, Outcome, Question, finite, normalised, probability
 
 STATED_TOLERANCE: Final = 0.05
@@ -49,12 +48,7 @@ async def async_state(ask: Ask, question: Question) -> Outcome:
         ask.skip(question, f"stated: {rung} refused: {err.server_message}")
 
     request, choice = await async_climb(
-        ask.capabilities,
-        "evaluation",
-        schema,
-        strict_json_schema(schema),
-        attempt,
-        on_rejected,
+        ask.capabilities, "evaluation", schema, attempt, on_rejected
     )
     extra = {"format": RUNG_NAMES[request.rung]}
     try:

@@ -13,6 +13,7 @@ from typing import Any, Final
 import probatio
 from probatio.error import render_path
 
+from ..net.readers import read_number
 from ..net.shapes import JsonSchema
 
 # The most fenced blocks, and the most places in prose, where JSON is tried.
@@ -93,21 +94,16 @@ def _fits(value: Any, schema: Any) -> bool:
     return not kinds or any(_KINDS[kind][1](value) for kind in kinds)
 
 
-def _finite(value: Any) -> bool:
-    """Tell whether a JSON value is a number a float holds (not a bool)."""
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, int) or isinstance(value, float) and math.isfinite(value)
-
-
 # Each JSON type: how a problem names it, and whether a value is of it.
 _KINDS: Final[dict[str, tuple[str, Callable[[Any], bool]]]] = {
     "string": ("a text", lambda value: isinstance(value, str)),
     "boolean": ("true or false", lambda value: isinstance(value, bool)),
-    "number": ("a finite number", _finite),
+    "number": ("a finite number", lambda value: read_number(value) is not None),
     "integer": (
         "a whole number",
-        lambda value: _finite(value) and float(value).is_integer(),
+        lambda value: (
+            (number := read_number(value)) is not None and number.is_integer()
+        ),
     ),
     "array": ("a list", lambda value: isinstance(value, list)),
     "object": ("an object", lambda value: isinstance(value, dict)),
@@ -155,13 +151,12 @@ def parse_json_answer(text: str) -> Any:
 
 def _embedded_value(answer: str, problem: json.JSONDecodeError) -> Any:
     """Return the first JSON value starting at a `{` or `[`, decoding no text twice."""
-    decoder = _DECODER
     position = 0
     for _ in range(JSON_TRIES):
         if (start := _JSON_START.search(answer, position)) is None:
             break
         try:
-            return decoder.raw_decode(answer, start.start())[0]
+            return _DECODER.raw_decode(answer, start.start())[0]
         except json.JSONDecodeError as err:
             position = max(err.pos, start.start() + 1)
     raise StructureMismatch(f"the answer is not valid JSON: {problem}")

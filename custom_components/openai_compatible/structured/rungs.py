@@ -8,10 +8,11 @@ from typing import Final
 
 from ..const import LOGGER
 from ..errors import RequestRejectedError
-from ..features import RESPONSE_FORMATS, Feature
+from ..features import RESPONSE_FORMATS
 from ..models.capabilities import ModelCapabilities
 from ..net.shapes import JsonSchema, ResponseFormat
 from .json_answer import schema_instructions
+from .selector_schema import StrictUnsupported, strict_json_schema
 
 RUNG_STRICT: Final = 0
 RUNG_SCHEMA: Final = 1
@@ -61,18 +62,10 @@ def start_rung(capabilities: ModelCapabilities) -> int:
     return RUNG_INSTRUCTIONS if start is None else RESPONSE_FORMATS.index(start)
 
 
-def _next_rung(rung: int, refused: Feature | None) -> int:
-    """Return the rung after a refusal: below the refused format, at least."""
-    if refused in RESPONSE_FORMATS:
-        return max(rung, RESPONSE_FORMATS.index(refused)) + 1
-    return rung + 1
-
-
 async def async_climb[T](
     capabilities: ModelCapabilities,
     name: str,
     schema: JsonSchema,
-    strict: JsonSchema | None,
     attempt: Callable[[StructuredRequest], Awaitable[T]],
     on_rejected: Callable[[StructuredRequest, RequestRejectedError], None]
     | None = None,
@@ -80,6 +73,11 @@ async def async_climb[T](
     learn: bool = True,
 ) -> tuple[StructuredRequest, T]:
     """Run `attempt` from the strongest rung not known refused, down until one works."""
+    try:
+        strict: JsonSchema | None = strict_json_schema(schema)
+    except StrictUnsupported as err:
+        LOGGER.debug("No strict form of the structure (%s)", err)
+        strict = None
     rung = start_rung(capabilities)
     if strict is None:
         rung = max(rung, RUNG_SCHEMA)
@@ -99,6 +97,8 @@ async def async_climb[T](
             )
             if on_rejected is not None:
                 on_rejected(request, err)
-            if learn and err.general and err.feature in RESPONSE_FORMATS:
-                capabilities.learn_refused(err.feature, err.lesson_source)
-            rung = _next_rung(rung, err.feature)
+            if err.feature is not None:  # a response format: step below it
+                if learn and err.general:
+                    capabilities.learn_refused(err.feature, err.lesson_source)
+                rung = max(rung, RESPONSE_FORMATS.index(err.feature))
+            rung += 1
