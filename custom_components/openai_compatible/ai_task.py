@@ -18,6 +18,7 @@ from .const import CONF_IMAGE_MODEL, LOGGER, MAX_TOOL_ROUNDS_AI_TASK, SUBENTRY_A
 from .entity import OpenAICompatibleEntity
 from .errors import ModelError
 from .evaluate.evaluation import async_evaluate
+from .evaluate.questions import Ask
 from .fallback import (
     async_generate_data_with,
     async_generate_image_with,
@@ -100,7 +101,6 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
     async def _async_generate_data(
         self, task: ai_task.GenDataTask, chat_log: conversation.ChatLog
     ) -> ai_task.GenDataTaskResult:
-        """Answer the task here, or with the fallback when our server cannot."""
         return await self._async_here_or_fallback(
             chat_log,
             partial(self._async_own_data, task, chat_log),
@@ -178,29 +178,29 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
     async def _async_evaluate(
         self, task: ai_task.EvaluationTask
     ) -> ai_task.EvaluationTaskResult:
-        """Answer the questions with probabilities; see evaluate/evaluation.py."""
         capabilities = self.capabilities
         check_model_takes(capabilities, tools=False, attachments=task.attachments or ())
         with self._server_errors(), learning_refusals(capabilities):
             return await async_evaluate(
                 self.hass,
                 task,
-                # Chat Completions, which every server has, whatever the entry's API.
-                round_trip=self._round_trip(
-                    self._chat_dialect, build_tool_set(None), None
+                Ask(
+                    # Chat Completions, which every server has, whatever the entry's API.
+                    round_trip=self._round_trip(
+                        self._chat_dialect, build_tool_set(None), None
+                    ),
+                    transport=self.runtime.transport,
+                    capabilities=capabilities,
+                    settings=self.request_settings(),
+                    budget=self.budget(),
+                    slots=self.runtime.task_slots,
                 ),
-                transport=self.runtime.transport,
-                capabilities=capabilities,
-                settings=self.request_settings(),
-                budget=self.budget(),
-                slots=self.runtime.task_slots,
             )
 
     @override
     async def _async_generate_image(
         self, task: ai_task.GenImageTask, chat_log: conversation.ChatLog
     ) -> ai_task.GenImageTaskResult:
-        """Make the image here, or with a fallback that makes images."""
         return await self._async_here_or_fallback(
             chat_log,
             partial(self._async_own_image, task, chat_log),
@@ -258,5 +258,4 @@ def _answer(chat_log: conversation.ChatLog) -> str:
 def _structured_answer(
     chat_log: conversation.ChatLog, structure: probatio.Schema, schema: JsonSchema
 ) -> Any:
-    """Return the last answer as data of the structure; raise StructureMismatch."""
     return checked_answer(parse_json_answer(_answer(chat_log)), structure, schema)

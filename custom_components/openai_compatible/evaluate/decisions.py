@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..const import LOGGER
 from ..errors import ModelError, RequestRejectedError, ServerError
 from ..features import Feature
 from ..net.shapes import JsonObject
@@ -40,58 +39,49 @@ async def async_decide(ask: Ask, questions: list[Question]) -> dict[str, Outcome
         # Learned only when the answer says the route is missing.
         reason = f"refused ({err.status}): {err.server_message}"
         lesson = err.lesson_source if err.feature is Feature.DECISIONS else None
-        return _not_decided(ask, asked, reason, lesson)
     except ServerError as err:
         if err.translation_key not in ("permission_denied", "answer_not_json"):
             raise
-        key = str(err.translation_key)
-        return _not_decided(ask, asked, key, key)
-    if not isinstance(data, dict) or not isinstance(data.get("answers"), list):
+        reason = lesson = str(err.translation_key)
+    else:
+        if isinstance(data, dict) and isinstance(data.get("answers"), list):
+            ask.capabilities.learn_proven(Feature.DECISIONS)
+            return _outcomes(data["answers"], asked)
         # A catch-all page (some proxies answer any path with 200).
-        reason = "the answer is not a Decision"
-        return _not_decided(ask, asked, reason, reason)
-    ask.capabilities.learn_proven(Feature.DECISIONS)
-    return _outcomes(data["answers"], asked)
+        reason = lesson = "the answer is not a Decision"
+    _not_decided(ask, asked, reason, lesson)
+    return {}
 
 
 def _eligible(ask: Ask, questions: list[Question]) -> list[Question]:
-    """Return the questions to ask the Decisions API, if it is worth asking."""
     if ask.capabilities.refuses(Feature.DECISIONS):
-        reason = "not offered by this server"
-    elif len(ask.files) > DECISIONS_MAX_IMAGES or not all(
+        _not_decided(ask, questions, "not offered by this server")
+        return []
+    if len(ask.files) > DECISIONS_MAX_IMAGES or not all(
         file.mime_type.startswith("image/") for file in ask.files
     ):
-        reason = "the attachments are not all images, or too many"
-    else:
-        eligible = []
-        for question in questions:
-            if (
-                question.kind == "score"
-                and len(question.options) > DECISIONS_MAX_LEVELS
-            ):
-                ask.skip(question, "decisions: too many levels")
-            else:
-                eligible.append(question)
-        return eligible
+        _not_decided(ask, questions, "the attachments are not all images, or too many")
+        return []
+    eligible = []
     for question in questions:
-        ask.skip(question, f"decisions: {reason}")
-    return []
+        if question.kind == "score" and len(question.options) > DECISIONS_MAX_LEVELS:
+            ask.skip(question, "decisions: too many levels")
+        else:
+            eligible.append(question)
+    return eligible
 
 
 def _not_decided(
-    ask: Ask, questions: list[Question], reason: str, lesson: str | None
-) -> dict[str, Outcome]:
+    ask: Ask, questions: list[Question], reason: str, lesson: str | None = None
+) -> None:
     """Send the questions on; with a lesson, the model has no Decisions API."""
-    LOGGER.debug("Decisions API not used, using chat completions: %s", reason)
     if lesson is not None:
         ask.capabilities.learn_refused(Feature.DECISIONS, lesson)
     for question in questions:
         ask.skip(question, f"decisions: {reason}")
-    return {}
 
 
 def _body(ask: Ask, questions: list[Question]) -> JsonObject:
-    """Return the request for the questions, the evidence and images first."""
     content: list[JsonObject] = [{"type": "input_text", "text": ask.evidence}]
     content.extend(
         {"type": "input_image", "image_url": file.data_url} for file in ask.files
@@ -144,7 +134,6 @@ def _outcomes(answers: list[Any], questions: list[Question]) -> dict[str, Outcom
 
 
 def _outcome(question: Question, answer: JsonObject) -> Outcome:
-    """Return one question's outcome from its Decisions API answer."""
     kind = answer.get("type")
     if kind == "refusal":
         raise ModelError("evaluate_refused", question=question.key)

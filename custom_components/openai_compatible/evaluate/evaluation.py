@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Final
 
 from homeassistant.components import ai_task, conversation
@@ -13,10 +14,6 @@ from ..const import LOGGER
 from ..errors import InputError, TranslatedError
 from ..features import Feature
 from ..media.attachments import async_load_attachments
-from ..models.capabilities import ModelCapabilities
-from ..net.request import RequestSettings
-from ..net.transport import Budget, Transport
-from ..wire.round_trip import RoundTrip
 from .decisions import async_decide
 from .labels import async_read_labels
 from .questions import Ask, Outcome, Question
@@ -27,15 +24,7 @@ MAX_QUESTIONS: Final = 32
 
 
 async def async_evaluate(
-    hass: HomeAssistant,
-    task: ai_task.EvaluationTask,
-    *,
-    round_trip: RoundTrip,
-    transport: Transport,
-    capabilities: ModelCapabilities,
-    settings: RequestSettings,
-    budget: Budget,
-    slots: asyncio.Semaphore,
+    hass: HomeAssistant, task: ai_task.EvaluationTask, server: Ask
 ) -> ai_task.EvaluationTaskResult:
     """Answer all questions: the Decisions API first, then chat completions."""
     if len(task.questions) > MAX_QUESTIONS:
@@ -45,21 +34,9 @@ async def async_evaluate(
             limit=str(MAX_QUESTIONS),
         )
     questions = [Question.from_task(key, q) for key, q in task.questions.items()]
-    ask = Ask(
-        round_trip=round_trip,
-        transport=transport,
-        capabilities=capabilities,
-        settings=settings,
-        budget=budget,
-        slots=slots,
-        evidence=_evidence_text(task),
-        files=(
-            await async_load_attachments(hass, task.attachments)
-            if task.attachments
-            else []
-        ),
-        skipped={q.key: [] for q in questions},
-    )
+    ask = replace(server, evidence=_evidence_text(task))
+    if task.attachments:
+        ask = replace(ask, files=await async_load_attachments(hass, task.attachments))
     outcomes = await async_decide(ask, questions)
     rest = [q for q in questions if q.key not in outcomes]
     try:
@@ -67,8 +44,11 @@ async def async_evaluate(
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(_async_answer(ask, q)) for q in rest]
     except ExceptionGroup as errors:
-        if (error := _first_translated_error(errors)) is None:
+        if (translated := errors.subgroup(TranslatedError)) is None:
             raise
+        error: BaseException = translated
+        while isinstance(error, BaseExceptionGroup):
+            error = error.exceptions[0]
         # Its own cause, not the group, is what explains it.
         raise error from error.__cause__
     outcomes.update((q.key, task.result()) for q, task in zip(rest, tasks, strict=True))
@@ -79,7 +59,6 @@ async def async_evaluate(
 
 
 async def _async_answer(ask: Ask, question: Question) -> Outcome:
-    """Answer one question from log-probabilities, else stated probabilities."""
     labels = question.labels()
     if ask.capabilities.refuses(Feature.LOGPROBS):
         ask.skip(question, "logprobs: the server gives none")
@@ -119,25 +98,9 @@ def _trace(
 
 
 def _evidence_text(task: ai_task.EvaluationTask) -> str:
-    """Return the shared text: the task's name and its state (text or JSON)."""
     text = f"Task: {task.name}"
     if isinstance(task.state, str):
         text += f"\n\nState:\n{task.state}"
     elif task.state is not None:
         text += f"\n\nState (JSON):\n{json_dumps(task.state)}"
     return text
-
-
-def _first_translated_error(
-    errors: ExceptionGroup[Exception],
-) -> TranslatedError | None:
-    """Return the first translated error among those of failed questions."""
-    for error in errors.exceptions:
-        found = (
-            _first_translated_error(error)
-            if isinstance(error, ExceptionGroup)
-            else error
-        )
-        if isinstance(found, TranslatedError):
-            return found
-    return None

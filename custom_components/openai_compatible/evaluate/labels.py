@@ -70,7 +70,8 @@ async def async_read_labels(
         return None
     content = _logprob_content(choice)
     if (top := _alternatives(content[0]) if content else None) is None:
-        _no_logprobs(ask, question, "the server returned none")
+        ask.capabilities.learn_refused(Feature.LOGPROBS, "the server returned none")
+        ask.skip(question, "logprobs: the server returned none")
         return None
     ask.capabilities.learn_proven(Feature.LOGPROBS)
     raw = label_masses(top, labels)
@@ -130,11 +131,6 @@ async def _async_held(
     return None
 
 
-def _no_logprobs(ask: Ask, question: Question, reason: str) -> None:
-    ask.capabilities.learn_refused(Feature.LOGPROBS, reason)
-    ask.skip(question, f"logprobs: {reason}")
-
-
 def _logprob_content(choice: JsonObject) -> list[object] | None:
     logprobs = choice.get("logprobs")
     content = logprobs.get("content") if isinstance(logprobs, dict) else None
@@ -143,9 +139,9 @@ def _logprob_content(choice: JsonObject) -> list[object] | None:
 
 def _alternatives(first: object) -> dict[str, float] | None:
     """Return one token's alternatives and log-probabilities (OpenAI's or llama.cpp's)."""
-    if not isinstance(first, dict):
-        return None
-    alternatives = first.get("top_logprobs") or first.get("top_probs")
+    alternatives = isinstance(first, dict) and (
+        first.get("top_logprobs") or first.get("top_probs")
+    )
     if not isinstance(alternatives, list) or not alternatives:
         return None
     top: dict[str, float] = {}

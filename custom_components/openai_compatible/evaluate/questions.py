@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import defaultdict
 from dataclasses import dataclass, field
 import string
 from typing import Any, Final, Literal, TypeGuard, cast
@@ -142,9 +143,11 @@ class Ask:
     settings: RequestSettings
     budget: Budget
     slots: asyncio.Semaphore
-    evidence: str
-    files: list[LoadedFile]
-    skipped: dict[str, list[str]]
+    evidence: str = ""
+    files: list[LoadedFile] = field(default_factory=list)
+    skipped: defaultdict[str, list[str]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
 
     def skip(self, question: Question, reason: str) -> None:
         """Note why a path did not answer the question."""

@@ -118,7 +118,6 @@ def _body(
 
 
 def _outcome(question: Question, choice: JsonObject, extra: dict[str, str]) -> Outcome:
-    """Return the outcome of a stated answer; raise ModelError where it does not fit."""
     value = _stated_values(choice, question)
     stated = {name: probability(value[name], question) for name in question.names}
     probabilities = normalised(
@@ -156,7 +155,6 @@ def stated_text(choice: JsonObject, question: Question) -> str:
 
 
 def _stated_values(choice: JsonObject, question: Question) -> JsonObject:
-    """Return the JSON object of a stated answer, holding exactly the options."""
     try:
         value = parse_json_answer(stated_text(choice, question))
     except StructureMismatch as err:
