@@ -30,49 +30,18 @@ MAX_ERROR_BYTES: Final = 64 * 1024
 # A text-only chat template given content parts, as said and as JSON escapes it.
 _LIST_REFUSED: Final = ('(not "list")', '(not \\"list\\")')
 # Words of an answer that refuses what it was sent, whatever it was.
-_GENERAL: Final = (
-    "not supported",
-    "unsupported",
-    "must alternate",
-    "not support",
-    "extra inputs are not permitted",
-    "extra_forbidden",
-    "unknown parameter",
-    "unknown field",
-    "unknown argument",
-    "unrecognized",
-    "unrecognised",
-    "unexpected keyword",
-    "not allowed",
-    "not permitted",
-    "not implemented",
-    "literal_error",
-    "input should be",
-    "is not one of",
-    "invalid value",
-    "not available",
-    "unavailable",
-    "invalid_value",
-    "unsupported_value",
-    "unsupported_parameter",
-    "cannot be used",
-    "only the default",
-    "requires",
+_GENERAL: Final = re.compile(
+    r"not (?:support|allowed|permitted|implemented|available)|unsupported|unavailable"
+    r"|must alternate|extra_forbidden|unknown (?:parameter|field|argument)"
+    r"|unrecogni[zs]ed|unexpected keyword|literal_error|input should be|is not one of"
+    r"|invalid[ _]value|cannot be used|only the default|requires"
     # An organization that is not verified gets no reasoning summaries.
-    "must be verified",
-    *_LIST_REFUSED,
+    r"|must be verified|" + "|".join(map(re.escape, _LIST_REFUSED))
 )
 # Words of an answer about one schema, not about strict mode or JSON output.
-_ONE_SCHEMA: Final = (
-    "invalid schema",
-    "schema is invalid",
-    "invalid json schema",
-    "in context=",
-    "nesting",
-    "too many",
-    "exceeds",
-    "additionalproperties",
-    "is required to be supplied",
+_ONE_SCHEMA: Final = re.compile(
+    r"invalid (?:json )?schema|schema is invalid|in context=|nesting|too many|exceeds"
+    r"|additionalproperties|is required to be supplied"
 )
 # llama-server could not parse the model's tool calls: this answer failed, not the request.
 _UNPARSED_ANSWER: Final = re.compile(
@@ -181,16 +150,20 @@ def _missing_route(status: int, lowered: str, route: str) -> bool:
 
 def _is_general(feature: Feature, lowered: str, status: int) -> bool:
     """Tell whether a refusal holds for the feature itself, not this one use."""
-    if feature in (Feature.STRICT_SCHEMA, Feature.JSON_SCHEMA) and any(
-        words in lowered for words in _ONE_SCHEMA
-    ):
+    schema = feature in (Feature.STRICT_SCHEMA, Feature.JSON_SCHEMA)
+    if schema and _ONE_SCHEMA.search(lowered):
         return False
     # A route or method the server lacks refuses everything sent there.
-    return status in _NO_ROUTE or any(words in lowered for words in _GENERAL)
+    return status in _NO_ROUTE or bool(_GENERAL.search(lowered))
 
 
-def answer_error(message: str, *, tools: bool) -> ServerError:
-    """Return the error an answer's body tells, such as a stream's error event."""
+def answer_error(message: str, body: Any = None, *, tools: bool = False) -> ServerError:
+    """Return the error an answer's body tells, such as a stream's error event.
+
+    A context overflow is told apart, so the request can be fitted and sent again.
+    """
+    if (overflow := parse_overflow(message, body)) is not None:
+        return ContextOverflowError(overflow.window, overflow.prompt_tokens)
     sent = frozenset({Feature.TOOLS, Feature.STREAM_WITH_TOOLS} if tools else ())
     rejection = classify_rejection(500, message, sent)
     if rejection is not None and rejection.feature is Feature.STREAM_WITH_TOOLS:
@@ -199,13 +172,9 @@ def answer_error(message: str, *, tools: bool) -> ServerError:
 
 
 # Words of a 401/403 that is about one model or feature, not about the key.
-_PERMISSION: Final = (
-    "missing scopes",
-    "missing_scope",
-    "insufficient permissions",
-    "must be verified",
-    "not allowed to access",
-    "does not have access to",
+_PERMISSION: Final = re.compile(
+    r"missing(?: scopes|_scope)|insufficient permissions|must be verified"
+    r"|not allowed to access|does not have access to"
 )
 
 
@@ -227,7 +196,7 @@ def error_for_status(
     message = shown(text) if text and not page else status_line(status)
     lowered = raw.casefold()
     if status in (401, 403):
-        if any(words in lowered for words in _PERMISSION):
+        if _PERMISSION.search(lowered):
             # The key is fine; a new one would not help.
             return ServerError("permission_denied", message=message)
         return AuthError("invalid_auth")

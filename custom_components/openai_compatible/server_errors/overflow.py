@@ -43,16 +43,9 @@ _PROMPT = _patterns(
     r"prompt is too long: (\d+) tokens",
     r"given: (\d+) `inputs` tokens",
 )
-_OVERFLOW_WORDS = (
-    "context_length_exceeded",
-    "exceed_context_size",
-    "context length",
-    "context window",
-    "context size",
-    "prompt is too long",
-    "input is too long",
-    "too many tokens",
-    "reduce the length of the messages",
+_OVERFLOW_WORDS = re.compile(
+    r"context_length_exceeded|exceed_context_size|context (?:length|window|size)"
+    r"|(?:prompt|input) is too long|too many tokens|reduce the length of the messages"
 )
 
 
@@ -67,7 +60,7 @@ def parse_overflow(message: str, body: Any = None) -> Overflow | None:
     )
     if window is None and prompt is None:
         words = f"{message} {details.get('code')} {details.get('type')}".lower()
-        if not any(word in words for word in _OVERFLOW_WORDS):
+        if not _OVERFLOW_WORDS.search(words):
             return None
     return Overflow(window, prompt)
 

@@ -18,7 +18,7 @@ from homeassistant.util.json import json_loads
 import httpx2
 
 from ..const import DOMAIN, LOGGER
-from ..errors import ContextOverflowError, ModelError, ServerError, TranslatedError
+from ..errors import ModelError, ServerError, TranslatedError
 from ..net.readers import (
     ChoiceDelta,
     JSONObject,
@@ -31,7 +31,6 @@ from ..net.readers import (
 from ..net.request import OwnCalls
 from ..net.sse import EventStream, async_read_body
 from ..server_errors.answers import answer_error
-from ..server_errors.overflow import parse_overflow
 from .think_tags import ThinkTagSplitter
 from .tool_answers import answered_calls, tool_inputs
 from .tool_calls import PendingCall, ToolCallAssembler
@@ -97,9 +96,7 @@ class ChatStreamParser:
         """Return the deltas one chunk adds."""
         if error := chunk.get("error"):
             message = error_message(error)
-            if (overflow := parse_overflow(message, chunk)) is not None:
-                raise ContextOverflowError(overflow.window, overflow.prompt_tokens)
-            raise answer_error(message, tools=bool(self._tool_names))
+            raise answer_error(message, chunk, tools=bool(self._tool_names))
         if (usage := chunk.get("usage")) is not None:
             self.usage = read_usage(read_object(usage, "usage"))
         deltas: list[Delta] = []

@@ -18,13 +18,7 @@ from homeassistant.helpers import llm
 from homeassistant.helpers.json import json_dumps
 import httpx2
 
-from ..errors import (
-    ContextOverflowError,
-    MalformedAnswerError,
-    ModelError,
-    ServerError,
-    TranslatedError,
-)
+from ..errors import MalformedAnswerError, ModelError, ServerError, TranslatedError
 from ..net.readers import (
     JSONObject,
     error_message,
@@ -38,7 +32,7 @@ from ..net.readers import (
 from ..net.request import OwnCalls
 from ..net.sse import EventStream, async_read_body
 from ..net.transport import parse_json
-from ..server_errors.overflow import parse_overflow
+from ..server_errors.answers import answer_error
 from .citations import CitationFilter
 from .provider_calls import PROVIDER_CALLS, provider_view, replayed_call
 from .think_tags import ThinkTagSplitter
@@ -87,6 +81,7 @@ class ResponsesStreamParser:
         self._own_calls = own_calls
         self._think = ThinkTagSplitter()
         self._citations = CitationFilter() if remove_citations else None
+        self._deltas: list[Delta] = []  # not yet handed over
         # The items of the current chat log message, to be sent back.
         self._replay: list[Item] = []
         # Function calls, handed over when the answer is complete.
@@ -110,34 +105,29 @@ class ResponsesStreamParser:
     def feed(self, event: JSONObject) -> list[Delta]:
         """Return the deltas one event adds."""
         kind = event.get("type")
-        deltas: list[Delta] = []
         if kind in _TEXT_DELTAS:
             self._streamed.add(_index(event))
-            self._text(deltas, read_string(event.get("delta"), "delta"))
+            self._text(read_string(event.get("delta"), "delta"))
         elif kind in _THINKING_DELTAS:
             self._streamed.add(_index(event))
-            self._thinking(event, deltas)
+            self._thinking(event)
         elif kind == "response.output_item.done":
-            self._item_done(
-                _index(event), read_object(event.get("item"), "item"), deltas
-            )
+            self._item_done(_index(event), read_object(event.get("item"), "item"))
         elif kind in ("response.completed", "response.incomplete"):
-            self._finish(read_object(event.get("response"), "response"), deltas)
+            self._finish(read_object(event.get("response"), "response"))
         elif kind in ("response.failed", "error"):
             raise _failure(event)
-        return deltas
+        return self._take()
 
     def feed_whole(self, response: JSONObject) -> list[Delta]:
         """Return the deltas of a whole answer that was not streamed."""
-        deltas: list[Delta] = []
-        self._finish(response, deltas)
-        return deltas
+        self._finish(response)
+        return self._take()
 
     def close(self) -> list[Delta]:
         """Return what remains when the body is over."""
-        deltas: list[Delta] = []
-        self._text(deltas)
-        return deltas
+        self._text()
+        return self._take()
 
     def raise_if_cut(self) -> None:
         """Raise the error that tells why the answer stopped short, if it did."""
@@ -146,7 +136,11 @@ class ResponsesStreamParser:
         if self._cut:
             raise ModelError(self._cut)
 
-    def _text(self, deltas: list[Delta], text: str | None = None) -> None:
+    def _take(self) -> list[Delta]:
+        deltas, self._deltas = self._deltas, []
+        return deltas
+
+    def _text(self, text: str | None = None) -> None:
         """Add spoken text, or without it what the filters held back.
 
         Thinking in `<think>` tags and citations are split off; what is spoken
@@ -157,16 +151,17 @@ class ResponsesStreamParser:
             self._think.flush() if text is None else self._think.feed(text)
         )
         if thinking:
-            deltas.append({"thinking_content": thinking})
+            self._deltas.append({"thinking_content": thinking})
         if self._citations is not None:
-            spoken = self._citations.feed(spoken)
-            spoken += self._citations.flush() if held else ""
+            spoken = self._citations.feed(spoken) + (
+                self._citations.flush() if held else ""
+            )
         if spoken:
             self._silent = False
             self._spoken.append(spoken)
-            deltas.append({"content": spoken})
+            self._deltas.append({"content": spoken})
 
-    def _thinking(self, event: JSONObject, deltas: list[Delta]) -> None:
+    def _thinking(self, event: JSONObject) -> None:
         """Add a piece of a reasoning summary (or of the reasoning itself)."""
         text = read_string(event.get("delta"), "delta")
         at = (event.get("output_index"), event.get("summary_index"))
@@ -174,9 +169,9 @@ class ResponsesStreamParser:
             text = f"\n\n{text}"
         self._summary_at = at
         if text:
-            deltas.append({"thinking_content": text})
+            self._deltas.append({"thinking_content": text})
 
-    def _item_done(self, index: int, item: Item, deltas: list[Delta]) -> None:
+    def _item_done(self, index: int, item: Item) -> None:
         """Take one finished output item, once: the same item or call id is skipped."""
         seen: set[tuple[str, object]] = {
             (key, value)
@@ -189,35 +184,34 @@ class ResponsesStreamParser:
         kind = item.get("type")
         streamed = index in self._streamed
         if kind == "message":
-            self._message_done(item, streamed, deltas)
+            self._message_done(item, streamed)
         elif kind == "reasoning":
-            self._reasoning_done(item, streamed, deltas)
+            self._reasoning_done(item, streamed)
         elif kind == "function_call":
             self._call_done(item)
         elif kind in PROVIDER_CALLS:
-            self._provider_call_done(item, deltas)
+            self._provider_call_done(item)
 
-    def _message_done(self, item: Item, streamed: bool, deltas: list[Delta]) -> None:
+    def _message_done(self, item: Item, streamed: bool) -> None:
         """Finish a message: its text, said once, goes back as it was spoken."""
         if not streamed:
             for part in read_list(item.get("content"), "message.content"):
                 part = read_object(part, "message.content")
                 text = part.get("text", part.get("refusal"))
                 if isinstance(text, str):
-                    self._text(deltas, text)
-        self._text(deltas)
+                    self._text(text)
+        self._text()
         self._close_message()
 
     def _close_message(self) -> None:
-        """Keep the text spoken since the last message, to send it back."""
         if self._spoken:
             text = "".join(self._spoken)
-            self._spoken = []
             self._replay.append(
                 {"type": "message", "role": "assistant", "content": text}
             )
+            self._spoken = []
 
-    def _reasoning_done(self, item: Item, streamed: bool, deltas: list[Delta]) -> None:
+    def _reasoning_done(self, item: Item, streamed: bool) -> None:
         """Keep a reasoning item to send back; show its summary as thinking."""
         if not streamed:
             texts = [
@@ -227,7 +221,7 @@ class ResponsesStreamParser:
                 if isinstance(part, dict)
             ]
             if thinking := "\n\n".join(t for t in texts if isinstance(t, str) and t):
-                deltas.append({"thinking_content": thinking})
+                self._deltas.append({"thinking_content": thinking})
         # Without its content (encrypted or plain), the server cannot take it back.
         if item.get("encrypted_content") or item.get("content"):
             self._replay.append(
@@ -267,7 +261,7 @@ class ResponsesStreamParser:
             }
         )
 
-    def _provider_call_done(self, item: Item, deltas: list[Delta]) -> None:
+    def _provider_call_done(self, item: Item) -> None:
         """Show a call the provider ran as an external tool call and its result."""
         kind = str(item["type"])
         call_id = read_string(item.get("id"), f"{kind}.id")
@@ -277,11 +271,11 @@ class ResponsesStreamParser:
         arguments, result = provider_view(kind, item)
         status = string_or_none(item.get("status"))
         self._replay.append(replayed_call(kind, item))
-        deltas.append(
+        self._deltas.append(
             {"tool_calls": [llm.ToolInput(name, arguments, id=call_id, external=True)]}
         )
-        self._end_message(deltas)
-        deltas.append(
+        self._end_message()
+        self._deltas += [
             {
                 "role": "tool_result",
                 "tool_call_id": call_id,
@@ -289,33 +283,31 @@ class ResponsesStreamParser:
                 "result": llm.ToolResult(
                     {"status": status, **result}, error=status == "failed"
                 ),
-            }
-        )
-        deltas.append({"role": "assistant"})
+            },
+            {"role": "assistant"},
+        ]
         self._silent = True
 
-    def _end_message(self, deltas: list[Delta]) -> None:
+    def _end_message(self) -> None:
         """Hand over what the current chat log message holds before it ends."""
         self._close_message()
         if self._calls:
-            deltas.append({"tool_calls": self._calls})
-            self._calls = []
+            self._deltas.append({"tool_calls": self._calls})
         if self._replay:
-            deltas.append({"native": ResponsesReplay(tuple(self._replay))})
-            self._replay = []
-        deltas.extend(self._answers)
-        self._answers = []
+            self._deltas.append({"native": ResponsesReplay(tuple(self._replay))})
+        self._deltas.extend(self._answers)
+        self._calls, self._replay, self._answers = [], [], []
 
-    def _finish(self, response: JSONObject, deltas: list[Delta]) -> None:
+    def _finish(self, response: JSONObject) -> None:
         """End the answer: items never streamed, usage, calls, and the status."""
         output = response.get("output")
         if response.get("status") == "failed" or (response.get("error") and not output):
             raise _failure({"response": response})
         for index, item in enumerate(read_list(output, "response.output")):
-            self._item_done(index, read_object(item, "response.output"), deltas)
+            self._item_done(index, read_object(item, "response.output"))
         if (usage := response.get("usage")) is not None:
             self.usage = chat_usage(read_object(usage, "response.usage"))
-        self._text(deltas)
+        self._text()
         if response.get("status") == "incomplete":
             details = response.get("incomplete_details")
             reason = details.get("reason") if isinstance(details, dict) else None
@@ -325,8 +317,8 @@ class ResponsesStreamParser:
         if self._silent and not self._calls:
             # The model chose to say nothing (after a provider-run call, or at
             # all): a silent answer.
-            deltas.append({"content": ""})
-        self._end_message(deltas)
+            self._deltas.append({"content": ""})
+        self._end_message()
 
 
 def chat_usage(usage: Mapping[str, object]) -> JSONObject:
@@ -343,18 +335,12 @@ def chat_usage(usage: Mapping[str, object]) -> JSONObject:
 
 
 def _failure(event: JSONObject) -> ServerError:
-    """Return the error of a failed answer or an error event.
-
-    A context overflow (OpenAI's `context_length_exceeded`) is told apart, so
-    the request can be fitted and sent again.
-    """
+    """Return the error of a failed answer or an error event."""
     response = event.get("response")
     error = response.get("error") if isinstance(response, dict) else event
     details = error if isinstance(error, dict) else {}
-    message = error_message(details.get("message") or "the server reported an error")
-    if (overflow := parse_overflow(message, details)) is not None:
-        return ContextOverflowError(overflow.window, overflow.prompt_tokens)
-    return ServerError("api_error", message=message)
+    message = details.get("message") or "the server reported an error"
+    return answer_error(error_message(message), details)
 
 
 def _index(event: JSONObject) -> int:
