@@ -139,9 +139,7 @@ def classify_rejection(
 
 def _missing_route(status: int, lowered: str, route: str) -> bool:
     """Tell whether an answer says the route itself is missing, not an item or a model."""
-    if status not in _NO_ROUTE:
-        return False
-    return (
+    return status in _NO_ROUTE and (
         route in lowered
         or bool(_ROUTE_NOT_FOUND.match(error_text(lowered.encode())))
         or bool(_QUOTED_ROUTE_NOT_FOUND.search(lowered))

@@ -173,38 +173,33 @@ def without_feature(body: ResponsesBody, feature: Feature) -> ResponsesBody | No
 
 def _drop_key(body: ResponsesBody, field: str, key: str) -> None:
     """Remove a key of an object field, and the field once it is empty."""
-    fields = cast("JsonObject", body)  # the field's shape stays the same
-    old = cast("dict[str, object]", fields.get(field, {}))
-    rest = {name: value for name, value in old.items() if name != key}
-    if rest:
-        fields[field] = rest
-    else:
-        fields.pop(field, None)
+    old = cast("dict[str, object]", body.get(field, {}))
+    _set_or_drop(body, field, {name: v for name, v in old.items() if name != key})
 
 
 def _drop_include(body: ResponsesBody, value: str) -> None:
-    """Remove one value of `include`, and the field once it is empty."""
     rest = [item for item in body.get("include") or () if item != value]
-    if rest:
-        body["include"] = rest
-    else:
-        body.pop("include", None)
+    _set_or_drop(body, "include", rest)
 
 
 def _drop_provider_tool(body: ResponsesBody, feature: Feature) -> None:
     """Remove a provider-run tool and what the request includes of its calls."""
-    tools = [
-        tool
-        for tool in body.get("tools") or ()
-        if _TOOL_FEATURES.get(str(tool["type"])) is not feature
+    tools = body.get("tools") or ()
+    kept = [
+        tool for tool in tools if _TOOL_FEATURES.get(str(tool["type"])) is not feature
     ]
-    if tools:
-        body["tools"] = tools
-    else:
-        body.pop("tools", None)
+    _set_or_drop(body, "tools", kept)
     for value, included in _INCLUDE_FEATURES.items():
         if included is feature:
             _drop_include(body, value)
+
+
+def _set_or_drop(body: ResponsesBody, field: str, value: object) -> None:
+    fields = cast("JsonObject", body)  # the field's shape stays the same
+    if value:
+        fields[field] = value
+    else:
+        fields.pop(field, None)
 
 
 def responses_items(items: Iterable[ResponsesItem]) -> list[PromptItem]:

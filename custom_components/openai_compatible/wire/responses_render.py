@@ -52,15 +52,12 @@ class InputRenderer(ChatLogRenderer[Item, InputPart]):
         self._agent_id = agent_id
 
     def _text_part(self, text: str) -> InputPart:
-        """Return a text content part."""
         return {"type": "input_text", "text": text}
 
     def _message(self, role: Role, content: str | list[InputPart]) -> Item:
-        """Return a message item."""
         return {"type": "message", "role": role, "content": content}
 
     def _result(self, call_id: str, data: Any) -> Item:
-        """Return the output of a function call."""
         return {
             "type": "function_call_output",
             "call_id": call_id,
@@ -70,7 +67,6 @@ class InputRenderer(ChatLogRenderer[Item, InputPart]):
     def _call_ids(
         self, content: conversation.AssistantContent, rendered: list[Item]
     ) -> list[str]:
-        """Return the ids of the function calls the rendered answer holds."""
         return [item["call_id"] for item in rendered if item["type"] == "function_call"]
 
     def _assistant(self, content: conversation.AssistantContent) -> list[Item]:
@@ -85,10 +81,8 @@ class InputRenderer(ChatLogRenderer[Item, InputPart]):
             if content.tool_calls:
                 return []  # only provider-run calls of another agent
             return [self._message("assistant", "")]
-        items: list[Item] = []
-        if content.content:
-            items.append(self._message("assistant", content.content))
-        items.extend(
+        said = [self._message("assistant", content.content)] if content.content else []
+        return said + [
             {
                 "type": "function_call",
                 "call_id": call.id,
@@ -96,5 +90,4 @@ class InputRenderer(ChatLogRenderer[Item, InputPart]):
                 "arguments": json_dumps(call.tool_args),
             }
             for call in calls
-        )
-        return items
+        ]

@@ -162,7 +162,6 @@ class ResponsesStreamParser:
             self._deltas.append({"content": spoken})
 
     def _thinking(self, event: JSONObject) -> None:
-        """Add a piece of a reasoning summary (or of the reasoning itself)."""
         text = read_string(event.get("delta"), "delta")
         at = (event.get("output_index"), event.get("summary_index"))
         if self._summary_at is not None and at != self._summary_at:
@@ -344,7 +343,6 @@ def _failure(event: JSONObject) -> ServerError:
 
 
 def _index(event: JSONObject) -> int:
-    """Return the output index an event is about."""
     return read_index(event.get("output_index", 0), "output_index")
 
 
