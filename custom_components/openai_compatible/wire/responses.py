@@ -172,7 +172,6 @@ def without_feature(body: ResponsesBody, feature: Feature) -> ResponsesBody | No
 
 
 def _drop_key(body: ResponsesBody, field: str, key: str) -> None:
-    """Remove a key of an object field, and the field once it is empty."""
     old = cast("dict[str, object]", body.get(field, {}))
     _set_or_drop(body, field, {name: v for name, v in old.items() if name != key})
 
@@ -208,7 +207,6 @@ def responses_items(items: Iterable[ResponsesItem]) -> list[PromptItem]:
 
 
 def _responses_item(item: ResponsesItem) -> PromptItem:
-    """Return one input item as a prompt item."""
     kind = item.get("type")
     if kind == "function_call_output":
         answers = str(item.get("call_id"))

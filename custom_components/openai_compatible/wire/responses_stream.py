@@ -146,16 +146,14 @@ class ResponsesStreamParser:
         Thinking in `<think>` tags and citations are split off; what is spoken
         is kept for the message item.
         """
-        held = text is None
         thinking, spoken = (
             self._think.flush() if text is None else self._think.feed(text)
         )
         if thinking:
             self._deltas.append({"thinking_content": thinking})
         if self._citations is not None:
-            spoken = self._citations.feed(spoken) + (
-                self._citations.flush() if held else ""
-            )
+            spoken = self._citations.feed(spoken)
+            spoken += self._citations.flush() if text is None else ""
         if spoken:
             self._silent = False
             self._spoken.append(spoken)
