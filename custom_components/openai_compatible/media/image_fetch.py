@@ -7,7 +7,6 @@ the base URL is private), each redirect too; capped, timed, without credentials.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 import ipaddress
 import socket
 from typing import Final
@@ -33,23 +32,6 @@ _PUBLIC: Final = "public"
 _ENCODINGS: Final = frozenset({"identity", "gzip", "deflate"})
 
 
-class _Redirect(Exception):
-    """The image moved: fetch the URL in `location` instead."""
-
-    def __init__(self, location: httpx2.URL) -> None:
-        """Keep where the image went."""
-        super().__init__()
-        self.location = location
-
-
-@dataclass(frozen=True, slots=True)
-class _Target:
-    """A URL with the checked addresses to reach its host at."""
-
-    url: httpx2.URL
-    addresses: list[_Address]
-
-
 async def async_fetch_image(hass: HomeAssistant, url: str, base_url: str) -> bytes:
     """Return the bytes at an image URL the server gave; errors never repeat the URL."""
     try:
@@ -57,11 +39,10 @@ async def async_fetch_image(hass: HomeAssistant, url: str, base_url: str) -> byt
             networks = await _async_networks(hass, base_url)
             current = _parsed(url)
             for _ in range(IMAGE_MAX_REDIRECTS + 1):
-                target = await _async_target(hass, current, networks)
-                try:
-                    return await _async_download(hass, target)
-                except _Redirect as redirect:
-                    current = redirect.location
+                fetched = await _async_download(hass, current, networks)
+                if isinstance(fetched, bytes):
+                    return fetched
+                current = fetched
     except TimeoutError as err:
         raise _failed(f"it took longer than {IMAGE_FETCH_SECONDS:g} s") from err
     raise _failed(f"it was redirected more than {IMAGE_MAX_REDIRECTS} times")
@@ -99,7 +80,6 @@ def _network(address: _Address) -> str | None:
 
 
 async def _async_addresses(hass: HomeAssistant, url: httpx2.URL) -> list[_Address]:
-    """Return the addresses of the URL's host, resolved in the executor."""
     host = url.raw_host.decode("ascii")
     port = url.port or (443 if url.scheme == "https" else 80)
     infos = await hass.loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
@@ -115,10 +95,10 @@ async def _async_networks(hass: HomeAssistant, base_url: str) -> set[str]:
     return {_PUBLIC} | {kind for kind in map(_network, addresses) if kind}
 
 
-async def _async_target(
+async def _async_download(
     hass: HomeAssistant, url: httpx2.URL, networks: set[str]
-) -> _Target:
-    """Return the URL with its host's addresses, all on allowed networks."""
+) -> bytes | httpx2.URL:
+    """Download from the first address that connects, all on allowed networks."""
     try:
         addresses = await _async_addresses(hass, url)
     except (OSError, UnicodeError) as err:
@@ -126,23 +106,19 @@ async def _async_target(
     for address in addresses:
         if (kind := _network(address)) not in networks:
             raise _failed(f"its address is on a {kind or 'reserved'} network")
-    return _Target(url, addresses)
-
-
-async def _async_download(hass: HomeAssistant, target: _Target) -> bytes:
-    """Download from the first checked address that connects."""
     error: httpx2.HTTPError | None = None
-    for address in target.addresses:
+    for address in addresses:
         try:
-            return await _async_get(hass, target.url, address)
+            return await _async_get(hass, url, address)
         except httpx2.ConnectError as err:
             error = err
     raise _failed("the connection failed") from error
 
 
-async def _async_get(hass: HomeAssistant, url: httpx2.URL, address: _Address) -> bytes:
-    """GET the URL from one address, naming the host as the URL does."""
-    host = url.raw_host.decode("ascii")
+async def _async_get(
+    hass: HomeAssistant, url: httpx2.URL, address: _Address
+) -> bytes | httpx2.URL:
+    """GET the URL from one address, naming the host as the URL does; a redirect's URL."""
     try:
         async with _client(hass).stream(
             "GET",
@@ -153,13 +129,13 @@ async def _async_get(hass: HomeAssistant, url: httpx2.URL, address: _Address) ->
                 "Connection": "close",
             },
             # TLS names and checks the host of the URL, not the address.
-            extensions={"sni_hostname": host},
+            extensions={"sni_hostname": url.raw_host.decode("ascii")},
             timeout=IMAGE_FETCH_SECONDS,
         ) as response:
             if response.status_code in _REDIRECTS and (
                 location := response.headers.get("Location")
             ):
-                raise _Redirect(_parsed(str(url.join(location))))
+                return _parsed(str(url.join(location)))
             if response.status_code != 200:
                 raise _failed(f"the server answered HTTP {response.status_code}")
             return await _async_read_capped(response)
@@ -170,28 +146,21 @@ async def _async_get(hass: HomeAssistant, url: httpx2.URL, address: _Address) ->
 
 
 async def _async_read_capped(response: httpx2.Response) -> bytes:
-    """Return the body, decompressed, refusing more than IMAGE_MAX_BYTES."""
     encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
     if encoding not in _ENCODINGS:
         raise _failed(f"it came in the unsupported encoding {encoding!r}")
     # Header detection takes gzip and zlib alike.
     inflater = None if encoding == "identity" else zlib.decompressobj(47)
-    chunks: list[bytes] = []
-    size = 0
+    body = bytearray()
     async for raw in response.aiter_raw():
+        room = IMAGE_MAX_BYTES - len(body) + 1
         try:
-            data = (
-                raw
-                if inflater is None
-                else inflater.decompress(raw, IMAGE_MAX_BYTES - size + 1)
-            )
+            body += raw if inflater is None else inflater.decompress(raw, room)
         except zlib.error as err:
             raise _failed("it could not be decompressed") from err
-        size += len(data)
-        if size > IMAGE_MAX_BYTES:
+        if len(body) > IMAGE_MAX_BYTES:
             raise _failed(f"it is larger than {IMAGE_MAX_BYTES // 2**20} MiB")
-        chunks.append(data)
-    return b"".join(chunks)
+    return bytes(body)
 
 
 @callback
