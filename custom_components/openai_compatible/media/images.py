@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Mapping
 from dataclasses import dataclass
 import re
 import struct
@@ -16,15 +17,9 @@ from homeassistant.util.json import json_loads
 from ..errors import RequestRejectedError, ServerError
 from ..features import Feature
 from ..models.capabilities import ModelCapabilities
-from ..net.shapes import JsonObject
 from ..net.sse import async_read_body
 from ..net.transport import Budget, FormFiles, Transport
-from .attachments import (
-    IMAGE_TYPES,
-    LoadedFile,
-    async_load_attachments,
-    sniff_mime_type,
-)
+from .attachments import IMAGE_TYPES, async_load_attachments, sniff_mime_type
 from .image_fetch import IMAGE_MAX_BYTES, async_fetch_image
 
 IMAGE_MAX_BASE64_CHARS: Final = (IMAGE_MAX_BYTES + 2) // 3 * 4
@@ -55,14 +50,6 @@ class GeneratedImage:
     revised_prompt: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class _Drawn:
-    """The first image of an answer, and the prompt the server drew it from."""
-
-    image: bytes | str
-    revised_prompt: str | None
-
-
 async def async_generate_image(
     hass: HomeAssistant,
     transport: Transport,
@@ -78,11 +65,24 @@ async def async_generate_image(
         if attachments
         else []
     )
-    route = _route(files)
+    route = Feature.IMAGES_EDITS if files else Feature.IMAGES_GENERATIONS
     if capabilities.refuses(route):
         raise ServerError("image_generation_unsupported")
+    uploads: FormFiles | None = None
+    if files:
+        # One image goes as a single file: older models and servers take no list.
+        field = "image" if len(files) == 1 else "image[]"
+        uploads = [(field, (file.name, file.data, file.mime_type)) for file in files]
     try:
-        raw = await _async_draw(transport, budget, capabilities.model, prompt, files)
+        async with transport.async_open(
+            "POST",
+            EDITS_ROUTE if files else GENERATIONS_ROUTE,
+            budget=budget,
+            body={"model": capabilities.model, "prompt": prompt},
+            files=uploads,
+            sent=frozenset({route}),
+        ) as opened:
+            raw = await async_read_body(opened.aiter_bytes(), IMAGE_ANSWER_MAX_BYTES)
     except RequestRejectedError as err:
         if err.feature is not route:
             raise
@@ -91,126 +91,67 @@ async def async_generate_image(
     return await _async_read_image(hass, transport, raw)
 
 
-async def _async_draw(
-    transport: Transport,
-    budget: Budget,
-    model: str,
-    prompt: str,
-    files: list[LoadedFile],
-) -> bytes:
-    """Send the drawing or editing request; return the answer's bytes."""
-    path, uploads = GENERATIONS_ROUTE, None
-    if files:
-        # One image goes as a single file: older models and servers take no list.
-        field = "image" if len(files) == 1 else "image[]"
-        path = EDITS_ROUTE
-        uploads = _uploads(field, files)
-    async with transport.async_open(
-        "POST",
-        path,
-        budget=budget,
-        body={"model": model, "prompt": prompt},
-        files=uploads,
-        sent=frozenset({_route(files)}),
-    ) as opened:
-        return await async_read_body(opened.aiter_bytes(), IMAGE_ANSWER_MAX_BYTES)
-
-
-def _route(files: list[LoadedFile]) -> Feature:
-    return Feature.IMAGES_EDITS if files else Feature.IMAGES_GENERATIONS
-
-
-def _uploads(field: str, files: list[LoadedFile]) -> FormFiles:
-    return [(field, (file.name, file.data, file.mime_type)) for file in files]
-
-
 async def _async_read_image(
     hass: HomeAssistant, transport: Transport, raw: bytes
 ) -> GeneratedImage:
     """Return the first usable image of the answer; raise image_generation_failed."""
-    drawn = await hass.async_add_executor_job(_read_answer, raw)
-    data = drawn.image
+    data, revised_prompt = await hass.async_add_executor_job(_read_answer, raw)
     if isinstance(data, str):
         data = await async_fetch_image(hass, data, transport.base_url)
     mime_type = sniff_mime_type(data)
     if mime_type is None or not mime_type.startswith("image/"):
-        raise ServerError(
-            "image_generation_failed", message="the server sent data that is no image"
-        )
+        raise _failed("the server sent data that is no image")
     if (size := image_size(data)) is None:
-        raise ServerError(
-            "image_generation_failed",
-            message="the server sent an image whose size cannot be read",
-        )
-    width, height = size
-    return GeneratedImage(
-        data=data,
-        mime_type=mime_type,
-        width=width,
-        height=height,
-        revised_prompt=drawn.revised_prompt,
-    )
+        raise _failed("the server sent an image whose size cannot be read")
+    return GeneratedImage(data, mime_type, *size, revised_prompt)
 
 
-def _read_answer(raw: bytes) -> _Drawn:
-    """Return the answer's first image, decoded when it came inline."""
+def _failed(message: str) -> ServerError:
+    return ServerError("image_generation_failed", message=message)
+
+
+def _read_answer(raw: bytes) -> tuple[bytes | str, str | None]:
+    """Return the answer's first image (decoded when inline, else its URL) and prompt."""
     try:
         answer = json_loads(raw)
     except (ValueError, RecursionError) as err:
         # An empty body, a web page, JSON nested past the decoder's depth.
-        raise ServerError(
-            "image_generation_failed",
-            message=f"the server sent an answer that is not JSON: {err}",
-        ) from err
+        raise _failed(f"the server sent an answer that is not JSON: {err}") from err
     if not isinstance(answer, dict):
-        raise ServerError(
-            "image_generation_failed",
-            message="the server sent an answer that is no image response",
-        )
-    item = _first_image(answer.get("data"))
-    if item is None:
-        raise ServerError("image_generation_failed", message="the server sent no image")
-    revised = item.get("revised_prompt")
-    revised_prompt = revised if isinstance(revised, str) and revised else None
-    if _has_text(item, "b64_json"):
-        return _Drawn(_decode_base64(str(item["b64_json"])), revised_prompt)
-    url = str(item["url"])
-    if url.startswith("data:"):
-        return _Drawn(_decode_base64(url.partition(",")[2]), revised_prompt)
-    return _Drawn(url, revised_prompt)
-
-
-def _first_image(items: object) -> JsonObject | None:
-    if not isinstance(items, list):
-        return None
-    return next(
+        raise _failed("the server sent an answer that is no image response")
+    items = answer.get("data")
+    item = next(
         (
             item
-            for item in items
+            for item in (items if isinstance(items, list) else [])
             if isinstance(item, dict)
-            and (_has_text(item, "b64_json") or _has_text(item, "url"))
+            and (_text(item, "b64_json") or _text(item, "url"))
         ),
         None,
     )
+    if item is None:
+        raise _failed("the server sent no image")
+    revised_prompt = _text(item, "revised_prompt") or None
+    if encoded := _text(item, "b64_json"):
+        return _decode_base64(encoded), revised_prompt
+    url = _text(item, "url")
+    if url.startswith("data:"):
+        return _decode_base64(url.partition(",")[2]), revised_prompt
+    return url, revised_prompt
 
 
-def _has_text(item: JsonObject, key: str) -> bool:
+def _text(item: Mapping[str, object], key: str) -> str:
     value = item.get(key)
-    return isinstance(value, str) and bool(value)
+    return value if isinstance(value, str) else ""
 
 
 def _decode_base64(text: str) -> bytes:
     if len(text) > IMAGE_MAX_BASE64_CHARS:
-        raise ServerError(
-            "image_generation_failed",
-            message=f"the image is larger than {IMAGE_MAX_BYTES // 2**20} MiB",
-        )
+        raise _failed(f"the image is larger than {IMAGE_MAX_BYTES // 2**20} MiB")
     try:
         return base64.b64decode(text)
     except (binascii.Error, ValueError) as err:
-        raise ServerError(
-            "image_generation_failed", message=f"the image is not valid base64: {err}"
-        ) from err
+        raise _failed(f"the image is not valid base64: {err}") from err
 
 
 def image_size(data: bytes) -> tuple[int, int] | None:
