@@ -30,9 +30,7 @@ async def async_join(
                 wav_format = header.format
                 yield streaming_wav_header(header.format)
             elif header.format != wav_format:
-                raise ServerError(
-                    "speech_unreadable", problem="the audio format changed"
-                )
+                raise unreadable("the audio format changed")
             pieces = _wav_samples(header, rest, answer)
         elif audio_format == "mp3" and not first:
             pieces = _without_id3(answer)
@@ -41,6 +39,11 @@ async def async_join(
         first = False
         async for piece in pieces:
             yield piece
+
+
+def unreadable(problem: str) -> ServerError:
+    """Return the error of a speech answer that cannot be read as audio."""
+    return ServerError("speech_unreadable", problem=problem)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +65,7 @@ async def _read_wav_header(answer: AsyncIterator[bytes]) -> tuple[_WavHeader, by
             return parsed
         if len(buffer) > _WAV_HEADER_LIMIT:
             break
-    raise ServerError("speech_unreadable", problem="the answer is no WAV audio")
+    raise unreadable("the answer is no WAV audio")
 
 
 def parse_wav_header(data: bytes) -> tuple[_WavHeader, bytes] | None:
@@ -70,7 +73,7 @@ def parse_wav_header(data: bytes) -> tuple[_WavHeader, bytes] | None:
     if len(data) < 12:
         return None
     if data[:4] != b"RIFF" or data[8:12] != b"WAVE":
-        raise ServerError("speech_unreadable", problem="the answer is no WAV audio")
+        raise unreadable("the answer is no WAV audio")
     position, wav_format = 12, None
     while position + 8 <= len(data):
         kind = data[position : position + 4]
@@ -78,9 +81,7 @@ def parse_wav_header(data: bytes) -> tuple[_WavHeader, bytes] | None:
         start = position + 8
         if kind == b"data":
             if wav_format is None:
-                raise ServerError(
-                    "speech_unreadable", problem="the WAV audio has no format"
-                )
+                raise unreadable("the WAV audio has no format")
             open_size = size in _WAV_OPEN_SIZES
             return _WavHeader(wav_format, None if open_size else size), data[start:]
         if start + size > len(data):
@@ -94,13 +95,13 @@ def parse_wav_header(data: bytes) -> tuple[_WavHeader, bytes] | None:
 def _pcm_format(chunk: bytes) -> bytes:
     """Return a fmt chunk as plain PCM; raise unless it holds integer samples."""
     if len(chunk) < 16:
-        raise ServerError("speech_unreadable", problem="the WAV format is cut short")
+        raise unreadable("the WAV format is cut short")
     (tag,) = struct.unpack_from("<H", chunk)
     # WAVE_FORMAT_EXTENSIBLE names the sample type in its first GUID bytes.
     if tag == _WAV_EXTENSIBLE and len(chunk) >= 26:
         (tag,) = struct.unpack_from("<H", chunk, 24)
     if tag != _WAV_PCM:
-        raise ServerError("speech_unreadable", problem="the WAV audio is not PCM")
+        raise unreadable("the WAV audio is not PCM")
     return struct.pack("<H", _WAV_PCM) + chunk[2:16]
 
 
@@ -111,29 +112,19 @@ def pcm_wav(pcm: bytes, sample_rate: int, sample_width: int, channels: int) -> b
         "<HHIIHH", _WAV_PCM, channels, sample_rate, sample_rate * block, block,
         8 * sample_width,
     )  # fmt: skip
-    return (
-        b"RIFF"
-        + struct.pack("<I", 20 + len(wav_format) + len(pcm))
-        + b"WAVEfmt "
-        + struct.pack("<I", len(wav_format))
-        + wav_format
-        + b"data"
-        + struct.pack("<I", len(pcm))
-        + pcm
-    )
+    return _wav_header(wav_format, 20 + len(wav_format) + len(pcm), len(pcm)) + pcm
 
 
 def streaming_wav_header(wav_format: bytes) -> bytes:
     """Return a WAV header whose sizes are left open, for audio still coming."""
-    return (
-        b"RIFF"
-        + struct.pack("<I", 0xFFFFFFFF)
-        + b"WAVEfmt "
-        + struct.pack("<I", len(wav_format))
-        + wav_format
-        + b"data"
-        + struct.pack("<I", 0xFFFFFFFF)
+    return _wav_header(wav_format, 0xFFFFFFFF, 0xFFFFFFFF)
+
+
+def _wav_header(wav_format: bytes, riff_size: int, data_size: int) -> bytes:
+    riff = struct.pack(
+        "<4sI4s4sI", b"RIFF", riff_size, b"WAVE", b"fmt ", len(wav_format)
     )
+    return riff + wav_format + struct.pack("<4sI", b"data", data_size)
 
 
 async def _wav_samples(
