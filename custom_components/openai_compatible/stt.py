@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
-from dataclasses import replace
+from collections.abc import AsyncGenerator, AsyncIterable
 from typing import Final, override
 
 from homeassistant.components import conversation, stt
@@ -16,16 +15,10 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from . import OpenAICompatibleConfigEntry
 from .const import CONF_AUDIO_MODEL, CONF_HINT_NAMES, LOGGER, SUBENTRY_STT
 from .entity import OpenAICompatibleSubentryEntity
-from .errors import InputError, RequestRejectedError, TranslatedError
-from .features import Feature
+from .errors import InputError, TranslatedError
 from .models.audio_models import transcription_languages
 from .net.sse import mebibytes
-from .voice.audio import (
-    MAX_RECORDING_BYTES,
-    TranscriptionRequest,
-    TranscriptPart,
-    async_transcribe,
-)
+from .voice.audio import MAX_RECORDING_BYTES, TranscriptionRequest, async_transcribe
 from .voice.audio_files import pcm_wav
 
 PARALLEL_UPDATES = 0
@@ -107,9 +100,19 @@ class OpenAICompatibleSTTEntity(stt.SpeechToTextEntity, OpenAICompatibleSubentry
         """Yield what the server heard so far, then all; a failure ends in ERROR."""
         try:
             recording, filename = await async_read_recording(metadata, stream)
+            request = TranscriptionRequest(
+                model=self.model,
+                recording=recording,
+                filename=filename,
+                # Whisper wants ISO 639-1 (en), Home Assistant may say en-US.
+                language=metadata.language.split("-", maxsplit=1)[0].lower(),
+                prompt=self._prompt(),
+            )
+            capabilities = self.runtime.capabilities.model(self.model)
+            transport, budget = self.runtime.transport, self.budget()
             with self._server_errors():
-                async for part in self._async_transcribe(
-                    recording, filename, metadata.language
+                async for part in async_transcribe(
+                    transport, capabilities, request, budget
                 ):
                     if part.final:
                         yield stt.SpeechResult(part.text, stt.SpeechResultState.SUCCESS)
@@ -118,33 +121,6 @@ class OpenAICompatibleSTTEntity(stt.SpeechToTextEntity, OpenAICompatibleSubentry
         except TranslatedError as err:
             LOGGER.warning("Speech-to-text failed: %s", err)
             yield stt.SpeechResult(None, stt.SpeechResultState.ERROR)
-
-    async def _async_transcribe(
-        self, recording: bytes, filename: str, language: str
-    ) -> AsyncIterator[TranscriptPart]:
-        """Yield the transcript, asking again without streaming if refused."""
-        capabilities = self.runtime.capabilities.model(self.model)
-        request = TranscriptionRequest(
-            model=self.model,
-            recording=recording,
-            filename=filename,
-            # Whisper wants ISO 639-1 (en), Home Assistant may say en-US.
-            language=language.split("-", maxsplit=1)[0].lower(),
-            prompt=self._prompt(),
-            stream=not capabilities.refuses(Feature.TRANSCRIPT_STREAM),
-        )
-        transport, budget = self.runtime.transport, self.budget()
-        try:
-            async for part in async_transcribe(transport, request, budget):
-                yield part
-        except RequestRejectedError as err:
-            if err.feature is not Feature.TRANSCRIPT_STREAM:
-                raise
-            if err.general:
-                capabilities.learn_refused(Feature.TRANSCRIPT_STREAM, err.lesson_source)
-            retried = replace(request, stream=False)
-            async for part in async_transcribe(transport, retried, budget):
-                yield part
 
     def _prompt(self) -> str | None:
         """Return the prompt: the subentry's text, then the home's names."""

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import (
-    AsyncGenerator,
-    AsyncIterable,
-    AsyncIterator,
-    Iterable,
-    Mapping,
-)
-from dataclasses import dataclass, replace
-import re
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
+from dataclasses import replace
 from typing import Any, Final, override
 
 from homeassistant.components import tts
-from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
@@ -30,7 +22,7 @@ from .const import (
     SUBENTRY_TTS,
 )
 from .entity import OpenAICompatibleSubentryEntity
-from .errors import InputError, RequestRejectedError
+from .errors import InputError
 from .features import Feature
 from .models.audio_models import (
     known_voices,
@@ -39,7 +31,6 @@ from .models.audio_models import (
     voice_language,
 )
 from .net.sse import async_capped
-from .net.transport import Budget
 from .voice.audio import (
     MAX_SPEECH_BYTES,
     MAX_SPEED,
@@ -49,31 +40,13 @@ from .voice.audio import (
     async_speak,
 )
 from .voice.audio_files import JOINABLE_FORMATS, async_join
-from .voice.speech_text import async_spoken_lines, spoken_sentence, spoken_text
+from .voice.speech_text import async_spoken_sentences, spoken_pieces
 
 PARALLEL_UPDATES = 0
 
-# Optional fields of a speech request, and the value that leaves each out.
-_WITHOUT: Final[dict[Feature, dict[str, Any]]] = {
-    Feature.SPEECH_SPEED: {"speed": 1.0},
-    Feature.SPEECH_INSTRUCTIONS: {"instructions": None},
+SERVER_FORMATS: Final = {"ogg": "opus", "oga": "opus", "raw": "pcm"} | {
+    name: name for name in ("mp3", "wav", "flac", "opus", "aac", "pcm")
 }
-
-# OpenAI takes at most 4096 characters per request.
-MAX_SPEECH_CHARACTERS: Final = 4000
-SERVER_FORMATS: Final = {
-    "mp3": "mp3",
-    "wav": "wav",
-    "flac": "flac",
-    "opus": "opus",
-    "ogg": "opus",
-    "oga": "opus",
-    "aac": "aac",
-    "pcm": "pcm",
-    "raw": "pcm",
-}
-# A sentence's punctuation and the space after, or a line end; possessive: linear.
-_SENTENCE_END = re.compile(r"(?<![.!?…。！？])[.!?…。！？]++[\"')\]]*+(?=\s)|\n")
 
 
 async def async_setup_entry(
@@ -90,74 +63,9 @@ async def async_setup_entry(
             )
 
 
-def _speakable(text: str) -> bool:
-    """Tell whether a piece of text has anything to say (not only marks)."""
-    return any(character.isalnum() for character in text)
-
-
-def _cut(text: str, limit: int) -> int | None:
-    """Return where the first sentence ends, else a long text's last space in `limit`."""
-    if (match := _SENTENCE_END.search(text)) and match.end() <= limit:
-        return match.end()
-    if len(text) <= limit:
-        return None
-    space = text.rfind(" ", 0, limit)
-    return space if space > 0 else limit
-
-
-async def async_sentences(
-    text: AsyncIterable[str], limit: int = MAX_SPEECH_CHARACTERS
-) -> AsyncIterator[str]:
-    """Yield each sentence of a text stream as soon as it is complete."""
-    pending = ""
-    async for delta in text:
-        pending += delta
-        while (end := _cut(pending, limit)) is not None:
-            sentence, pending = pending[:end], pending[end:]
-            if _speakable(sentence):
-                yield sentence.strip()
-    while pending:
-        end = _cut(pending, limit) or len(pending)
-        sentence, pending = pending[:end], pending[end:]
-        if _speakable(sentence):
-            yield sentence.strip()
-
-
-async def async_spoken_sentences(text: AsyncIterable[str]) -> AsyncIterator[str]:
-    """Yield each sentence of a text stream as it should be said, when complete."""
-    async for sentence in async_sentences(async_spoken_lines(text)):
-        if _speakable(said := spoken_sentence(sentence)):
-            yield said
-
-
-def text_pieces(text: str, limit: int = MAX_SPEECH_CHARACTERS) -> list[str]:
-    """Return a whole text in as few requests' worth as the limit allows."""
-    pieces: list[str] = []
-    pending = text
-    while pending:
-        end = _cut(pending, limit) or len(pending)
-        sentence, pending = pending[:end].strip(), pending[end:]
-        if not _speakable(sentence):
-            continue
-        if pieces and len(pieces[-1]) + 1 + len(sentence) <= limit:
-            pieces[-1] = f"{pieces[-1]} {sentence}"
-        else:
-            pieces.append(sentence)
-    return pieces
-
-
 async def _async_items(items: Iterable[str]) -> AsyncIterator[str]:
     for item in items:
         yield item
-
-
-@dataclass(frozen=True, slots=True)
-class _Speaking:
-    """How to speak: the subentry's settings with a request's options over them."""
-
-    voice: str
-    speed: float
-    instructions: str | None
 
 
 class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentryEntity):
@@ -165,21 +73,16 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
 
     model_key = CONF_AUDIO_MODEL
     _attr_translation_key = "tts"
+    # Text-to-speech refuses an entity without a name of its own.
+    _attr_has_entity_name = False
+    # The server's voice list, once it is added.
+    _server_voices: list[str] | None = None
     _attr_supported_options = [
         tts.ATTR_VOICE,
         tts.ATTR_PREFERRED_FORMAT,
         CONF_SPEED,
         CONF_INSTRUCTIONS,
     ]
-
-    def __init__(
-        self, entry: OpenAICompatibleConfigEntry, subentry: ConfigSubentry
-    ) -> None:
-        """Describe the entity; the server's voice list comes once it is added."""
-        super().__init__(entry, subentry)
-        # Text-to-speech refuses an entity without a name of its own.
-        self._attr_has_entity_name = False
-        self._server_voices: list[str] | None = None
 
     @property
     @override
@@ -211,12 +114,9 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
     @override
     def default_language(self) -> str:
         """Return Home Assistant's language when the model speaks it."""
-        languages = self.supported_languages
-        wanted = self.hass.config.language
-        for language in (wanted, wanted.split("-")[0], "en", "en-US"):
-            if language in languages:
-                return language
-        return languages[0]
+        languages, wanted = self.supported_languages, self.hass.config.language
+        candidates = (wanted, wanted.split("-")[0], "en", "en-US")
+        return next((code for code in candidates if code in languages), languages[0])
 
     @property
     @override
@@ -268,7 +168,10 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
             return "wav", "wav"
         return server_format, wanted
 
-    def _speaking(self, options: Mapping[str, object]) -> _Speaking:
+    def _speech(
+        self, options: Mapping[str, object], audio_format: str
+    ) -> SpeechRequest:
+        """Return a request with no text yet: the subentry's settings, options over them."""
         data = self.subentry.data
         speed = _speed(options.get(CONF_SPEED, data.get(CONF_SPEED, 1.0)))
         if not MIN_SPEED <= speed <= MAX_SPEED:
@@ -279,60 +182,33 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
                 maximum=str(MAX_SPEED),
             )
         instructions = options.get(CONF_INSTRUCTIONS, data.get(CONF_INSTRUCTIONS))
-        capabilities = self.runtime.capabilities.model(self.model)
-        if not takes_instructions(self.model) or capabilities.refuses(
-            Feature.SPEECH_INSTRUCTIONS
-        ):
+        refuses = self.runtime.capabilities.model(self.model).refuses
+        if not takes_instructions(self.model) or refuses(Feature.SPEECH_INSTRUCTIONS):
             instructions = None
-        if capabilities.refuses(Feature.SPEECH_SPEED):
+        if refuses(Feature.SPEECH_SPEED):
             speed = 1.0
-        return _Speaking(
+        return SpeechRequest(
+            model=self.model,
             voice=str(options.get(tts.ATTR_VOICE) or self.voice),
+            text="",
+            audio_format=audio_format,
             speed=speed,
             instructions=str(instructions) if instructions else None,
         )
 
     async def _async_spoken(
-        self, sentences: AsyncIterator[str], server_format: str, how: _Speaking
+        self, sentences: AsyncIterator[str], speech: SpeechRequest
     ) -> AsyncGenerator[bytes]:
         """Yield the joined audio of the sentences, each asked on its own."""
-        budget = self.budget()
+        transport, budget = self.runtime.transport, self.budget()
+        capabilities = self.runtime.capabilities.model(self.model)
         answers = (
-            self._async_speak(
-                SpeechRequest(
-                    model=self.model,
-                    voice=how.voice,
-                    text=sentence,
-                    audio_format=server_format,
-                    speed=how.speed,
-                    instructions=how.instructions,
-                ),
-                budget,
-            )
-            async for sentence in sentences
+            async_speak(transport, capabilities, replace(speech, text=text), budget)
+            async for text in sentences
         )
         with self._server_errors():
-            async for piece in async_capped(
-                async_join(server_format, answers), MAX_SPEECH_BYTES
-            ):
-                yield piece
-
-    async def _async_speak(
-        self, request: SpeechRequest, budget: Budget
-    ) -> AsyncIterator[bytes]:
-        """Yield a text's audio, asking again without a field the model refuses."""
-        try:
-            async for piece in async_speak(self.runtime.transport, request, budget):
-                yield piece
-        except RequestRejectedError as err:
-            if err.feature not in _WITHOUT:
-                raise
-            if err.general:
-                self.runtime.capabilities.model(self.model).learn_refused(
-                    err.feature, err.lesson_source
-                )
-            without = replace(request, **_WITHOUT[err.feature])
-            async for piece in self._async_speak(without, budget):
+            joined = async_join(speech.audio_format, answers)
+            async for piece in async_capped(joined, MAX_SPEECH_BYTES):
                 yield piece
 
     @override
@@ -341,36 +217,26 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
     ) -> tts.TTSAudioResponse:
         """Speak each sentence as soon as the text stream completes it."""
         server_format, extension = self._output(request.options, joined=True)
-        how = self._speaking(request.options)
-        return tts.TTSAudioResponse(
-            extension,
-            self._async_spoken(
-                async_spoken_sentences(request.message_gen), server_format, how
-            ),
-        )
+        speech = self._speech(request.options, server_format)
+        sentences = async_spoken_sentences(request.message_gen)
+        return tts.TTSAudioResponse(extension, self._async_spoken(sentences, speech))
 
     @override
     async def async_get_tts_audio(
         self, message: str, language: str, options: dict[str, object]
     ) -> tts.TtsAudioType:
         """Speak a whole text, in one request where it fits."""
-        pieces = text_pieces(spoken_text(message))
+        pieces = spoken_pieces(message)
         server_format, extension = self._output(options, joined=len(pieces) > 1)
-        how = self._speaking(options)
-        audio = [
-            piece
-            async for piece in self._async_spoken(
-                _async_items(pieces), server_format, how
-            )
-        ]
-        return extension, b"".join(audio)
+        spoken = self._async_spoken(
+            _async_items(pieces), self._speech(options, server_format)
+        )
+        return extension, b"".join([piece async for piece in spoken])
 
 
 def _speed(value: object) -> float:
     """Return a speed as a number; 0 (out of range) when it is none."""
-    if not isinstance(value, int | float | str):
-        return 0.0
     try:
-        return float(value)
+        return float(value) if isinstance(value, int | float | str) else 0.0
     except ValueError:
         return 0.0

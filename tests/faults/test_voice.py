@@ -20,11 +20,11 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
-from custom_components.openai_compatible.tts import MAX_SPEECH_CHARACTERS
 from custom_components.openai_compatible.voice.audio import (
     MAX_SPEECH_BYTES,
     MAX_TEXT_BYTES,
 )
+from custom_components.openai_compatible.voice.speech_text import MAX_SPEECH_CHARACTERS
 from simulator import AUDIO_MODELS, OpenAISimulator
 from simulator.audio import synthesize
 from tests.conftest import STT_ENTITY, TTS_ENTITY, voice_subentry

@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
 import json
 from typing import Any, Final
 
 import httpx2
 
 from ..const import LOGGER
-from ..errors import ServerError
+from ..errors import RequestRejectedError, ServerError
 from ..features import Feature
+from ..models.capabilities import ModelCapabilities
 from ..models.listing import VALIDATION_BUDGET
 from ..net.readers import error_message, read_list, read_object_or_empty
 from ..net.shapes import JsonObject, SpeechBody, TranscriptionBody
 from ..net.sse import EventStream, async_capped, async_read_body
 from ..net.transport import Budget, Transport, parse_json
 from ..server_errors.routes import is_missing_route, route_error
+from .audio_files import unreadable
 
 TRANSCRIPTION_ROUTE: Final = "/audio/transcriptions"
 SPEECH_ROUTE: Final = "/audio/speech"
@@ -32,19 +33,7 @@ MAX_TEXT_BYTES: Final = 1024 * 1024
 MAX_VOICES: Final = 1000
 
 
-@contextmanager
-def audio_errors(route: str, model: str, voice: str | None = None) -> Iterator[None]:
-    """Raise the error an audio route's failure means: its own where it has one."""
-    try:
-        yield
-    except ServerError as err:
-        if specific := route_error(err, route, model, voice):
-            raise specific from err
-        raise
-
-
 def _media_type(headers: httpx2.Headers) -> str:
-    """Return the media type of an answer, lower-case, without parameters."""
     return headers.get("content-type", "").split(";")[0].strip().lower()
 
 
@@ -57,7 +46,7 @@ class TranscriptionRequest:
     filename: str
     language: str | None = None
     prompt: str | None = None
-    # Servers that cannot stream answer whole.
+    # Unless the model is known to refuse it; servers that cannot stream answer whole.
     stream: bool = True
 
 
@@ -70,7 +59,10 @@ class TranscriptPart:
 
 
 async def async_transcribe(
-    transport: Transport, request: TranscriptionRequest, budget: Budget
+    transport: Transport,
+    capabilities: ModelCapabilities,
+    request: TranscriptionRequest,
+    budget: Budget,
 ) -> AsyncIterator[TranscriptPart]:
     """Yield the transcript as the server gives it, ending with the final one."""
     body: TranscriptionBody = {"model": request.model, "response_format": "json"}
@@ -79,10 +71,10 @@ async def async_transcribe(
     if request.prompt:
         body["prompt"] = request.prompt
     sent: frozenset[Feature] = frozenset()
-    if request.stream:
+    if request.stream and not capabilities.refuses(Feature.TRANSCRIPT_STREAM):
         body["stream"] = True
         sent = frozenset({Feature.TRANSCRIPT_STREAM})
-    with audio_errors(TRANSCRIPTION_ROUTE, request.model):
+    try:
         async with transport.async_open(
             "POST",
             TRANSCRIPTION_ROUTE,
@@ -99,12 +91,22 @@ async def async_transcribe(
             else:
                 raw = await async_read_body(opened.aiter_bytes(), MAX_TEXT_BYTES)
                 yield TranscriptPart(_transcript_text(raw, media_type), True)
+    except ServerError as err:
+        retried = _without_refused(err, TRANSCRIPTION_ROUTE, request, capabilities)
+        async for part in async_transcribe(transport, capabilities, retried, budget):
+            yield part
 
 
 def _transcript_text(raw: bytes, media_type: str) -> str:
-    """Return the text of a whole transcription answer (JSON or plain text)."""
+    """Return the text of a whole answer, JSON or plain; refuse bytes that are no text."""
     if media_type.startswith("text/plain"):
-        return _plain_text(raw)
+        try:
+            text = raw.decode()
+        except UnicodeDecodeError:
+            text = "\x00"
+        if any(ord(char) < 32 and char not in "\t\n\r" for char in text):
+            raise ServerError("transcript_unreadable", problem="the answer is no text")
+        return text.strip()
     try:
         answer = json.loads(raw)
     except (ValueError, RecursionError) as err:
@@ -114,17 +116,6 @@ def _transcript_text(raw: bytes, media_type: str) -> str:
     if not isinstance(answer, dict) or not isinstance(answer.get("text"), str):
         raise ServerError("transcript_unreadable", problem="the answer has no text")
     return str(answer["text"]).strip()
-
-
-def _plain_text(raw: bytes) -> str:
-    """Return a plain-text transcript; refuse bytes that are no text (audio)."""
-    try:
-        text = raw.decode()
-    except UnicodeDecodeError:
-        text = "\x00"
-    if any(ord(char) < 32 and char not in "\t\n\r" for char in text):
-        raise ServerError("transcript_unreadable", problem="the answer is no text")
-    return text.strip()
 
 
 def _event_text(event: JsonObject) -> str:
@@ -172,10 +163,19 @@ class SpeechRequest:
 # The speeds OpenAI's speech route takes.
 MIN_SPEED: Final = 0.25
 MAX_SPEED: Final = 4.0
+# Optional fields of an audio request, and the value that leaves each out.
+_WITHOUT: Final[dict[Feature, dict[str, Any]]] = {
+    Feature.SPEECH_SPEED: {"speed": 1.0},
+    Feature.SPEECH_INSTRUCTIONS: {"instructions": None},
+    Feature.TRANSCRIPT_STREAM: {"stream": False},
+}
 
 
 async def async_speak(
-    transport: Transport, request: SpeechRequest, budget: Budget
+    transport: Transport,
+    capabilities: ModelCapabilities,
+    request: SpeechRequest,
+    budget: Budget,
 ) -> AsyncIterator[bytes]:
     """Yield the audio of a text as the server sends it."""
     body: SpeechBody = {
@@ -191,19 +191,37 @@ async def async_speak(
     if request.instructions:
         body["instructions"] = request.instructions
         sent.add(Feature.SPEECH_INSTRUCTIONS)
-    with audio_errors(SPEECH_ROUTE, request.model, request.voice):
+    try:
         async with transport.async_open(
             "POST", SPEECH_ROUTE, budget=budget, body=body, sent=frozenset(sent)
         ) as opened:
             media_type = _media_type(opened.response.headers)
             if media_type.startswith(("application/json", "text/")):
-                raise ServerError(
-                    "speech_unreadable",
-                    problem=f"the server sent {media_type} instead of audio",
-                )
+                raise unreadable(f"the server sent {media_type} instead of audio")
             pieces = async_capped(opened.aiter_bytes(), MAX_SPEECH_BYTES)
             async for piece in _audio_only(pieces, request.audio_format):
                 yield piece
+    except ServerError as err:
+        retried = _without_refused(err, SPEECH_ROUTE, request, capabilities)
+        async for piece in async_speak(transport, capabilities, retried, budget):
+            yield piece
+
+
+def _without_refused[R: (SpeechRequest, TranscriptionRequest)](
+    err: ServerError, route: str, request: R, capabilities: ModelCapabilities
+) -> R:
+    """Return the request without a field refused (learned if refused in general).
+
+    Any other failure raises the error it means, the route's own where it has one.
+    """
+    if isinstance(err, RequestRejectedError) and err.feature in _WITHOUT:
+        if err.general:
+            capabilities.learn_refused(err.feature, err.lesson_source)
+        return replace(request, **_WITHOUT[err.feature])
+    voice = request.voice if isinstance(request, SpeechRequest) else None
+    if specific := route_error(err, route, request.model, voice):
+        raise specific from err
+    raise err
 
 
 async def _audio_only(
@@ -215,9 +233,7 @@ async def _audio_only(
         if not checked and (start := piece.lstrip()[:1]):
             checked = True
             if start in (b"{", b"[", b"<"):
-                raise ServerError(
-                    "speech_unreadable", problem="the server sent text instead of audio"
-                )
+                raise unreadable("the server sent text instead of audio")
         yield piece
 
 

@@ -1,10 +1,15 @@
-"""Text that sounds spoken: markdown marks, code and emoji out before speech."""
+"""Text that sounds spoken: markdown marks, code and emoji out, cut into sentences."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterator
 import re
 from typing import Final
+
+# OpenAI takes at most 4096 characters per request.
+MAX_SPEECH_CHARACTERS: Final = 4000
+# A sentence's punctuation and the space after, or a line end; possessive: linear.
+_SENTENCE_END = re.compile(r"(?<![.!?…。！？])[.!?…。！？]++[\"')\]]*+(?=\s)|\n")
 
 _MARK_CHARACTERS: Final = frozenset(" \t#-*+•>_~`|:.)0123456789")
 # A start held longer than this is prose (or a drawing too long to matter).
@@ -106,11 +111,50 @@ def spoken_text(text: str) -> str:
     )
 
 
-async def async_spoken_lines(text: AsyncIterable[str]) -> AsyncIterator[str]:
-    """Yield a text stream with its line marks and code left out, as it comes."""
-    lines = SpokenLines()
+def _speakable(text: str) -> bool:
+    """Tell whether a piece of text has anything to say (not only marks)."""
+    return any(character.isalnum() for character in text)
+
+
+def _cut(text: str) -> int | None:
+    """Return where the first sentence ends, else a long text's last space in reach."""
+    limit = MAX_SPEECH_CHARACTERS
+    if (match := _SENTENCE_END.search(text)) and match.end() <= limit:
+        return match.end()
+    if len(text) <= limit:
+        return None
+    space = text.rfind(" ", 0, limit)
+    return space if space > 0 else limit
+
+
+def _sentences(text: str) -> Iterator[str]:
+    while text:
+        end = _cut(text) or len(text)
+        sentence, text = text[:end].strip(), text[end:]
+        if _speakable(sentence):
+            yield sentence
+
+
+async def async_spoken_sentences(text: AsyncIterable[str]) -> AsyncIterator[str]:
+    """Yield each sentence of a text stream as it should be said, when complete."""
+    lines, pending = SpokenLines(), ""
     async for piece in text:
-        if said := lines.feed(piece):
+        pending += lines.feed(piece)
+        while (end := _cut(pending)) is not None:
+            sentence, pending = pending[:end], pending[end:]
+            if _speakable(said := spoken_sentence(sentence.strip())):
+                yield said
+    for sentence in _sentences(pending + lines.end()):
+        if _speakable(said := spoken_sentence(sentence)):
             yield said
-    if said := lines.end():
-        yield said
+
+
+def spoken_pieces(text: str) -> list[str]:
+    """Return a whole text as said, in as few requests' worth as the limit allows."""
+    pieces: list[str] = []
+    for sentence in _sentences(spoken_text(text)):
+        if pieces and len(pieces[-1]) + 1 + len(sentence) <= MAX_SPEECH_CHARACTERS:
+            pieces[-1] = f"{pieces[-1]} {sentence}"
+        else:
+            pieces.append(sentence)
+    return pieces
