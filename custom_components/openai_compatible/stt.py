@@ -109,10 +109,9 @@ class OpenAICompatibleSTTEntity(stt.SpeechToTextEntity, OpenAICompatibleSubentry
                 prompt=self._prompt(),
             )
             capabilities = self.runtime.capabilities.model(self.model)
-            transport, budget = self.runtime.transport, self.budget()
             with self._server_errors():
                 async for part in async_transcribe(
-                    transport, capabilities, request, budget
+                    self.runtime.transport, capabilities, request, self.budget()
                 ):
                     if part.final:
                         yield stt.SpeechResult(part.text, stt.SpeechResultState.SUCCESS)

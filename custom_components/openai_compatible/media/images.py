@@ -120,17 +120,14 @@ def _read_answer(raw: bytes) -> tuple[bytes | str, str | None]:
     if not isinstance(answer, dict):
         raise _failed("the server sent an answer that is no image response")
     items = answer.get("data")
-    item = next(
-        (
-            item
-            for item in (items if isinstance(items, list) else [])
-            if isinstance(item, dict)
-            and (_text(item, "b64_json") or _text(item, "url"))
-        ),
-        None,
-    )
-    if item is None:
+    images = [
+        item
+        for item in (items if isinstance(items, list) else [])
+        if isinstance(item, dict) and (_text(item, "b64_json") or _text(item, "url"))
+    ]
+    if not images:
         raise _failed("the server sent no image")
+    item = images[0]
     revised_prompt = _text(item, "revised_prompt") or None
     if encoded := _text(item, "b64_json"):
         return _decode_base64(encoded), revised_prompt
