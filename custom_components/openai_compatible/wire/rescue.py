@@ -1,8 +1,7 @@
 """A turn of a small model, its near misses turned into what was meant.
 
 One `TurnRescue` watches the rounds of one turn (entity.py):
-- each call's arguments are cleaned before Home Assistant runs it
-  (call_arguments.py);
+- each call's arguments are cleaned before it runs (call_arguments.py);
 - a call made again with the same arguments is not run again: the turn ends
   with what the first one said;
 - once an intent said what it did, the model's words are held until they are
@@ -13,13 +12,12 @@ One `TurnRescue` watches the rounds of one turn (entity.py):
   again, and the third round is the last: asked for words, it runs no call;
   without them, the third round is the last once an intent did something;
 - words that describe a call instead of making it ("you can use the
-  `intent__HassTurnOn` function with…") are not spoken: the model is asked
-  again, once, told to call the tool.
+  `intent__HassTurnOn` function…") are not spoken: the model is told, once.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 import json
 import re
@@ -257,7 +255,7 @@ class TurnRescue:
         answered, self._repeated_answered = self._repeated_answered, False
         added = self._chat_log.content[self._round_start :]
         if repeated is not None and (answered or not _has_answer(added)):
-            raise _repeated_error(self._chat_log)
+            raise unanswerable_error(self._chat_log) or ModelError("tool_call_repeated")
         if self._last:
             if self._dropped and not _has_answer(added):
                 raise unanswerable_error(self._chat_log) or ModelError(
@@ -332,17 +330,18 @@ class TurnRescue:
         if not self._one_round:
             return None
         contents = self._chat_log.content
-        results = list(_trailing_results(contents))
-        if len(results) != 1 or len(contents) < 2:
+        if len(contents) < 2 or not isinstance(
+            result := contents[-1], conversation.ToolResultContent
+        ):
             return None
         asked = contents[-2]
         if (
             not isinstance(asked, conversation.AssistantContent)
             or len(asked.tool_calls or ()) != 1
-            or results[0].tool_name not in self._intents
+            or result.tool_name not in self._intents
         ):
             return None
-        return await async_done_sentence(self._hass, results[0].result)
+        return await async_done_sentence(self._hass, result.result)
 
     async def _async_say(self, sentence: str) -> None:
         """Add the sentence as the model's answer, as streamed words are."""
@@ -367,16 +366,6 @@ def _speaks(text: str) -> bool:
     return bool(stripped) and not (
         stripped.startswith(_NOT_SPOKEN) or any(mark in stripped for mark in _MARKUP)
     )
-
-
-def _trailing_results(
-    contents: list[conversation.Content],
-) -> Iterable[conversation.ToolResultContent]:
-    """Yield the tool results at the end of the log, the last first."""
-    for content in reversed(contents):
-        if not isinstance(content, conversation.ToolResultContent):
-            return
-        yield content
 
 
 def _has_answer(added: list[conversation.Content]) -> bool:
@@ -408,8 +397,3 @@ def _intent_names(chat_log: conversation.ChatLog) -> frozenset[str]:
         if isinstance(inner, llm.IntentTool):
             names.add(tool.name)
     return frozenset(names)
-
-
-def _repeated_error(chat_log: conversation.ChatLog) -> ModelError:
-    """Return the error of a call made again that gave nothing to say."""
-    return unanswerable_error(chat_log) or ModelError("tool_call_repeated")
