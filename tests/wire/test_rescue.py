@@ -244,6 +244,17 @@ async def test_the_third_round_is_the_last_once_something_was_done(
     simulator.clear_queue()
 
 
+def enqueue_two_failed_calls(simulator: OpenAISimulator) -> None:
+    """Queue two rounds that each turn on a light the home does not have."""
+    for number, name in enumerate(("Attic Light", "Cellar Light")):
+        simulator.enqueue(
+            "/chat/completions",
+            sse=sse_tool_calls(
+                [(f"call_{number}", "intent__HassTurnOn", {"name": name})]
+            ),
+        )
+
+
 async def test_a_small_models_third_round_answers_in_words(
     hass: HomeAssistant,
     simulator: OpenAISimulator,
@@ -252,13 +263,7 @@ async def test_a_small_models_third_round_answers_in_words(
 ) -> None:
     """With one-round answers, the third request asks for words, not calls."""
     await setup_entry(conversation={**ASSIST, CONF_ONE_ROUND: True})
-    for number, name in enumerate(("Attic Light", "Cellar Light")):
-        simulator.enqueue(
-            "/chat/completions",
-            sse=sse_tool_calls(
-                [(f"call_{number}", "intent__HassTurnOn", {"name": name})]
-            ),
-        )
+    enqueue_two_failed_calls(simulator)
     simulator.enqueue("/chat/completions", sse=sse_text("There is no such light."))
 
     result = await converse(hass, "Turn on the attic light")
@@ -277,13 +282,7 @@ async def test_a_call_in_the_last_round_is_not_run(
 ) -> None:
     """A server that still calls in the last round: the call is not run."""
     await setup_entry(conversation={**ASSIST, CONF_ONE_ROUND: True})
-    for number, name in enumerate(("Attic Light", "Cellar Light")):
-        simulator.enqueue(
-            "/chat/completions",
-            sse=sse_tool_calls(
-                [(f"call_{number}", "intent__HassTurnOn", {"name": name})]
-            ),
-        )
+    enqueue_two_failed_calls(simulator)
     simulator.enqueue(
         "/chat/completions",
         sse=sse_tool_calls([CLOSE_GARAGE]),
