@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import io
 from pathlib import Path
-import struct
 from typing import Any
 
 from homeassistant.components import conversation
@@ -33,8 +32,18 @@ from custom_components.openai_compatible.net.transport import Budget, Transport
 from simulator import OpenAISimulator
 
 PNG_START = b"\x89PNG\r\n\x1a\n"
-# The start of a PNG of 3 x 2 pixels, as far as its size.
-PNG_HEADER = PNG_START + b"\x00\x00\x00\rIHDR" + struct.pack(">II", 3, 2)
+
+
+def encode(kind: str, width: int, height: int, **options: Any) -> bytes:
+    """Return a small image in a format Pillow writes."""
+    buffer = io.BytesIO()
+    mode = "P" if kind == "GIF" else "RGB"
+    Image.new(mode, (width, height)).save(buffer, format=kind, **options)
+    return buffer.getvalue()
+
+
+# A whole PNG of 3 x 2 pixels: what follows it is never read.
+PNG_HEADER = encode("PNG", 3, 2)
 GENERATIONS = "/images/generations"
 
 
@@ -219,14 +228,6 @@ async def test_url_from_the_servers_network(
     assert "Authorization" not in fetched[0].headers
 
 
-def encode(kind: str, width: int, height: int, **options: Any) -> bytes:
-    """Return a small image in a format Pillow writes."""
-    buffer = io.BytesIO()
-    mode = "P" if kind == "GIF" else "RGB"
-    Image.new(mode, (width, height)).save(buffer, format=kind, **options)
-    return buffer.getvalue()
-
-
 @pytest.mark.parametrize(
     ("data", "size"),
     [
@@ -238,19 +239,6 @@ def encode(kind: str, width: int, height: int, **options: Any) -> bytes:
         (encode("WEBP", 33, 17, lossless=True), (33, 17)),
         (encode("WEBP", 33, 17, exif=b"Exif\x00\x00MM"), (33, 17)),
         (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00", None),
-        (b"\xff\xd8\xff\xd8\xff\xe0\x00\x04ab\x00", None),
-        (b"\xff\xd8\x00\x00\x00\x00", None),
-        (b"\xff\xd8\xff\xff\xc0\x00\x11\x08\x00\x02\x00\x03", (3, 2)),
-        (
-            b"\xff\xd8" + b"\xff\xe0\x00\x02" * 255 + b"\xff\xc0\x00\x11\x08\0\2\0\3",
-            (3, 2),
-        ),
-        (
-            b"\xff\xd8" + b"\xff\xe0\x00\x02" * 256 + b"\xff\xc0\x00\x11\x08\0\2\0\3",
-            None,
-        ),
-        (b"RIFF\x00\x00\x00\x00WEBPVP8 \x00\x00", None),
-        (b"RIFF\x00\x00\x00\x00WEBPVP8X\x00\x00", None),
         (b"hello", None),
     ],
     ids=[
@@ -262,28 +250,9 @@ def encode(kind: str, width: int, height: int, **options: Any) -> bytes:
         "webp_lossless",
         "webp_extended",
         "png_truncated",
-        "jpeg_broken",
-        "jpeg_no_marker",
-        "jpeg_fill_bytes",
-        "jpeg_255_segments",
-        "jpeg_past_the_markers_read",
-        "webp_truncated",
-        "webp_extended_truncated",
         "unknown",
     ],
 )
 def test_image_size(data: bytes, size: tuple[int, int] | None) -> None:
     """Sizes are read from the headers of the common formats."""
     assert image_size(data) == size
-
-
-def test_webp_extended_header() -> None:
-    """The canvas size of an extended WebP is read from its VP8X chunk."""
-    data = (
-        b"RIFF\x00\x00\x00\x00WEBPVP8X"
-        + struct.pack("<I", 10)
-        + b"\x00\x00\x00\x00"
-        + (99).to_bytes(3, "little")
-        + (49).to_bytes(3, "little")
-    )
-    assert image_size(data) == (100, 50)

@@ -1,4 +1,4 @@
-"""Image generation through the Images API, and cheap reading of image headers."""
+"""Image generation through the Images API."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import base64
 import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass
-import re
-import struct
+import io
 from typing import Final
 
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 from homeassistant.util.json import json_loads
+import PIL.Image
 
 from ..errors import RequestRejectedError, ServerError
 from ..features import Feature
@@ -27,16 +27,6 @@ IMAGE_MAX_BASE64_CHARS: Final = (IMAGE_MAX_BYTES + 2) // 3 * 4
 IMAGE_ANSWER_MAX_BYTES: Final = 45 * 1024 * 1024
 GENERATIONS_ROUTE: Final = "/images/generations"
 EDITS_ROUTE: Final = "/images/edits"
-# JPEG start-of-frame markers: baseline, progressive and the rarer codings.
-_JPEG_FRAMES = frozenset(
-    {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
-)
-# JPEG markers without a length: TEM, RST0-7, SOI, EOI.
-_JPEG_STANDALONE = frozenset({0x01, *range(0xD0, 0xDA)})
-# The fill bytes any JPEG marker may follow, skipped at once.
-_JPEG_FILL = re.compile(rb"\xff+")
-# The most markers read before the frame: a real header has a few dozen.
-_JPEG_MAX_MARKERS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +91,7 @@ async def _async_read_image(
     mime_type = sniff_mime_type(data)
     if mime_type is None or not mime_type.startswith("image/"):
         raise _failed("the server sent data that is no image")
-    if (size := image_size(data)) is None:
+    if (size := await hass.async_add_executor_job(image_size, data)) is None:
         raise _failed("the server sent an image whose size cannot be read")
     return GeneratedImage(data, mime_type, *size, revised_prompt)
 
@@ -152,56 +142,10 @@ def _decode_base64(text: str) -> bytes:
 
 
 def image_size(data: bytes) -> tuple[int, int] | None:
-    """Return (width, height) from a PNG, JPEG, WebP or GIF header, if readable."""
+    """Return (width, height) from the image's header, if Pillow can read it."""
     try:
-        if data.startswith(b"\x89PNG\r\n\x1a\n") and data[12:16] == b"IHDR":
-            width, height = struct.unpack(">II", data[16:24])
-            return int(width), int(height)
-        if data[:6] in (b"GIF87a", b"GIF89a"):
-            width, height = struct.unpack("<HH", data[6:10])
-            return int(width), int(height)
-        if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-            return _webp_size(data)
-        if data.startswith(b"\xff\xd8"):
-            return _jpeg_size(data)
-    except struct.error:
+        with PIL.Image.open(io.BytesIO(data)) as image:
+            return image.size
+    # Pillow reports a broken or unknown header in many ways.
+    except Exception:  # noqa: BLE001
         return None
-    return None
-
-
-def _webp_size(data: bytes) -> tuple[int, int] | None:
-    """Return the canvas size of a lossy, lossless or extended WebP."""
-    kind = data[12:16]
-    if kind == b"VP8 " and data[23:26] == b"\x9d\x01\x2a":
-        width, height = struct.unpack("<HH", data[26:30])
-        return width & 0x3FFF, height & 0x3FFF
-    if kind == b"VP8L" and data[20:21] == b"\x2f":
-        (bits,) = struct.unpack("<I", data[21:25])
-        return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
-    if kind == b"VP8X":
-        width = int.from_bytes(data[24:27], "little") + 1
-        height = int.from_bytes(data[27:30], "little") + 1
-        if len(data) >= 30:
-            return width, height
-    return None
-
-
-def _jpeg_size(data: bytes) -> tuple[int, int] | None:
-    """Return the size in a JPEG's first start-of-frame, within _JPEG_MAX_MARKERS."""
-    position = 2
-    for _ in range(_JPEG_MAX_MARKERS):
-        if (fill := _JPEG_FILL.match(data, position)) is None:
-            return None
-        position = fill.end() - 1
-        if position + 4 > len(data):
-            return None
-        marker = data[position + 1]
-        if marker in _JPEG_STANDALONE:
-            position += 2
-            continue
-        (length,) = struct.unpack(">H", data[position + 2 : position + 4])
-        if marker in _JPEG_FRAMES:
-            height, width = struct.unpack(">HH", data[position + 5 : position + 9])
-            return int(width), int(height)
-        position += 2 + length
-    return None
