@@ -20,43 +20,34 @@ TARGETS = {
     "floor": {"type": "string"},
     "domain": {"type": "array", "items": {"type": "string"}},
 }
-TOOL_SET = ToolSet(
-    [
-        {
-            "type": "function",
-            "function": {
-                "name": "intent__HassTurnOn",
-                "parameters": {"type": "object", "properties": TARGETS},
-            },
-        },
-        {
-            "type": "function",
-            "function": {
-                "name": "light__HassLightSet",
-                "parameters": {
-                    "type": "object",
-                    "properties": {**TARGETS, "brightness": {"type": "integer"}},
-                },
-            },
-        },
-        {
-            "type": "function",
-            "function": {
-                "name": "todo__HassListAddItem",
-                "parameters": {
-                    "type": "object",
-                    "properties": {"item": {"type": "string"}, "name": TARGETS["name"]},
-                    "required": ["item", "name"],
-                },
-            },
-        },
-    ],
-    {},
+
+
+def tool_set(tools: dict[str, dict[str, Any]]) -> ToolSet:
+    """Return a set offering the tools (object parameters, by name), named as is."""
+    return ToolSet(
+        [
+            {
+                "type": "function",
+                "function": {"name": name, "parameters": {"type": "object", **given}},
+            }
+            for name, given in tools.items()
+        ],
+        {},
+        {name: name for name in tools},
+    )
+
+
+TOOL_SET = tool_set(
     {
-        "intent__HassTurnOn": "intent__HassTurnOn",
-        "light__HassLightSet": "light__HassLightSet",
-        "todo__HassListAddItem": "todo__HassListAddItem",
-    },
+        "intent__HassTurnOn": {"properties": TARGETS},
+        "light__HassLightSet": {
+            "properties": {**TARGETS, "brightness": {"type": "integer"}}
+        },
+        "todo__HassListAddItem": {
+            "properties": {"item": {"type": "string"}, "name": TARGETS["name"]},
+            "required": ["item", "name"],
+        },
+    }
 )
 
 
@@ -260,40 +251,16 @@ LIGHT_SET = {
     "color": {"type": "string"},
     "temperature": {"type": "integer"},
 }
-INTENT_SET = ToolSet(
-    [
-        {
-            "type": "function",
-            "function": {
-                "name": name,
-                "parameters": {"type": "object", "properties": LIGHT_SET},
-            },
-        }
-        for name in ("intent__HassTurnOn", "light__HassLightSet", "script__party")
-    ]
-    + [
-        {
-            "type": "function",
-            "function": {
-                "name": "fan__HassFanSetSpeed",
-                "parameters": {
-                    "type": "object",
-                    "properties": {**TARGETS, "percentage": SPEED},
-                    "required": ["percentage"],
-                },
-            },
-        }
-    ],
-    {},
+INTENT_SET = tool_set(
     {
-        name: name
-        for name in (
-            "intent__HassTurnOn",
-            "light__HassLightSet",
-            "script__party",
-            "fan__HassFanSetSpeed",
-        )
-    },
+        "intent__HassTurnOn": {"properties": LIGHT_SET},
+        "light__HassLightSet": {"properties": LIGHT_SET},
+        "script__party": {"properties": LIGHT_SET},
+        "fan__HassFanSetSpeed": {
+            "properties": {**TARGETS, "percentage": SPEED},
+            "required": ["percentage"],
+        },
+    }
 )
 
 
