@@ -68,9 +68,10 @@ async def _async_intent_sentence(
     states = response.matched_states
     # The response the default agent would say: by domain, slot, default.
     domain = states[0].domain if states else None
-    key = next((key for key in (domain, *slots, "default") if key in responses), None)
-    if key is None and len(responses) == 1:
-        key = next(iter(responses))
+    key = next(
+        (key for key in (domain, *slots, "default") if key in responses),
+        next(iter(responses)) if len(responses) == 1 else None,
+    )
     if key is None:
         return None
     try:
