@@ -13,6 +13,8 @@ from custom_components.openai_compatible.net.request import ToolSet
 from custom_components.openai_compatible.wire.call_arguments import ArgumentCleaner
 from custom_components.openai_compatible.wire.home_names import words
 
+pytestmark = pytest.mark.usefixtures("small_home")
+
 TARGETS = {
     "name": {"type": "string"},
     "device_class": {"type": "array", "items": {"type": "string"}},
@@ -20,43 +22,34 @@ TARGETS = {
     "floor": {"type": "string"},
     "domain": {"type": "array", "items": {"type": "string"}},
 }
-TOOL_SET = ToolSet(
-    [
-        {
-            "type": "function",
-            "function": {
-                "name": "intent__HassTurnOn",
-                "parameters": {"type": "object", "properties": TARGETS},
-            },
-        },
-        {
-            "type": "function",
-            "function": {
-                "name": "light__HassLightSet",
-                "parameters": {
-                    "type": "object",
-                    "properties": {**TARGETS, "brightness": {"type": "integer"}},
-                },
-            },
-        },
-        {
-            "type": "function",
-            "function": {
-                "name": "todo__HassListAddItem",
-                "parameters": {
-                    "type": "object",
-                    "properties": {"item": {"type": "string"}, "name": TARGETS["name"]},
-                    "required": ["item", "name"],
-                },
-            },
-        },
-    ],
-    {},
+
+
+def tool_set(tools: dict[str, dict[str, Any]]) -> ToolSet:
+    """Return a set offering the tools (object parameters, by name), named as is."""
+    return ToolSet(
+        [
+            {
+                "type": "function",
+                "function": {"name": name, "parameters": {"type": "object", **given}},
+            }
+            for name, given in tools.items()
+        ],
+        {},
+        {name: name for name in tools},
+    )
+
+
+TOOL_SET = tool_set(
     {
-        "intent__HassTurnOn": "intent__HassTurnOn",
-        "light__HassLightSet": "light__HassLightSet",
-        "todo__HassListAddItem": "todo__HassListAddItem",
-    },
+        "intent__HassTurnOn": {"properties": TARGETS},
+        "light__HassLightSet": {
+            "properties": {**TARGETS, "brightness": {"type": "integer"}}
+        },
+        "todo__HassListAddItem": {
+            "properties": {"item": {"type": "string"}, "name": TARGETS["name"]},
+            "required": ["item", "name"],
+        },
+    }
 )
 
 
@@ -182,18 +175,13 @@ def test_words(name: str, expected: str) -> None:
     ],
 )
 async def test_arguments_are_cleaned(
-    hass: HomeAssistant,
-    small_home: None,
-    arguments: dict[str, Any],
-    expected: dict[str, Any],
+    hass: HomeAssistant, arguments: dict[str, Any], expected: dict[str, Any]
 ) -> None:
     """Placeholders go, code-style names become the home's, unknown places go."""
     assert cleaned(hass, arguments) == expected
 
 
-async def test_required_and_numeric_arguments_stay(
-    hass: HomeAssistant, small_home: None
-) -> None:
+async def test_required_and_numeric_arguments_stay(hass: HomeAssistant) -> None:
     """A required argument is never dropped; numbers are not placeholders."""
     assert cleaned(
         hass, {"item": "none", "name": "unknown"}, "todo__HassListAddItem"
@@ -206,9 +194,7 @@ async def test_required_and_numeric_arguments_stay(
     ) == {"name": "Kitchen Lights", "brightness": "0"}
 
 
-async def test_a_call_that_needs_nothing_is_the_same_call(
-    hass: HomeAssistant, small_home: None
-) -> None:
+async def test_a_call_that_needs_nothing_is_the_same_call(hass: HomeAssistant) -> None:
     """Calls already right, of other tools, or answered here are left alone."""
     cleaner = ArgumentCleaner(hass, TOOL_SET)
     right = llm.ToolInput("intent__HassTurnOn", {"name": "Kitchen Lights"})
@@ -219,7 +205,7 @@ async def test_a_call_that_needs_nothing_is_the_same_call(
 
 
 async def test_two_names_that_read_alike_are_left_as_written(
-    hass: HomeAssistant, small_home: None
+    hass: HomeAssistant,
 ) -> None:
     """A name that reads as two of the home's is not guessed."""
     hass.states.async_set(
@@ -230,7 +216,7 @@ async def test_two_names_that_read_alike_are_left_as_written(
 
 
 async def test_a_name_of_another_domain_gives_way_to_the_asked_one(
-    hass: HomeAssistant, small_home: None
+    hass: HomeAssistant,
 ) -> None:
     """Qwen2.5-Coder 0.5B put the kind of device where the area goes.
 
@@ -260,40 +246,16 @@ LIGHT_SET = {
     "color": {"type": "string"},
     "temperature": {"type": "integer"},
 }
-INTENT_SET = ToolSet(
-    [
-        {
-            "type": "function",
-            "function": {
-                "name": name,
-                "parameters": {"type": "object", "properties": LIGHT_SET},
-            },
-        }
-        for name in ("intent__HassTurnOn", "light__HassLightSet", "script__party")
-    ]
-    + [
-        {
-            "type": "function",
-            "function": {
-                "name": "fan__HassFanSetSpeed",
-                "parameters": {
-                    "type": "object",
-                    "properties": {**TARGETS, "percentage": SPEED},
-                    "required": ["percentage"],
-                },
-            },
-        }
-    ],
-    {},
+INTENT_SET = tool_set(
     {
-        name: name
-        for name in (
-            "intent__HassTurnOn",
-            "light__HassLightSet",
-            "script__party",
-            "fan__HassFanSetSpeed",
-        )
-    },
+        "intent__HassTurnOn": {"properties": LIGHT_SET},
+        "light__HassLightSet": {"properties": LIGHT_SET},
+        "script__party": {"properties": LIGHT_SET},
+        "fan__HassFanSetSpeed": {
+            "properties": {**TARGETS, "percentage": SPEED},
+            "required": ["percentage"],
+        },
+    }
 )
 
 
@@ -430,7 +392,6 @@ INTENT_SET = ToolSet(
 )
 async def test_what_the_user_asked_for_is_what_runs(
     hass: HomeAssistant,
-    small_home: None,
     asked: str,
     tool: str,
     arguments: dict[str, Any],

@@ -20,8 +20,12 @@ from simulator import OpenAISimulator, chunk, sse_text, sse_tool_calls
 from ..conftest import AGENT, SetupEntry, converse, speech, stored_chat_log
 from .conftest import real_answer, real_stream
 
+pytestmark = pytest.mark.usefixtures("small_home")
+
 ASSIST = {CONF_LLM_HASS_API: [llm.LLM_API_ASSIST], CONF_ONE_ROUND: False}
 CLOSE_GARAGE = ("call_1", "intent__HassTurnOff", {"name": "Garage Door"})
+# A call of a device the small home does not have.
+TURN_ON_FAN = ("call_1", "intent__HassTurnOn", {"name": "Attic Fan"})
 # What Home Assistant's intent answers when the door was closed, as the issue
 # saw a model repeat it.
 DONE_JSON = (
@@ -64,6 +68,20 @@ def whole(message: dict[str, Any], finish_reason: str) -> dict[str, Any]:
     }
 
 
+def answer_with(simulator: OpenAISimulator, *answers: list[Any]) -> None:
+    """Queue the streamed answers of the next rounds."""
+    for answer in answers:
+        simulator.enqueue("/chat/completions", sse=answer)
+
+
+def turn_on_calls(*names: str) -> list[list[dict[str, Any]]]:
+    """Return rounds that each turn on one of the named devices."""
+    return [
+        sse_tool_calls([(f"call_{number}", "intent__HassTurnOn", {"name": name})])
+        for number, name in enumerate(names)
+    ]
+
+
 def spoken_contents(hass: HomeAssistant, conversation_id: str) -> list[str | None]:
     """Return the words of each answer of the model in the conversation."""
     return [
@@ -74,10 +92,7 @@ def spoken_contents(hass: HomeAssistant, conversation_id: str) -> list[str | Non
 
 
 async def test_a_repeated_call_is_not_run_again(
-    hass: HomeAssistant,
-    simulator: OpenAISimulator,
-    setup_entry: SetupEntry,
-    small_home: None,
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:
     """Qwen2.5-Coder 0.5B on llama-cpp-python calls the door again once it closed.
 
@@ -104,20 +119,11 @@ async def test_a_repeated_call_is_not_run_again(
 
 
 async def test_a_repeated_call_that_failed_ends_the_turn(
-    hass: HomeAssistant,
-    simulator: OpenAISimulator,
-    setup_entry: SetupEntry,
-    small_home: None,
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:
     """A call that failed and is made again ends the turn with a clear error."""
     await setup_entry(conversation=ASSIST)
-    for number in range(3):
-        simulator.enqueue(
-            "/chat/completions",
-            sse=sse_tool_calls(
-                [(f"call_{number}", "intent__HassTurnOn", {"name": "Attic Fan"})]
-            ),
-        )
+    answer_with(simulator, *turn_on_calls("Attic Fan", "Attic Fan", "Attic Fan"))
 
     result = await converse(hass, "Turn on the attic fan")
 
@@ -139,16 +145,11 @@ async def test_data_after_a_failed_call_is_never_spoken(
     hass: HomeAssistant,
     simulator: OpenAISimulator,
     setup_entry: SetupEntry,
-    small_home: None,
     answer: list[dict[str, Any]],
 ) -> None:
     """No sentence can stand for the data: the turn says so instead."""
     await setup_entry(conversation=ASSIST)
-    simulator.enqueue(
-        "/chat/completions",
-        sse=sse_tool_calls([("call_1", "intent__HassTurnOn", {"name": "Attic Fan"})]),
-    )
-    simulator.enqueue("/chat/completions", sse=answer)
+    answer_with(simulator, sse_tool_calls([TURN_ON_FAN]), answer)
 
     result = await converse(hass, "Turn on the attic fan")
 
@@ -179,7 +180,6 @@ async def test_failed_words_after_a_done_call_give_way(
     hass: HomeAssistant,
     simulator: OpenAISimulator,
     setup_entry: SetupEntry,
-    small_home: None,
     answer: list[Any],
 ) -> None:
     """JSON, markup, nothing or words cut at the limit: Home Assistant's sentence.
@@ -187,8 +187,7 @@ async def test_failed_words_after_a_done_call_give_way(
     None of it reaches the chat log, so a voice satellite never speaks it.
     """
     await setup_entry(conversation=ASSIST)
-    simulator.enqueue("/chat/completions", sse=sse_tool_calls([CLOSE_GARAGE]))
-    simulator.enqueue("/chat/completions", sse=answer)
+    answer_with(simulator, sse_tool_calls([CLOSE_GARAGE]), answer)
 
     result = await converse(hass, "Close the garage door")
 
@@ -201,16 +200,14 @@ async def test_failed_words_after_a_done_call_give_way(
 
 
 async def test_good_words_after_a_done_call_stand(
-    hass: HomeAssistant,
-    simulator: OpenAISimulator,
-    setup_entry: SetupEntry,
-    small_home: None,
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:
     """A sentence of the model, or its question, is its answer."""
     await setup_entry(conversation=ASSIST)
-    simulator.enqueue("/chat/completions", sse=sse_tool_calls([CLOSE_GARAGE]))
-    simulator.enqueue(
-        "/chat/completions", sse=sse_text("The door is closing. Lights too?")
+    answer_with(
+        simulator,
+        sse_tool_calls([CLOSE_GARAGE]),
+        sse_text("The door is closing. Lights too?"),
     )
 
     result = await converse(hass, "Close the garage door")
@@ -220,21 +217,12 @@ async def test_good_words_after_a_done_call_stand(
 
 
 async def test_the_third_round_is_the_last_once_something_was_done(
-    hass: HomeAssistant,
-    simulator: OpenAISimulator,
-    setup_entry: SetupEntry,
-    small_home: None,
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:
     """A model that keeps calling after a done call stops after three rounds."""
     await setup_entry(conversation=ASSIST)
-    for number, name in enumerate(("Kitchen Lights", "Reading Lamp", "Garage Door")):
-        simulator.enqueue(
-            "/chat/completions",
-            sse=sse_tool_calls(
-                [(f"call_{number}", "intent__HassTurnOn", {"name": name})]
-            ),
-        )
-    simulator.enqueue("/chat/completions", sse=sse_text("never asked"))
+    names = ("Kitchen Lights", "Reading Lamp", "Garage Door")
+    answer_with(simulator, *turn_on_calls(*names), sse_text("never asked"))
 
     result = await converse(hass, "Turn everything on")
 
@@ -244,27 +232,20 @@ async def test_the_third_round_is_the_last_once_something_was_done(
     simulator.clear_queue()
 
 
-def enqueue_two_failed_calls(simulator: OpenAISimulator) -> None:
-    """Queue two rounds that each turn on a light the home does not have."""
-    for number, name in enumerate(("Attic Light", "Cellar Light")):
-        simulator.enqueue(
-            "/chat/completions",
-            sse=sse_tool_calls(
-                [(f"call_{number}", "intent__HassTurnOn", {"name": name})]
-            ),
-        )
+# Two rounds that each turn on a light the home does not have.
+TWO_FAILED_CALLS = ("Attic Light", "Cellar Light")
 
 
 async def test_a_small_models_third_round_answers_in_words(
-    hass: HomeAssistant,
-    simulator: OpenAISimulator,
-    setup_entry: SetupEntry,
-    small_home: None,
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:
     """With one-round answers, the third request asks for words, not calls."""
     await setup_entry(conversation={**ASSIST, CONF_ONE_ROUND: True})
-    enqueue_two_failed_calls(simulator)
-    simulator.enqueue("/chat/completions", sse=sse_text("There is no such light."))
+    answer_with(
+        simulator,
+        *turn_on_calls(*TWO_FAILED_CALLS),
+        sse_text("There is no such light."),
+    )
 
     result = await converse(hass, "Turn on the attic light")
 
@@ -275,17 +256,12 @@ async def test_a_small_models_third_round_answers_in_words(
 
 
 async def test_a_call_in_the_last_round_is_not_run(
-    hass: HomeAssistant,
-    simulator: OpenAISimulator,
-    setup_entry: SetupEntry,
-    small_home: None,
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:
     """A server that still calls in the last round: the call is not run."""
     await setup_entry(conversation={**ASSIST, CONF_ONE_ROUND: True})
-    enqueue_two_failed_calls(simulator)
-    simulator.enqueue(
-        "/chat/completions",
-        sse=sse_tool_calls([CLOSE_GARAGE]),
+    answer_with(
+        simulator, *turn_on_calls(*TWO_FAILED_CALLS), sse_tool_calls([CLOSE_GARAGE])
     )
 
     result = await converse(hass, "Turn on the attic light")
@@ -297,19 +273,16 @@ async def test_a_call_in_the_last_round_is_not_run(
 
 
 async def test_arguments_are_cleaned_before_the_call(
-    hass: HomeAssistant,
-    simulator: OpenAISimulator,
-    setup_entry: SetupEntry,
-    small_home: None,
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:
     """Placeholders and code-style names, as small models write them, still work."""
     await setup_entry(conversation=ASSIST)
     written = {"name": "garageDoor", "floor": "unknown", "domain": [""]}
-    simulator.enqueue(
-        "/chat/completions",
-        sse=sse_tool_calls([("call_1", "intent__HassTurnOff", written)]),
+    answer_with(
+        simulator,
+        sse_tool_calls([("call_1", "intent__HassTurnOff", written)]),
+        sse_text("Closed."),
     )
-    simulator.enqueue("/chat/completions", sse=sse_text("Closed."))
 
     result = await converse(hass, "Close the garage door")
 
@@ -320,18 +293,14 @@ async def test_arguments_are_cleaned_before_the_call(
 
 
 async def test_one_round_answers_a_done_intent(
-    hass: HomeAssistant,
-    simulator: OpenAISimulator,
-    setup_entry: SetupEntry,
-    small_home: None,
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:
     """One successful intent call is answered with Home Assistant's own sentence.
 
     The next turn's request carries the call, its result and that sentence.
     """
     await setup_entry(conversation={**ASSIST, CONF_ONE_ROUND: True})
-    simulator.enqueue("/chat/completions", sse=sse_tool_calls([CLOSE_GARAGE]))
-    simulator.enqueue("/chat/completions", sse=sse_text("You are welcome."))
+    answer_with(simulator, sse_tool_calls([CLOSE_GARAGE]), sse_text("You are welcome."))
 
     result = await converse(hass, "Close the garage door")
     await converse(hass, "Thanks", result.conversation_id)
@@ -339,29 +308,17 @@ async def test_one_round_answers_a_done_intent(
     assert speech(result) == "Closing"
     assert hass.states.get("cover.garage_door").state == "closed"
     second = simulator.chat_requests()[1]["messages"]
-    assert [message["role"] for message in second[-4:]] == [
-        "assistant",
-        "tool",
-        "assistant",
-        "user",
-    ]
+    roles = [message["role"] for message in second[-4:]]
+    assert roles == ["assistant", "tool", "assistant", "user"]
     assert second[-2]["content"] == "Closing"
 
 
 async def test_one_round_speaks_the_users_language(
-    hass: HomeAssistant,
-    simulator: OpenAISimulator,
-    setup_entry: SetupEntry,
-    small_home: None,
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:
     """The sentence is Home Assistant's in the language the user spoke."""
     await setup_entry(conversation={**ASSIST, CONF_ONE_ROUND: True})
-    simulator.enqueue(
-        "/chat/completions",
-        sse=sse_tool_calls(
-            [("call_1", "intent__HassTurnOn", {"name": "Kitchen Lights"})]
-        ),
-    )
+    answer_with(simulator, *turn_on_calls("Kitchen Lights"))
 
     result = await conversation.async_converse(
         hass, "Schalte das Küchenlicht ein", None, Context(), "de", agent_id=AGENT
@@ -376,7 +333,7 @@ async def test_one_round_speaks_the_users_language(
         # A question's answer goes back to the model.
         [("call_1", "homeassistant__GetLiveContext", {})],
         # So does a failure.
-        [("call_1", "intent__HassTurnOn", {"name": "Attic Fan"})],
+        [TURN_ON_FAN],
         # And several calls.
         [CLOSE_GARAGE, ("call_2", "intent__HassTurnOn", {"name": "Reading Lamp"})],
     ],
@@ -386,13 +343,11 @@ async def test_one_round_leaves_the_rest_to_the_model(
     hass: HomeAssistant,
     simulator: OpenAISimulator,
     setup_entry: SetupEntry,
-    small_home: None,
     calls: list[tuple[str, str, dict[str, Any]]],
 ) -> None:
     """Anything but one intent call that did what was asked: a second round."""
     await setup_entry(conversation={**ASSIST, CONF_ONE_ROUND: True})
-    simulator.enqueue("/chat/completions", sse=sse_tool_calls(calls))
-    simulator.enqueue("/chat/completions", sse=sse_text("Here you are."))
+    answer_with(simulator, sse_tool_calls(calls), sse_text("Here you are."))
 
     result = await converse(hass, "Do it")
 
@@ -405,7 +360,6 @@ async def test_one_round_is_on_by_default_for_local_servers(
     hass: HomeAssistant,
     simulator: OpenAISimulator,
     setup_entry: SetupEntry,
-    small_home: None,
     provider: str,
     rounds: int,
 ) -> None:
@@ -413,8 +367,7 @@ async def test_one_round_is_on_by_default_for_local_servers(
     await setup_entry(
         provider=provider, conversation={CONF_LLM_HASS_API: [llm.LLM_API_ASSIST]}
     )
-    simulator.enqueue("/chat/completions", sse=sse_tool_calls([CLOSE_GARAGE]))
-    simulator.enqueue("/chat/completions", sse=sse_text("Closed it."))
+    answer_with(simulator, sse_tool_calls([CLOSE_GARAGE]), sse_text("Closed it."))
 
     result = await converse(hass, "Close the garage door")
 
@@ -431,15 +384,11 @@ DESCRIBED = (
 
 
 async def test_a_described_call_is_asked_for_again(
-    hass: HomeAssistant,
-    simulator: OpenAISimulator,
-    setup_entry: SetupEntry,
-    small_home: None,
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:
     """Words that describe a call are never spoken: the model is told to call."""
     await setup_entry(conversation={**ASSIST, CONF_ONE_ROUND: True})
-    simulator.enqueue("/chat/completions", sse=sse_text(DESCRIBED, split=3))
-    simulator.enqueue("/chat/completions", sse=sse_tool_calls([CLOSE_GARAGE]))
+    answer_with(simulator, sse_text(DESCRIBED, split=3), sse_tool_calls([CLOSE_GARAGE]))
 
     result = await converse(hass, "Close the garage door")
 
@@ -464,13 +413,11 @@ async def test_a_call_described_twice_is_an_error(
     hass: HomeAssistant,
     simulator: OpenAISimulator,
     setup_entry: SetupEntry,
-    small_home: None,
     described: str,
 ) -> None:
     """The model is asked once; described again, the turn says what happened."""
     await setup_entry(conversation=ASSIST)
-    simulator.enqueue("/chat/completions", sse=sse_text(described))
-    simulator.enqueue("/chat/completions", sse=sse_text(described))
+    answer_with(simulator, sse_text(described), sse_text(described))
 
     result = await converse(hass, "Close the garage door")
 
@@ -480,21 +427,16 @@ async def test_a_call_described_twice_is_an_error(
 
 
 async def test_words_naming_the_call_they_come_with_are_not_spoken(
-    hass: HomeAssistant,
-    simulator: OpenAISimulator,
-    setup_entry: SetupEntry,
-    small_home: None,
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:
     """A call made with words about it: the call runs, the words go."""
     await setup_entry(conversation=ASSIST)
-    simulator.enqueue(
-        "/chat/completions",
-        sse=[
-            chunk({"role": "assistant", "content": "Calling intent__HassTurnOff"}),
-            *sse_tool_calls([CLOSE_GARAGE]),
-        ],
+    words = chunk({"role": "assistant", "content": "Calling intent__HassTurnOff"})
+    answer_with(
+        simulator,
+        [words, *sse_tool_calls([CLOSE_GARAGE])],
+        sse_text("The door is closed."),
     )
-    simulator.enqueue("/chat/completions", sse=sse_text("The door is closed."))
 
     result = await converse(hass, "Close the garage door")
 
@@ -507,19 +449,12 @@ async def test_words_naming_the_call_they_come_with_are_not_spoken(
 
 
 async def test_words_after_a_call_may_name_it(
-    hass: HomeAssistant,
-    simulator: OpenAISimulator,
-    setup_entry: SetupEntry,
-    small_home: None,
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:
     """After a call's result, naming the tool is no call described: it is said."""
     await setup_entry(conversation=ASSIST)
-    simulator.enqueue(
-        "/chat/completions",
-        sse=sse_tool_calls([("call_1", "intent__HassTurnOn", {"name": "Attic Fan"})]),
-    )
     said = "Sorry, intent__HassTurnOn failed: no attic fan."
-    simulator.enqueue("/chat/completions", sse=sse_text(said))
+    answer_with(simulator, sse_tool_calls([TURN_ON_FAN]), sse_text(said))
 
     result = await converse(hass, "Turn on the attic fan")
 
@@ -535,12 +470,11 @@ async def test_words_that_name_no_tool_are_spoken(
     hass: HomeAssistant,
     simulator: OpenAISimulator,
     setup_entry: SetupEntry,
-    small_home: None,
     answer: str,
 ) -> None:
     """Held only while they may name a tool: to the first sentence's end."""
     await setup_entry(conversation=ASSIST)
-    simulator.enqueue("/chat/completions", sse=sse_text(answer, split=2))
+    answer_with(simulator, sse_text(answer, split=2))
 
     result = await converse(hass, "Are the kitchen lights on?")
 
@@ -549,10 +483,7 @@ async def test_words_that_name_no_tool_are_spoken(
 
 
 async def test_a_named_tool_without_arguments_runs(
-    hass: HomeAssistant,
-    simulator: OpenAISimulator,
-    setup_entry: SetupEntry,
-    small_home: None,
+    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:
     """llama-cpp-python's function calling lets Qwen2.5-Coder 0.5B name a tool only.
 
@@ -574,6 +505,7 @@ async def test_a_named_tool_without_arguments_runs(
 
 # Qwen2.5-Coder 0.5B on llama-server --jinja, as it answered.
 LLAMA_SERVER = "llama_server/qwen2.5-coder-0.5b/"
+LIGHT_TURNED_ON = ("light.kitchen_lights", "on", "Turned on the light")
 
 
 @pytest.mark.parametrize("streaming", [True, False])
@@ -581,7 +513,6 @@ async def test_a_model_echoing_the_result_and_calling_again_is_cut_short(
     hass: HomeAssistant,
     simulator: OpenAISimulator,
     setup_entry: SetupEntry,
-    small_home: None,
     streaming: bool,
 ) -> None:
     """After the door closed, the model wrote the result and the call, over and over.
@@ -591,8 +522,7 @@ async def test_a_model_echoing_the_result_and_calling_again_is_cut_short(
     await setup_entry(conversation={**ASSIST, "streaming": streaming})
     after = LLAMA_SERVER + "close the garage door/after HassTurnOff was done"
     if streaming:
-        simulator.enqueue("/chat/completions", sse=sse_tool_calls([CLOSE_GARAGE]))
-        simulator.enqueue("/chat/completions", sse=real_stream(after))
+        answer_with(simulator, sse_tool_calls([CLOSE_GARAGE]), real_stream(after))
     else:
         simulator.enqueue("/chat/completions", json=whole_call(CLOSE_GARAGE))
         simulator.enqueue("/chat/completions", json=real_answer(after))
@@ -605,33 +535,19 @@ async def test_a_model_echoing_the_result_and_calling_again_is_cut_short(
 
 
 @pytest.mark.parametrize(
-    ("model", "asked", "entity_id", "state", "sentence"),
+    ("key", "entity_id", "state", "sentence"),
     [
-        ("0.5b", "close the garage door", "cover.garage_door", "closed", "Closing"),
-        (
-            "0.5b",
-            "turn on the kitchen lights",
-            "light.kitchen_lights",
-            "on",
-            "Turned on the light",
-        ),
+        ("0.5b/close the garage door", "cover.garage_door", "closed", "Closing"),
+        ("0.5b/turn on the kitchen lights", *LIGHT_TURNED_ON),
         # Words first, then the call fenced, with an area the home lacks.
-        (
-            "1.5b",
-            "turn on the kitchen lights",
-            "light.kitchen_lights",
-            "on",
-            "Turned on the light",
-        ),
+        ("1.5b/turn on the kitchen lights", *LIGHT_TURNED_ON),
     ],
 )
 async def test_a_call_written_with_odd_arguments_works_in_one_round(
     hass: HomeAssistant,
     simulator: OpenAISimulator,
     setup_entry: SetupEntry,
-    small_home: None,
-    model: str,
-    asked: str,
+    key: str,
     entity_id: str,
     state: str,
     sentence: str,
@@ -643,10 +559,9 @@ async def test_a_call_written_with_odd_arguments_works_in_one_round(
     hass.states.async_set("media_player.kitchen", "off", {"friendly_name": "Kitchen"})
     async_expose_entity(hass, conversation.DOMAIN, "media_player.kitchen", True)
     await setup_entry(conversation={**ASSIST, CONF_ONE_ROUND: True})
-    key = f"llama_server/qwen2.5-coder-{model}/{asked}"
-    simulator.enqueue("/chat/completions", sse=real_stream(key))
+    answer_with(simulator, real_stream(f"llama_server/qwen2.5-coder-{key}"))
 
-    result = await converse(hass, asked)
+    result = await converse(hass, key.partition("/")[2])
 
     assert hass.states.get(entity_id).state == state
     assert speech(result) == sentence
@@ -677,17 +592,20 @@ def done_result(intent_type: str, language: str = "en") -> llm.ToolResult:
     return llm.ToolResult(llm.IntentResponseDict(response))
 
 
+# A done intent's data.
+DONE = {
+    "response_type": "action_done",
+    "data": {"success": [{"id": "cover.garage_door"}], "failed": []},
+}
+
+
 @pytest.mark.parametrize(
     ("result", "sentence"),
     [
         # Its own speech, where it has one.
         (
             llm.ToolResult(
-                {
-                    "speech": {"plain": {"speech": "Opened it for you."}},
-                    "response_type": "action_done",
-                    "data": {"success": [{"id": "cover.garage_door"}], "failed": []},
-                }
+                {"speech": {"plain": {"speech": "Opened it for you."}}, **DONE}
             ),
             "Opened it for you.",
         ),
@@ -695,15 +613,7 @@ def done_result(intent_type: str, language: str = "en") -> llm.ToolResult:
         (done_result("HassOpenSesame"), "Done"),
         (done_result("HassOpenSesame", "de"), "Fertig"),
         # A done intent's data without the intent itself: nothing to say.
-        (
-            llm.ToolResult(
-                {
-                    "response_type": "action_done",
-                    "data": {"success": [{"id": "cover.garage_door"}], "failed": []},
-                }
-            ),
-            None,
-        ),
+        (llm.ToolResult(DONE), None),
         # A failure, in part or whole, or another tool's result.
         (
             llm.ToolResult(
@@ -719,10 +629,7 @@ def done_result(intent_type: str, language: str = "en") -> llm.ToolResult:
     ],
 )
 async def test_what_home_assistant_says_of_a_result(
-    hass: HomeAssistant,
-    small_home: None,
-    result: llm.ToolResult,
-    sentence: str | None,
+    hass: HomeAssistant, result: llm.ToolResult, sentence: str | None
 ) -> None:
     """Its own speech, else its sentence for the intent, else Done; or nothing."""
     assert await async_setup_component(hass, "conversation", {})

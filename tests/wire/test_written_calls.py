@@ -248,43 +248,26 @@ def test_a_cut_answer_keeps_the_calls_written_whole() -> None:
     assert (said, call.name) == ("", "HassTurnOn")
 
 
+# Qwen2.5-Coder on llama-server, as it answered.
+SERVER = "llama_server/qwen2.5-coder-"
+
+
 @pytest.mark.parametrize(
     ("key", "offered"),
     [
-        (
-            "llama_server/qwen2.5-coder-0.5b/close the garage door",
-            "intent__HassTurnOff",
-        ),
-        (
-            "llama_server/qwen2.5-coder-0.5b/turn on the kitchen lights",
-            "intent__HassTurnOn",
-        ),
-        (
-            "llama_server/qwen2.5-coder-0.5b/add milk to the shopping list",
-            "todo__HassListAddItem",
-        ),
-        ("llama_server/qwen2.5-coder-0.5b/start the vacuum", "vacuum__HassVacuumStart"),
+        (SERVER + "0.5b/close the garage door", "intent__HassTurnOff"),
+        (SERVER + "0.5b/turn on the kitchen lights", "intent__HassTurnOn"),
+        (SERVER + "0.5b/add milk to the shopping list", "todo__HassListAddItem"),
+        (SERVER + "0.5b/start the vacuum", "vacuum__HassVacuumStart"),
         (
             "llama_cpp_python/qwen2.5-coder-0.5b/start the vacuum",
             "vacuum__HassVacuumStart",
         ),
         # Words, then the call fenced; after it a result it made up.
-        (
-            "llama_server/qwen2.5-coder-1.5b/close the garage door",
-            "intent__HassTurnOff",
-        ),
-        (
-            "llama_server/qwen2.5-coder-1.5b/turn on the kitchen lights",
-            "intent__HassTurnOn",
-        ),
-        (
-            "llama_server/qwen2.5-coder-1.5b/add milk to the shopping list",
-            "todo__HassListAddItem",
-        ),
-        (
-            "llama_server/qwen2.5-coder-1.5b/turn off the ceiling fan",
-            "homeassistant__GetLiveContext",
-        ),
+        (SERVER + "1.5b/close the garage door", "intent__HassTurnOff"),
+        (SERVER + "1.5b/turn on the kitchen lights", "intent__HassTurnOn"),
+        (SERVER + "1.5b/add milk to the shopping list", "todo__HassListAddItem"),
+        (SERVER + "1.5b/turn off the ceiling fan", "homeassistant__GetLiveContext"),
     ],
 )
 def test_calls_real_models_wrote(key: str, offered: str) -> None:
@@ -298,7 +281,7 @@ def test_calls_real_models_wrote(key: str, offered: str) -> None:
 
 def test_calls_among_an_echoed_result() -> None:
     """The result the model wrote back, and calls between, cut short: the calls."""
-    key = "llama_server/qwen2.5-coder-0.5b/close the garage door/after HassTurnOff was done"
+    key = SERVER + "0.5b/close the garage door/after HassTurnOff was done"
     text = real_answer(key)["choices"][0]["message"]["content"]
 
     calls = calls_in_text(text, NAMES) or []

@@ -75,6 +75,7 @@ class ArgumentCleaner:
         parameters = self._tools.get(call.tool_name)
         if call.external or parameters is None:
             return call
+        required = parameters.required
         arguments: dict[str, Any] = {}
         for key, value in call.tool_args.items():
             cleaned = _without_blanks(value, words=key in parameters.words)
@@ -86,14 +87,27 @@ class ArgumentCleaner:
                 cleaned = _chosen(cleaned, parameters.choices[key])
             if cleaned is not None:
                 arguments[key] = cleaned
-            elif key in parameters.required:
+            elif key in required:
                 arguments[key] = value
         if call.tool_name in self._intents:
             # Small models copy the schema's own keys ("required") into a call.
             for key in set(arguments).difference(parameters.keys):
                 del arguments[key]
-            self._unasked_settings_dropped(arguments, parameters.required)
-            self._number_said(arguments, parameters)
+            # Settings nobody asked for (a colour) go, where one was (brightness).
+            settings = [key for key in arguments if key not in _TARGETS | required]
+            asked = [key for key in settings if self._is_asked(key, arguments[key])]
+            if asked:
+                for key in set(settings).difference(asked):
+                    del arguments[key]
+            # The one number the user said goes to the one number the call left out.
+            missing = [
+                key
+                for key in required & parameters.numbers
+                if not isinstance(arguments.get(key), (int, float))
+            ]
+            if len(missing) == 1 and len(self._numbers) == 1:
+                number = float(next(iter(self._numbers)))
+                arguments[missing[0]] = int(number) if number.is_integer() else number
         if arguments:
             self._named(arguments, parameters)
         if arguments == call.tool_args:
@@ -109,80 +123,26 @@ class ArgumentCleaner:
         if _DOMAIN in arguments:
             arguments[_DOMAIN] = _known_domains(arguments[_DOMAIN], home.domains)
         domains = frozenset(_listed(arguments.get(_DOMAIN))) & home.domains
-        for key, names, among in (
-            ("name", home.entities, domains),
-            ("area", home.areas, frozenset()),
-            ("floor", home.floors, frozenset()),
-        ):
-            value = arguments.get(key)
-            if not isinstance(value, str):
-                continue
-            if key == "name":
-                found = self._entity_name(value, domains)
-                if not found and domains and _DOMAIN not in required:
-                    # A device named, of another domain than the one given.
-                    if found := self._entity_name(value, frozenset()):
-                        del arguments[_DOMAIN]
-                arguments[key] = found or value
-                if not found:
-                    self._name_as_place(arguments, required)
-            else:
-                arguments[key] = names.match(value, among) or value
-        if "name" in arguments:
-            self._drop_unknown_places(arguments, required)
-        else:
-            self._drop_places_beside_known(arguments, required)
-
-    def _name_as_place(
-        self, arguments: dict[str, Any], required: frozenset[str]
-    ) -> None:
-        """Take a name no device has but a place has (or that repeats it) as that place."""
-        home = self.home
-        if "name" in required:
-            return
-        for key, names in zip(_PLACES, (home.areas, home.floors), strict=True):
-            given, place = arguments.get(key), names.match(arguments["name"])
-            if place and (given is None or names.match(str(given)) == place):
-                del arguments["name"]
-                arguments[key] = place
-                return
-
-    def _drop_places_beside_known(
-        self, arguments: dict[str, Any], required: frozenset[str]
-    ) -> None:
-        """Drop the places the home lacks (`floor: all`) where one it has says where."""
-        home = self.home
-        known = {
-            key: names.knows(value)
-            for key, names in zip(_PLACES, (home.areas, home.floors), strict=True)
-            if isinstance(value := arguments.get(key), str)
-        }
-        if any(known.values()):
-            for key in [k for k, is_known in known.items() if not is_known]:
-                if key not in required:
-                    del arguments[key]
-
-    def _unasked_settings_dropped(
-        self, arguments: dict[str, Any], required: frozenset[str]
-    ) -> None:
-        """Drop settings nobody asked for (a colour), where one was (brightness)."""
-        settings = [key for key in arguments if key not in _TARGETS | required]
-        asked = [key for key in settings if self._is_asked(key, arguments[key])]
-        if asked:
-            for key in set(settings).difference(asked):
-                del arguments[key]
-
-    def _number_said(self, arguments: dict[str, Any], parameters: _Parameters) -> None:
-        """Give the one number the user said to the one number the call left out."""
-        missing = [
-            key
-            for key in parameters.required & parameters.numbers
-            if not isinstance(arguments.get(key), (int, float))
-        ]
-        if len(missing) == 1 and len(self._numbers) == 1:
-            (said,) = self._numbers
-            number = float(said)
-            arguments[missing[0]] = int(number) if number.is_integer() else number
+        places = tuple(zip(_PLACES, (home.areas, home.floors), strict=True))
+        if isinstance(value := arguments.get("name"), str):
+            found = self._entity_name(value, domains)
+            if not found and domains and _DOMAIN not in required:
+                # A device named, of another domain than the one given.
+                if found := self._entity_name(value, frozenset()):
+                    del arguments[_DOMAIN]
+            arguments["name"] = found or value
+            if not found and "name" not in required:
+                # A name no device has but a place has (or that repeats it) is that place.
+                for key, names in places:
+                    given, place = arguments.get(key), names.match(value)
+                    if place and (given is None or names.match(str(given)) == place):
+                        del arguments["name"]
+                        arguments[key] = place
+                        break
+        for key, names in places:
+            if isinstance(value := arguments.get(key), str):
+                arguments[key] = names.match(value) or value
+        self._drop_places(arguments, required)
 
     def _is_asked(self, key: str, value: Any) -> bool:
         """Tell whether the user's words name a setting or hold its value."""
@@ -259,11 +219,24 @@ class ArgumentCleaner:
                     del arguments[key]
                 return
 
-    def _drop_unknown_places(
-        self, arguments: dict[str, Any], required: frozenset[str]
-    ) -> None:
-        """Drop places, domains and device classes the named device lacks."""
+    def _drop_places(self, arguments: dict[str, Any], required: frozenset[str]) -> None:
+        """Drop the places, domains and device classes the named device lacks.
+
+        Without a name, drop the places the home lacks (`floor: all`) where
+        one it has says where.
+        """
         home = self.home
+        if "name" not in arguments:
+            known = {
+                key: names.knows(value)
+                for key, names in zip(_PLACES, (home.areas, home.floors), strict=True)
+                if isinstance(value := arguments.get(key), str)
+            }
+            if any(known.values()):
+                for key in [k for k, is_known in known.items() if not is_known]:
+                    if key not in required:
+                        del arguments[key]
+            return
         name = arguments["name"]
         classes = home.classes.get(name)
         if classes is not None and "device_class" not in required:

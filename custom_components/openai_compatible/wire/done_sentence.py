@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from homeassistant.components import conversation
@@ -24,26 +23,20 @@ async def async_done_sentence(
     data = result.data
     if result.error or not _done(data):
         return None
-    if speech := _own_speech(data):
-        return speech
+    speech = data.get("speech")
+    plain = speech.get("plain") if isinstance(speech, dict) else None
+    own = plain.get("speech") if isinstance(plain, dict) else None
+    if isinstance(own, str) and own.strip():
+        return own
     response = getattr(data, "original", None)
     if not isinstance(response, intent.IntentResponse):
         return None
-    language = response.language
     if sentence := await _async_intent_sentence(hass, response):
         return sentence
     texts = await translation.async_get_translations(
-        hass, language, "conversation", [conversation.DOMAIN]
+        hass, response.language, "conversation", [conversation.DOMAIN]
     )
     return texts.get("component.conversation.conversation.agent.done", "Done")
-
-
-def _own_speech(data: dict[str, Any]) -> str | None:
-    """Return the speech an intent's answer carries, if it has any."""
-    speech = data.get("speech")
-    plain = speech.get("plain") if isinstance(speech, dict) else None
-    text = plain.get("speech") if isinstance(plain, dict) else None
-    return text if isinstance(text, str) and text.strip() else None
 
 
 def _done(data: Any) -> bool:
@@ -73,7 +66,12 @@ async def _async_intent_sentence(
         return None
     slots = {key: slot.get("value") for key, slot in response.intent.slots.items()}
     states = response.matched_states
-    key = _response_key(responses, slots, states[0].domain if states else None)
+    # The response the default agent would say: by domain, slot, default.
+    domain = states[0].domain if states else None
+    key = next(
+        (key for key in (domain, *slots, "default") if key in responses),
+        next(iter(responses)) if len(responses) == 1 else None,
+    )
     if key is None:
         return None
     try:
@@ -91,13 +89,3 @@ async def _async_intent_sentence(
     except TemplateError:
         return None
     return " ".join(str(rendered).split()) or None
-
-
-def _response_key(
-    responses: dict[str, Any], slots: Iterable[str], domain: str | None
-) -> str | None:
-    """Return the response the default agent would say: by domain, slot, default."""
-    for key in (domain, *slots, "default"):
-        if key in responses:
-            return key
-    return next(iter(responses)) if len(responses) == 1 else None

@@ -119,7 +119,7 @@ class Home:
 def read_home(hass: HomeAssistant) -> Home:
     """Read the names of the home's areas, floors and exposed entities."""
     home = Home(Names(), Names(), Names(), frozenset(), {}, {}, {})
-    places = _Places(hass)
+    areas, floors, devices = ar.async_get(hass), fr.async_get(hass), dr.async_get(hass)
     entities = er.async_get(hass)
     for state in hass.states.async_all():
         if not async_should_expose(hass, CONVERSATION_DOMAIN, state.entity_id):
@@ -129,41 +129,25 @@ def read_home(hass: HomeAssistant) -> Home:
         aliases = entry.aliases if entry is not None else ()
         others = (alias for alias in aliases if isinstance(alias, str))
         home.entities.add(state.name, *others, domain=state.domain)
-        home.places.setdefault(state.name, set()).update(places.of(entry))
+        # The words of the entity's area and floor, by name, id and alias.
+        area_id = entry.area_id if entry is not None else None
+        if area_id is None and entry is not None and entry.device_id is not None:
+            device = devices.async_get(entry.device_id)
+            area_id = device.area_id if device is not None else None
+        places = home.places.setdefault(state.name, set())
+        if area := areas.async_get_area(area_id) if area_id else None:
+            names = {area.name, area.id, *area.aliases}
+            if area.floor_id and (floor := floors.async_get_floor(area.floor_id)):
+                names |= {floor.name, floor.floor_id, *floor.aliases}
+            places.update(words(name) for name in names)
         classes = home.classes.setdefault(state.name, set())
         if isinstance(device_class := state.attributes.get("device_class"), str):
             classes.add(device_class)
-    for area in places.areas.async_list_areas():
+    for area in areas.async_list_areas():
         home.areas.add(area.name, area.id, *area.aliases)
-    for floor in places.floors.async_list_floors():
+    for floor in floors.async_list_floors():
         home.floors.add(floor.name, floor.floor_id, *floor.aliases)
     home.domains = frozenset(
         entity_id.partition(".")[0] for entity_id in home.entity_names
     )
     return home
-
-
-class _Places:
-    """The areas and floors of entities, as words."""
-
-    def __init__(self, hass: HomeAssistant) -> None:
-        """Read from the registries."""
-        self.areas = ar.async_get(hass)
-        self.floors = fr.async_get(hass)
-        self._devices = dr.async_get(hass)
-
-    def of(self, entry: er.RegistryEntry | None) -> set[str]:
-        """Return the words of an entity's area and floor, by name, id and alias."""
-        if entry is None:
-            return set()
-        area_id = entry.area_id
-        if area_id is None and entry.device_id is not None:
-            device = self._devices.async_get(entry.device_id)
-            area_id = device.area_id if device is not None else None
-        area = self.areas.async_get_area(area_id) if area_id else None
-        if area is None:
-            return set()
-        names = {area.name, area.id, *area.aliases}
-        if area.floor_id and (floor := self.floors.async_get_floor(area.floor_id)):
-            names |= {floor.name, floor.floor_id, *floor.aliases}
-        return {words(name) for name in names}

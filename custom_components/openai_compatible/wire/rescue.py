@@ -17,8 +17,9 @@ One `TurnRescue` watches the rounds of one turn (entity.py):
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from itertools import takewhile
 import json
 import re
 from typing import Any, Final, cast
@@ -189,8 +190,14 @@ class TurnRescue:
         self._rounds += 1
         self._round_start = len(self._chat_log.content)
         sentence = await self._async_done_sentence() if self._speaks else None
+        # Data the model writes now would echo a tool's result.
+        echoes = self._speaks and self._rounds > 1
         # Words after a call may name it; before any, they describe one.
-        tools = frozenset() if self._called() else self._tool_words
+        called = any(
+            isinstance(content, conversation.ToolResultContent)
+            for content in self._this_turn()
+        )
+        tools = frozenset() if called else self._tool_words
         message: _Message | None = None
         given = False
         try:
@@ -200,16 +207,14 @@ class TurnRescue:
                         given = given or said.get("content") == sentence
                         yield said
                     assistant = delta["role"] == "assistant"
-                    message = (
-                        _Message(sentence, self._echoes(), tools) if assistant else None
-                    )
+                    message = _Message(sentence, echoes, tools) if assistant else None
                 if checked := self._checked(delta, message):
                     yield cast("Delta", checked)
         except ModelError as err:
             if sentence is None or err.translation_key != "answer_cut_at_token_limit":
                 raise
             # The cut words were said, or gave way to the sentence already.
-            message = None if given else _Message(sentence, self._echoes(), cut=True)
+            message = None if given else _Message(sentence, echoes, cut=True)
         if message is not None and (said := self._end(message)):
             yield said
 
@@ -230,18 +235,12 @@ class TurnRescue:
         """Tell whether the next round is a small model's last: words, no calls."""
         return self._one_round and self._rounds + 1 >= _LAST_ROUND
 
-    def _called(self) -> bool:
-        """Tell whether a call of this turn has its result."""
-        for content in reversed(self._chat_log.content):
-            if isinstance(content, conversation.UserContent):
-                return False
-            if isinstance(content, conversation.ToolResultContent):
-                return True
-        return False
-
-    def _echoes(self) -> bool:
-        """Tell whether data the model writes now would echo a tool's result."""
-        return self._speaks and self._rounds > 1
+    def _this_turn(self) -> Iterator[conversation.Content]:
+        """Yield the contents since the user's words, the latest first."""
+        return takewhile(
+            lambda content: not isinstance(content, conversation.UserContent),
+            reversed(self._chat_log.content),
+        )
 
     async def async_ended(self) -> bool:
         """Tell whether the turn is over after a round; answer it where it is.
@@ -269,7 +268,15 @@ class TurnRescue:
             sentence = await self._async_done_sentence()
         if sentence is None:
             return False
-        await self._async_say(sentence)
+
+        async def answer() -> AsyncIterator[Delta]:
+            yield {"role": "assistant", "content": sentence}
+
+        # Added as streamed words are.
+        async for _content in self._chat_log.async_add_delta_content_stream(
+            self._agent_id, answer()
+        ):
+            pass
         return True
 
     def _checked(self, delta: Delta, message: _Message | None) -> dict[str, Any] | None:
@@ -285,7 +292,12 @@ class TurnRescue:
             message.cut = message.cut or checked.get("native") is ANSWER_CUT
             message.hold(checked)
         if checked.get("role") == "tool_result" and checked["result"].error:
-            self._answered(checked["tool_name"], checked["result"])
+            # An answer given here; the same one again is a repeat.
+            key = _key(checked["tool_name"], checked["result"].data)
+            if key in self._answers:
+                self._repeated = checked["tool_name"]
+                self._repeated_answered = True
+            self._answers.add(key)
         return checked or None
 
     def _new_calls(self, calls: list[llm.ToolInput]) -> list[llm.ToolInput]:
@@ -302,19 +314,9 @@ class TurnRescue:
                 self._repeated = call.tool_name
         return kept
 
-    def _answered(self, name: str, result: llm.ToolResult) -> None:
-        """Note an answer given here; the same one again is a repeat."""
-        key = _key(name, result.data)
-        if key in self._answers:
-            self._repeated = name
-            self._repeated_answered = True
-        self._answers.add(key)
-
     async def _async_done_sentence(self) -> str | None:
         """Return the sentence of the last intent this turn that did what was asked."""
-        for content in reversed(self._chat_log.content):
-            if isinstance(content, conversation.UserContent):
-                return None
+        for content in self._this_turn():
             if isinstance(content, conversation.ToolResultContent) and (
                 sentence := await async_done_sentence(self._hass, content.result)
             ):
@@ -327,32 +329,17 @@ class TurnRescue:
         Words before the call (a small model's "To turn on the lights, call
         ...") are no act of their own.
         """
-        if not self._one_round:
-            return None
         contents = self._chat_log.content
-        if len(contents) < 2 or not isinstance(
-            result := contents[-1], conversation.ToolResultContent
-        ):
-            return None
-        asked = contents[-2]
         if (
-            not isinstance(asked, conversation.AssistantContent)
+            not self._one_round
+            or len(contents) < 2
+            or not isinstance(result := contents[-1], conversation.ToolResultContent)
+            or not isinstance(asked := contents[-2], conversation.AssistantContent)
             or len(asked.tool_calls or ()) != 1
             or result.tool_name not in self._intents
         ):
             return None
         return await async_done_sentence(self._hass, result.result)
-
-    async def _async_say(self, sentence: str) -> None:
-        """Add the sentence as the model's answer, as streamed words are."""
-
-        async def answer() -> AsyncIterator[Delta]:
-            yield {"role": "assistant", "content": sentence}
-
-        async for _content in self._chat_log.async_add_delta_content_stream(
-            self._agent_id, answer()
-        ):
-            pass
 
 
 def _key(name: str, value: Any) -> str:

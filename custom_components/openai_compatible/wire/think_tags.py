@@ -23,13 +23,9 @@ class ThinkTagSplitter:
 
     def flush(self) -> tuple[str, str]:
         """Return what is left at the end of the stream."""
-        thinking: list[str] = []
-        spoken: list[str] = []
-        self._emit(thinking, spoken, self._held)
-        self._held = ""
-        return "".join(thinking), "".join(spoken)
+        return self._split(self._held, end_of_stream=True)
 
-    def _split(self, buffer: str) -> tuple[str, str]:
+    def _split(self, buffer: str, *, end_of_stream: bool = False) -> tuple[str, str]:
         """Split text at its tags, holding back a tag cut at its end."""
         thinking: list[str] = []
         spoken: list[str] = []
@@ -43,7 +39,9 @@ class ThinkTagSplitter:
             position = found + len(tag)
             self._after_close = self._thinking
             self._thinking = not self._thinking
-        end = max(position, len(buffer) - _partial_suffix(buffer, tag))
+        end = len(buffer)
+        if not end_of_stream:
+            end = max(position, end - _partial_suffix(buffer, tag))
         self._emit(thinking, spoken, buffer[position:end])
         self._held = buffer[end:]
         return "".join(thinking), "".join(spoken)

@@ -29,8 +29,6 @@ _HINTS: Final = {
     "JSON object matching its parameters.",
     "unknown_tool": "Call one of the offered tools, by its exact name.",
 }
-
-
 # The call Home Assistant's default agent adds for a sentence trigger it
 # answered; its result holds what the trigger said.
 _TRIGGER: Final = "trigger_sentence"
@@ -50,15 +48,12 @@ def tool_inputs(
     own_calls: OwnCalls | None = None,
 ) -> tuple[list[llm.ToolInput], list[Answer]]:
     """Return the inputs of the calls, and the answers to those not run here."""
-    inputs: list[llm.ToolInput] = []
-    answers: list[Answer] = []
-    for call in calls:
-        call_id = call.call_id or new_id()
-        tool_input, answer = call_input(call, call_id, tool_names, own_calls)
-        inputs.append(tool_input)
-        if answer is not None:
-            answers.append(answer)
-    return inputs, answers
+    pairs = [
+        call_input(call, call.call_id or new_id(), tool_names, own_calls)
+        for call in calls
+    ]
+    answers = [answer for _, answer in pairs if answer is not None]
+    return [tool_input for tool_input, _ in pairs], answers
 
 
 def call_input(

@@ -104,7 +104,11 @@ class ToolCallAssembler:
         index = len(self.calls) if fragment.index is None else fragment.index
         current = self._by_index.get(index)
         if current is None or _starts_new(current, fragment):
-            current = self._start(index, PendingCall(fragment.call_id, fragment.name))
+            if len(self.calls) >= MAX_TOOL_CALLS:
+                raise too_many_calls()
+            current = PendingCall(fragment.call_id, fragment.name)
+            self.calls.append(current)
+            self._by_index[index] = current
         else:
             current.call_id = current.call_id or fragment.call_id
             current.name = current.name or fragment.name
@@ -130,14 +134,6 @@ class ToolCallAssembler:
                     continue
                 seen.add(call.call_id)
             yield call
-
-    def _start(self, index: int, call: PendingCall) -> PendingCall:
-        """Add a new call under the index, within the limit."""
-        if len(self.calls) >= MAX_TOOL_CALLS:
-            raise too_many_calls()
-        self.calls.append(call)
-        self._by_index[index] = call
-        return call
 
 
 def too_many_calls() -> ModelError:

@@ -31,8 +31,6 @@ _MARKER_START: Final = re.compile(
     + r"|`{1,2}|\[\s{0,8}(?:\{\s{0,8})?|\{\s{0,8})\Z"
 )
 _MARKER_REACH: Final = 24
-# What a marker starts with.
-_MARKER_STARTS: Final = ("<", "`", "[", "{")
 # A call written as code starts with a name and its parenthesis.
 _CODE_NAME: Final = re.compile(r"[A-Za-z_][\w.]{0,63}")
 # A call labelled with its name, as `functions.Name:`.
@@ -120,7 +118,7 @@ class WrittenCallWatch:
         self._held, self._start = None, None
         if held and (calls := _calls_closed(held, self._names)):
             return said, calls
-        if called and held.lstrip()[:1] in _MARKER_STARTS:
+        if called and held.lstrip()[:1] in ("<", "`", "[", "{"):
             return said, []
         return said + held, []
 
@@ -361,7 +359,18 @@ def offered_name(name: object, tool_names: Mapping[str, str]) -> str | None:
         return None
     if (verb := next((v for v in _VERBS if key.startswith(v)), None)) is not None:
         return _only_key(_VERBS[verb], tool_names)
-    return _near(name, tool_names)
+    scores = sorted(
+        (
+            (difflib.SequenceMatcher(None, key, _key(wire)).ratio(), wire)
+            for wire in tool_names
+        ),
+        reverse=True,
+    )
+    if not scores or scores[0][0] < _NEAR:
+        return None
+    if len(scores) > 1 and scores[1][0] > scores[0][0] - _MARGIN:
+        return None
+    return scores[0][1]
 
 
 def _only_key(key: str, tool_names: Mapping[str, str]) -> str | None:
@@ -379,20 +388,3 @@ def _within(given: str, offered: str) -> bool:
     """Tell whether one name holds the other whole (`additem`, `listadditem`)."""
     shorter = min(given, offered, key=len)
     return len(shorter) >= _LEAST_PART and (given in offered or offered in given)
-
-
-def _near(name: str, tool_names: Mapping[str, str]) -> str | None:
-    """Return the one offered name spelt nearly as the given one, if any."""
-    given = _key(name)
-    scores = sorted(
-        (
-            (difflib.SequenceMatcher(None, given, _key(wire)).ratio(), wire)
-            for wire in tool_names
-        ),
-        reverse=True,
-    )
-    if not scores or scores[0][0] < _NEAR:
-        return None
-    if len(scores) > 1 and scores[1][0] > scores[0][0] - _MARGIN:
-        return None
-    return scores[0][1]
