@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from custom_components.openai_compatible.errors import ContextWindowError
-from custom_components.openai_compatible.server_errors.overflow import (
+from custom_components.openai_compatible.server_errors.answers import (
     MAX_FIGURE_DIGITS,
     Overflow,
     parse_overflow,

@@ -1,4 +1,8 @@
-"""Error answers read into our errors, whatever a server's status and body."""
+"""Error answers read into our errors, whatever a server's status and body.
+
+A context overflow is read for the window a server names and the prompt it
+counted, so the request can be fitted and sent again.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-import json
 import math
 import re
 from typing import Any, Final
@@ -21,9 +24,8 @@ from ..errors import (
 )
 from ..features import Feature
 from ..redact import redact, shown
-from .overflow import parse_overflow
-from .routes import FEATURE_ROUTES, names_unknown_model, route_errors
-from .text import error_text, is_page, status_line
+from .routes import FEATURE_ROUTES, error_details, names_unknown_model, route_errors
+from .text import error_text, is_page, json_or_none, status_line
 
 MAX_ERROR_BYTES: Final = 64 * 1024
 
@@ -60,6 +62,12 @@ _ROUTE_NOT_FOUND: Final = re.compile(
 _QUOTED_ROUTE_NOT_FOUND: Final = re.compile(
     r"""['"]detail['"]\s*:\s*['"]not found['"]|exception - (?:file )?not found\b"""
 )
+# 502 and 504: a proxy or gateway answered for the server behind it.
+_FAILED: Final = {
+    502: "gateway_failed",
+    503: "server_unavailable",
+    504: "gateway_failed",
+}
 _FORMAT: Final = ("response_format", "response format", "text.format")
 # Where each feature may appear in an answer; checked in this order.
 _NAMES: Final[tuple[tuple[Feature, tuple[str, ...]], ...]] = (
@@ -198,43 +206,25 @@ def error_for_status(
             # The key is fine; a new one would not help.
             return ServerError("permission_denied", message=message)
         return AuthError("invalid_auth")
-    if status == 429:
-        if (rejection := classify_rejection(status, raw, sent)) is not None:
-            return RequestRejectedError(
-                message, rejection.feature, general=False, status=status
-            )
-        return _rate_limited(headers, lowered, message)
-    data = _json_or_none(raw)
-    if (overflow := parse_overflow(text, data)) is not None:
+    data = json_or_none(raw)
+    overflow = parse_overflow(text, data) if status != 429 else None
+    if overflow is not None:
         return ContextOverflowError(overflow.window, overflow.prompt_tokens)
     if (rejection := classify_rejection(status, raw, sent)) is not None:
         return RequestRejectedError(
             message, rejection.feature, general=rejection.general, status=status
         )
+    if status == 429:
+        return _rate_limited(headers, lowered, message)
     if status in route_errors(path).model_statuses and names_unknown_model(text, data):
         return ServerError("model_not_found", message=message)
     if 400 <= status < 500 or status == 501:
         # 501: the server does not implement what was asked, it is not down.
         return RequestRejectedError(message, status=status)
     if page or not text:
-        return _failed(status)
+        key = _FAILED.get(status, "server_failed")
+        return ServerError(key, status=str(status))
     return ServerError("api_error", message=message)
-
-
-def _failed(status: int) -> ServerError:
-    if status in (502, 504):
-        # A proxy or gateway answered for the server behind it.
-        return ServerError("gateway_failed", status=str(status))
-    if status == 503:
-        return ServerError("server_unavailable", status=str(status))
-    return ServerError("server_failed", status=str(status))
-
-
-def _json_or_none(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError, RecursionError:
-        return None
 
 
 def _rate_limited(
@@ -266,3 +256,73 @@ def retry_after(value: str | None) -> float | None:
     if math.isnan(seconds):
         return None
     return max(seconds, 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Overflow:
+    """What a server's context-overflow error says, as far as it says it."""
+
+    window: int | None = None
+    prompt_tokens: int | None = None
+
+
+MAX_FIGURE_DIGITS = 9
+
+
+def _patterns(*texts: str) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(text, re.IGNORECASE) for text in texts)
+
+
+_WINDOW = _patterns(
+    # OpenAI, vLLM, DeepSeek, Groq; llama.cpp; LM Studio; Mistral; Gemini; Anthropic; TGI.
+    r"maximum context length is (\d+)",
+    r"available context size \((\d+) tokens?\)",
+    r"context length of only (\d+)",
+    r"with (\d+) maximum context length",
+    r"maximum number of tokens allowed \((\d+)\)",
+    r"tokens > (\d+) maximum",
+    r"max_new_tokens` must be <= (\d+)",
+)
+_PROMPT = _patterns(
+    r"your messages resulted in (\d+) tokens",
+    r"\((\d+) in the messages",
+    r"your request has (\d+) input tokens",
+    r"request \((\d+) tokens\) exceeds",
+    r"keep the first (\d+) tokens",
+    r"prompt contains (\d+) tokens",
+    r"input token count \((\d+)\)",
+    r"prompt is too long: (\d+) tokens",
+    r"given: (\d+) `inputs` tokens",
+)
+_OVERFLOW_WORDS = re.compile(
+    r"context_length_exceeded|exceed_context_size|context (?:length|window|size)"
+    r"|(?:prompt|input) is too long|too many tokens|reduce the length of the messages"
+)
+
+
+def parse_overflow(message: str, body: Any = None) -> Overflow | None:
+    """Return what a context-overflow error says; None for any other error."""
+    details = error_details(body)
+    window = _first_number(_WINDOW, message) or _positive(details.get("n_ctx"))
+    prompt = _first_number(_PROMPT, message) or _positive(
+        details.get("n_prompt_tokens")
+    )
+    if window is None and prompt is None:
+        words = f"{message} {details.get('code')} {details.get('type')}".lower()
+        if not _OVERFLOW_WORDS.search(words):
+            return None
+    return Overflow(window, prompt)
+
+
+def _first_number(patterns: tuple[re.Pattern[str], ...], text: str) -> int | None:
+    """Return the first matching pattern's number; a figure longer than a count is none."""
+    for pattern in patterns:
+        if (match := pattern.search(text)) and len(match[1]) <= MAX_FIGURE_DIGITS:
+            return int(match[1])
+    return None
+
+
+def _positive(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None

@@ -21,11 +21,15 @@ _SPACES: Final = re.compile(r"\s+")
 def error_text(body: bytes) -> str:
     """Return the human part of an error body: OpenAI's, FastAPI's, or the text itself."""
     text = body.decode("utf-8", errors="replace")
+    return plain(_message_in(json_or_none(text)) or text)
+
+
+def json_or_none(text: str) -> Any:
+    """Return the JSON a text holds, or None."""
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except ValueError, RecursionError:
-        return plain(text)
-    return plain(_message_in(data) or text)
+        return None
 
 
 def _message_in(data: Any) -> str | None:
