@@ -21,11 +21,6 @@ from ..net.shapes import WireBody
 from .round_trip import BodyAsk, Delta, RoundTrip
 
 
-def refuses_route(err: RequestRejectedError) -> bool:
-    """Tell whether a refusal says the server has no Responses API."""
-    return err.feature is Feature.RESPONSES_API
-
-
 @dataclass(eq=False)
 class FallbackAdapter:
     """The Responses API, or Chat Completions (`_chat`) once the server refused it."""
@@ -55,24 +50,20 @@ class FallbackAdapter:
             async for delta in self._current.async_stream(chat_log, body):
                 yield delta
         except RequestRejectedError as err:
-            self._fall_back(err)
+            if err.feature is not Feature.RESPONSES_API:
+                raise
+            LOGGER.debug(
+                "%s has no Responses API (%s); using Chat Completions",
+                self._capabilities.model,
+                err.server_message,
+            )
+            self._capabilities.learn_refused(Feature.RESPONSES_API, err.lesson_source)
+            self._current = self._chat()
         else:
             return
         body = await self._current.async_build_body(chat_log, **self._asked)
         async for delta in self._current.async_stream(chat_log, body):
             yield delta
-
-    def _fall_back(self, err: RequestRejectedError) -> None:
-        """Switch to Chat Completions for a refused route; raise anything else."""
-        if not refuses_route(err):
-            raise err
-        LOGGER.debug(
-            "%s has no Responses API (%s); using Chat Completions",
-            self._capabilities.model,
-            err.server_message,
-        )
-        self._capabilities.learn_refused(Feature.RESPONSES_API, err.lesson_source)
-        self._current = self._chat()
 
 
 # What the entities run their requests through.
