@@ -6,6 +6,7 @@ from typing import Any
 
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import llm
+from homeassistant.helpers.json import json_bytes
 import pytest
 
 from custom_components.openai_compatible.errors import (
@@ -138,7 +139,9 @@ def test_reasoning_of_local_servers() -> None:
     hidden = reasoning_item("Secret.", encrypted=False)
     parser = ResponsesStreamParser(TOOLS)
     deltas = parser.feed_whole(
-        {"status": "completed", "output": [plain, hidden, message_item("Hi")]}
+        json_bytes(
+            {"status": "completed", "output": [plain, hidden, message_item("Hi")]}
+        )
     )
 
     thinking = "".join(delta.get("thinking_content") or "" for delta in deltas)
@@ -177,7 +180,13 @@ def test_whole_answer_with_refusal_and_decoded_arguments() -> None:
         "arguments": {"name": "x"},
     }
     deltas = parser.feed_whole(
-        {"status": "completed", "output": [message, call], "usage": usage_block(5, 3)}
+        json_bytes(
+            {
+                "status": "completed",
+                "output": [message, call],
+                "usage": usage_block(5, 3),
+            }
+        )
     )
 
     assert spoken(deltas) == "I cannot."
@@ -285,7 +294,7 @@ def test_incomplete_answers(
 def test_whole_answers_that_failed(response: dict[str, Any]) -> None:
     """A whole answer that failed, or is only an error, raises its message."""
     with pytest.raises(ServerError) as err:
-        ResponsesStreamParser(TOOLS).feed_whole(response)
+        ResponsesStreamParser(TOOLS).feed_whole(json_bytes(response))
 
     assert err.value.translation_placeholders == {"message": "Overload"}
 
@@ -295,7 +304,12 @@ def test_unclosed_think_tag_and_call_without_id() -> None:
     nameless = {**web_search_item("x"), "id": None}
     parser = ResponsesStreamParser(TOOLS)
     deltas = parser.feed_whole(
-        {"status": "completed", "output": [nameless, message_item("<think>plan</thi")]}
+        json_bytes(
+            {
+                "status": "completed",
+                "output": [nameless, message_item("<think>plan</thi")],
+            }
+        )
     )
 
     thinking = "".join(delta.get("thinking_content") or "" for delta in deltas)

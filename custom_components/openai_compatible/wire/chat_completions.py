@@ -9,7 +9,7 @@ a system message of its own after them, so the system prompt and tools stay.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 import hashlib
 import re
 from typing import Any, Final, Literal, cast
@@ -25,7 +25,7 @@ from ..media.attachments import LoadedFile, async_load_attachments
 from ..net.request import RequestSettings, ToolSet, without_keys
 from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject, ResponseFormat
 from ..window.prompt_fit import CallRef, ItemKind, PromptItem, split_turns
-from .chat_stream import ChatStreamParser, Delta, async_read_answer
+from .chat_stream import ChatStreamParser
 from .round_trip import Instructions
 from .tool_answers import checked_calls, model_calls
 
@@ -56,11 +56,12 @@ _PART_FEATURES: Final = {
     "input_image": Feature.IMAGE_INPUT,
     "input_file": Feature.FILE_INPUT,
 }
-# The fields that go with a feature that can go.
-_DROPPED_KEYS: Final = {
+# The fields that go with a feature that can go, in either dialect.
+DROPPED_KEYS: Final = {
     Feature.STREAM_OPTIONS: ("stream_options",),
     Feature.STREAM_WITH_TOOLS: ("stream", "stream_options"),
     Feature.PROMPT_CACHE_KEY: ("prompt_cache_key",),
+    Feature.SERVICE_TIER: ("service_tier",),
     Feature.TOOL_CHOICE: ("tool_choice",),
     Feature.SAMPLING: ("temperature", "top_p"),
 }
@@ -79,8 +80,11 @@ def split_instructions(text: str) -> tuple[str, str]:
 class ChatLogRenderer[Item, Part](ABC):
     """Render chat log content as one wire API's messages or items."""
 
-    # The content part of an attachment.
+    # The content part of an attachment, a text part's type, and what a
+    # message holds before its role.
     _attachment_part: Callable[[LoadedFile], Part]
+    _text_type: str
+    _message_head: Mapping[str, str]
 
     def __init__(self, hass: HomeAssistant, tool_set: ToolSet) -> None:
         """Prepare an empty cache."""
@@ -158,13 +162,11 @@ class ChatLogRenderer[Item, Part](ABC):
         parts = [self._text_part(text), *map(self._attachment_part, files)]
         return self._message("user", parts)
 
-    @abstractmethod
     def _text_part(self, text: str) -> Part:
-        """Return a text content part."""
+        return cast("Part", {"type": self._text_type, "text": text})
 
-    @abstractmethod
     def _message(self, role: Role, content: str | list[Part]) -> Item:
-        """Return a message of a role."""
+        return cast("Item", {**self._message_head, "role": role, "content": content})
 
     @abstractmethod
     def _assistant(self, content: conversation.AssistantContent) -> list[Item]:
@@ -276,7 +278,7 @@ def without_feature(body: ChatBody, feature: Feature) -> ChatBody | None:
     What tunes or sends the answer can go, the thinking given back, and the
     system messages (folded into the first user one); the rest is the request.
     """
-    if keys := _DROPPED_KEYS.get(feature):
+    if keys := DROPPED_KEYS.get(feature):
         return without_keys(body, keys)
     changed = body.copy()
     if feature is Feature.JSON_OBJECT_SCHEMA:
@@ -301,6 +303,8 @@ class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
     """`/chat/completions`: messages in, a chat completion or its chunks out."""
 
     _attachment_part = staticmethod(attachment_part)
+    _text_type = "text"
+    _message_head: Mapping[str, str] = {}
     route: str = "/chat/completions"
     proves: Feature | None = None
     retries_unstreamed: bool = True
@@ -347,20 +351,6 @@ class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
             short_call_ids=self.settings.short_tool_call_ids,
             structured="response_format" in body,
         )
-
-    def read(
-        self, parser: ChatStreamParser, chunks: AsyncIterator[bytes], streamed: bool
-    ) -> AsyncIterator[Delta]:
-        """Yield the deltas of an answer."""
-        return async_read_answer(parser, chunks, streamed=streamed)
-
-    def _text_part(self, text: str) -> ChatPart:
-        """Return a text content part."""
-        return {"type": "text", "text": text}
-
-    def _message(self, role: Role, content: str | list[ChatPart]) -> ChatMessage:
-        """Return a message of a role."""
-        return {"role": role, "content": content}
 
     def _result(self, call_id: str, data: Any) -> ChatMessage:
         """Return the result of a tool call."""

@@ -1,4 +1,4 @@
-"""Chat Completions answers read into chat log deltas.
+"""Chat Completions answers read into chat log deltas; either API's answer read.
 
 Every part of a chunk is checked where it is read: a server that sends an
 unexpected shape gets a translated error, never a traceback. An answer that
@@ -8,7 +8,7 @@ was cut off is told as such and runs no tool.
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from uuid import uuid4
 
 from homeassistant.components import conversation
@@ -35,6 +35,9 @@ from .think_tags import ThinkTagSplitter
 from .tool_answers import answered_calls, tool_inputs
 from .tool_calls import PendingCall, ToolCallAssembler
 from .written_calls import WrittenCallWatch
+
+if TYPE_CHECKING:
+    from .responses_stream import ResponsesStreamParser
 
 type Delta = (
     conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
@@ -103,6 +106,10 @@ class ChatStreamParser:
         for choice in read_choices(chunk):
             self._choice(choice, deltas)
         return deltas
+
+    def feed_whole(self, raw: bytes) -> list[Delta]:
+        """Return the deltas of a whole answer that was not streamed."""
+        return self.feed(whole_answer_chunk(raw))
 
     def close(self, *, ended: bool) -> list[Delta]:
         """Return what remains when the answer is over.
@@ -244,9 +251,12 @@ def whole_answer_chunk(raw: bytes) -> JSONObject:
 
 
 async def async_read_answer(
-    parser: ChatStreamParser, body: AsyncIterable[bytes], *, streamed: bool
+    parser: ChatStreamParser | ResponsesStreamParser,
+    body: AsyncIterable[bytes],
+    *,
+    streamed: bool,
 ) -> AsyncIterator[Delta]:
-    """Yield the deltas of an answer read from a response body, within bounds.
+    """Yield the deltas of an answer of either wire API, read within bounds.
 
     When reading fails or the answer was cut off, a new message is started
     before the error is raised, so the chat log keeps the words already
@@ -261,7 +271,7 @@ async def async_read_answer(
                         yield delta
             ended = stream.done
         else:
-            for delta in parser.feed(whole_answer_chunk(await async_read_body(body))):
+            for delta in parser.feed_whole(await async_read_body(body)):
                 yield delta
             ended = True
         for delta in parser.close(ended=ended):

@@ -2,20 +2,27 @@
 
 Stateless: the whole conversation goes each round, reasoning encrypted, so the
 prefix stays for the prompt cache; nothing is stored unless the subentry opts in.
+The agent's own answers go back as the server gave them (`ResponsesReplay`);
+any other's as messages and function calls: another server cannot read the
+first one's reasoning.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Final, cast
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, cast
 
+from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers.json import json_dumps
 
 from ..features import PROVIDER_TOOLS, Feature
+from ..media.attachments import LoadedFile
 from ..models.capabilities import ModelCapabilities
 from ..models.provider_tools import ResponsesOptions
 from ..net.request import RequestSettings, ToolSet, without_keys
 from ..net.shapes import (
+    InputPart,
     JsonObject,
     ResponseFormat,
     ResponsesBody,
@@ -23,10 +30,9 @@ from ..net.shapes import (
     TextParams,
 )
 from ..window.prompt_fit import CallRef, ItemKind, PromptItem
-from .chat_completions import part_features
-from .responses_render import InputRenderer, function_tools
-from .responses_stream import ResponsesStreamParser, async_read_events
-from .tool_answers import checked_calls
+from .chat_completions import DROPPED_KEYS, ChatLogRenderer, part_features
+from .responses_stream import ResponsesReplay, ResponsesStreamParser
+from .tool_answers import checked_calls, model_calls
 
 ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
 # OpenAI refuses a smaller limit on the answer's tokens.
@@ -138,15 +144,6 @@ def body_features(body: ResponsesBody) -> frozenset[Feature]:
     return frozenset(features | part_features(body.get("input") or ()))
 
 
-# The fields that go with a feature that can go.
-_DROPPED_KEYS: Final = {
-    Feature.PROMPT_CACHE_KEY: ("prompt_cache_key",),
-    Feature.SERVICE_TIER: ("service_tier",),
-    Feature.SAMPLING: ("temperature", "top_p"),
-    Feature.STREAM_WITH_TOOLS: ("stream",),
-}
-
-
 def without_feature(body: ResponsesBody, feature: Feature) -> ResponsesBody | None:
     """Return the body asking the same without the feature; None if it cannot.
 
@@ -154,7 +151,7 @@ def without_feature(body: ResponsesBody, feature: Feature) -> ResponsesBody | No
     answers without it); a response format, function tools or attachments
     are the request itself.
     """
-    if keys := _DROPPED_KEYS.get(feature):
+    if keys := DROPPED_KEYS.get(feature):
         return without_keys(body, keys)
     changed = body.copy()
     if feature is Feature.REASONING:
@@ -224,6 +221,69 @@ def _responses_item(item: ResponsesItem) -> PromptItem:
     return PromptItem(ItemKind.of_role(item.get("role")), item, summary=summary)
 
 
+def function_tools(tool_set: ToolSet) -> list[JsonObject]:
+    """Return the tools in the Responses form, not strict (the API's default is)."""
+    return [
+        {"type": "function", **tool["function"], "strict": False}
+        for tool in tool_set.tools
+    ]
+
+
+def input_attachment(file: LoadedFile) -> InputPart:
+    """Return the content part of one attachment."""
+    if file.mime_type.startswith("image/"):
+        return {"type": "input_image", "image_url": file.data_url, "detail": "auto"}
+    return {"type": "input_file", "filename": file.name, "file_data": file.data_url}
+
+
+class InputRenderer(ChatLogRenderer[ResponsesItem, InputPart]):
+    """Render chat log content as Responses API input items."""
+
+    _attachment_part = staticmethod(input_attachment)
+    _text_type = "input_text"
+    _message_head: Mapping[str, str] = {"type": "message"}
+
+    def __init__(self, hass: HomeAssistant, tool_set: ToolSet, agent_id: str) -> None:
+        """Render for one agent: its own answers are replayed as they came."""
+        super().__init__(hass, tool_set)
+        self._agent_id = agent_id
+
+    def _result(self, call_id: str, data: Any) -> ResponsesItem:
+        return {
+            "type": "function_call_output",
+            "call_id": call_id,
+            "output": json_dumps(data),
+        }
+
+    def _call_ids(
+        self, content: conversation.AssistantContent, rendered: list[ResponsesItem]
+    ) -> list[str]:
+        return [item["call_id"] for item in rendered if item["type"] == "function_call"]
+
+    def _assistant(self, content: conversation.AssistantContent) -> list[ResponsesItem]:
+        """Convert an answer: as the server gave it, or as text and calls."""
+        if (
+            isinstance(content.native, ResponsesReplay)
+            and content.agent_id == self._agent_id
+        ):
+            return cast("list[ResponsesItem]", list(content.native.items))
+        calls = model_calls(content)
+        if not calls and not content.content:
+            if content.tool_calls:
+                return []  # only provider-run calls of another agent
+            return [self._message("assistant", "")]
+        said = [self._message("assistant", content.content)] if content.content else []
+        return said + [
+            {
+                "type": "function_call",
+                "call_id": call.id,
+                "name": self.tool_set.to_wire.get(call.tool_name, call.tool_name),
+                "arguments": json_dumps(call.tool_args),
+            }
+            for call in calls
+        ]
+
+
 class ResponsesDialect(InputRenderer):
     """`/responses`: input items in, a response or its events out."""
 
@@ -235,7 +295,6 @@ class ResponsesDialect(InputRenderer):
     body_features = staticmethod(body_features)
     without_feature = staticmethod(without_feature)
     prompt_items = staticmethod(responses_items)
-    read = staticmethod(async_read_events)
 
     def __init__(
         self,

@@ -9,16 +9,14 @@ complete: an answer cut off runs no tool.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from homeassistant.components import conversation
 from homeassistant.helpers import llm
 from homeassistant.helpers.json import json_dumps
-import httpx2
 
-from ..errors import MalformedAnswerError, ModelError, ServerError, TranslatedError
+from ..errors import MalformedAnswerError, ModelError, ServerError
 from ..net.readers import (
     JSONObject,
     error_message,
@@ -30,18 +28,15 @@ from ..net.readers import (
     string_or_none,
 )
 from ..net.request import OwnCalls
-from ..net.sse import EventStream, async_read_body
 from ..net.transport import parse_json
 from ..server_errors.answers import answer_error
+from .chat_stream import Delta
 from .citations import CitationFilter
 from .provider_calls import PROVIDER_CALLS, provider_view, replayed_call
 from .think_tags import ThinkTagSplitter
 from .tool_answers import call_input
 from .tool_calls import MAX_TOOL_CALLS, PendingCall, too_many_calls
 
-type Delta = (
-    conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
-)
 type Item = JSONObject
 
 
@@ -119,15 +114,19 @@ class ResponsesStreamParser:
             raise _failure(event)
         return self._take()
 
-    def feed_whole(self, response: JSONObject) -> list[Delta]:
+    def feed_whole(self, raw: bytes) -> list[Delta]:
         """Return the deltas of a whole answer that was not streamed."""
-        self._finish(response)
+        self._finish(read_object(parse_json(raw), "the answer"))
         return self._take()
 
-    def close(self) -> list[Delta]:
-        """Return what remains when the body is over."""
+    def close(self, *, ended: bool = True) -> list[Delta]:
+        """Return what remains when the body is over (the answer tells its end)."""
         self._text()
         return self._take()
+
+    def cut_at_limit(self) -> bool:
+        """Tell whether an answer cut at its token limit stands: never."""
+        return False
 
     def raise_if_cut(self) -> None:
         """Raise the error that tells why the answer stopped short, if it did."""
@@ -342,29 +341,3 @@ def _failure(event: JSONObject) -> ServerError:
 
 def _index(event: JSONObject) -> int:
     return read_index(event.get("output_index", 0), "output_index")
-
-
-async def async_read_events(
-    parser: ResponsesStreamParser, body: AsyncIterable[bytes], streamed: bool
-) -> AsyncIterator[Delta]:
-    """Yield the deltas of an answer read from a response body, within bounds.
-
-    When reading fails or the answer was cut off, a new message is started
-    before the error is raised, so the chat log keeps the words already said.
-    """
-    try:
-        if streamed:
-            async for events in EventStream(body):
-                for event in events:
-                    for delta in parser.feed(event):
-                        yield delta
-        else:
-            answer = read_object(parse_json(await async_read_body(body)), "the answer")
-            for delta in parser.feed_whole(answer):
-                yield delta
-        for delta in parser.close():
-            yield delta
-        parser.raise_if_cut()
-    except TranslatedError, httpx2.HTTPError:
-        yield {"role": "assistant"}
-        raise

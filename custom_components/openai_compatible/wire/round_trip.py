@@ -34,14 +34,12 @@ from ..net.sse import async_read_body
 from ..net.transport import Budget, Transport, parse_json
 from ..window.context_window import observe_usage
 from ..window.prompt_fit import PromptItem
+from .chat_stream import Delta, async_read_answer
 from .extra_fields import named_fields
 
 if TYPE_CHECKING:
     from ..window.context_window import RequestFit
 
-type Delta = (
-    conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
-)
 # Text added to one user message (the task's own), so it stays in place.
 type Instructions = tuple[conversation.UserContent, str]
 
@@ -104,11 +102,6 @@ class Dialect[P: AnswerParser, B: WireBody, M: WireItem](Protocol):
 
     def parser(self, body: B) -> P:
         """Return a parser for the answer to a body."""
-
-    def read(
-        self, parser: P, chunks: AsyncIterator[bytes], streamed: bool
-    ) -> AsyncIterator[Delta]:
-        """Yield the deltas of an answer."""
 
 
 @dataclass(slots=True)
@@ -294,7 +287,9 @@ class RoundTrip:
             said = False
             try:
                 async with self._async_open(body, tries) as (chunks, streamed):
-                    async for delta in self._dialect.read(parser, chunks, streamed):
+                    async for delta in async_read_answer(
+                        parser, chunks, streamed=streamed
+                    ):
                         said = said or says_something(delta)
                         yield delta
             except ContextOverflowError as err:
