@@ -102,11 +102,8 @@ def _text_format(response_format: ResponseFormat) -> JsonObject:
 
 def handling_body(options: ResponsesOptions) -> JsonObject:
     """Return how the provider is to handle the request: its tier, and storing."""
-    params: JsonObject = {}
-    if options.service_tier:
-        params["service_tier"] = options.service_tier
-    params["store"] = options.store
-    return params
+    tier = {"service_tier": options.service_tier} if options.service_tier else {}
+    return {**tier, "store": options.store}
 
 
 def body_features(body: ResponsesBody) -> frozenset[Feature]:
@@ -153,49 +150,34 @@ def without_feature(body: ResponsesBody, feature: Feature) -> ResponsesBody | No
     """
     if keys := DROPPED_KEYS.get(feature):
         return without_keys(body, keys)
-    changed = body.copy()
+    fields = cast("dict[str, Any]", body)
+    changed: dict[str, Any]
     if feature is Feature.REASONING:
-        changed.pop("reasoning", None)
-        _drop_include(changed, ENCRYPTED_REASONING)
+        changed = {"reasoning": None}
     elif feature is Feature.REASONING_SUMMARY:
-        _drop_key(changed, "reasoning", "summary")
+        changed = {"reasoning": without_keys(fields.get("reasoning", {}), ("summary",))}
     elif feature is Feature.VERBOSITY:
-        _drop_key(changed, "text", "verbosity")
+        changed = {"text": without_keys(fields.get("text", {}), ("verbosity",))}
     elif feature in PROVIDER_TOOLS:
-        _drop_provider_tool(changed, feature)
+        kept = [
+            tool
+            for tool in fields.get("tools") or ()
+            if _TOOL_FEATURES.get(str(tool["type"])) is not feature
+        ]
+        changed = {"tools": kept}
     else:
         return None
-    return changed
-
-
-def _drop_key(body: ResponsesBody, field: str, key: str) -> None:
-    old = cast("dict[str, object]", body.get(field, {}))
-    _set_or_drop(body, field, {name: v for name, v in old.items() if name != key})
-
-
-def _drop_include(body: ResponsesBody, value: str) -> None:
-    rest = [item for item in body.get("include") or () if item != value]
-    _set_or_drop(body, "include", rest)
-
-
-def _drop_provider_tool(body: ResponsesBody, feature: Feature) -> None:
-    """Remove a provider-run tool and what the request includes of its calls."""
-    tools = body.get("tools") or ()
-    kept = [
-        tool for tool in tools if _TOOL_FEATURES.get(str(tool["type"])) is not feature
+    # What the request includes of what goes (encrypted reasoning, a tool's calls).
+    changed["include"] = [
+        value
+        for value in fields.get("include") or ()
+        if _INCLUDE_FEATURES.get(value) is not feature
     ]
-    _set_or_drop(body, "tools", kept)
-    for value, included in _INCLUDE_FEATURES.items():
-        if included is feature:
-            _drop_include(body, value)
-
-
-def _set_or_drop(body: ResponsesBody, field: str, value: object) -> None:
-    fields = cast("JsonObject", body)  # the field's shape stays the same
-    if value:
-        fields[field] = value
-    else:
-        fields.pop(field, None)
+    merged = {**fields, **changed}
+    return cast(
+        "ResponsesBody",
+        {key: value for key, value in merged.items() if value or key not in changed},
+    )
 
 
 def responses_items(items: Iterable[ResponsesItem]) -> list[PromptItem]:
