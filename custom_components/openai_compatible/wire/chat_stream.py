@@ -277,21 +277,16 @@ async def async_read_answer(
         for delta in parser.close(ended=ended):
             yield delta
         if parser.cut_at_limit():
-            yield _cut_note()
+            # The text stands (a local model that does not stop is cut there on
+            # every turn), but the user sees and hears that it is not all.
+            LOGGER.debug("The answer reached its token limit; its text so far stands")
+            trace.async_conversation_trace_append(
+                trace.ConversationTraceEventType.AGENT_DETAIL,
+                {"answer_cut": "token_limit"},
+            )
+            note = async_get_exception_message(DOMAIN, "answer_cut")
+            yield {"content": f"… ({note})"}
         parser.raise_if_cut()
     except TranslatedError, httpx2.HTTPError:
         yield {"role": "assistant"}
         raise
-
-
-def _cut_note() -> Delta:
-    """Return the note that ends text cut at its token limit, and trace the cut.
-
-    The text stands (a local model that does not stop is cut there on every
-    turn), but the user sees and hears that it is not all.
-    """
-    LOGGER.debug("The answer reached its token limit; its text so far stands")
-    trace.async_conversation_trace_append(
-        trace.ConversationTraceEventType.AGENT_DETAIL, {"answer_cut": "token_limit"}
-    )
-    return {"content": f"… ({async_get_exception_message(DOMAIN, 'answer_cut')})"}

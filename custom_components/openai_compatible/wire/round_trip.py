@@ -214,9 +214,7 @@ class RoundTrip:
 
     async def async_complete(self, body: WireBody) -> JsonObject:
         """Send a whole request of the dialect's form; return its whole answer."""
-        shaped = self._shaped(body, stream=False)
-        async with self._async_open(shaped, self._tries()) as (chunks, _):
-            answer = parse_json(await async_read_body(chunks))
+        answer = parse_json(await self._async_whole(body))
         if not isinstance(answer, dict):
             raise MalformedAnswerError(part="the answer")
         if isinstance(usage := answer.get("usage"), dict):
@@ -226,10 +224,13 @@ class RoundTrip:
     async def async_warm(self, body: WireBody) -> None:
         """Send a request for its prompt alone, so that the server caches it."""
         dialect = self._dialect
-        least = cast("WireBody", {**body, dialect.limit_key: dialect.least_limit})
-        request = self._shaped(least, stream=False)
-        async with self._async_open(request, self._tries()) as (chunks, _):
-            await async_read_body(chunks)
+        least = {**body, dialect.limit_key: dialect.least_limit}
+        await self._async_whole(cast("WireBody", least))
+
+    async def _async_whole(self, body: WireBody) -> bytes:
+        shaped = self._shaped(body, stream=False)
+        async with self._async_open(shaped, self._tries()) as (chunks, _):
+            return await async_read_body(chunks)
 
     def _tries(self) -> _Tries:
         """Return the tries of a round trip starting now."""
@@ -270,13 +271,11 @@ class RoundTrip:
 
     def _limited(self, body: WireBody, limit: int | None) -> WireBody:
         """Return the body with the answer's limit where the dialect puts it."""
-        dialect = self._dialect
-        key = (
-            {}
-            if limit is None
-            else {dialect.limit_key: max(limit, dialect.least_limit)}
-        )
-        return cast("WireBody", {**without_keys(body, LIMIT_KEYS), **key})
+        body = without_keys(body, LIMIT_KEYS)
+        if limit is None:
+            return body
+        least = self._dialect.least_limit
+        return cast("WireBody", {**body, self._dialect.limit_key: max(limit, least)})
 
     async def _async_answer(
         self, chat_log: conversation.ChatLog, body: WireBody, tries: _Tries
