@@ -103,7 +103,15 @@ class ChatLogRenderer[Item, Part](ABC):
         items: list[Item] = []
         open_calls: dict[str, None] = {}
         for content in contents:
-            rendered = await self._async_cached(content, instructions)
+            # Each content is rendered once per text added to it.
+            extra = (
+                instructions[1] if instructions and instructions[0] is content else None
+            )
+            cached = self._rendered.get(id(content))
+            if cached is None or cached[0] is not content or cached[1] != extra:
+                cached = (content, extra, await self._async_convert(content, extra))
+                self._rendered[id(content)] = cached
+            rendered = cached[2]
             if isinstance(content, conversation.ToolResultContent):
                 if content.tool_call_id in open_calls:
                     del open_calls[content.tool_call_id]
@@ -118,21 +126,10 @@ class ChatLogRenderer[Item, Part](ABC):
             items.extend(rendered)
         return items
 
-    async def _async_cached(
-        self, content: conversation.Content, instructions: Instructions | None
-    ) -> list[Item]:
-        """Return one piece of content rendered, once per content and text added."""
-        extra = instructions[1] if instructions and instructions[0] is content else None
-        cached = self._rendered.get(id(content))
-        if cached is None or cached[0] is not content or cached[1] != extra:
-            cached = (content, extra, await self._async_convert(content, extra))
-            self._rendered[id(content)] = cached
-        return cached[2]
-
     async def _async_convert(
         self, content: conversation.Content, extra: str | None
     ) -> list[Item]:
-        """Convert one piece of content."""
+        """Convert one piece of content; a user's with any text added to it."""
         if isinstance(content, conversation.SystemContent):
             if not self.tool_set.tools:
                 return [self._message("system", content.content)]
@@ -142,7 +139,13 @@ class ChatLogRenderer[Item, Part](ABC):
             varying_message = [self._message("system", varying)] if varying else []
             return [self._message("system", shared), *varying_message]
         if isinstance(content, conversation.UserContent):
-            return [await self._async_user(content, extra)]
+            text = f"{content.content}\n\n{extra}" if extra else content.content
+            if not content.attachments:
+                return [self._message("user", text)]
+            files = await async_load_attachments(self._hass, content.attachments)
+            text_part = cast("Part", {"type": self._text_type, "text": text})
+            parts = [text_part, *map(self._attachment_part, files)]
+            return [self._message("user", parts)]
         if isinstance(content, conversation.AssistantContent):
             return self._assistant(content)
         result = content.result
@@ -150,20 +153,6 @@ class ChatLogRenderer[Item, Part](ABC):
             # The model must read it as a failure, as core integrations tell it.
             return [self._result(content.tool_call_id, {"error": result.data})]
         return [self._result(content.tool_call_id, result.data)]
-
-    async def _async_user(
-        self, content: conversation.UserContent, extra: str | None
-    ) -> Item:
-        """Convert a user message with any text added to it, its attachments read."""
-        text = f"{content.content}\n\n{extra}" if extra else content.content
-        if not content.attachments:
-            return self._message("user", text)
-        files = await async_load_attachments(self._hass, content.attachments)
-        parts = [self._text_part(text), *map(self._attachment_part, files)]
-        return self._message("user", parts)
-
-    def _text_part(self, text: str) -> Part:
-        return cast("Part", {"type": self._text_type, "text": text})
 
     def _message(self, role: Role, content: str | list[Part]) -> Item:
         return cast("Item", {**self._message_head, "role": role, "content": content})

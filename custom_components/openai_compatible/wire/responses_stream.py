@@ -4,13 +4,16 @@ One chat log message holds the output items up to a provider-run call, whose
 result follows as a tool result; its `native` value keeps those items as they
 go back to the server (`ResponsesReplay`), so reasoning models keep their
 chain across rounds. Function calls are handed over only once the answer is
-complete: an answer cut off runs no tool.
+complete: an answer cut off runs no tool. Inline web-search citations
+(` ([example.com](https://...))`) are kept out of speech: across deltas, only
+text that may still become one is held back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+import re
 from typing import Final
 
 from homeassistant.helpers import llm
@@ -31,7 +34,6 @@ from ..net.request import OwnCalls
 from ..net.transport import parse_json
 from ..server_errors.answers import answer_error
 from .chat_stream import Delta
-from .citations import CitationFilter
 from .provider_calls import PROVIDER_CALLS, provider_view, replayed_call
 from .think_tags import ThinkTagSplitter
 from .tool_answers import call_input
@@ -52,6 +54,55 @@ _THINKING_DELTAS: Final = (
 )
 # What of a reasoning item goes back to the server.
 _REASONING_KEYS: Final = ("type", "id", "summary", "content", "encrypted_content")
+# The longest title and address of a citation; past them, text is not one.
+_MAX_TITLE: Final = 300
+_MAX_URL: Final = 2000
+_CITATION: Final = re.compile(
+    rf"\(\[[^\]\n]{{1,{_MAX_TITLE}}}\]\(https?://[^\s()]{{1,{_MAX_URL}}}\)\)"
+)
+# Every start of a citation, from its opening parenthesis on.
+_CITATION_START: Final = re.compile(
+    rf"\((?:\[(?:[^\]\n]{{0,{_MAX_TITLE}}}(?:\](?:\((?:h(?:t(?:t(?:p(?:s?(?::"
+    rf"(?:/(?:/[^\s()]{{0,{_MAX_URL}}}(?:\)\)?)?)?)?)?)?)?)?)?)?)?)?)?)?"
+)
+
+
+class CitationFilter:
+    """Remove inline citations from text that arrives in pieces."""
+
+    def __init__(self) -> None:
+        """Start with nothing held back."""
+        self._held = ""
+
+    def feed(self, text: str) -> str:
+        """Return the text that is certain to be spoken, citations removed."""
+        buffer = self._held + text
+        self._held = ""
+        spoken: list[str] = []
+        position = 0
+        while (found := buffer.find("(", position)) >= 0:
+            # The space before a citation goes with it.
+            start = found - 1 if buffer[found - 1 : found] == " " else found
+            spoken.append(buffer[position:start])
+            if match := _CITATION.match(buffer, found):
+                position = match.end()
+            elif _CITATION_START.fullmatch(buffer, found):
+                self._held = buffer[start:]
+                return "".join(spoken)
+            else:
+                spoken.append(buffer[start : found + 1])
+                position = found + 1
+        rest = buffer[position:]
+        if rest.endswith(" "):
+            # It may be the space before a citation.
+            rest, self._held = rest[:-1], " "
+        spoken.append(rest)
+        return "".join(spoken)
+
+    def flush(self) -> str:
+        """Return what is held back when the text is over."""
+        held, self._held = self._held, ""
+        return held
 
 
 @dataclass(frozen=True, slots=True)
