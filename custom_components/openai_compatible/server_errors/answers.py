@@ -49,8 +49,10 @@ _ONE_SCHEMA: Final = re.compile(
 _UNPARSED_ANSWER: Final = re.compile(
     r"failed to parse|does not match the expected|peg-native"
 )
-# A 429 saying the service tier has no room now, not that we asked too often.
+# A 429 saying the service tier has no room now, not that we asked too often;
+# the headers that may say when to ask again, the first found told.
 _TIER_BUSY: Final = "resource unavailable"
+_RESETS: Final = ("retry-after", "x-ratelimit-reset-requests", "x-ratelimit-reset")
 _NO_ROUTE: Final = frozenset({404, 405, 501})
 _ROUTE_NOT_FOUND: Final = re.compile(
     r"^(?:\d{3}\W*)?(?:page |file |resource )?"
@@ -215,7 +217,12 @@ def error_for_status(
             message, rejection.feature, general=rejection.general, status=status
         )
     if status == 429:
-        return _rate_limited(headers, lowered, message)
+        if "insufficient_quota" in lowered:
+            return ServerError("insufficient_quota", message=message)
+        for name in _RESETS:
+            if hint := headers.get(name):
+                return RateLimitedError("rate_limited_retry", retry_after=shown(hint))
+        return RateLimitedError("rate_limited")
     if status in route_errors(path).model_statuses and names_unknown_model(text, data):
         return ServerError("model_not_found", message=message)
     if 400 <= status < 500 or status == 501:
@@ -225,18 +232,6 @@ def error_for_status(
         key = _FAILED.get(status, "server_failed")
         return ServerError(key, status=str(status))
     return ServerError("api_error", message=message)
-
-
-def _rate_limited(
-    headers: Mapping[str, str], lowered: str, message: str
-) -> ServerError:
-    """Return the error of a 429: a spent quota, or a limit with or without a hint."""
-    if "insufficient_quota" in lowered:
-        return ServerError("insufficient_quota", message=message)
-    for name in ("retry-after", "x-ratelimit-reset-requests", "x-ratelimit-reset"):
-        if value := headers.get(name):
-            return RateLimitedError("rate_limited_retry", retry_after=shown(value))
-    return RateLimitedError("rate_limited")
 
 
 def retry_after(value: str | None) -> float | None:

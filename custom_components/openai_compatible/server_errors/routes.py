@@ -26,10 +26,9 @@ class RouteErrors:
     voices: bool = False
 
 
+# Any other route (/chat/completions, /models) has no quirks.
 _ANY_ROUTE: Final = RouteErrors()
 ROUTES: Final[dict[str, RouteErrors]] = {
-    "/chat/completions": _ANY_ROUTE,
-    "/models": _ANY_ROUTE,
     "/responses": RouteErrors(Feature.RESPONSES_API),
     "/decisions": RouteErrors(Feature.DECISIONS),
     "/images/generations": RouteErrors(Feature.IMAGES_GENERATIONS),

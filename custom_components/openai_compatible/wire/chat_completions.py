@@ -342,7 +342,6 @@ class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
         )
 
     def _result(self, call_id: str, data: Any) -> ChatMessage:
-        """Return the result of a tool call."""
         return {
             "role": "tool",
             "tool_call_id": _wire_call_id(call_id, self.settings.short_tool_call_ids),

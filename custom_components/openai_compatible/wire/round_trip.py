@@ -56,13 +56,7 @@ class BodyAsk(TypedDict, total=False):
     instructions: Instructions | None
 
 
-class AnswerParser(Protocol):
-    """A wire API's stream parser: the usage it read, once read."""
-
-    usage: JsonObject | None
-
-
-class Dialect[P: AnswerParser, B: WireBody, M: WireItem](Protocol):
+class Dialect[P, B: WireBody, M: WireItem](Protocol):
     """What one wire API tells the round trip."""
 
     route: str
@@ -233,7 +227,6 @@ class RoundTrip:
             return await async_read_body(chunks)
 
     def _tries(self) -> _Tries:
-        """Return the tries of a round trip starting now."""
         loop = asyncio.get_running_loop()
         return _Tries(self._budget, loop.time() + self._budget.deadline, MAX_TRIES)
 

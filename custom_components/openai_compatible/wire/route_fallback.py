@@ -29,11 +29,11 @@ class FallbackAdapter:
     _chat: Callable[[], RoundTrip]
     _capabilities: ModelCapabilities
     _asked: BodyAsk = field(init=False, default_factory=BodyAsk)
-    tool_set: ToolSet = field(init=False)
 
-    def __post_init__(self) -> None:
-        """Offer the tools of the Responses API's round trip."""
-        self.tool_set = self._current.tool_set
+    @property
+    def tool_set(self) -> ToolSet:
+        """Return the tools of the round trip in use (both offer the same)."""
+        return self._current.tool_set
 
     async def async_build_body(
         self, chat_log: conversation.ChatLog, **asked: Unpack[BodyAsk]
