@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from http.client import responses
 import math
 import re
 from typing import Any, Final
@@ -25,7 +26,7 @@ from ..errors import (
 from ..features import Feature
 from ..redact import redact, shown
 from .routes import FEATURE_ROUTES, error_details, names_unknown_model, route_errors
-from .text import error_text, is_page, json_or_none, status_line
+from .text import error_text, json_or_none
 
 MAX_ERROR_BYTES: Final = 64 * 1024
 
@@ -198,10 +199,14 @@ def error_for_status(
     body = body[:MAX_ERROR_BYTES]
     raw = redact(body.decode("utf-8", errors="replace"))
     text = redact(error_text(body))
-    page = is_page(headers, raw)
+    # A web page rather than an API error is told by its status (`HTTP 404 Not Found`).
+    page = (
+        "html" in headers.get("content-type", "").casefold() or raw.lstrip()[:1] == "<"
+    )
     logged = shown(text) if page else text
     LOGGER.debug("%s answered %s: %s", path or "The server", status, logged)
-    message = shown(text) if text and not page else status_line(status)
+    status_line = f"HTTP {status} {responses.get(status, '')}".rstrip()
+    message = shown(text) if text and not page else status_line
     lowered = raw.casefold()
     if status in (401, 403):
         if _PERMISSION.search(lowered):

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import html
-from http import HTTPStatus
 import json
 import re
 from typing import Any, Final
@@ -80,17 +78,3 @@ def _without_blocks(text: str) -> str:
         position = closing.end()
     kept.append(text[position:])
     return " ".join(kept)
-
-
-def is_page(headers: Mapping[str, str], raw: str) -> bool:
-    """Tell whether an error answer is a web page rather than an API error."""
-    kind = headers.get("content-type", "").casefold()
-    return "html" in kind or raw.lstrip()[:1] == "<"
-
-
-def status_line(status: int) -> str:
-    """Return a status with its standard phrase, as `HTTP 404 Not Found`."""
-    try:
-        return f"HTTP {status} {HTTPStatus(status).phrase}"
-    except ValueError:
-        return f"HTTP {status}"

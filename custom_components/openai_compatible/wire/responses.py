@@ -93,13 +93,6 @@ def settings_body(
     return params
 
 
-def _text_format(response_format: ResponseFormat) -> JsonObject:
-    """Return a Chat Completions response format as `text.format`."""
-    if response_format["type"] != "json_schema":
-        return {"type": response_format["type"]}
-    return {"type": "json_schema", **response_format["json_schema"]}
-
-
 def handling_body(options: ResponsesOptions) -> JsonObject:
     """Return how the provider is to handle the request: its tier, and storing."""
     tier = {"service_tier": options.service_tier} if options.service_tier else {}
@@ -306,8 +299,11 @@ class ResponsesDialect(InputRenderer):
             body["tools"] = self.tools
         body.update(settings_body(self.settings, self._options, self._capabilities))
         if response_format:
+            # The Chat Completions response format as `text.format`.
+            kind = response_format["type"]
+            schema = response_format["json_schema"] if kind == "json_schema" else {}
             text = cast("TextParams", body.get("text", {}))
-            body["text"] = {**text, "format": _text_format(response_format)}
+            body["text"] = {**text, "format": {"type": kind, **schema}}
         body.update(handling_body(self._options))
         return cast("ResponsesBody", body)
 
