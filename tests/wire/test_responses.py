@@ -20,7 +20,7 @@ from custom_components.openai_compatible.models.providers import PROVIDERS
 from custom_components.openai_compatible.models.server_info import ModelReport
 from custom_components.openai_compatible.net.request import RequestSettings, ToolSet
 from custom_components.openai_compatible.wire.responses import (
-    InputRenderer,
+    ResponsesDialect,
     ResponsesOptions,
     body_features,
     handling_body,
@@ -618,6 +618,17 @@ AGENT = "conversation.other"
 TOOLS = ToolSet([], {"Hass Turn On": "Hass_Turn_On"}, {"Hass_Turn_On": "Hass Turn On"})
 
 
+def renderer_of(hass: HomeAssistant) -> ResponsesDialect:
+    """Return the dialect of AGENT, offering the one tool."""
+    capabilities = ModelCapabilities(
+        "gpt-5-mini", PROVIDERS["openai"], ModelReport(), Lessons(), lambda: None
+    )
+    settings = RequestSettings(model="gpt-5-mini")
+    return ResponsesDialect(
+        hass, capabilities, settings, ResponsesOptions(), TOOLS, AGENT
+    )
+
+
 def _call(call_id: str, *, external: bool = False) -> llm.ToolInput:
     """Return a call of the one tool."""
     return llm.ToolInput(
@@ -636,7 +647,7 @@ async def test_another_agents_answer_goes_back_as_a_message_and_calls(
     hass: HomeAssistant,
 ) -> None:
     """Text and calls become items under wire names; each call keeps its result."""
-    renderer = InputRenderer(hass, TOOLS, AGENT)
+    renderer = renderer_of(hass)
     answer = conversation.AssistantContent(
         AGENT, content="On it", tool_calls=[_call("call_1")]
     )
@@ -663,7 +674,7 @@ async def test_calls_without_a_result_and_results_without_a_call(
     hass: HomeAssistant,
 ) -> None:
     """An unanswered call gets a placeholder; a provider-run result is left out."""
-    renderer = InputRenderer(hass, TOOLS, AGENT)
+    renderer = renderer_of(hass)
     contents: list[conversation.Content] = [
         conversation.AssistantContent(
             AGENT, tool_calls=[_call("call_1"), _call("ws_1", external=True)]
@@ -698,7 +709,7 @@ async def test_an_answer_of_this_api_goes_back_as_it_came(
         AGENT, content="Hi", native=ResponsesReplay(replayed)
     )
 
-    items = await InputRenderer(hass, TOOLS, AGENT).async_render([answer])
+    items = await renderer_of(hass).async_render([answer])
 
     assert items == list(replayed)
 
@@ -709,7 +720,7 @@ async def test_instructions_go_with_the_tasks_own_message(
     """The task's instructions follow its message, not a later one."""
     task = conversation.UserContent("Describe the room")
     later = conversation.UserContent("More")
-    renderer = InputRenderer(hass, TOOLS, AGENT)
+    renderer = renderer_of(hass)
 
     first = await renderer.async_render([task], (task, "Answer in JSON."))
     again = await renderer.async_render([task, later], (task, "Answer in JSON."))
@@ -733,6 +744,6 @@ async def test_another_agents_native_answer_goes_back_as_a_message(
         "conversation.first", content="Hi", native=ResponsesReplay(replayed)
     )
 
-    items = await InputRenderer(hass, TOOLS, AGENT).async_render([answer])
+    items = await renderer_of(hass).async_render([answer])
 
     assert items == [{"type": "message", "role": "assistant", "content": "Hi"}]

@@ -211,57 +211,12 @@ def input_attachment(file: LoadedFile) -> InputPart:
     return {"type": "input_file", "filename": file.name, "file_data": file.data_url}
 
 
-class InputRenderer(ChatLogRenderer[ResponsesItem, InputPart]):
-    """Render chat log content as Responses API input items."""
+class ResponsesDialect(ChatLogRenderer[ResponsesItem, InputPart]):
+    """`/responses`: input items in, a response or its events out."""
 
     _attachment_part = staticmethod(input_attachment)
     _text_type = "input_text"
     _message_head: Mapping[str, str] = {"type": "message"}
-
-    def __init__(self, hass: HomeAssistant, tool_set: ToolSet, agent_id: str) -> None:
-        """Render for one agent: its own answers are replayed as they came."""
-        super().__init__(hass, tool_set)
-        self._agent_id = agent_id
-
-    def _result(self, call_id: str, data: Any) -> ResponsesItem:
-        return {
-            "type": "function_call_output",
-            "call_id": call_id,
-            "output": json_dumps(data),
-        }
-
-    def _call_ids(
-        self, content: conversation.AssistantContent, rendered: list[ResponsesItem]
-    ) -> list[str]:
-        return [item["call_id"] for item in rendered if item["type"] == "function_call"]
-
-    def _assistant(self, content: conversation.AssistantContent) -> list[ResponsesItem]:
-        """Convert an answer: as the server gave it, or as text and calls."""
-        if (
-            isinstance(content.native, ResponsesReplay)
-            and content.agent_id == self._agent_id
-        ):
-            return cast("list[ResponsesItem]", list(content.native.items))
-        calls = model_calls(content)
-        if not calls and not content.content:
-            if content.tool_calls:
-                return []  # only provider-run calls of another agent
-            return [self._message("assistant", "")]
-        said = [self._message("assistant", content.content)] if content.content else []
-        return said + [
-            {
-                "type": "function_call",
-                "call_id": call.id,
-                "name": self.tool_set.to_wire.get(call.tool_name, call.tool_name),
-                "arguments": json_dumps(call.tool_args),
-            }
-            for call in calls
-        ]
-
-
-class ResponsesDialect(InputRenderer):
-    """`/responses`: input items in, a response or its events out."""
-
     route: str = "/responses"
     proves: Feature | None = Feature.RESPONSES_API
     retries_unstreamed: bool = False
@@ -280,8 +235,9 @@ class ResponsesDialect(InputRenderer):
         tool_set: ToolSet,
         agent_id: str,
     ) -> None:
-        """Prepare for a run of rounds of one agent."""
-        super().__init__(hass, tool_set, agent_id)
+        """Prepare for rounds of one agent, whose answers go back as they came."""
+        super().__init__(hass, tool_set)
+        self._agent_id = agent_id
         self.settings = settings
         self.tools = [*function_tools(tool_set), *options.provider_tools]
         self._capabilities = capabilities
@@ -318,3 +274,38 @@ class ResponsesDialect(InputRenderer):
             own_calls=checked_calls(self.tool_set),
             remove_citations=self._options.remove_citations,
         )
+
+    def _result(self, call_id: str, data: Any) -> ResponsesItem:
+        return {
+            "type": "function_call_output",
+            "call_id": call_id,
+            "output": json_dumps(data),
+        }
+
+    def _call_ids(
+        self, content: conversation.AssistantContent, rendered: list[ResponsesItem]
+    ) -> list[str]:
+        return [item["call_id"] for item in rendered if item["type"] == "function_call"]
+
+    def _assistant(self, content: conversation.AssistantContent) -> list[ResponsesItem]:
+        """Convert an answer: as the server gave it, or as text and calls."""
+        if (
+            isinstance(content.native, ResponsesReplay)
+            and content.agent_id == self._agent_id
+        ):
+            return cast("list[ResponsesItem]", list(content.native.items))
+        calls = model_calls(content)
+        if not calls and not content.content:
+            if content.tool_calls:
+                return []  # only provider-run calls of another agent
+            return [self._message("assistant", "")]
+        said = [self._message("assistant", content.content)] if content.content else []
+        return said + [
+            {
+                "type": "function_call",
+                "call_id": call.id,
+                "name": self.tool_set.to_wire.get(call.tool_name, call.tool_name),
+                "arguments": json_dumps(call.tool_args),
+            }
+            for call in calls
+        ]
