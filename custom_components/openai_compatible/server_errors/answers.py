@@ -172,7 +172,7 @@ def answer_error(message: str, body: Any = None, *, tools: bool = False) -> Serv
     A context overflow is told apart, so the request can be fitted and sent again.
     """
     if (overflow := parse_overflow(message, body)) is not None:
-        return ContextOverflowError(overflow.window, overflow.prompt_tokens)
+        return overflow
     sent = frozenset({Feature.TOOLS, Feature.STREAM_WITH_TOOLS} if tools else ())
     rejection = classify_rejection(500, message, sent)
     if rejection is not None and rejection.feature is Feature.STREAM_WITH_TOOLS:
@@ -216,7 +216,7 @@ def error_for_status(
     data = json_or_none(raw)
     overflow = parse_overflow(text, data) if status != 429 else None
     if overflow is not None:
-        return ContextOverflowError(overflow.window, overflow.prompt_tokens)
+        return overflow
     if (rejection := classify_rejection(status, raw, sent)) is not None:
         return RequestRejectedError(
             message, rejection.feature, general=rejection.general, status=status
@@ -258,14 +258,6 @@ def retry_after(value: str | None) -> float | None:
     return max(seconds, 0.0)
 
 
-@dataclass(frozen=True, slots=True)
-class Overflow:
-    """What a server's context-overflow error says, as far as it says it."""
-
-    window: int | None = None
-    prompt_tokens: int | None = None
-
-
 MAX_FIGURE_DIGITS = 9
 
 
@@ -300,8 +292,8 @@ _OVERFLOW_WORDS = re.compile(
 )
 
 
-def parse_overflow(message: str, body: Any = None) -> Overflow | None:
-    """Return what a context-overflow error says; None for any other error."""
+def parse_overflow(message: str, body: Any = None) -> ContextOverflowError | None:
+    """Return a context overflow with what its error says of it; None for any other."""
     details = error_details(body)
     window = _first_number(_WINDOW, message) or _positive(details.get("n_ctx"))
     prompt = _first_number(_PROMPT, message) or _positive(
@@ -311,7 +303,7 @@ def parse_overflow(message: str, body: Any = None) -> Overflow | None:
         words = f"{message} {details.get('code')} {details.get('type')}".lower()
         if not _OVERFLOW_WORDS.search(words):
             return None
-    return Overflow(window, prompt)
+    return ContextOverflowError(window, prompt)
 
 
 def _first_number(patterns: tuple[re.Pattern[str], ...], text: str) -> int | None:

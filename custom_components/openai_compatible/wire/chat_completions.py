@@ -192,7 +192,6 @@ def chat_items(messages: Iterable[ChatMessage]) -> list[PromptItem]:
 
 
 def _chat_item(message: ChatMessage) -> PromptItem:
-    """Return one message as a prompt item."""
     if message.get("role") == "tool":
         answers = str(message.get("tool_call_id"))
         return PromptItem(ItemKind.RESULT, message, answers=answers)

@@ -166,7 +166,6 @@ class ChatStreamParser:
         self._say(spoken, deltas)
 
     def _say(self, text: str, deltas: list[Delta]) -> None:
-        """Add spoken text, if there is any."""
         if text:
             self._said = self._said or not text.isspace()
             deltas.append({"content": text})
