@@ -144,7 +144,12 @@ def classify_rejection(
             return Rejection(feature, general=True)
     for feature, pattern in _NAMED:
         if feature in sent and pattern.search(lowered):
-            return Rejection(feature, _is_general(feature, lowered, status))
+            # Whether it holds for the feature itself, not this one use (of one
+            # schema); a route or method the server lacks refuses everything sent.
+            schema = feature in (Feature.STRICT_SCHEMA, Feature.JSON_SCHEMA)
+            one_use = schema and bool(_ONE_SCHEMA.search(lowered))
+            general = status in _NO_ROUTE or bool(_GENERAL.search(lowered))
+            return Rejection(feature, general and not one_use)
     return None
 
 
@@ -155,15 +160,6 @@ def _missing_route(status: int, lowered: str, route: str) -> bool:
         or bool(_ROUTE_NOT_FOUND.match(error_text(lowered.encode())))
         or bool(_QUOTED_ROUTE_NOT_FOUND.search(lowered))
     )
-
-
-def _is_general(feature: Feature, lowered: str, status: int) -> bool:
-    """Tell whether a refusal holds for the feature itself, not this one use."""
-    schema = feature in (Feature.STRICT_SCHEMA, Feature.JSON_SCHEMA)
-    if schema and _ONE_SCHEMA.search(lowered):
-        return False
-    # A route or method the server lacks refuses everything sent there.
-    return status in _NO_ROUTE or bool(_GENERAL.search(lowered))
 
 
 def answer_error(message: str, body: Any = None, *, tools: bool = False) -> ServerError:

@@ -156,7 +156,14 @@ class ResponsesStreamParser:
             self._text(read_string(event.get("delta"), "delta"))
         elif kind in _THINKING_DELTAS:
             self._streamed.add(_index(event))
-            self._thinking(event)
+            text = read_string(event.get("delta"), "delta")
+            # Each summary part, or item, starts a paragraph of its own.
+            at = (event.get("output_index"), event.get("summary_index"))
+            if self._summary_at is not None and at != self._summary_at:
+                text = f"\n\n{text}"
+            self._summary_at = at
+            if text:
+                self._deltas.append({"thinking_content": text})
         elif kind == "response.output_item.done":
             self._item_done(_index(event), read_object(event.get("item"), "item"))
         elif kind in ("response.completed", "response.incomplete"):
@@ -208,15 +215,6 @@ class ResponsesStreamParser:
             self._silent = False
             self._spoken.append(spoken)
             self._deltas.append({"content": spoken})
-
-    def _thinking(self, event: JSONObject) -> None:
-        text = read_string(event.get("delta"), "delta")
-        at = (event.get("output_index"), event.get("summary_index"))
-        if self._summary_at is not None and at != self._summary_at:
-            text = f"\n\n{text}"
-        self._summary_at = at
-        if text:
-            self._deltas.append({"thinking_content": text})
 
     def _item_done(self, index: int, item: Item) -> None:
         """Take one finished output item, once: the same item or call id is skipped."""
