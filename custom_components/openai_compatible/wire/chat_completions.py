@@ -314,10 +314,7 @@ class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
         self, conversation: list[ChatMessage], response_format: ResponseFormat | None
     ) -> ChatBody:
         """Return the request body around the messages."""
-        body: JsonObject = {
-            "model": self.settings.model,
-            "messages": conversation,
-        }
+        body: JsonObject = {"model": self.settings.model, "messages": conversation}
         if self.tools:
             body["tools"] = self.tools
             # The default with tools, which some servers only follow when told.

@@ -247,10 +247,7 @@ class ResponsesDialect(ChatLogRenderer[ResponsesItem, InputPart]):
         self, conversation: list[ResponsesItem], response_format: ResponseFormat | None
     ) -> ResponsesBody:
         """Return the request body around the input items."""
-        body: JsonObject = {
-            "model": self.settings.model,
-            "input": conversation,
-        }
+        body: JsonObject = {"model": self.settings.model, "input": conversation}
         if self.tools:
             body["tools"] = self.tools
         body.update(settings_body(self.settings, self._options, self._capabilities))
