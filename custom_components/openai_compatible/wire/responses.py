@@ -254,7 +254,9 @@ class ResponsesDialect(ChatLogRenderer[ResponsesItem, InputPart]):
         if response_format:
             # The Chat Completions response format as `text.format`.
             kind = response_format["type"]
-            schema = response_format["json_schema"] if kind == "json_schema" else {}
+            schema = (
+                dict(response_format["json_schema"]) if kind == "json_schema" else {}
+            )
             text = cast("TextParams", body.get("text", {}))
             body["text"] = {**text, "format": {"type": kind, **schema}}
         body.update(handling_body(self._options))

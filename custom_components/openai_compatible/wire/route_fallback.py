@@ -18,7 +18,8 @@ from ..features import Feature
 from ..models.capabilities import ModelCapabilities
 from ..net.request import ToolSet
 from ..net.shapes import WireBody
-from .round_trip import BodyAsk, Delta, RoundTrip
+from .chat_stream import Delta
+from .round_trip import BodyAsk, RoundTrip
 
 
 @dataclass(eq=False)
