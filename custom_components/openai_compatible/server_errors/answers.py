@@ -210,8 +210,7 @@ def error_for_status(
             return ServerError("permission_denied", message=message)
         return AuthError("invalid_auth")
     data = json_or_none(raw)
-    overflow = parse_overflow(text, data) if status != 429 else None
-    if overflow is not None:
+    if status != 429 and (overflow := parse_overflow(text, data)) is not None:
         return overflow
     if (rejection := classify_rejection(status, raw, sent)) is not None:
         return RequestRejectedError(
