@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
 from custom_components.openai_compatible.errors import ContextWindowError
-from custom_components.openai_compatible.server_errors.overflow import (
+from custom_components.openai_compatible.server_errors.answers import (
     MAX_FIGURE_DIGITS,
-    Overflow,
     parse_overflow,
 )
 from custom_components.openai_compatible.window.prompt_fit import (
@@ -607,6 +606,19 @@ def test_answer_room_with_a_small_limit() -> None:
 # --- overflow errors ---------------------------------------------------------------
 
 
+class Overflow(NamedTuple):
+    """What an overflow error told: the window, and the prompt's tokens."""
+
+    window: int | None = None
+    prompt_tokens: int | None = None
+
+
+def told(message: str, body: Any = None) -> Overflow | None:
+    """Return what the overflow error read from a message and body told, if any."""
+    error = parse_overflow(message, body)
+    return None if error is None else Overflow(error.window, error.prompt_tokens)
+
+
 @pytest.mark.parametrize(
     ("message", "body", "expected"),
     [
@@ -719,7 +731,7 @@ def test_answer_room_with_a_small_limit() -> None:
 )
 def test_overflow_wordings(message: str, body: Any, expected: Overflow) -> None:
     """Each server's overflow error gives the window and prompt it names."""
-    assert parse_overflow(message, body) == expected
+    assert told(message, body) == expected
 
 
 @pytest.mark.parametrize(
@@ -733,18 +745,16 @@ def test_overflow_wordings(message: str, body: Any, expected: Overflow) -> None:
 )
 def test_other_errors_are_no_overflow(message: str, body: Any) -> None:
     """Errors that are not about the window are not taken for one."""
-    assert parse_overflow(message, body) is None
+    assert told(message, body) is None
 
 
 def test_a_figure_of_thousands_of_digits_is_no_figure() -> None:
     """A hostile figure too long for a token count is skipped, not read."""
     assert MAX_FIGURE_DIGITS == 9
     longest = "9" * MAX_FIGURE_DIGITS
-    assert parse_overflow(f"maximum context length is {longest}") == Overflow(
-        int(longest)
-    )
+    assert told(f"maximum context length is {longest}") == Overflow(int(longest))
     endless = f"maximum context length is {'9' * 5000}; prompt contains 12 tokens"
-    assert parse_overflow(endless) == Overflow(None, 12)
+    assert told(endless) == Overflow(None, 12)
 
 
 # --- the prompt form of either wire API --------------------------------------

@@ -18,14 +18,16 @@ from custom_components.openai_compatible.models.capabilities import ModelCapabil
 from custom_components.openai_compatible.models.lessons import Lessons
 from custom_components.openai_compatible.models.providers import PROVIDERS
 from custom_components.openai_compatible.models.server_info import ModelReport
-from custom_components.openai_compatible.net.request import RequestSettings
+from custom_components.openai_compatible.net.request import RequestSettings, ToolSet
 from custom_components.openai_compatible.wire.responses import (
+    ResponsesDialect,
     ResponsesOptions,
     body_features,
     handling_body,
     settings_body,
     without_feature,
 )
+from custom_components.openai_compatible.wire.responses_stream import ResponsesReplay
 from simulator import (
     OpenAISimulator,
     function_call_item,
@@ -608,3 +610,140 @@ def test_how_the_provider_handles_the_request() -> None:
     assert Feature.SERVICE_TIER in body_features(chosen)
     assert handling_body(ResponsesOptions()) == {"store": False}
     assert handling_body(ResponsesOptions(store=True)) == {"store": True}
+
+
+# --- the chat log as input items ---------------------------------------------
+
+AGENT = "conversation.other"
+TOOLS = ToolSet([], {"Hass Turn On": "Hass_Turn_On"}, {"Hass_Turn_On": "Hass Turn On"})
+
+
+def renderer_of(hass: HomeAssistant) -> ResponsesDialect:
+    """Return the dialect of AGENT, offering the one tool."""
+    capabilities = ModelCapabilities(
+        "gpt-5-mini", PROVIDERS["openai"], ModelReport(), Lessons(), lambda: None
+    )
+    settings = RequestSettings(model="gpt-5-mini")
+    return ResponsesDialect(
+        hass, capabilities, settings, ResponsesOptions(), TOOLS, AGENT
+    )
+
+
+def _call(call_id: str, *, external: bool = False) -> llm.ToolInput:
+    """Return a call of the one tool."""
+    return llm.ToolInput(
+        "Hass Turn On", {"name": "light"}, id=call_id, external=external
+    )
+
+
+def _result(call_id: str) -> conversation.ToolResultContent:
+    """Return the result of a call."""
+    return conversation.ToolResultContent(
+        AGENT, call_id, "Hass Turn On", llm.ToolResult({"success": True})
+    )
+
+
+async def test_another_agents_answer_goes_back_as_a_message_and_calls(
+    hass: HomeAssistant,
+) -> None:
+    """Text and calls become items under wire names; each call keeps its result."""
+    renderer = renderer_of(hass)
+    answer = conversation.AssistantContent(
+        AGENT, content="On it", tool_calls=[_call("call_1")]
+    )
+
+    items = await renderer.async_render([answer, _result("call_1")])
+
+    assert items == [
+        {"type": "message", "role": "assistant", "content": "On it"},
+        {
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "Hass_Turn_On",
+            "arguments": '{"name":"light"}',
+        },
+        {
+            "type": "function_call_output",
+            "call_id": "call_1",
+            "output": '{"success":true}',
+        },
+    ]
+
+
+async def test_calls_without_a_result_and_results_without_a_call(
+    hass: HomeAssistant,
+) -> None:
+    """An unanswered call gets a placeholder; a provider-run result is left out."""
+    renderer = renderer_of(hass)
+    contents: list[conversation.Content] = [
+        conversation.AssistantContent(
+            AGENT, tool_calls=[_call("call_1"), _call("ws_1", external=True)]
+        ),
+        _result("ws_1"),
+        conversation.UserContent("And now?"),
+    ]
+
+    items = await renderer.async_render(contents)
+
+    assert [item["type"] for item in items] == [
+        "function_call",
+        "function_call_output",
+        "message",
+    ]
+    assert items[1] == {
+        "type": "function_call_output",
+        "call_id": "call_1",
+        "output": '{"error":"no result"}',
+    }
+
+
+async def test_an_answer_of_this_api_goes_back_as_it_came(
+    hass: HomeAssistant,
+) -> None:
+    """Reasoning and provider-run calls go back exactly, not as text."""
+    replayed = (
+        {"type": "reasoning", "id": "rs_1", "encrypted_content": "secret"},
+        {"type": "message", "role": "assistant", "content": []},
+    )
+    answer = conversation.AssistantContent(
+        AGENT, content="Hi", native=ResponsesReplay(replayed)
+    )
+
+    items = await renderer_of(hass).async_render([answer])
+
+    assert items == list(replayed)
+
+
+async def test_instructions_go_with_the_tasks_own_message(
+    hass: HomeAssistant,
+) -> None:
+    """The task's instructions follow its message, not a later one."""
+    task = conversation.UserContent("Describe the room")
+    later = conversation.UserContent("More")
+    renderer = renderer_of(hass)
+
+    first = await renderer.async_render([task], (task, "Answer in JSON."))
+    again = await renderer.async_render([task, later], (task, "Answer in JSON."))
+    plain = await renderer.async_render([task, later])
+
+    assert first[0]["content"] == "Describe the room\n\nAnswer in JSON."
+    assert again[0] == first[0]
+    assert again[1]["content"] == "More"
+    assert plain[0]["content"] == "Describe the room"
+
+
+async def test_another_agents_native_answer_goes_back_as_a_message(
+    hass: HomeAssistant,
+) -> None:
+    """Reasoning of another agent (a turn handed over) stays with its server."""
+    replayed = (
+        {"type": "reasoning", "id": "rs_1", "encrypted_content": "secret"},
+        {"type": "message", "role": "assistant", "content": []},
+    )
+    answer = conversation.AssistantContent(
+        "conversation.first", content="Hi", native=ResponsesReplay(replayed)
+    )
+
+    items = await renderer_of(hass).async_render([answer])
+
+    assert items == [{"type": "message", "role": "assistant", "content": "Hi"}]

@@ -6,6 +6,7 @@ from typing import Any
 
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import llm
+from homeassistant.helpers.json import json_bytes
 import pytest
 
 from custom_components.openai_compatible.errors import (
@@ -14,6 +15,7 @@ from custom_components.openai_compatible.errors import (
     ServerError,
 )
 from custom_components.openai_compatible.wire.responses_stream import (
+    CitationFilter,
     ResponsesReplay,
     ResponsesStreamParser,
     chat_usage,
@@ -138,7 +140,9 @@ def test_reasoning_of_local_servers() -> None:
     hidden = reasoning_item("Secret.", encrypted=False)
     parser = ResponsesStreamParser(TOOLS)
     deltas = parser.feed_whole(
-        {"status": "completed", "output": [plain, hidden, message_item("Hi")]}
+        json_bytes(
+            {"status": "completed", "output": [plain, hidden, message_item("Hi")]}
+        )
     )
 
     thinking = "".join(delta.get("thinking_content") or "" for delta in deltas)
@@ -177,7 +181,13 @@ def test_whole_answer_with_refusal_and_decoded_arguments() -> None:
         "arguments": {"name": "x"},
     }
     deltas = parser.feed_whole(
-        {"status": "completed", "output": [message, call], "usage": usage_block(5, 3)}
+        json_bytes(
+            {
+                "status": "completed",
+                "output": [message, call],
+                "usage": usage_block(5, 3),
+            }
+        )
     )
 
     assert spoken(deltas) == "I cannot."
@@ -285,7 +295,7 @@ def test_incomplete_answers(
 def test_whole_answers_that_failed(response: dict[str, Any]) -> None:
     """A whole answer that failed, or is only an error, raises its message."""
     with pytest.raises(ServerError) as err:
-        ResponsesStreamParser(TOOLS).feed_whole(response)
+        ResponsesStreamParser(TOOLS).feed_whole(json_bytes(response))
 
     assert err.value.translation_placeholders == {"message": "Overload"}
 
@@ -295,7 +305,12 @@ def test_unclosed_think_tag_and_call_without_id() -> None:
     nameless = {**web_search_item("x"), "id": None}
     parser = ResponsesStreamParser(TOOLS)
     deltas = parser.feed_whole(
-        {"status": "completed", "output": [nameless, message_item("<think>plan</thi")]}
+        json_bytes(
+            {
+                "status": "completed",
+                "output": [nameless, message_item("<think>plan</thi")],
+            }
+        )
     )
 
     thinking = "".join(delta.get("thinking_content") or "" for delta in deltas)
@@ -326,3 +341,54 @@ def test_an_answer_completed_with_nothing_said_is_silent() -> None:
 
     assert {"content": ""} in deltas
     assert spoken(deltas) == ""
+
+
+# --- inline citations, across stream deltas ---------------------------------
+
+CITED = (
+    "The tide is high at noon ([tides.example](https://tides.example/brest?utm=1)). "
+    "It turns (slowly) at six ([b.example](http://b.example/x))"
+)
+SPOKEN = "The tide is high at noon. It turns (slowly) at six"
+
+
+def filtered(text: str, size: int) -> str:
+    """Return the text fed in pieces of `size` characters, filtered."""
+    citations = CitationFilter()
+    pieces = [
+        citations.feed(text[start : start + size])
+        for start in range(0, len(text), size)
+    ]
+    return "".join(pieces) + citations.flush()
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 8, 13, 1000])
+def test_citations_removed_however_the_text_is_cut(size: int) -> None:
+    """The same spoken text comes out for any split of the stream."""
+    assert filtered(CITED, size) == SPOKEN
+
+
+def test_text_is_held_only_while_it_can_be_a_citation() -> None:
+    """A parenthesis that cannot start a citation goes on at once."""
+    citations = CitationFilter()
+
+    assert citations.feed("Hello (there") == "Hello (there"
+    assert citations.feed(" and ([ti") == " and"
+    assert citations.feed("tle](ftp://x)") == " ([title](ftp://x)"
+    assert citations.feed(" end ") == " end"
+    assert citations.flush() == " "
+
+
+def test_unfinished_citation_is_spoken_at_the_end() -> None:
+    """A citation cut by the end of the answer is not lost."""
+    citations = CitationFilter()
+
+    assert citations.feed("See ([a](https://a.example") == "See"
+    assert citations.flush() == " ([a](https://a.example"
+
+
+def test_overlong_title_is_no_citation() -> None:
+    """Past the longest title, the text is given on."""
+    text = "([" + "x" * 400 + "](https://a.example))"
+
+    assert filtered(text, 7) == text

@@ -1,4 +1,8 @@
-"""Error answers read into our errors, whatever a server's status and body."""
+"""Error answers read into our errors, whatever a server's status and body.
+
+A context overflow is read for the window a server names and the prompt it
+counted, so the request can be fitted and sent again.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-import json
+from http.client import responses
 import math
 import re
 from typing import Any, Final
@@ -21,9 +25,8 @@ from ..errors import (
 )
 from ..features import Feature
 from ..redact import redact, shown
-from .overflow import parse_overflow
-from .routes import FEATURE_ROUTES, names_unknown_model, route_errors
-from .text import error_text, is_page, status_line
+from .routes import FEATURE_ROUTES, error_details, names_unknown_model, route_errors
+from .text import error_text, json_or_none
 
 MAX_ERROR_BYTES: Final = 64 * 1024
 
@@ -47,8 +50,10 @@ _ONE_SCHEMA: Final = re.compile(
 _UNPARSED_ANSWER: Final = re.compile(
     r"failed to parse|does not match the expected|peg-native"
 )
-# A 429 saying the service tier has no room now, not that we asked too often.
+# A 429 saying the service tier has no room now, not that we asked too often;
+# the headers that may say when to ask again, the first found told.
 _TIER_BUSY: Final = "resource unavailable"
+_RESETS: Final = ("retry-after", "x-ratelimit-reset-requests", "x-ratelimit-reset")
 _NO_ROUTE: Final = frozenset({404, 405, 501})
 _ROUTE_NOT_FOUND: Final = re.compile(
     r"^(?:\d{3}\W*)?(?:page |file |resource )?"
@@ -60,6 +65,12 @@ _ROUTE_NOT_FOUND: Final = re.compile(
 _QUOTED_ROUTE_NOT_FOUND: Final = re.compile(
     r"""['"]detail['"]\s*:\s*['"]not found['"]|exception - (?:file )?not found\b"""
 )
+# 502 and 504: a proxy or gateway answered for the server behind it.
+_FAILED: Final = {
+    502: "gateway_failed",
+    503: "server_unavailable",
+    504: "gateway_failed",
+}
 _FORMAT: Final = ("response_format", "response format", "text.format")
 # Where each feature may appear in an answer; checked in this order.
 _NAMES: Final[tuple[tuple[Feature, tuple[str, ...]], ...]] = (
@@ -133,7 +144,12 @@ def classify_rejection(
             return Rejection(feature, general=True)
     for feature, pattern in _NAMED:
         if feature in sent and pattern.search(lowered):
-            return Rejection(feature, _is_general(feature, lowered, status))
+            # Whether it holds for the feature itself, not this one use (of one
+            # schema); a route or method the server lacks refuses everything sent.
+            schema = feature in (Feature.STRICT_SCHEMA, Feature.JSON_SCHEMA)
+            one_use = schema and bool(_ONE_SCHEMA.search(lowered))
+            general = status in _NO_ROUTE or bool(_GENERAL.search(lowered))
+            return Rejection(feature, general and not one_use)
     return None
 
 
@@ -146,22 +162,13 @@ def _missing_route(status: int, lowered: str, route: str) -> bool:
     )
 
 
-def _is_general(feature: Feature, lowered: str, status: int) -> bool:
-    """Tell whether a refusal holds for the feature itself, not this one use."""
-    schema = feature in (Feature.STRICT_SCHEMA, Feature.JSON_SCHEMA)
-    if schema and _ONE_SCHEMA.search(lowered):
-        return False
-    # A route or method the server lacks refuses everything sent there.
-    return status in _NO_ROUTE or bool(_GENERAL.search(lowered))
-
-
 def answer_error(message: str, body: Any = None, *, tools: bool = False) -> ServerError:
     """Return the error an answer's body tells, such as a stream's error event.
 
     A context overflow is told apart, so the request can be fitted and sent again.
     """
     if (overflow := parse_overflow(message, body)) is not None:
-        return ContextOverflowError(overflow.window, overflow.prompt_tokens)
+        return overflow
     sent = frozenset({Feature.TOOLS, Feature.STREAM_WITH_TOOLS} if tools else ())
     rejection = classify_rejection(500, message, sent)
     if rejection is not None and rejection.feature is Feature.STREAM_WITH_TOOLS:
@@ -188,65 +195,43 @@ def error_for_status(
     body = body[:MAX_ERROR_BYTES]
     raw = redact(body.decode("utf-8", errors="replace"))
     text = redact(error_text(body))
-    page = is_page(headers, raw)
+    # A web page rather than an API error is told by its status (`HTTP 404 Not Found`).
+    page = (
+        "html" in headers.get("content-type", "").casefold() or raw.lstrip()[:1] == "<"
+    )
     logged = shown(text) if page else text
     LOGGER.debug("%s answered %s: %s", path or "The server", status, logged)
-    message = shown(text) if text and not page else status_line(status)
+    status_line = f"HTTP {status} {responses.get(status, '')}".rstrip()
+    message = shown(text) if text and not page else status_line
     lowered = raw.casefold()
     if status in (401, 403):
         if _PERMISSION.search(lowered):
             # The key is fine; a new one would not help.
             return ServerError("permission_denied", message=message)
         return AuthError("invalid_auth")
-    if status == 429:
-        if (rejection := classify_rejection(status, raw, sent)) is not None:
-            return RequestRejectedError(
-                message, rejection.feature, general=False, status=status
-            )
-        return _rate_limited(headers, lowered, message)
-    data = _json_or_none(raw)
-    if (overflow := parse_overflow(text, data)) is not None:
-        return ContextOverflowError(overflow.window, overflow.prompt_tokens)
+    data = json_or_none(raw)
+    if status != 429 and (overflow := parse_overflow(text, data)) is not None:
+        return overflow
     if (rejection := classify_rejection(status, raw, sent)) is not None:
         return RequestRejectedError(
             message, rejection.feature, general=rejection.general, status=status
         )
+    if status == 429:
+        if "insufficient_quota" in lowered:
+            return ServerError("insufficient_quota", message=message)
+        for name in _RESETS:
+            if hint := headers.get(name):
+                return RateLimitedError("rate_limited_retry", retry_after=shown(hint))
+        return RateLimitedError("rate_limited")
     if status in route_errors(path).model_statuses and names_unknown_model(text, data):
         return ServerError("model_not_found", message=message)
     if 400 <= status < 500 or status == 501:
         # 501: the server does not implement what was asked, it is not down.
         return RequestRejectedError(message, status=status)
     if page or not text:
-        return _failed(status)
+        key = _FAILED.get(status, "server_failed")
+        return ServerError(key, status=str(status))
     return ServerError("api_error", message=message)
-
-
-def _failed(status: int) -> ServerError:
-    if status in (502, 504):
-        # A proxy or gateway answered for the server behind it.
-        return ServerError("gateway_failed", status=str(status))
-    if status == 503:
-        return ServerError("server_unavailable", status=str(status))
-    return ServerError("server_failed", status=str(status))
-
-
-def _json_or_none(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError, RecursionError:
-        return None
-
-
-def _rate_limited(
-    headers: Mapping[str, str], lowered: str, message: str
-) -> ServerError:
-    """Return the error of a 429: a spent quota, or a limit with or without a hint."""
-    if "insufficient_quota" in lowered:
-        return ServerError("insufficient_quota", message=message)
-    for name in ("retry-after", "x-ratelimit-reset-requests", "x-ratelimit-reset"):
-        if value := headers.get(name):
-            return RateLimitedError("rate_limited_retry", retry_after=shown(value))
-    return RateLimitedError("rate_limited")
 
 
 def retry_after(value: str | None) -> float | None:
@@ -266,3 +251,65 @@ def retry_after(value: str | None) -> float | None:
     if math.isnan(seconds):
         return None
     return max(seconds, 0.0)
+
+
+MAX_FIGURE_DIGITS = 9
+
+
+def _patterns(*texts: str) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(text, re.IGNORECASE) for text in texts)
+
+
+_WINDOW = _patterns(
+    # OpenAI, vLLM, DeepSeek, Groq; llama.cpp; LM Studio; Mistral; Gemini; Anthropic; TGI.
+    r"maximum context length is (\d+)",
+    r"available context size \((\d+) tokens?\)",
+    r"context length of only (\d+)",
+    r"with (\d+) maximum context length",
+    r"maximum number of tokens allowed \((\d+)\)",
+    r"tokens > (\d+) maximum",
+    r"max_new_tokens` must be <= (\d+)",
+)
+_PROMPT = _patterns(
+    r"your messages resulted in (\d+) tokens",
+    r"\((\d+) in the messages",
+    r"your request has (\d+) input tokens",
+    r"request \((\d+) tokens\) exceeds",
+    r"keep the first (\d+) tokens",
+    r"prompt contains (\d+) tokens",
+    r"input token count \((\d+)\)",
+    r"prompt is too long: (\d+) tokens",
+    r"given: (\d+) `inputs` tokens",
+)
+_OVERFLOW_WORDS = re.compile(
+    r"context_length_exceeded|exceed_context_size|context (?:length|window|size)"
+    r"|(?:prompt|input) is too long|too many tokens|reduce the length of the messages"
+)
+
+
+def parse_overflow(message: str, body: Any = None) -> ContextOverflowError | None:
+    """Return a context overflow with what its error says of it; None for any other."""
+    details = error_details(body)
+    window = _first_number(_WINDOW, message) or _positive(details.get("n_ctx"))
+    prompt = _first_number(_PROMPT, message) or _positive(
+        details.get("n_prompt_tokens")
+    )
+    if window is None and prompt is None:
+        words = f"{message} {details.get('code')} {details.get('type')}".lower()
+        if not _OVERFLOW_WORDS.search(words):
+            return None
+    return ContextOverflowError(window, prompt)
+
+
+def _first_number(patterns: tuple[re.Pattern[str], ...], text: str) -> int | None:
+    """Return the first matching pattern's number; a figure longer than a count is none."""
+    for pattern in patterns:
+        if (match := pattern.search(text)) and len(match[1]) <= MAX_FIGURE_DIGITS:
+            return int(match[1])
+    return None
+
+
+def _positive(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None

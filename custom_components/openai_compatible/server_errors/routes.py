@@ -26,10 +26,9 @@ class RouteErrors:
     voices: bool = False
 
 
+# Any other route (/chat/completions, /models) has no quirks.
 _ANY_ROUTE: Final = RouteErrors()
 ROUTES: Final[dict[str, RouteErrors]] = {
-    "/chat/completions": _ANY_ROUTE,
-    "/models": _ANY_ROUTE,
     "/responses": RouteErrors(Feature.RESPONSES_API),
     "/decisions": RouteErrors(Feature.DECISIONS),
     "/images/generations": RouteErrors(Feature.IMAGES_GENERATIONS),
@@ -66,17 +65,19 @@ def route_errors(path: str) -> RouteErrors:
     return ROUTES.get(path, _ANY_ROUTE)
 
 
+def error_details(body: Any) -> dict[str, Any]:
+    """Return the error object of an answer's body (or the body); else an empty one."""
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    return inner if isinstance(inner, dict) else {}
+
+
 def names_unknown_model(text: str, body: Any = None) -> bool:
     """Tell whether an error answer says the model is not there, by its code or words."""
-    if _error_code(body) == "model_not_found" or _UNKNOWN_MODEL.search(text):
+    code = error_details(body).get("code")
+    if code == "model_not_found" or _UNKNOWN_MODEL.search(text):
         return True
     model = _MODEL_WORD.search(text)
     return model is not None and bool(_NOT_FOUND_WORDS.search(text, model.end()))
-
-
-def _error_code(body: Any) -> Any:
-    inner = body.get("error", body) if isinstance(body, dict) else None
-    return inner.get("code") if isinstance(inner, dict) else None
 
 
 def is_missing_route(err: ServerError) -> bool:

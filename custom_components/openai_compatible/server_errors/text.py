@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import html
-from http import HTTPStatus
 import json
 import re
 from typing import Any, Final
@@ -21,11 +19,15 @@ _SPACES: Final = re.compile(r"\s+")
 def error_text(body: bytes) -> str:
     """Return the human part of an error body: OpenAI's, FastAPI's, or the text itself."""
     text = body.decode("utf-8", errors="replace")
+    return plain(_message_in(json_or_none(text)) or text)
+
+
+def json_or_none(text: str) -> Any:
+    """Return the JSON a text holds, or None."""
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except ValueError, RecursionError:
-        return plain(text)
-    return plain(_message_in(data) or text)
+        return None
 
 
 def _message_in(data: Any) -> str | None:
@@ -76,17 +78,3 @@ def _without_blocks(text: str) -> str:
         position = closing.end()
     kept.append(text[position:])
     return " ".join(kept)
-
-
-def is_page(headers: Mapping[str, str], raw: str) -> bool:
-    """Tell whether an error answer is a web page rather than an API error."""
-    kind = headers.get("content-type", "").casefold()
-    return "html" in kind or raw.lstrip()[:1] == "<"
-
-
-def status_line(status: int) -> str:
-    """Return a status with its standard phrase, as `HTTP 404 Not Found`."""
-    try:
-        return f"HTTP {status} {HTTPStatus(status).phrase}"
-    except ValueError:
-        return f"HTTP {status}"

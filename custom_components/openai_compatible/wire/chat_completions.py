@@ -9,7 +9,7 @@ a system message of its own after them, so the system prompt and tools stay.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 import hashlib
 import re
 from typing import Any, Final, Literal, cast
@@ -25,7 +25,7 @@ from ..media.attachments import LoadedFile, async_load_attachments
 from ..net.request import RequestSettings, ToolSet, without_keys
 from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject, ResponseFormat
 from ..window.prompt_fit import CallRef, ItemKind, PromptItem, split_turns
-from .chat_stream import ChatStreamParser, Delta, async_read_answer
+from .chat_stream import ChatStreamParser
 from .round_trip import Instructions
 from .tool_answers import checked_calls, model_calls
 
@@ -56,11 +56,12 @@ _PART_FEATURES: Final = {
     "input_image": Feature.IMAGE_INPUT,
     "input_file": Feature.FILE_INPUT,
 }
-# The fields that go with a feature that can go.
-_DROPPED_KEYS: Final = {
+# The fields that go with a feature that can go, in either dialect.
+DROPPED_KEYS: Final = {
     Feature.STREAM_OPTIONS: ("stream_options",),
     Feature.STREAM_WITH_TOOLS: ("stream", "stream_options"),
     Feature.PROMPT_CACHE_KEY: ("prompt_cache_key",),
+    Feature.SERVICE_TIER: ("service_tier",),
     Feature.TOOL_CHOICE: ("tool_choice",),
     Feature.SAMPLING: ("temperature", "top_p"),
 }
@@ -79,8 +80,11 @@ def split_instructions(text: str) -> tuple[str, str]:
 class ChatLogRenderer[Item, Part](ABC):
     """Render chat log content as one wire API's messages or items."""
 
-    # The content part of an attachment.
+    # The content part of an attachment, a text part's type, and what a
+    # message holds before its role.
     _attachment_part: Callable[[LoadedFile], Part]
+    _text_type: str
+    _message_head: Mapping[str, str]
 
     def __init__(self, hass: HomeAssistant, tool_set: ToolSet) -> None:
         """Prepare an empty cache."""
@@ -99,7 +103,15 @@ class ChatLogRenderer[Item, Part](ABC):
         items: list[Item] = []
         open_calls: dict[str, None] = {}
         for content in contents:
-            rendered = await self._async_cached(content, instructions)
+            # Each content is rendered once per text added to it.
+            extra = (
+                instructions[1] if instructions and instructions[0] is content else None
+            )
+            cached = self._rendered.get(id(content))
+            if cached is None or cached[0] is not content or cached[1] != extra:
+                cached = (content, extra, await self._async_convert(content, extra))
+                self._rendered[id(content)] = cached
+            rendered = cached[2]
             if isinstance(content, conversation.ToolResultContent):
                 if content.tool_call_id in open_calls:
                     del open_calls[content.tool_call_id]
@@ -114,21 +126,10 @@ class ChatLogRenderer[Item, Part](ABC):
             items.extend(rendered)
         return items
 
-    async def _async_cached(
-        self, content: conversation.Content, instructions: Instructions | None
-    ) -> list[Item]:
-        """Return one piece of content rendered, once per content and text added."""
-        extra = instructions[1] if instructions and instructions[0] is content else None
-        cached = self._rendered.get(id(content))
-        if cached is None or cached[0] is not content or cached[1] != extra:
-            cached = (content, extra, await self._async_convert(content, extra))
-            self._rendered[id(content)] = cached
-        return cached[2]
-
     async def _async_convert(
         self, content: conversation.Content, extra: str | None
     ) -> list[Item]:
-        """Convert one piece of content."""
+        """Convert one piece of content; a user's with any text added to it."""
         if isinstance(content, conversation.SystemContent):
             if not self.tool_set.tools:
                 return [self._message("system", content.content)]
@@ -138,7 +139,13 @@ class ChatLogRenderer[Item, Part](ABC):
             varying_message = [self._message("system", varying)] if varying else []
             return [self._message("system", shared), *varying_message]
         if isinstance(content, conversation.UserContent):
-            return [await self._async_user(content, extra)]
+            text = f"{content.content}\n\n{extra}" if extra else content.content
+            if not content.attachments:
+                return [self._message("user", text)]
+            files = await async_load_attachments(self._hass, content.attachments)
+            text_part = cast("Part", {"type": self._text_type, "text": text})
+            parts = [text_part, *map(self._attachment_part, files)]
+            return [self._message("user", parts)]
         if isinstance(content, conversation.AssistantContent):
             return self._assistant(content)
         result = content.result
@@ -147,24 +154,8 @@ class ChatLogRenderer[Item, Part](ABC):
             return [self._result(content.tool_call_id, {"error": result.data})]
         return [self._result(content.tool_call_id, result.data)]
 
-    async def _async_user(
-        self, content: conversation.UserContent, extra: str | None
-    ) -> Item:
-        """Convert a user message with any text added to it, its attachments read."""
-        text = f"{content.content}\n\n{extra}" if extra else content.content
-        if not content.attachments:
-            return self._message("user", text)
-        files = await async_load_attachments(self._hass, content.attachments)
-        parts = [self._text_part(text), *map(self._attachment_part, files)]
-        return self._message("user", parts)
-
-    @abstractmethod
-    def _text_part(self, text: str) -> Part:
-        """Return a text content part."""
-
-    @abstractmethod
     def _message(self, role: Role, content: str | list[Part]) -> Item:
-        """Return a message of a role."""
+        return cast("Item", {**self._message_head, "role": role, "content": content})
 
     @abstractmethod
     def _assistant(self, content: conversation.AssistantContent) -> list[Item]:
@@ -201,7 +192,6 @@ def chat_items(messages: Iterable[ChatMessage]) -> list[PromptItem]:
 
 
 def _chat_item(message: ChatMessage) -> PromptItem:
-    """Return one message as a prompt item."""
     if message.get("role") == "tool":
         answers = str(message.get("tool_call_id"))
         return PromptItem(ItemKind.RESULT, message, answers=answers)
@@ -276,7 +266,7 @@ def without_feature(body: ChatBody, feature: Feature) -> ChatBody | None:
     What tunes or sends the answer can go, the thinking given back, and the
     system messages (folded into the first user one); the rest is the request.
     """
-    if keys := _DROPPED_KEYS.get(feature):
+    if keys := DROPPED_KEYS.get(feature):
         return without_keys(body, keys)
     changed = body.copy()
     if feature is Feature.JSON_OBJECT_SCHEMA:
@@ -301,6 +291,8 @@ class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
     """`/chat/completions`: messages in, a chat completion or its chunks out."""
 
     _attachment_part = staticmethod(attachment_part)
+    _text_type = "text"
+    _message_head: Mapping[str, str] = {}
     route: str = "/chat/completions"
     proves: Feature | None = None
     retries_unstreamed: bool = True
@@ -322,10 +314,7 @@ class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
         self, conversation: list[ChatMessage], response_format: ResponseFormat | None
     ) -> ChatBody:
         """Return the request body around the messages."""
-        body: JsonObject = {
-            "model": self.settings.model,
-            "messages": conversation,
-        }
+        body: JsonObject = {"model": self.settings.model, "messages": conversation}
         if self.tools:
             body["tools"] = self.tools
             # The default with tools, which some servers only follow when told.
@@ -348,22 +337,7 @@ class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
             structured="response_format" in body,
         )
 
-    def read(
-        self, parser: ChatStreamParser, chunks: AsyncIterator[bytes], streamed: bool
-    ) -> AsyncIterator[Delta]:
-        """Yield the deltas of an answer."""
-        return async_read_answer(parser, chunks, streamed=streamed)
-
-    def _text_part(self, text: str) -> ChatPart:
-        """Return a text content part."""
-        return {"type": "text", "text": text}
-
-    def _message(self, role: Role, content: str | list[ChatPart]) -> ChatMessage:
-        """Return a message of a role."""
-        return {"role": role, "content": content}
-
     def _result(self, call_id: str, data: Any) -> ChatMessage:
-        """Return the result of a tool call."""
         return {
             "role": "tool",
             "tool_call_id": _wire_call_id(call_id, self.settings.short_tool_call_ids),

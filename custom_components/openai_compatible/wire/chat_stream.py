@@ -1,4 +1,4 @@
-"""Chat Completions answers read into chat log deltas.
+"""Chat Completions answers read into chat log deltas; either API's answer read.
 
 Every part of a chunk is checked where it is read: a server that sends an
 unexpected shape gets a translated error, never a traceback. An answer that
@@ -8,7 +8,7 @@ was cut off is told as such and runs no tool.
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from uuid import uuid4
 
 from homeassistant.components import conversation
@@ -35,6 +35,9 @@ from .think_tags import ThinkTagSplitter
 from .tool_answers import answered_calls, tool_inputs
 from .tool_calls import PendingCall, ToolCallAssembler
 from .written_calls import WrittenCallWatch
+
+if TYPE_CHECKING:
+    from .responses_stream import ResponsesStreamParser
 
 type Delta = (
     conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
@@ -104,6 +107,10 @@ class ChatStreamParser:
             self._choice(choice, deltas)
         return deltas
 
+    def feed_whole(self, raw: bytes) -> list[Delta]:
+        """Return the deltas of a whole answer that was not streamed."""
+        return self.feed(whole_answer_chunk(raw))
+
     def close(self, *, ended: bool) -> list[Delta]:
         """Return what remains when the answer is over.
 
@@ -159,7 +166,6 @@ class ChatStreamParser:
         self._say(spoken, deltas)
 
     def _say(self, text: str, deltas: list[Delta]) -> None:
-        """Add spoken text, if there is any."""
         if text:
             self._said = self._said or not text.isspace()
             deltas.append({"content": text})
@@ -244,9 +250,12 @@ def whole_answer_chunk(raw: bytes) -> JSONObject:
 
 
 async def async_read_answer(
-    parser: ChatStreamParser, body: AsyncIterable[bytes], *, streamed: bool
+    parser: ChatStreamParser | ResponsesStreamParser,
+    body: AsyncIterable[bytes],
+    *,
+    streamed: bool,
 ) -> AsyncIterator[Delta]:
-    """Yield the deltas of an answer read from a response body, within bounds.
+    """Yield the deltas of an answer of either wire API, read within bounds.
 
     When reading fails or the answer was cut off, a new message is started
     before the error is raised, so the chat log keeps the words already
@@ -261,27 +270,22 @@ async def async_read_answer(
                         yield delta
             ended = stream.done
         else:
-            for delta in parser.feed(whole_answer_chunk(await async_read_body(body))):
+            for delta in parser.feed_whole(await async_read_body(body)):
                 yield delta
             ended = True
         for delta in parser.close(ended=ended):
             yield delta
         if parser.cut_at_limit():
-            yield _cut_note()
+            # The text stands (a local model that does not stop is cut there on
+            # every turn), but the user sees and hears that it is not all.
+            LOGGER.debug("The answer reached its token limit; its text so far stands")
+            trace.async_conversation_trace_append(
+                trace.ConversationTraceEventType.AGENT_DETAIL,
+                {"answer_cut": "token_limit"},
+            )
+            note = async_get_exception_message(DOMAIN, "answer_cut")
+            yield {"content": f"… ({note})"}
         parser.raise_if_cut()
     except TranslatedError, httpx2.HTTPError:
         yield {"role": "assistant"}
         raise
-
-
-def _cut_note() -> Delta:
-    """Return the note that ends text cut at its token limit, and trace the cut.
-
-    The text stands (a local model that does not stop is cut there on every
-    turn), but the user sees and hears that it is not all.
-    """
-    LOGGER.debug("The answer reached its token limit; its text so far stands")
-    trace.async_conversation_trace_append(
-        trace.ConversationTraceEventType.AGENT_DETAIL, {"answer_cut": "token_limit"}
-    )
-    return {"content": f"… ({async_get_exception_message(DOMAIN, 'answer_cut')})"}

@@ -13,6 +13,7 @@ from typing import Any, Final
 from ..const import CONF_EXTRA_FIELDS, CONF_THINKING
 from ..models.capabilities import ModelCapabilities
 from ..models.names import thinking_fields, thinking_setting
+from ..net.request import without_keys
 
 # What the integration sets itself, over either wire API.
 OWNED_FIELDS: Final = frozenset(
@@ -43,30 +44,20 @@ def owned_fields(fields: Mapping[str, Any]) -> list[str]:
 def request_fields(
     data: Mapping[str, Any], capabilities: ModelCapabilities
 ) -> dict[str, object]:
-    """Return a subentry's extra fields with its thinking switch merged in."""
+    """Return a subentry's extra fields with its thinking switch merged in.
+
+    An object in both is merged one deep: the switch's keys over the user's.
+    """
     saved = data.get(CONF_EXTRA_FIELDS)
-    fields = (
-        {k: v for k, v in saved.items() if k not in OWNED_FIELDS}
-        if isinstance(saved, dict)
-        else {}
-    )
+    fields = without_keys(saved, tuple(OWNED_FIELDS)) if isinstance(saved, dict) else {}
     thinking = thinking_setting(data.get(CONF_THINKING))
-    return merged(
-        fields, thinking_fields(thinking, capabilities.kind, capabilities.model)
-    )
-
-
-def merged(
-    fields: Mapping[str, object], more: Mapping[str, object]
-) -> dict[str, object]:
-    """Return fields with more over them; objects in both are merged one deep."""
-    result = dict(fields)
-    for key, value in more.items():
-        old = result.get(key)
+    switch = thinking_fields(thinking, capabilities.kind, capabilities.model)
+    for key, value in switch.items():
+        old = fields.get(key)
         if isinstance(value, dict) and isinstance(old, dict):
             value = {**old, **value}
-        result[key] = value
-    return result
+        fields[key] = value
+    return fields
 
 
 def named_fields(message: str, names: Iterable[str]) -> tuple[str, ...]:

@@ -2,20 +2,27 @@
 
 Stateless: the whole conversation goes each round, reasoning encrypted, so the
 prefix stays for the prompt cache; nothing is stored unless the subentry opts in.
+The agent's own answers go back as the server gave them (`ResponsesReplay`);
+any other's as messages and function calls: another server cannot read the
+first one's reasoning.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Final, cast
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, cast
 
+from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers.json import json_dumps
 
 from ..features import PROVIDER_TOOLS, Feature
+from ..media.attachments import LoadedFile
 from ..models.capabilities import ModelCapabilities
 from ..models.provider_tools import ResponsesOptions
 from ..net.request import RequestSettings, ToolSet, without_keys
 from ..net.shapes import (
+    InputPart,
     JsonObject,
     ResponseFormat,
     ResponsesBody,
@@ -23,10 +30,9 @@ from ..net.shapes import (
     TextParams,
 )
 from ..window.prompt_fit import CallRef, ItemKind, PromptItem
-from .chat_completions import part_features
-from .responses_render import InputRenderer, function_tools
-from .responses_stream import ResponsesStreamParser, async_read_events
-from .tool_answers import checked_calls
+from .chat_completions import DROPPED_KEYS, ChatLogRenderer, part_features
+from .responses_stream import ResponsesReplay, ResponsesStreamParser
+from .tool_answers import checked_calls, model_calls
 
 ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
 # OpenAI refuses a smaller limit on the answer's tokens.
@@ -87,20 +93,10 @@ def settings_body(
     return params
 
 
-def _text_format(response_format: ResponseFormat) -> JsonObject:
-    """Return a Chat Completions response format as `text.format`."""
-    if response_format["type"] != "json_schema":
-        return {"type": response_format["type"]}
-    return {"type": "json_schema", **response_format["json_schema"]}
-
-
 def handling_body(options: ResponsesOptions) -> JsonObject:
     """Return how the provider is to handle the request: its tier, and storing."""
-    params: JsonObject = {}
-    if options.service_tier:
-        params["service_tier"] = options.service_tier
-    params["store"] = options.store
-    return params
+    tier = {"service_tier": options.service_tier} if options.service_tier else {}
+    return {**tier, "store": options.store}
 
 
 def body_features(body: ResponsesBody) -> frozenset[Feature]:
@@ -138,15 +134,6 @@ def body_features(body: ResponsesBody) -> frozenset[Feature]:
     return frozenset(features | part_features(body.get("input") or ()))
 
 
-# The fields that go with a feature that can go.
-_DROPPED_KEYS: Final = {
-    Feature.PROMPT_CACHE_KEY: ("prompt_cache_key",),
-    Feature.SERVICE_TIER: ("service_tier",),
-    Feature.SAMPLING: ("temperature", "top_p"),
-    Feature.STREAM_WITH_TOOLS: ("stream",),
-}
-
-
 def without_feature(body: ResponsesBody, feature: Feature) -> ResponsesBody | None:
     """Return the body asking the same without the feature; None if it cannot.
 
@@ -154,51 +141,36 @@ def without_feature(body: ResponsesBody, feature: Feature) -> ResponsesBody | No
     answers without it); a response format, function tools or attachments
     are the request itself.
     """
-    if keys := _DROPPED_KEYS.get(feature):
+    if keys := DROPPED_KEYS.get(feature):
         return without_keys(body, keys)
-    changed = body.copy()
+    fields = cast("dict[str, Any]", body)
+    changed: dict[str, Any]
     if feature is Feature.REASONING:
-        changed.pop("reasoning", None)
-        _drop_include(changed, ENCRYPTED_REASONING)
+        changed = {"reasoning": None}
     elif feature is Feature.REASONING_SUMMARY:
-        _drop_key(changed, "reasoning", "summary")
+        changed = {"reasoning": without_keys(fields.get("reasoning", {}), ("summary",))}
     elif feature is Feature.VERBOSITY:
-        _drop_key(changed, "text", "verbosity")
+        changed = {"text": without_keys(fields.get("text", {}), ("verbosity",))}
     elif feature in PROVIDER_TOOLS:
-        _drop_provider_tool(changed, feature)
+        kept = [
+            tool
+            for tool in fields.get("tools") or ()
+            if _TOOL_FEATURES.get(str(tool["type"])) is not feature
+        ]
+        changed = {"tools": kept}
     else:
         return None
-    return changed
-
-
-def _drop_key(body: ResponsesBody, field: str, key: str) -> None:
-    old = cast("dict[str, object]", body.get(field, {}))
-    _set_or_drop(body, field, {name: v for name, v in old.items() if name != key})
-
-
-def _drop_include(body: ResponsesBody, value: str) -> None:
-    rest = [item for item in body.get("include") or () if item != value]
-    _set_or_drop(body, "include", rest)
-
-
-def _drop_provider_tool(body: ResponsesBody, feature: Feature) -> None:
-    """Remove a provider-run tool and what the request includes of its calls."""
-    tools = body.get("tools") or ()
-    kept = [
-        tool for tool in tools if _TOOL_FEATURES.get(str(tool["type"])) is not feature
+    # What the request includes of what goes (encrypted reasoning, a tool's calls).
+    changed["include"] = [
+        value
+        for value in fields.get("include") or ()
+        if _INCLUDE_FEATURES.get(value) is not feature
     ]
-    _set_or_drop(body, "tools", kept)
-    for value, included in _INCLUDE_FEATURES.items():
-        if included is feature:
-            _drop_include(body, value)
-
-
-def _set_or_drop(body: ResponsesBody, field: str, value: object) -> None:
-    fields = cast("JsonObject", body)  # the field's shape stays the same
-    if value:
-        fields[field] = value
-    else:
-        fields.pop(field, None)
+    merged = {**fields, **changed}
+    return cast(
+        "ResponsesBody",
+        {key: value for key, value in merged.items() if value or key not in changed},
+    )
 
 
 def responses_items(items: Iterable[ResponsesItem]) -> list[PromptItem]:
@@ -224,9 +196,27 @@ def _responses_item(item: ResponsesItem) -> PromptItem:
     return PromptItem(ItemKind.of_role(item.get("role")), item, summary=summary)
 
 
-class ResponsesDialect(InputRenderer):
+def function_tools(tool_set: ToolSet) -> list[JsonObject]:
+    """Return the tools in the Responses form, not strict (the API's default is)."""
+    return [
+        {"type": "function", **tool["function"], "strict": False}
+        for tool in tool_set.tools
+    ]
+
+
+def input_attachment(file: LoadedFile) -> InputPart:
+    """Return the content part of one attachment."""
+    if file.mime_type.startswith("image/"):
+        return {"type": "input_image", "image_url": file.data_url, "detail": "auto"}
+    return {"type": "input_file", "filename": file.name, "file_data": file.data_url}
+
+
+class ResponsesDialect(ChatLogRenderer[ResponsesItem, InputPart]):
     """`/responses`: input items in, a response or its events out."""
 
+    _attachment_part = staticmethod(input_attachment)
+    _text_type = "input_text"
+    _message_head: Mapping[str, str] = {"type": "message"}
     route: str = "/responses"
     proves: Feature | None = Feature.RESPONSES_API
     retries_unstreamed: bool = False
@@ -235,7 +225,6 @@ class ResponsesDialect(InputRenderer):
     body_features = staticmethod(body_features)
     without_feature = staticmethod(without_feature)
     prompt_items = staticmethod(responses_items)
-    read = staticmethod(async_read_events)
 
     def __init__(
         self,
@@ -246,8 +235,9 @@ class ResponsesDialect(InputRenderer):
         tool_set: ToolSet,
         agent_id: str,
     ) -> None:
-        """Prepare for a run of rounds of one agent."""
-        super().__init__(hass, tool_set, agent_id)
+        """Prepare for rounds of one agent, whose answers go back as they came."""
+        super().__init__(hass, tool_set)
+        self._agent_id = agent_id
         self.settings = settings
         self.tools = [*function_tools(tool_set), *options.provider_tools]
         self._capabilities = capabilities
@@ -257,16 +247,18 @@ class ResponsesDialect(InputRenderer):
         self, conversation: list[ResponsesItem], response_format: ResponseFormat | None
     ) -> ResponsesBody:
         """Return the request body around the input items."""
-        body: JsonObject = {
-            "model": self.settings.model,
-            "input": conversation,
-        }
+        body: JsonObject = {"model": self.settings.model, "input": conversation}
         if self.tools:
             body["tools"] = self.tools
         body.update(settings_body(self.settings, self._options, self._capabilities))
         if response_format:
+            # The Chat Completions response format as `text.format`.
+            kind = response_format["type"]
+            schema = (
+                dict(response_format["json_schema"]) if kind == "json_schema" else {}
+            )
             text = cast("TextParams", body.get("text", {}))
-            body["text"] = {**text, "format": _text_format(response_format)}
+            body["text"] = {**text, "format": {"type": kind, **schema}}
         body.update(handling_body(self._options))
         return cast("ResponsesBody", body)
 
@@ -281,3 +273,38 @@ class ResponsesDialect(InputRenderer):
             own_calls=checked_calls(self.tool_set),
             remove_citations=self._options.remove_citations,
         )
+
+    def _result(self, call_id: str, data: Any) -> ResponsesItem:
+        return {
+            "type": "function_call_output",
+            "call_id": call_id,
+            "output": json_dumps(data),
+        }
+
+    def _call_ids(
+        self, content: conversation.AssistantContent, rendered: list[ResponsesItem]
+    ) -> list[str]:
+        return [item["call_id"] for item in rendered if item["type"] == "function_call"]
+
+    def _assistant(self, content: conversation.AssistantContent) -> list[ResponsesItem]:
+        """Convert an answer: as the server gave it, or as text and calls."""
+        if (
+            isinstance(content.native, ResponsesReplay)
+            and content.agent_id == self._agent_id
+        ):
+            return cast("list[ResponsesItem]", list(content.native.items))
+        calls = model_calls(content)
+        if not calls and not content.content:
+            if content.tool_calls:
+                return []  # only provider-run calls of another agent
+            return [self._message("assistant", "")]
+        said = [self._message("assistant", content.content)] if content.content else []
+        return said + [
+            {
+                "type": "function_call",
+                "call_id": call.id,
+                "name": self.tool_set.to_wire.get(call.tool_name, call.tool_name),
+                "arguments": json_dumps(call.tool_args),
+            }
+            for call in calls
+        ]

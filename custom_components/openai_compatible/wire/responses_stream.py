@@ -4,21 +4,22 @@ One chat log message holds the output items up to a provider-run call, whose
 result follows as a tool result; its `native` value keeps those items as they
 go back to the server (`ResponsesReplay`), so reasoning models keep their
 chain across rounds. Function calls are handed over only once the answer is
-complete: an answer cut off runs no tool.
+complete: an answer cut off runs no tool. Inline web-search citations
+(` ([example.com](https://...))`) are kept out of speech: across deltas, only
+text that may still become one is held back.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
+import re
 from typing import Final
 
-from homeassistant.components import conversation
 from homeassistant.helpers import llm
 from homeassistant.helpers.json import json_dumps
-import httpx2
 
-from ..errors import MalformedAnswerError, ModelError, ServerError, TranslatedError
+from ..errors import MalformedAnswerError, ModelError, ServerError
 from ..net.readers import (
     JSONObject,
     error_message,
@@ -30,18 +31,14 @@ from ..net.readers import (
     string_or_none,
 )
 from ..net.request import OwnCalls
-from ..net.sse import EventStream, async_read_body
 from ..net.transport import parse_json
 from ..server_errors.answers import answer_error
-from .citations import CitationFilter
+from .chat_stream import Delta
 from .provider_calls import PROVIDER_CALLS, provider_view, replayed_call
 from .think_tags import ThinkTagSplitter
 from .tool_answers import call_input
 from .tool_calls import MAX_TOOL_CALLS, PendingCall, too_many_calls
 
-type Delta = (
-    conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
-)
 type Item = JSONObject
 
 
@@ -57,6 +54,55 @@ _THINKING_DELTAS: Final = (
 )
 # What of a reasoning item goes back to the server.
 _REASONING_KEYS: Final = ("type", "id", "summary", "content", "encrypted_content")
+# The longest title and address of a citation; past them, text is not one.
+_MAX_TITLE: Final = 300
+_MAX_URL: Final = 2000
+_CITATION: Final = re.compile(
+    rf"\(\[[^\]\n]{{1,{_MAX_TITLE}}}\]\(https?://[^\s()]{{1,{_MAX_URL}}}\)\)"
+)
+# Every start of a citation, from its opening parenthesis on.
+_CITATION_START: Final = re.compile(
+    rf"\((?:\[(?:[^\]\n]{{0,{_MAX_TITLE}}}(?:\](?:\((?:h(?:t(?:t(?:p(?:s?(?::"
+    rf"(?:/(?:/[^\s()]{{0,{_MAX_URL}}}(?:\)\)?)?)?)?)?)?)?)?)?)?)?)?)?)?"
+)
+
+
+class CitationFilter:
+    """Remove inline citations from text that arrives in pieces."""
+
+    def __init__(self) -> None:
+        """Start with nothing held back."""
+        self._held = ""
+
+    def feed(self, text: str) -> str:
+        """Return the text that is certain to be spoken, citations removed."""
+        buffer = self._held + text
+        self._held = ""
+        spoken: list[str] = []
+        position = 0
+        while (found := buffer.find("(", position)) >= 0:
+            # The space before a citation goes with it.
+            start = found - 1 if buffer[found - 1 : found] == " " else found
+            spoken.append(buffer[position:start])
+            if match := _CITATION.match(buffer, found):
+                position = match.end()
+            elif _CITATION_START.fullmatch(buffer, found):
+                self._held = buffer[start:]
+                return "".join(spoken)
+            else:
+                spoken.append(buffer[start : found + 1])
+                position = found + 1
+        rest = buffer[position:]
+        if rest.endswith(" "):
+            # It may be the space before a citation.
+            rest, self._held = rest[:-1], " "
+        spoken.append(rest)
+        return "".join(spoken)
+
+    def flush(self) -> str:
+        """Return what is held back when the text is over."""
+        held, self._held = self._held, ""
+        return held
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +156,14 @@ class ResponsesStreamParser:
             self._text(read_string(event.get("delta"), "delta"))
         elif kind in _THINKING_DELTAS:
             self._streamed.add(_index(event))
-            self._thinking(event)
+            text = read_string(event.get("delta"), "delta")
+            # Each summary part, or item, starts a paragraph of its own.
+            at = (event.get("output_index"), event.get("summary_index"))
+            if self._summary_at is not None and at != self._summary_at:
+                text = f"\n\n{text}"
+            self._summary_at = at
+            if text:
+                self._deltas.append({"thinking_content": text})
         elif kind == "response.output_item.done":
             self._item_done(_index(event), read_object(event.get("item"), "item"))
         elif kind in ("response.completed", "response.incomplete"):
@@ -119,15 +172,19 @@ class ResponsesStreamParser:
             raise _failure(event)
         return self._take()
 
-    def feed_whole(self, response: JSONObject) -> list[Delta]:
+    def feed_whole(self, raw: bytes) -> list[Delta]:
         """Return the deltas of a whole answer that was not streamed."""
-        self._finish(response)
+        self._finish(read_object(parse_json(raw), "the answer"))
         return self._take()
 
-    def close(self) -> list[Delta]:
-        """Return what remains when the body is over."""
+    def close(self, *, ended: bool = True) -> list[Delta]:
+        """Return what remains when the body is over (the answer tells its end)."""
         self._text()
         return self._take()
+
+    def cut_at_limit(self) -> bool:
+        """Tell whether an answer cut at its token limit stands: never."""
+        return False
 
     def raise_if_cut(self) -> None:
         """Raise the error that tells why the answer stopped short, if it did."""
@@ -158,15 +215,6 @@ class ResponsesStreamParser:
             self._silent = False
             self._spoken.append(spoken)
             self._deltas.append({"content": spoken})
-
-    def _thinking(self, event: JSONObject) -> None:
-        text = read_string(event.get("delta"), "delta")
-        at = (event.get("output_index"), event.get("summary_index"))
-        if self._summary_at is not None and at != self._summary_at:
-            text = f"\n\n{text}"
-        self._summary_at = at
-        if text:
-            self._deltas.append({"thinking_content": text})
 
     def _item_done(self, index: int, item: Item) -> None:
         """Take one finished output item, once: the same item or call id is skipped."""
@@ -342,29 +390,3 @@ def _failure(event: JSONObject) -> ServerError:
 
 def _index(event: JSONObject) -> int:
     return read_index(event.get("output_index", 0), "output_index")
-
-
-async def async_read_events(
-    parser: ResponsesStreamParser, body: AsyncIterable[bytes], streamed: bool
-) -> AsyncIterator[Delta]:
-    """Yield the deltas of an answer read from a response body, within bounds.
-
-    When reading fails or the answer was cut off, a new message is started
-    before the error is raised, so the chat log keeps the words already said.
-    """
-    try:
-        if streamed:
-            async for events in EventStream(body):
-                for event in events:
-                    for delta in parser.feed(event):
-                        yield delta
-        else:
-            answer = read_object(parse_json(await async_read_body(body)), "the answer")
-            for delta in parser.feed_whole(answer):
-                yield delta
-        for delta in parser.close():
-            yield delta
-        parser.raise_if_cut()
-    except TranslatedError, httpx2.HTTPError:
-        yield {"role": "assistant"}
-        raise

@@ -34,14 +34,12 @@ from ..net.sse import async_read_body
 from ..net.transport import Budget, Transport, parse_json
 from ..window.context_window import observe_usage
 from ..window.prompt_fit import PromptItem
+from .chat_stream import Delta, async_read_answer
 from .extra_fields import named_fields
 
 if TYPE_CHECKING:
     from ..window.context_window import RequestFit
 
-type Delta = (
-    conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
-)
 # Text added to one user message (the task's own), so it stays in place.
 type Instructions = tuple[conversation.UserContent, str]
 
@@ -58,13 +56,7 @@ class BodyAsk(TypedDict, total=False):
     instructions: Instructions | None
 
 
-class AnswerParser(Protocol):
-    """A wire API's stream parser: the usage it read, once read."""
-
-    usage: JsonObject | None
-
-
-class Dialect[P: AnswerParser, B: WireBody, M: WireItem](Protocol):
+class Dialect[P, B: WireBody, M: WireItem](Protocol):
     """What one wire API tells the round trip."""
 
     route: str
@@ -104,11 +96,6 @@ class Dialect[P: AnswerParser, B: WireBody, M: WireItem](Protocol):
 
     def parser(self, body: B) -> P:
         """Return a parser for the answer to a body."""
-
-    def read(
-        self, parser: P, chunks: AsyncIterator[bytes], streamed: bool
-    ) -> AsyncIterator[Delta]:
-        """Yield the deltas of an answer."""
 
 
 @dataclass(slots=True)
@@ -221,9 +208,7 @@ class RoundTrip:
 
     async def async_complete(self, body: WireBody) -> JsonObject:
         """Send a whole request of the dialect's form; return its whole answer."""
-        shaped = self._shaped(body, stream=False)
-        async with self._async_open(shaped, self._tries()) as (chunks, _):
-            answer = parse_json(await async_read_body(chunks))
+        answer = parse_json(await self._async_whole(body))
         if not isinstance(answer, dict):
             raise MalformedAnswerError(part="the answer")
         if isinstance(usage := answer.get("usage"), dict):
@@ -233,13 +218,15 @@ class RoundTrip:
     async def async_warm(self, body: WireBody) -> None:
         """Send a request for its prompt alone, so that the server caches it."""
         dialect = self._dialect
-        least = cast("WireBody", {**body, dialect.limit_key: dialect.least_limit})
-        request = self._shaped(least, stream=False)
-        async with self._async_open(request, self._tries()) as (chunks, _):
-            await async_read_body(chunks)
+        least = {**body, dialect.limit_key: dialect.least_limit}
+        await self._async_whole(cast("WireBody", least))
+
+    async def _async_whole(self, body: WireBody) -> bytes:
+        shaped = self._shaped(body, stream=False)
+        async with self._async_open(shaped, self._tries()) as (chunks, _):
+            return await async_read_body(chunks)
 
     def _tries(self) -> _Tries:
-        """Return the tries of a round trip starting now."""
         loop = asyncio.get_running_loop()
         return _Tries(self._budget, loop.time() + self._budget.deadline, MAX_TRIES)
 
@@ -277,13 +264,11 @@ class RoundTrip:
 
     def _limited(self, body: WireBody, limit: int | None) -> WireBody:
         """Return the body with the answer's limit where the dialect puts it."""
-        dialect = self._dialect
-        key = (
-            {}
-            if limit is None
-            else {dialect.limit_key: max(limit, dialect.least_limit)}
-        )
-        return cast("WireBody", {**without_keys(body, LIMIT_KEYS), **key})
+        body = without_keys(body, LIMIT_KEYS)
+        if limit is None:
+            return body
+        least = self._dialect.least_limit
+        return cast("WireBody", {**body, self._dialect.limit_key: max(limit, least)})
 
     async def _async_answer(
         self, chat_log: conversation.ChatLog, body: WireBody, tries: _Tries
@@ -294,7 +279,9 @@ class RoundTrip:
             said = False
             try:
                 async with self._async_open(body, tries) as (chunks, streamed):
-                    async for delta in self._dialect.read(parser, chunks, streamed):
+                    async for delta in async_read_answer(
+                        parser, chunks, streamed=streamed
+                    ):
                         said = said or says_something(delta)
                         yield delta
             except ContextOverflowError as err:

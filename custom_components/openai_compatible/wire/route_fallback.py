@@ -18,12 +18,8 @@ from ..features import Feature
 from ..models.capabilities import ModelCapabilities
 from ..net.request import ToolSet
 from ..net.shapes import WireBody
-from .round_trip import BodyAsk, Delta, RoundTrip
-
-
-def refuses_route(err: RequestRejectedError) -> bool:
-    """Tell whether a refusal says the server has no Responses API."""
-    return err.feature is Feature.RESPONSES_API
+from .chat_stream import Delta
+from .round_trip import BodyAsk, RoundTrip
 
 
 @dataclass(eq=False)
@@ -34,11 +30,11 @@ class FallbackAdapter:
     _chat: Callable[[], RoundTrip]
     _capabilities: ModelCapabilities
     _asked: BodyAsk = field(init=False, default_factory=BodyAsk)
-    tool_set: ToolSet = field(init=False)
 
-    def __post_init__(self) -> None:
-        """Offer the tools of the Responses API's round trip."""
-        self.tool_set = self._current.tool_set
+    @property
+    def tool_set(self) -> ToolSet:
+        """Return the tools of the round trip in use (both offer the same)."""
+        return self._current.tool_set
 
     async def async_build_body(
         self, chat_log: conversation.ChatLog, **asked: Unpack[BodyAsk]
@@ -55,24 +51,20 @@ class FallbackAdapter:
             async for delta in self._current.async_stream(chat_log, body):
                 yield delta
         except RequestRejectedError as err:
-            self._fall_back(err)
+            if err.feature is not Feature.RESPONSES_API:
+                raise
+            LOGGER.debug(
+                "%s has no Responses API (%s); using Chat Completions",
+                self._capabilities.model,
+                err.server_message,
+            )
+            self._capabilities.learn_refused(Feature.RESPONSES_API, err.lesson_source)
+            self._current = self._chat()
         else:
             return
         body = await self._current.async_build_body(chat_log, **self._asked)
         async for delta in self._current.async_stream(chat_log, body):
             yield delta
-
-    def _fall_back(self, err: RequestRejectedError) -> None:
-        """Switch to Chat Completions for a refused route; raise anything else."""
-        if not refuses_route(err):
-            raise err
-        LOGGER.debug(
-            "%s has no Responses API (%s); using Chat Completions",
-            self._capabilities.model,
-            err.server_message,
-        )
-        self._capabilities.learn_refused(Feature.RESPONSES_API, err.lesson_source)
-        self._current = self._chat()
 
 
 # What the entities run their requests through.
