@@ -44,7 +44,7 @@ from .net.request import RequestSettings, ToolSet, build_tool_set
 from .net.shapes import ResponseFormat, WireBody
 from .net.transport import Budget
 from .tool_offer.offer import ToolOffer
-from .window.context_window import ContextWindow, default_answer_limit
+from .window.context_window import ContextWindow, RequestFit, default_answer_limit
 from .wire.chat_completions import ChatCompletionsDialect
 from .wire.extra_fields import request_fields
 from .wire.rescue import TurnRescue
@@ -212,7 +212,7 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
             on_usage=partial(self.runtime.usage.record_usage, subentry_id),
             fit=None
             if chat_log is None
-            else self.context_window.request(chat_log, capabilities, settings),
+            else RequestFit(self.context_window, chat_log, capabilities, settings),
         )
 
     def _tool_set(self, llm_api: llm.APIInstance | None) -> ToolSet:

@@ -1,11 +1,9 @@
 """The context window of each agent and task, and fitting each request into it.
 
-`ContextWindow`, one per subentry: the window (the smallest of the setting and
-what the server reports or an overflow named), the estimate calibrated by the
-server's counts, what each conversation left out, and a repair issue while the
-prompt alone is too large. `RequestFit`, one per run of rounds: each request
-fitted with its answer's limit, fitted again once after an overflow, and a chat
-template that drops system messages learned from the server's count.
+`ContextWindow`, one per subentry: the estimate calibrated by the server's
+counts, what each conversation left out, and a repair issue while the prompt
+alone is too large. `RequestFit`, one per run of rounds: each request fitted
+with its answer's limit, fitted again once after an overflow.
 """
 
 from __future__ import annotations
@@ -36,7 +34,6 @@ from ..net.shapes import JsonObject
 from .prompt_fit import (
     DEFAULT_ANSWER_TOKENS,
     ConversationCut,
-    Fitted,
     Limits,
     Message,
     PromptItem,
@@ -98,34 +95,11 @@ class ContextWindow:
     def __init__(self, entry_id: str, subentry: ConfigSubentry) -> None:
         """Start uncalibrated, with no conversation cut yet."""
         self._entry_id = entry_id
-        self._subentry = subentry
+        self.subentry = subentry
         self.estimate = TokenEstimate()
         self._cuts: OrderedDict[str, ConversationCut] = OrderedDict()
-
-    @property
-    def issue_id(self) -> str:
-        """Return the id of the subentry's "prompt too large" repair issue."""
-        return f"prompt_too_large_{self._subentry.subentry_id}"
-
-    def request(
-        self,
-        chat_log: conversation.ChatLog,
-        capabilities: ModelCapabilities,
-        settings: RequestSettings,
-    ) -> RequestFit:
-        """Return the fitting for a run of rounds on this chat log."""
-        return RequestFit(self, chat_log, capabilities, settings)
-
-    def limits(
-        self, capabilities: ModelCapabilities, settings: RequestSettings
-    ) -> Limits:
-        """Return what requests must fit in now."""
-        options = self._subentry.data
-        return Limits(
-            window=known_window(options, capabilities),
-            answer_tokens=settings.max_tokens or DEFAULT_ANSWER_TOKENS,
-            history_turns=options.get(CONF_HISTORY_TURNS),
-        )
+        # The subentry's "prompt too large" repair issue.
+        self.issue_id = f"prompt_too_large_{subentry.subentry_id}"
 
     def cut(self, conversation_id: str) -> ConversationCut:
         """Return what was left out of a conversation so far."""
@@ -151,7 +125,7 @@ class ContextWindow:
             severity=ir.IssueSeverity.WARNING,
             translation_key="prompt_too_large",
             translation_placeholders={
-                "name": self._subentry.title,
+                "name": self.subentry.title,
                 **(err.translation_placeholders or {}),
             },
         )
@@ -203,7 +177,7 @@ class RequestFit:
         self._owner.estimate.calibrate(
             self._sent_raw, read_count(err.prompt_tokens), claimed=True
         )
-        window = self._owner.limits(self._capabilities, self._settings).window
+        window = self._limits().window
         if named and (window is None or named < window):
             self._capabilities.learn_context_window(named)
         elif window is None or self._owner.estimate.ratio == before:
@@ -215,48 +189,49 @@ class RequestFit:
         """Calibrate the estimate with the tokens the server counted.
 
         A count too small for the system messages teaches that the chat
-        template drops them; one too small for the tools raises.
+        template drops them (not on Ollama, some versions of which count only
+        uncached tokens); one too small for the tools raises.
         """
-        estimate = self._owner.estimate
+        estimate, capabilities = self._owner.estimate, self._capabilities
         counted = usage.get("prompt_tokens")
         items, tools = self._asked
         tool_tokens = estimate.tokens(estimate.raw_tools(tools))
         system = sum(map(raw_message, split_turns(items)[0]))
         if isinstance(counted, int):
-            self._capabilities.accepted_prompt(counted)
-        if self._dropped_system(counted, system):
+            capabilities.accepted_prompt(counted)
+        if (
+            isinstance(counted, int)
+            and 0 < counted < system * DROPPED_SYSTEM_SHARE
+            and capabilities.kind is not ServerKind.OLLAMA
+            and not capabilities.refuses(Feature.SYSTEM_MESSAGES)
+        ):
             LOGGER.info(
                 "%s counted %s prompt tokens for a system prompt of about %d: its "
                 "chat template drops system messages, so the system prompt now "
                 "goes at the start of the first user message",
-                self._capabilities.model,
+                capabilities.model,
                 counted,
                 estimate.tokens(system),
             )
-            self._capabilities.learn_refused(
+            capabilities.learn_refused(
                 Feature.SYSTEM_MESSAGES,
                 f"{counted} prompt tokens counted for a longer system prompt",
             )
         else:
             estimate.calibrate(self._sent_raw, counted)
-        check_tools_kept(self._capabilities, tool_tokens, counted)
+        check_tools_kept(capabilities, tool_tokens, counted)
 
-    def _dropped_system(self, counted: Any, system: float) -> bool:
-        """Tell whether the count is too small for the system messages' raw `system`.
-
-        Not on Ollama, some versions of which count only uncached tokens.
-        """
-        return (
-            isinstance(counted, int)
-            and 0 < counted < system * DROPPED_SYSTEM_SHARE
-            and self._capabilities.kind is not ServerKind.OLLAMA
-            and not self._capabilities.refuses(Feature.SYSTEM_MESSAGES)
+    def _limits(self) -> Limits:
+        options = self._owner.subentry.data
+        return Limits(
+            window=known_window(options, self._capabilities),
+            answer_tokens=self._settings.max_tokens or DEFAULT_ANSWER_TOKENS,
+            history_turns=options.get(CONF_HISTORY_TURNS),
         )
 
     def _fitted(self, messages: list[PromptItem], tools: Tools) -> Fit:
         """Fit the messages, trace what was done, and keep the repair current."""
-        limits = self._owner.limits(self._capabilities, self._settings)
-        estimate = self._owner.estimate
+        limits, estimate = self._limits(), self._owner.estimate
         try:
             fitted = fit(messages, tools, limits, estimate, self._cut)
         except ContextWindowError as err:
@@ -264,35 +239,24 @@ class RequestFit:
             raise
         self._owner.resolve(self._chat_log.hass)
         self._sent_raw = estimate.raw_request(fitted.items, tools)
-        self._trace(limits, fitted)
+        context = {
+            "window": limits.window,
+            "estimated_tokens": fitted.tokens,
+            "answer_tokens": fitted.answer_tokens,
+            "kept_turns": fitted.kept_turns,
+            "dropped_turns": fitted.dropped_turns,
+            "system_folded": self._capabilities.refuses(Feature.SYSTEM_MESSAGES),
+        }
+        self._chat_log.async_trace({"context": context})
         # The settings' limit, or less where the window leaves less room.
         less = (
-            fitted.answer_tokens
-            if fitted.answer_tokens < limits.answer_tokens
-            else None
+            fitted.answer_tokens if fitted.answer_tokens < limits.answer_tokens else 0
         )
         return fitted.messages, less or self._settings.max_tokens
 
-    def _trace(self, limits: Limits, fitted: Fitted) -> None:
-        """Tell the conversation's trace what fitting did."""
-        self._chat_log.async_trace(
-            {
-                "context": {
-                    "window": limits.window,
-                    "estimated_tokens": fitted.tokens,
-                    "answer_tokens": fitted.answer_tokens,
-                    "kept_turns": fitted.kept_turns,
-                    "dropped_turns": fitted.dropped_turns,
-                    "system_folded": self._capabilities.refuses(
-                        Feature.SYSTEM_MESSAGES
-                    ),
-                }
-            }
-        )
-
     def _unfixable(self, err: ContextOverflowError, named: int | None) -> Exception:
         """Return the error for an overflow trimming cannot fix; `named`: its window."""
-        limits = self._owner.limits(self._capabilities, self._settings)
+        limits = self._limits()
         window = named or limits.window
         if window is None:
             return err
@@ -319,18 +283,14 @@ def observe_usage(
     """Trace the tokens an answer reports, and calibrate the fitting by them."""
     if not usage:
         return
-    chat_log.async_trace({"stats": usage_stats(usage), "usage": usage})
-    on_usage(usage)
-    if fit is not None:
-        fit.observe(usage)
-
-
-def usage_stats(usage: Mapping[str, object]) -> dict[str, object]:
-    """Return the token figures Home Assistant's trace view shows."""
     details = usage.get("prompt_tokens_details")
     cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    return {
+    stats = {  # as Home Assistant's trace view shows them
         "input_tokens": usage.get("prompt_tokens"),
         "cached_input_tokens": cached or 0,
         "output_tokens": usage.get("completion_tokens"),
     }
+    chat_log.async_trace({"stats": stats, "usage": usage})
+    on_usage(usage)
+    if fit is not None:
+        fit.observe(usage)
