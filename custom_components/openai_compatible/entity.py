@@ -43,7 +43,7 @@ from .models.providers import provider_for
 from .net.request import RequestSettings, ToolSet, build_tool_set
 from .net.shapes import ResponseFormat, WireBody
 from .net.transport import Budget
-from .tool_offer.offer import ToolOffer
+from .tool_offer import ToolOffer
 from .window.context_window import ContextWindow, RequestFit, default_answer_limit
 from .wire.chat_completions import ChatCompletionsDialect
 from .wire.extra_fields import request_fields

@@ -19,10 +19,10 @@ from custom_components.openai_compatible.const import (
 )
 from custom_components.openai_compatible.features import WireApi
 from custom_components.openai_compatible.net.request import ToolSet
-from custom_components.openai_compatible.tool_offer.offer import call_examples
+from custom_components.openai_compatible.tool_offer import call_examples
 from simulator import OpenAISimulator, sse_text, sse_tool_calls
 
-from ..conftest import SetupEntry, converse, speech
+from .conftest import SetupEntry, converse, speech
 
 ASSIST = {CONF_LLM_HASS_API: [llm.LLM_API_ASSIST]}
 TURN_ON = "intent__HassTurnOn"
