@@ -9,14 +9,16 @@ with its answer's limit, fitted again once after an overflow.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+import math
 from typing import TYPE_CHECKING, Any
 
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigEntryState, ConfigSubentry
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
+from homeassistant.helpers.json import json_dumps
 
 from ..const import (
     CONF_CHAT_MODEL,
@@ -32,12 +34,12 @@ from ..models.server_info import ServerKind
 from ..net.readers import read_count, read_window
 from ..net.shapes import JsonObject
 from .prompt_fit import (
+    CHARS_PER_TOKEN,
     DEFAULT_ANSWER_TOKENS,
     ConversationCut,
     Limits,
     Message,
     PromptItem,
-    TokenEstimate,
     Tools,
     fit,
     raw_message,
@@ -51,6 +53,8 @@ if TYPE_CHECKING:
 # A request's messages as sent, and the answer's limit; None: no limit.
 type Fit = tuple[list[Message], int | None]
 
+# Ratios not learned from: a server that cut the prompt, or counts part of it.
+_RATIO_RANGE = (0.25, 4.0)
 # Conversations whose cuts are remembered, the most recent ones.
 MAX_CONVERSATIONS = 32
 # A local server's answer limit is at most this share of the window.
@@ -59,6 +63,50 @@ LOCAL_ANSWER_SHARE = 4
 # estimate of its system messages alone left them out: no tokenizer counts
 # text that short (the calibration's lowest ratio).
 DROPPED_SYSTEM_SHARE = 0.25
+
+
+class TokenEstimate:
+    """A token estimate, calibrated by what the server counted before."""
+
+    def __init__(self) -> None:
+        """Start uncalibrated."""
+        self.ratio = 1.0  # server tokens per raw estimated token
+        self.calibrated = False
+        self._claimed = False  # the ratio rests on a count only an error claimed
+        self._tools: tuple[Tools, float] | None = None
+
+    def tokens(self, raw: float) -> int:
+        """Return the calibrated token count of a raw estimate."""
+        return math.ceil(raw * self.ratio)
+
+    def chars(self, tokens: int) -> int:
+        """Return about how many characters make this many tokens."""
+        return int(tokens / self.ratio * CHARS_PER_TOKEN)
+
+    def raw_tools(self, tools: Tools) -> float:
+        """Return the raw estimate of the tools, computed once per tool list."""
+        if self._tools is None or self._tools[0] is not tools:
+            raw = len(json_dumps(tools)) / CHARS_PER_TOKEN if tools else 0.0
+            self._tools = (tools, raw)
+        return self._tools[1]
+
+    def raw_request(self, items: Iterable[PromptItem], tools: Tools) -> float:
+        """Return the raw estimate of a whole request."""
+        return sum(map(raw_message, items)) + self.raw_tools(tools)
+
+    def calibrate(
+        self, raw: float, prompt_tokens: Any, *, claimed: bool = False
+    ) -> None:
+        """Correct the estimate by a count; one an error `claimed` is not averaged."""
+        if not isinstance(prompt_tokens, int) or raw <= 0 or prompt_tokens <= 0:
+            return
+        ratio = prompt_tokens / raw
+        if not _RATIO_RANGE[0] <= ratio <= _RATIO_RANGE[1]:
+            return
+        smoothed = self.calibrated and not self._claimed
+        self.ratio = (self.ratio + ratio) / 2 if smoothed else ratio
+        self.calibrated = True
+        self._claimed = claimed
 
 
 def known_window(
