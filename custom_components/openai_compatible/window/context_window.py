@@ -113,12 +113,8 @@ def known_window(
     options: Mapping[str, Any], capabilities: ModelCapabilities
 ) -> int | None:
     """Return the window requests must fit: the smallest of the setting and the server's."""
-    known = [
-        window
-        for window in (options.get(CONF_CONTEXT_WINDOW), capabilities.context_window)
-        if window
-    ]
-    return min(known) if known else None
+    windows = (options.get(CONF_CONTEXT_WINDOW), capabilities.context_window)
+    return min(filter(None, windows), default=None)
 
 
 def default_answer_limit(
@@ -308,13 +304,9 @@ class RequestFit:
         window = named or limits.window
         if window is None:
             return err
-        needed = (
-            max(
-                read_count(err.prompt_tokens) or 0,
-                self._owner.estimate.tokens(self._sent_raw),
-            )
-            + limits.least_answer_tokens
-        )
+        counted = read_count(err.prompt_tokens) or 0
+        estimated = self._owner.estimate.tokens(self._sent_raw)
+        needed = max(counted, estimated) + limits.least_answer_tokens
         error = ContextWindowError(
             "prompt_too_large", needed=f"{needed:,}", window=f"{window:,}"
         )
