@@ -99,13 +99,13 @@ class OpenAICompatibleSTTEntity(stt.SpeechToTextEntity, OpenAICompatibleSubentry
             )
             capabilities = self.runtime.capabilities.model(self.model)
             with self._server_errors():
-                async for part in async_transcribe(
+                async for text, final in async_transcribe(
                     self.runtime.transport, capabilities, request, self.budget()
                 ):
-                    if part.final:
-                        yield stt.SpeechResult(part.text, stt.SpeechResultState.SUCCESS)
+                    if final:
+                        yield stt.SpeechResult(text, stt.SpeechResultState.SUCCESS)
                     else:
-                        yield stt.PartialSpeechResult(part.text)
+                        yield stt.PartialSpeechResult(text)
         except TranslatedError as err:
             LOGGER.warning("Speech-to-text failed: %s", err)
             yield stt.SpeechResult(None, stt.SpeechResultState.ERROR)

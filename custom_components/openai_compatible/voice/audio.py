@@ -50,12 +50,8 @@ class TranscriptionRequest:
     stream: bool = True
 
 
-@dataclass(frozen=True, slots=True)
-class TranscriptPart:
-    """The transcript so far, or, when final, all of it."""
-
-    text: str
-    final: bool
+# The transcript so far, or, when final (True), all of it.
+type TranscriptPart = tuple[str, bool]
 
 
 async def async_transcribe(
@@ -90,7 +86,7 @@ async def async_transcribe(
                     yield part
             else:
                 raw = await async_read_body(opened.aiter_bytes(), MAX_TEXT_BYTES)
-                yield TranscriptPart(_transcript_text(raw, media_type), True)
+                yield _transcript_text(raw, media_type), True
     except ServerError as err:
         retried = _without_refused(err, TRANSCRIPTION_ROUTE, request, capabilities)
         async for part in async_transcribe(transport, capabilities, retried, budget):
@@ -144,8 +140,8 @@ async def _transcript_events(events: EventStream) -> AsyncIterator[TranscriptPar
                 final = str(event.get("text") or heard)
             elif piece := _event_text(event):
                 heard += piece
-                yield TranscriptPart(heard.strip(), False)
-    yield TranscriptPart((heard if final is None else final).strip(), True)
+                yield heard.strip(), False
+    yield (heard if final is None else final).strip(), True
 
 
 @dataclass(frozen=True, slots=True)

@@ -332,32 +332,21 @@ class _ResultCutter:
             return item
         name = self._names.get(item.answers) or "the tool"
         narrower = ""
-        if parameters := _parameter_names(self._tools, name):
-            narrower = f" For the rest, call {name} again with narrower arguments ({', '.join(parameters)})."
+        for tool in self._tools:
+            # A Chat Completions tool nests its function; a Responses one does not.
+            function = tool.get("function", tool)
+            if isinstance(function, Mapping) and function.get("name") == name:
+                parameters = function.get("parameters") or {}
+                if names := list(parameters.get("properties") or ()):
+                    narrower = f" For the rest, call {name} again with narrower arguments ({', '.join(names)})."
+                break
         return item.with_text(cut_result(content, keep, words, narrower))
 
 
 def _words(turn: Turn) -> frozenset[str]:
     """Return the words that may name what the request that starts a turn is about."""
     asked = turn[0].text if turn and turn[0].kind is ItemKind.USER else None
-    return (
-        frozenset(_WORD.findall(asked.lower()))
-        if isinstance(asked, str)
-        else frozenset()
-    )
-
-
-def _parameter_names(tools: Tools, name: str) -> list[str]:
-    """Return the parameters of the function offered under the name.
-
-    A Chat Completions tool nests its function; a Responses one does not.
-    """
-    for tool in tools:
-        function = tool.get("function", tool)
-        if isinstance(function, Mapping) and function.get("name") == name:
-            parameters = function.get("parameters")
-            return list((parameters.get("properties") if parameters else None) or ())
-    return []
+    return frozenset(_WORD.findall(asked.lower() if isinstance(asked, str) else ""))
 
 
 def cut_result(content: str, keep: int, words: frozenset[str], narrower: str) -> str:
