@@ -3,7 +3,9 @@
 `ContextWindow`, one per subentry: the estimate calibrated by the server's
 counts, what each conversation left out, and a repair issue while the prompt
 alone is too large. `RequestFit`, one per run of rounds: each request fitted
-with its answer's limit, fitted again once after an overflow.
+into the window (the smallest of the setting and what the server reports or an
+overflow named) with its answer's limit, fitted again once after an overflow;
+a count too small for the system messages teaches that the template drops them.
 """
 
 from __future__ import annotations
