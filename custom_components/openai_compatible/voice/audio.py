@@ -50,17 +50,13 @@ class TranscriptionRequest:
     stream: bool = True
 
 
-# The transcript so far, or, when final (True), all of it.
-type TranscriptPart = tuple[str, bool]
-
-
 async def async_transcribe(
     transport: Transport,
     capabilities: ModelCapabilities,
     request: TranscriptionRequest,
     budget: Budget,
-) -> AsyncIterator[TranscriptPart]:
-    """Yield the transcript as the server gives it, ending with the final one."""
+) -> AsyncIterator[tuple[str, bool]]:
+    """Yield (the transcript so far, False) as the server gives it, then (all, True)."""
     body: TranscriptionBody = {"model": request.model, "response_format": "json"}
     if request.language:
         body["language"] = request.language
@@ -128,7 +124,7 @@ def _event_text(event: JsonObject) -> str:
     return ""
 
 
-async def _transcript_events(events: EventStream) -> AsyncIterator[TranscriptPart]:
+async def _transcript_events(events: EventStream) -> AsyncIterator[tuple[str, bool]]:
     """Yield the growing transcript of an event stream, then the final one."""
     heard = ""
     final: str | None = None
