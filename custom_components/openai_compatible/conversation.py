@@ -153,11 +153,14 @@ class OpenAICompatibleConversationEntity(
         if self._warming is not None:
             # On a server of several slots, a request sent meanwhile finds a cold cache.
             await asyncio.wait({self._warming})
+        prompt = options.get(CONF_PROMPT)
+        if user_input.satellite_id or user_input.device_id:
+            prompt = _spoken(prompt)  # a device listens
         try:
             await chat_log.async_provide_llm_data(
                 user_input.as_llm_context(DOMAIN),
                 options.get(CONF_LLM_HASS_API),
-                _instructions(options.get(CONF_PROMPT), user_input),
+                prompt,
                 user_input.extra_system_prompt,
             )
         except conversation.ConverseError as err:
@@ -178,15 +181,6 @@ class OpenAICompatibleConversationEntity(
                 async_converse_with, self.hass, user_input, chat_log.conversation_id
             ),
         )
-
-
-def _instructions(
-    prompt: str | None, user_input: conversation.ConversationInput
-) -> str | None:
-    """Return the agent's instructions, told to speak where a device listens."""
-    if not (user_input.satellite_id or user_input.device_id):
-        return prompt
-    return _spoken(prompt)
 
 
 def _spoken(prompt: str | None) -> str:

@@ -43,8 +43,8 @@ from .models.providers import provider_for
 from .net.request import RequestSettings, ToolSet, build_tool_set
 from .net.shapes import ResponseFormat, WireBody
 from .net.transport import Budget
-from .tool_offer.offer import ToolOffer
-from .window.context_window import ContextWindow, default_answer_limit
+from .tool_offer import ToolOffer
+from .window.context_window import ContextWindow, RequestFit, default_answer_limit
 from .wire.chat_completions import ChatCompletionsDialect
 from .wire.extra_fields import request_fields
 from .wire.rescue import TurnRescue
@@ -167,10 +167,8 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
             extra=request_fields(options, capabilities) if tuned else {},
         )
 
-    def adapter(
-        self, tool_set: ToolSet, chat_log: conversation.ChatLog | None = None
-    ) -> Adapter:
-        """Return the wire adapter for a run of rounds, fitted to the window with a log."""
+    def adapter(self, tool_set: ToolSet, chat_log: conversation.ChatLog) -> Adapter:
+        """Return the wire adapter for a run of rounds, fitted to the window."""
         setting = api_setting(self.entry.options.get(CONF_API))
         chat = partial(self._round_trip, self._chat_dialect, tool_set, chat_log)
         if self.capabilities.api(setting) is WireApi.CHAT_COMPLETIONS:
@@ -212,16 +210,8 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
             on_usage=partial(self.runtime.usage.record_usage, subentry_id),
             fit=None
             if chat_log is None
-            else self.context_window.request(chat_log, capabilities, settings),
+            else RequestFit(self.context_window, chat_log, capabilities, settings),
         )
-
-    def _tool_set(self, llm_api: llm.APIInstance | None) -> ToolSet:
-        """Return the tools in wire form, once per API instance (kept between turns)."""
-        cached = self._tool_set_cache
-        if cached is None or cached[0] is not llm_api:
-            cached = (llm_api, build_tool_set(llm_api))
-            self._tool_set_cache = cached
-        return cached[1]
 
     def _offer(self, chat_log: conversation.ChatLog) -> ToolOffer:
         """Return the tools a turn offers; an agent on a local server shows examples."""
@@ -229,25 +219,11 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
         examples = self.subentry.subentry_type == SUBENTRY_CONVERSATION and data.get(
             CONF_CALL_EXAMPLES, self.runtime.capabilities.local
         )
-        tool_set = self._tool_set(chat_log.llm_api)
-        return ToolOffer(tool_set, data, chat_log, examples=bool(examples))
-
-    def _rescue(
-        self, chat_log: conversation.ChatLog, tool_set: ToolSet, free_form: bool
-    ) -> TurnRescue:
-        """Return the watch over a turn; an agent's answers are spoken sentences."""
-        speaks = free_form and self.subentry.subentry_type == SUBENTRY_CONVERSATION
-        one_round = self.subentry.data.get(
-            CONF_ONE_ROUND, self.runtime.capabilities.local
-        )
-        return TurnRescue(
-            self.hass,
-            chat_log,
-            tool_set,
-            self.entity_id,
-            speaks=speaks,
-            one_round=bool(one_round),
-        )
+        # The tools in wire form, once per API instance (kept between turns).
+        cached, api = self._tool_set_cache, chat_log.llm_api
+        if cached is None or cached[0] is not api:
+            cached = self._tool_set_cache = (api, build_tool_set(api))
+        return ToolOffer(cached[1], data, chat_log, examples=bool(examples))
 
     async def _async_handle_chat_log(
         self,
@@ -261,7 +237,17 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
         """Run the model on the chat log until no tool result is unanswered."""
         offer = self._offer(chat_log)
         adapter = self.adapter(offer.tool_set(), chat_log)
-        rescue = self._rescue(chat_log, offer.tool_set(), response_format is None)
+        local = self.runtime.capabilities.local
+        # The watch over the turn; an agent's answers are spoken sentences.
+        rescue = TurnRescue(
+            self.hass,
+            chat_log,
+            offer.tool_set(),
+            self.entity_id,
+            speaks=response_format is None
+            and self.subentry.subentry_type == SUBENTRY_CONVERSATION,
+            one_round=bool(self.subentry.data.get(CONF_ONE_ROUND, local)),
+        )
         capabilities = self.capabilities
         check_model_takes(
             capabilities,

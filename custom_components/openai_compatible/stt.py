@@ -63,17 +63,6 @@ async def async_read_recording(
     return wav, "speech.wav"
 
 
-def home_names(hass: HomeAssistant) -> list[str]:
-    """Return the names of the areas and of the entities exposed to Assist."""
-    names = [area.name for area in ar.async_get(hass).async_list_areas()]
-    names += sorted(
-        state.name
-        for state in hass.states.async_all()
-        if async_should_expose(hass, conversation.DOMAIN, state.entity_id)
-    )
-    return list(dict.fromkeys(names))
-
-
 class OpenAICompatibleSTTEntity(stt.SpeechToTextEntity, OpenAICompatibleSubentryEntity):
     """Speech to text through the server's transcription route."""
 
@@ -110,13 +99,13 @@ class OpenAICompatibleSTTEntity(stt.SpeechToTextEntity, OpenAICompatibleSubentry
             )
             capabilities = self.runtime.capabilities.model(self.model)
             with self._server_errors():
-                async for part in async_transcribe(
+                async for text, final in async_transcribe(
                     self.runtime.transport, capabilities, request, self.budget()
                 ):
-                    if part.final:
-                        yield stt.SpeechResult(part.text, stt.SpeechResultState.SUCCESS)
+                    if final:
+                        yield stt.SpeechResult(text, stt.SpeechResultState.SUCCESS)
                     else:
-                        yield stt.PartialSpeechResult(part.text)
+                        yield stt.PartialSpeechResult(text)
         except TranslatedError as err:
             LOGGER.warning("Speech-to-text failed: %s", err)
             yield stt.SpeechResult(None, stt.SpeechResultState.ERROR)
@@ -127,8 +116,15 @@ class OpenAICompatibleSTTEntity(stt.SpeechToTextEntity, OpenAICompatibleSubentry
         if text := str(self.subentry.data.get(CONF_PROMPT) or "").strip():
             parts.append(text)
         if self.subentry.data.get(CONF_HINT_NAMES):
-            names = ""
-            for name in home_names(self.hass):
+            # The areas, then the entities exposed to Assist.
+            hass, names = self.hass, ""
+            exposed = sorted(
+                state.name
+                for state in hass.states.async_all()
+                if async_should_expose(hass, conversation.DOMAIN, state.entity_id)
+            )
+            areas = [area.name for area in ar.async_get(hass).async_list_areas()]
+            for name in dict.fromkeys([*areas, *exposed]):
                 if len(names) + len(name) + 2 > MAX_PROMPT_CHARACTERS:
                     break
                 names = f"{names}, {name}" if names else name

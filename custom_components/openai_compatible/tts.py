@@ -173,7 +173,11 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
     ) -> SpeechRequest:
         """Return a request with no text yet: the subentry's settings, options over them."""
         data = self.subentry.data
-        speed = _speed(options.get(CONF_SPEED, data.get(CONF_SPEED, 1.0)))
+        asked = options.get(CONF_SPEED, data.get(CONF_SPEED, 1.0))
+        try:  # a speed that is no number is 0: out of range
+            speed = float(asked) if isinstance(asked, int | float | str) else 0.0
+        except ValueError:
+            speed = 0.0
         if not MIN_SPEED <= speed <= MAX_SPEED:
             raise InputError(
                 "speed_out_of_range",
@@ -232,11 +236,3 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
             _async_items(pieces), self._speech(options, server_format)
         )
         return extension, b"".join([piece async for piece in spoken])
-
-
-def _speed(value: object) -> float:
-    """Return a speed as a number; 0 (out of range) when it is none."""
-    try:
-        return float(value) if isinstance(value, int | float | str) else 0.0
-    except ValueError:
-        return 0.0

@@ -21,7 +21,7 @@ from custom_components.openai_compatible.const import (
     MAX_TOOL_ROUNDS_CONVERSATION,
 )
 from custom_components.openai_compatible.features import Feature
-from custom_components.openai_compatible.tool_offer.lookup import LOOKUP_TOOL
+from custom_components.openai_compatible.tool_offer import LOOKUP_TOOL
 from simulator import (
     OpenAISimulator,
     chunk,

@@ -42,7 +42,7 @@ from custom_components.openai_compatible.features import WireApi
 from custom_components.openai_compatible.window.context_window import (
     MAX_CONVERSATIONS,
     ContextWindow,
-    usage_stats,
+    observe_usage,
 )
 from custom_components.openai_compatible.window.prompt_fit import MIN_ANSWER_TOKENS
 from simulator import OpenAISimulator, sse_text, sse_tool_calls
@@ -864,13 +864,21 @@ async def test_responses_overflow_inside_the_stream_teaches_the_window(
     assert again["input"] == first["input"]
 
 
-def test_usage_stats() -> None:
+def test_usage_stats(hass: HomeAssistant) -> None:
     """Cached tokens come from the details when they are an object."""
-    assert usage_stats(
-        {
-            "prompt_tokens": 10,
-            "completion_tokens": 2,
-            "prompt_tokens_details": {"cached_tokens": 4},
-        }
-    ) == {"input_tokens": 10, "cached_input_tokens": 4, "output_tokens": 2}
-    assert usage_stats({"prompt_tokens_details": [1]})["cached_input_tokens"] == 0
+    chat_log = conversation.ChatLog(hass, "stats")
+    traced: list[dict[str, Any]] = []
+    chat_log.async_trace = traced.append  # type: ignore[method-assign]
+    usage: dict[str, Any] = {
+        "prompt_tokens": 10,
+        "completion_tokens": 2,
+        "prompt_tokens_details": {"cached_tokens": 4},
+    }
+    observe_usage(chat_log, usage, lambda _: None, None)
+    observe_usage(chat_log, {"prompt_tokens_details": [1]}, lambda _: None, None)
+    observe_usage(chat_log, None, lambda _: None, None)
+
+    assert [event["stats"] for event in traced] == [
+        {"input_tokens": 10, "cached_input_tokens": 4, "output_tokens": 2},
+        {"input_tokens": None, "cached_input_tokens": 0, "output_tokens": None},
+    ]

@@ -43,12 +43,10 @@ class LoadedFile:
 
 def sniff_mime_type(data: bytes) -> str | None:
     """Return the media type the bytes announce, if we know it."""
-    for signature, mime_type in _SIGNATURES:
-        if data.startswith(signature):
-            return mime_type
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return "image/webp"
-    return None
+    known = (mime for signature, mime in _SIGNATURES if data.startswith(signature))
+    return next(known, None)
 
 
 def _read(path: Path, declared: str, allowed: frozenset[str], room: int) -> LoadedFile:

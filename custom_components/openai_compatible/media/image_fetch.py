@@ -12,7 +12,7 @@ import socket
 from typing import Final
 import zlib
 
-from homeassistant.core import HomeAssistant, callback
+from homeassistant.core import HomeAssistant
 from homeassistant.helpers.httpx_client import create_async_httpx_client
 from homeassistant.util.hass_dict import HassKey
 import httpx2
@@ -36,7 +36,12 @@ async def async_fetch_image(hass: HomeAssistant, url: str, base_url: str) -> byt
     """Return the bytes at an image URL the server gave; errors never repeat the URL."""
     try:
         async with asyncio.timeout(IMAGE_FETCH_SECONDS):
-            networks = await _async_networks(hass, base_url)
+            # Images may come from public networks, and from the base URL's.
+            try:
+                addresses = await _async_addresses(hass, httpx2.URL(base_url))
+            except OSError, UnicodeError:
+                addresses = []
+            networks = {_PUBLIC} | {kind for kind in map(_network, addresses) if kind}
             current = _parsed(url)
             for _ in range(IMAGE_MAX_REDIRECTS + 1):
                 fetched = await _async_download(hass, current, networks)
@@ -86,15 +91,6 @@ async def _async_addresses(hass: HomeAssistant, url: httpx2.URL) -> list[_Addres
     return [ipaddress.ip_address(info[4][0]) for info in infos]
 
 
-async def _async_networks(hass: HomeAssistant, base_url: str) -> set[str]:
-    """Return the networks images may come from: public, and the base URL's."""
-    try:
-        addresses = await _async_addresses(hass, httpx2.URL(base_url))
-    except OSError, UnicodeError:
-        addresses = []
-    return {_PUBLIC} | {kind for kind in map(_network, addresses) if kind}
-
-
 async def _async_download(
     hass: HomeAssistant, url: httpx2.URL, networks: set[str]
 ) -> bytes | httpx2.URL:
@@ -119,8 +115,11 @@ async def _async_get(
     hass: HomeAssistant, url: httpx2.URL, address: _Address
 ) -> bytes | httpx2.URL:
     """GET the URL from one address, naming the host as the URL does; a redirect's URL."""
+    if (client := hass.data.get(_CLIENT)) is None:
+        # A client of its own: no shared cookies.
+        client = hass.data[_CLIENT] = create_async_httpx_client(hass)
     try:
-        async with _client(hass).stream(
+        async with client.stream(
             "GET",
             url.copy_with(host=str(address)),
             headers={
@@ -161,11 +160,3 @@ async def _async_read_capped(response: httpx2.Response) -> bytes:
         if len(body) > IMAGE_MAX_BYTES:
             raise _failed(f"it is larger than {IMAGE_MAX_BYTES // 2**20} MiB")
     return bytes(body)
-
-
-@callback
-def _client(hass: HomeAssistant) -> httpx2.AsyncClient:
-    """Return the client for image downloads, of its own: no shared cookies."""
-    if (client := hass.data.get(_CLIENT)) is None:
-        client = hass.data[_CLIENT] = create_async_httpx_client(hass)
-    return client

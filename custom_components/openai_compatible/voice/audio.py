@@ -50,21 +50,13 @@ class TranscriptionRequest:
     stream: bool = True
 
 
-@dataclass(frozen=True, slots=True)
-class TranscriptPart:
-    """The transcript so far, or, when final, all of it."""
-
-    text: str
-    final: bool
-
-
 async def async_transcribe(
     transport: Transport,
     capabilities: ModelCapabilities,
     request: TranscriptionRequest,
     budget: Budget,
-) -> AsyncIterator[TranscriptPart]:
-    """Yield the transcript as the server gives it, ending with the final one."""
+) -> AsyncIterator[tuple[str, bool]]:
+    """Yield (the transcript so far, False) as the server gives it, then (all, True)."""
     body: TranscriptionBody = {"model": request.model, "response_format": "json"}
     if request.language:
         body["language"] = request.language
@@ -90,7 +82,7 @@ async def async_transcribe(
                     yield part
             else:
                 raw = await async_read_body(opened.aiter_bytes(), MAX_TEXT_BYTES)
-                yield TranscriptPart(_transcript_text(raw, media_type), True)
+                yield _transcript_text(raw, media_type), True
     except ServerError as err:
         retried = _without_refused(err, TRANSCRIPTION_ROUTE, request, capabilities)
         async for part in async_transcribe(transport, capabilities, retried, budget):
@@ -132,7 +124,7 @@ def _event_text(event: JsonObject) -> str:
     return ""
 
 
-async def _transcript_events(events: EventStream) -> AsyncIterator[TranscriptPart]:
+async def _transcript_events(events: EventStream) -> AsyncIterator[tuple[str, bool]]:
     """Yield the growing transcript of an event stream, then the final one."""
     heard = ""
     final: str | None = None
@@ -144,8 +136,8 @@ async def _transcript_events(events: EventStream) -> AsyncIterator[TranscriptPar
                 final = str(event.get("text") or heard)
             elif piece := _event_text(event):
                 heard += piece
-                yield TranscriptPart(heard.strip(), False)
-    yield TranscriptPart((heard if final is None else final).strip(), True)
+                yield heard.strip(), False
+    yield (heard if final is None else final).strip(), True
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,8 +60,7 @@ async def _read_wav_header(answer: AsyncIterator[bytes]) -> tuple[_WavHeader, by
     buffer = b""
     async for piece in answer:
         buffer += piece
-        parsed = parse_wav_header(buffer)
-        if parsed is not None:
+        if (parsed := parse_wav_header(buffer)) is not None:
             return parsed
         if len(buffer) > _WAV_HEADER_LIMIT:
             break

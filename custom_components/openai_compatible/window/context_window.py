@@ -1,24 +1,26 @@
 """The context window of each agent and task, and fitting each request into it.
 
-`ContextWindow`, one per subentry: the window (the smallest of the setting and
-what the server reports or an overflow named), the estimate calibrated by the
-server's counts, what each conversation left out, and a repair issue while the
-prompt alone is too large. `RequestFit`, one per run of rounds: each request
-fitted with its answer's limit, fitted again once after an overflow, and a chat
-template that drops system messages learned from the server's count.
+`ContextWindow`, one per subentry: the estimate calibrated by the server's
+counts, what each conversation left out, and a repair issue while the prompt
+alone is too large. `RequestFit`, one per run of rounds: each request fitted
+into the window (the smallest of the setting and what the server reports or an
+overflow named) with its answer's limit, fitted again once after an overflow;
+a count too small for the system messages teaches that the template drops them.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+import math
 from typing import TYPE_CHECKING, Any
 
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigEntryState, ConfigSubentry
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
+from homeassistant.helpers.json import json_dumps
 
 from ..const import (
     CONF_CHAT_MODEL,
@@ -34,13 +36,12 @@ from ..models.server_info import ServerKind
 from ..net.readers import read_count, read_window
 from ..net.shapes import JsonObject
 from .prompt_fit import (
+    CHARS_PER_TOKEN,
     DEFAULT_ANSWER_TOKENS,
     ConversationCut,
-    Fitted,
     Limits,
     Message,
     PromptItem,
-    TokenEstimate,
     Tools,
     fit,
     raw_message,
@@ -54,6 +55,8 @@ if TYPE_CHECKING:
 # A request's messages as sent, and the answer's limit; None: no limit.
 type Fit = tuple[list[Message], int | None]
 
+# Ratios not learned from: a server that cut the prompt, or counts part of it.
+_RATIO_RANGE = (0.25, 4.0)
 # Conversations whose cuts are remembered, the most recent ones.
 MAX_CONVERSATIONS = 32
 # A local server's answer limit is at most this share of the window.
@@ -64,16 +67,56 @@ LOCAL_ANSWER_SHARE = 4
 DROPPED_SYSTEM_SHARE = 0.25
 
 
+class TokenEstimate:
+    """A token estimate, calibrated by what the server counted before."""
+
+    def __init__(self) -> None:
+        """Start uncalibrated."""
+        self.ratio = 1.0  # server tokens per raw estimated token
+        self.calibrated = False
+        self._claimed = False  # the ratio rests on a count only an error claimed
+        self._tools: tuple[Tools, float] | None = None
+
+    def tokens(self, raw: float) -> int:
+        """Return the calibrated token count of a raw estimate."""
+        return math.ceil(raw * self.ratio)
+
+    def chars(self, tokens: int) -> int:
+        """Return about how many characters make this many tokens."""
+        return int(tokens / self.ratio * CHARS_PER_TOKEN)
+
+    def raw_tools(self, tools: Tools) -> float:
+        """Return the raw estimate of the tools, computed once per tool list."""
+        if self._tools is None or self._tools[0] is not tools:
+            raw = len(json_dumps(tools)) / CHARS_PER_TOKEN if tools else 0.0
+            self._tools = (tools, raw)
+        return self._tools[1]
+
+    def raw_request(self, items: Iterable[PromptItem], tools: Tools) -> float:
+        """Return the raw estimate of a whole request."""
+        return sum(map(raw_message, items)) + self.raw_tools(tools)
+
+    def calibrate(
+        self, raw: float, prompt_tokens: Any, *, claimed: bool = False
+    ) -> None:
+        """Correct the estimate by a count; one an error `claimed` is not averaged."""
+        if not isinstance(prompt_tokens, int) or raw <= 0 or prompt_tokens <= 0:
+            return
+        ratio = prompt_tokens / raw
+        if not _RATIO_RANGE[0] <= ratio <= _RATIO_RANGE[1]:
+            return
+        smoothed = self.calibrated and not self._claimed
+        self.ratio = (self.ratio + ratio) / 2 if smoothed else ratio
+        self.calibrated = True
+        self._claimed = claimed
+
+
 def known_window(
     options: Mapping[str, Any], capabilities: ModelCapabilities
 ) -> int | None:
     """Return the window requests must fit: the smallest of the setting and the server's."""
-    known = [
-        window
-        for window in (options.get(CONF_CONTEXT_WINDOW), capabilities.context_window)
-        if window
-    ]
-    return min(known) if known else None
+    windows = (options.get(CONF_CONTEXT_WINDOW), capabilities.context_window)
+    return min(filter(None, windows), default=None)
 
 
 def default_answer_limit(
@@ -98,34 +141,11 @@ class ContextWindow:
     def __init__(self, entry_id: str, subentry: ConfigSubentry) -> None:
         """Start uncalibrated, with no conversation cut yet."""
         self._entry_id = entry_id
-        self._subentry = subentry
+        self.subentry = subentry
         self.estimate = TokenEstimate()
         self._cuts: OrderedDict[str, ConversationCut] = OrderedDict()
-
-    @property
-    def issue_id(self) -> str:
-        """Return the id of the subentry's "prompt too large" repair issue."""
-        return f"prompt_too_large_{self._subentry.subentry_id}"
-
-    def request(
-        self,
-        chat_log: conversation.ChatLog,
-        capabilities: ModelCapabilities,
-        settings: RequestSettings,
-    ) -> RequestFit:
-        """Return the fitting for a run of rounds on this chat log."""
-        return RequestFit(self, chat_log, capabilities, settings)
-
-    def limits(
-        self, capabilities: ModelCapabilities, settings: RequestSettings
-    ) -> Limits:
-        """Return what requests must fit in now."""
-        options = self._subentry.data
-        return Limits(
-            window=known_window(options, capabilities),
-            answer_tokens=settings.max_tokens or DEFAULT_ANSWER_TOKENS,
-            history_turns=options.get(CONF_HISTORY_TURNS),
-        )
+        # The subentry's "prompt too large" repair issue.
+        self.issue_id = f"prompt_too_large_{subentry.subentry_id}"
 
     def cut(self, conversation_id: str) -> ConversationCut:
         """Return what was left out of a conversation so far."""
@@ -151,7 +171,7 @@ class ContextWindow:
             severity=ir.IssueSeverity.WARNING,
             translation_key="prompt_too_large",
             translation_placeholders={
-                "name": self._subentry.title,
+                "name": self.subentry.title,
                 **(err.translation_placeholders or {}),
             },
         )
@@ -203,7 +223,7 @@ class RequestFit:
         self._owner.estimate.calibrate(
             self._sent_raw, read_count(err.prompt_tokens), claimed=True
         )
-        window = self._owner.limits(self._capabilities, self._settings).window
+        window = self._limits().window
         if named and (window is None or named < window):
             self._capabilities.learn_context_window(named)
         elif window is None or self._owner.estimate.ratio == before:
@@ -215,48 +235,49 @@ class RequestFit:
         """Calibrate the estimate with the tokens the server counted.
 
         A count too small for the system messages teaches that the chat
-        template drops them; one too small for the tools raises.
+        template drops them (not on Ollama, some versions of which count only
+        uncached tokens); one too small for the tools raises.
         """
-        estimate = self._owner.estimate
+        estimate, capabilities = self._owner.estimate, self._capabilities
         counted = usage.get("prompt_tokens")
         items, tools = self._asked
         tool_tokens = estimate.tokens(estimate.raw_tools(tools))
         system = sum(map(raw_message, split_turns(items)[0]))
         if isinstance(counted, int):
-            self._capabilities.accepted_prompt(counted)
-        if self._dropped_system(counted, system):
+            capabilities.accepted_prompt(counted)
+        if (
+            isinstance(counted, int)
+            and 0 < counted < system * DROPPED_SYSTEM_SHARE
+            and capabilities.kind is not ServerKind.OLLAMA
+            and not capabilities.refuses(Feature.SYSTEM_MESSAGES)
+        ):
             LOGGER.info(
                 "%s counted %s prompt tokens for a system prompt of about %d: its "
                 "chat template drops system messages, so the system prompt now "
                 "goes at the start of the first user message",
-                self._capabilities.model,
+                capabilities.model,
                 counted,
                 estimate.tokens(system),
             )
-            self._capabilities.learn_refused(
+            capabilities.learn_refused(
                 Feature.SYSTEM_MESSAGES,
                 f"{counted} prompt tokens counted for a longer system prompt",
             )
         else:
             estimate.calibrate(self._sent_raw, counted)
-        check_tools_kept(self._capabilities, tool_tokens, counted)
+        check_tools_kept(capabilities, tool_tokens, counted)
 
-    def _dropped_system(self, counted: Any, system: float) -> bool:
-        """Tell whether the count is too small for the system messages' raw `system`.
-
-        Not on Ollama, some versions of which count only uncached tokens.
-        """
-        return (
-            isinstance(counted, int)
-            and 0 < counted < system * DROPPED_SYSTEM_SHARE
-            and self._capabilities.kind is not ServerKind.OLLAMA
-            and not self._capabilities.refuses(Feature.SYSTEM_MESSAGES)
+    def _limits(self) -> Limits:
+        options = self._owner.subentry.data
+        return Limits(
+            window=known_window(options, self._capabilities),
+            answer_tokens=self._settings.max_tokens or DEFAULT_ANSWER_TOKENS,
+            history_turns=options.get(CONF_HISTORY_TURNS),
         )
 
     def _fitted(self, messages: list[PromptItem], tools: Tools) -> Fit:
         """Fit the messages, trace what was done, and keep the repair current."""
-        limits = self._owner.limits(self._capabilities, self._settings)
-        estimate = self._owner.estimate
+        limits, estimate = self._limits(), self._owner.estimate
         try:
             fitted = fit(messages, tools, limits, estimate, self._cut)
         except ContextWindowError as err:
@@ -264,45 +285,30 @@ class RequestFit:
             raise
         self._owner.resolve(self._chat_log.hass)
         self._sent_raw = estimate.raw_request(fitted.items, tools)
-        self._trace(limits, fitted)
+        context = {
+            "window": limits.window,
+            "estimated_tokens": fitted.tokens,
+            "answer_tokens": fitted.answer_tokens,
+            "kept_turns": fitted.kept_turns,
+            "dropped_turns": fitted.dropped_turns,
+            "system_folded": self._capabilities.refuses(Feature.SYSTEM_MESSAGES),
+        }
+        self._chat_log.async_trace({"context": context})
         # The settings' limit, or less where the window leaves less room.
         less = (
-            fitted.answer_tokens
-            if fitted.answer_tokens < limits.answer_tokens
-            else None
+            fitted.answer_tokens if fitted.answer_tokens < limits.answer_tokens else 0
         )
         return fitted.messages, less or self._settings.max_tokens
 
-    def _trace(self, limits: Limits, fitted: Fitted) -> None:
-        """Tell the conversation's trace what fitting did."""
-        self._chat_log.async_trace(
-            {
-                "context": {
-                    "window": limits.window,
-                    "estimated_tokens": fitted.tokens,
-                    "answer_tokens": fitted.answer_tokens,
-                    "kept_turns": fitted.kept_turns,
-                    "dropped_turns": fitted.dropped_turns,
-                    "system_folded": self._capabilities.refuses(
-                        Feature.SYSTEM_MESSAGES
-                    ),
-                }
-            }
-        )
-
     def _unfixable(self, err: ContextOverflowError, named: int | None) -> Exception:
         """Return the error for an overflow trimming cannot fix; `named`: its window."""
-        limits = self._owner.limits(self._capabilities, self._settings)
+        limits = self._limits()
         window = named or limits.window
         if window is None:
             return err
-        needed = (
-            max(
-                read_count(err.prompt_tokens) or 0,
-                self._owner.estimate.tokens(self._sent_raw),
-            )
-            + limits.least_answer_tokens
-        )
+        counted = read_count(err.prompt_tokens) or 0
+        estimated = self._owner.estimate.tokens(self._sent_raw)
+        needed = max(counted, estimated) + limits.least_answer_tokens
         error = ContextWindowError(
             "prompt_too_large", needed=f"{needed:,}", window=f"{window:,}"
         )
@@ -319,18 +325,14 @@ def observe_usage(
     """Trace the tokens an answer reports, and calibrate the fitting by them."""
     if not usage:
         return
-    chat_log.async_trace({"stats": usage_stats(usage), "usage": usage})
-    on_usage(usage)
-    if fit is not None:
-        fit.observe(usage)
-
-
-def usage_stats(usage: Mapping[str, object]) -> dict[str, object]:
-    """Return the token figures Home Assistant's trace view shows."""
     details = usage.get("prompt_tokens_details")
     cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    return {
+    stats = {  # as Home Assistant's trace view shows them
         "input_tokens": usage.get("prompt_tokens"),
         "cached_input_tokens": cached or 0,
         "output_tokens": usage.get("completion_tokens"),
     }
+    chat_log.async_trace({"stats": stats, "usage": usage})
+    on_usage(usage)
+    if fit is not None:
+        fit.observe(usage)

@@ -2,24 +2,29 @@
 
 Pure functions over prompt items: messages or input items tagged by their
 dialect, so fitting never guesses a shape. The system prompt, tools and
-current turn stay whole; old turns go from the start several at a time, so
-the prompt's start then stays the same for the server's cache; a tool result
-over its budget is cut (result_cut.py), with a note on how to ask narrower.
+current turn stay whole; old turns go from the start several at a time; a tool
+result over its budget is cut, with a note on how to ask narrower: a listing
+(Home Assistant's live context is a YAML list, one device per entry) keeps the
+entries that name most words of the user's request, each in its place, any
+other result its start. The same input always gives the same cut, so the
+prompt's start stays the same for the server's cache.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from itertools import chain
 import math
-from typing import Any, cast
-
-from homeassistant.helpers.json import json_dumps
+import re
+from typing import TYPE_CHECKING, cast
 
 from ..errors import ContextWindowError
 from ..net.shapes import WireItem
-from .result_cut import cut_result, request_words
+
+if TYPE_CHECKING:
+    from .context_window import TokenEstimate
 
 # A message or input item as it is sent.
 type Message = WireItem
@@ -48,8 +53,9 @@ HEADROOM_SHARE = 0.25
 MIN_RESULT_TOKENS = 64
 # At most this many turns go at once when "history to keep" is exceeded.
 HISTORY_STEP = 4
-# Ratios not learned from: a server that cut the prompt, or counts part of it.
-_RATIO_RANGE = (0.25, 4.0)
+# Where an entry of a YAML list starts, in the result or in its JSON.
+_ENTRY = re.compile(r"(?=(?:\\n|\n)- )")
+_WORD = re.compile(r"\w{3,}")
 
 
 class ItemKind(StrEnum):
@@ -99,50 +105,6 @@ class PromptItem:
 
 
 type Turn = list[PromptItem]
-
-
-class TokenEstimate:
-    """A token estimate, calibrated by what the server counted before."""
-
-    def __init__(self) -> None:
-        """Start uncalibrated."""
-        self.ratio = 1.0  # server tokens per raw estimated token
-        self.calibrated = False
-        self._claimed = False  # the ratio rests on a count only an error claimed
-        self._tools: tuple[Tools, float] | None = None
-
-    def tokens(self, raw: float) -> int:
-        """Return the calibrated token count of a raw estimate."""
-        return math.ceil(raw * self.ratio)
-
-    def chars(self, tokens: int) -> int:
-        """Return about how many characters make this many tokens."""
-        return int(tokens / self.ratio * CHARS_PER_TOKEN)
-
-    def raw_tools(self, tools: Tools) -> float:
-        """Return the raw estimate of the tools, computed once per tool list."""
-        if self._tools is None or self._tools[0] is not tools:
-            raw = len(json_dumps(tools)) / CHARS_PER_TOKEN if tools else 0.0
-            self._tools = (tools, raw)
-        return self._tools[1]
-
-    def raw_request(self, items: Iterable[PromptItem], tools: Tools) -> float:
-        """Return the raw estimate of a whole request."""
-        return sum(map(raw_message, items)) + self.raw_tools(tools)
-
-    def calibrate(
-        self, raw: float, prompt_tokens: Any, *, claimed: bool = False
-    ) -> None:
-        """Correct the estimate by a count; one an error `claimed` is not averaged."""
-        if not isinstance(prompt_tokens, int) or raw <= 0 or prompt_tokens <= 0:
-            return
-        ratio = prompt_tokens / raw
-        if not _RATIO_RANGE[0] <= ratio <= _RATIO_RANGE[1]:
-            return
-        smoothed = self.calibrated and not self._claimed
-        self.ratio = (self.ratio + ratio) / 2 if smoothed else ratio
-        self.calibrated = True
-        self._claimed = claimed
 
 
 def raw_message(item: PromptItem) -> float:
@@ -238,7 +200,7 @@ def fit(
         )
     cut.dropped_turns = dropped = min(cut.dropped_turns, len(history))
     if (window := limits.window) is None:
-        kept = [*head, *_join(history[dropped:]), *_join(current)]
+        kept = [*head, *chain.from_iterable(turns[dropped:])]
         tokens = estimate.tokens(estimate.raw_request(kept, tools))
         return Fitted(
             kept, tokens, len(history) - dropped, dropped, limits.answer_tokens
@@ -264,17 +226,12 @@ def fit(
     )
     sent_turns = used + sum(sizes[dropped:])
     return Fitted(
-        [*head, *_join(history[dropped:]), *current_turn],
+        [*head, *chain.from_iterable(history[dropped:]), *current_turn],
         fixed + sent_turns,
         len(history) - dropped,
         dropped,
         min(limits.answer_tokens, free - sent_turns),
     )
-
-
-def _join(turns: Iterable[Turn]) -> list[PromptItem]:
-    """Return the messages of the turns, in order."""
-    return [message for turn in turns for message in turn]
 
 
 def _dropped_by_count(turns: int, keep: int, dropped: int) -> int:
@@ -375,25 +332,51 @@ class _ResultCutter:
             return item
         name = self._names.get(item.answers) or "the tool"
         narrower = ""
-        if parameters := _parameter_names(self._tools, name):
-            narrower = f" For the rest, call {name} again with narrower arguments ({', '.join(parameters)})."
+        for tool in self._tools:
+            # A Chat Completions tool nests its function; a Responses one does not.
+            function = tool.get("function", tool)
+            if isinstance(function, Mapping) and function.get("name") == name:
+                parameters = function.get("parameters") or {}
+                if names := list(parameters.get("properties") or ()):
+                    narrower = f" For the rest, call {name} again with narrower arguments ({', '.join(names)})."
+                break
         return item.with_text(cut_result(content, keep, words, narrower))
 
 
 def _words(turn: Turn) -> frozenset[str]:
-    """Return the words of the request that starts a turn."""
-    asked = turn[0] if turn and turn[0].kind is ItemKind.USER else None
-    return request_words(asked.text) if asked else frozenset()
+    """Return the words that may name what the request that starts a turn is about."""
+    asked = turn[0].text if turn and turn[0].kind is ItemKind.USER else None
+    return frozenset(_WORD.findall(asked.lower() if isinstance(asked, str) else ""))
 
 
-def _parameter_names(tools: Tools, name: str) -> list[str]:
-    """Return the parameters of the function offered under the name.
+def cut_result(content: str, keep: int, words: frozenset[str], narrower: str) -> str:
+    """Return the result in `keep` characters and a note; `narrower`: how to ask for the rest."""
+    note = f"[Cut to fit the context window: {keep:,} of {len(content):,} characters shown.{narrower}]"
+    room = max(0, keep - len(note) - 1)
+    head, *entries = _ENTRY.split(content)
+    if (
+        entries
+        and len(head) < room
+        and (chosen := _chosen(entries, words, room - len(head)))
+    ):
+        return f"{head}{''.join(chosen)}\n{note}"
+    text = content[:room]
+    # End at a line break where one is near, not in the middle of a line.
+    line_end = max(text.rfind("\n"), text.rfind("\\n"))
+    if line_end > len(text) * 3 // 4:
+        text = text[:line_end]
+    return f"{text}\n{note}"
 
-    A Chat Completions tool nests its function; a Responses one does not.
-    """
-    for tool in tools:
-        function = tool.get("function", tool)
-        if isinstance(function, Mapping) and function.get("name") == name:
-            parameters = function.get("parameters")
-            return list((parameters.get("properties") if parameters else None) or ())
-    return []
+
+def _chosen(entries: list[str], words: frozenset[str], room: int) -> list[str]:
+    """Return the entries that fit the room, those naming most words first, in order."""
+    named = [words.intersection(_WORD.findall(entry.lower())) for entry in entries]
+    # A word most entries hold tells none apart ("room", a domain asked for).
+    common = {word for word in words if 2 * sum(word in n for n in named) > len(named)}
+    ranked = sorted(range(len(entries)), key=lambda index: -len(named[index] - common))
+    kept: set[int] = set()
+    for index in ranked:
+        if len(entries[index]) <= room:
+            kept.add(index)
+            room -= len(entries[index])
+    return [entries[index] for index in sorted(kept)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from homeassistant.components import conversation
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
@@ -19,10 +20,15 @@ from custom_components.openai_compatible.const import (
 )
 from custom_components.openai_compatible.features import WireApi
 from custom_components.openai_compatible.net.request import ToolSet
-from custom_components.openai_compatible.tool_offer.offer import call_examples
+from custom_components.openai_compatible.tool_offer import (
+    LOOKUP_TOOL,
+    MAX_LOOKED_UP,
+    ToolOffer,
+    call_examples,
+)
 from simulator import OpenAISimulator, sse_text, sse_tool_calls
 
-from ..conftest import SetupEntry, converse, speech
+from .conftest import SetupEntry, converse, speech
 
 ASSIST = {CONF_LLM_HASS_API: [llm.LLM_API_ASSIST]}
 TURN_ON = "intent__HassTurnOn"
@@ -213,3 +219,27 @@ async def test_examples_only_of_offered_tools(
         {"HassCancelTimer": "HassCancelTimer"},
     )
     assert call_examples(timers) == ""
+
+
+def test_a_full_lookup_says_so(hass: HomeAssistant) -> None:
+    """Past the conversation's limit, a lookup names what fits and says why."""
+    wire = [f"qa{chr(97 + index // 26)}{chr(97 + index % 26)}" for index in range(20)]
+    tools: list[Any] = [
+        {"type": "function", "function": {"name": name, "description": ""}}
+        for name in wire
+    ]
+    by_name = {name: name for name in wire}
+    offer = ToolOffer(
+        ToolSet(tools, by_name, by_name),
+        {CONF_TOOLS_ON_DEMAND: True},
+        conversation.ChatLog(hass, "full"),
+    )
+    for start in range(0, 20, 5):
+        query = " ".join(wire[start : start + 5])
+        result = offer.answer(llm.ToolInput(LOOKUP_TOOL, {"query": query}))
+
+    assert result is not None
+    assert result.data["note"].endswith(
+        f"At most {MAX_LOOKED_UP} tools can be looked up in a conversation."
+    )
+    assert result.data["tools"] == [{"name": wire[15], "description": ""}]

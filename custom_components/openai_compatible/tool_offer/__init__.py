@@ -1,1 +1,0 @@
-"""Which tools a request offers the model: a chosen subset, on demand, a cap."""
