@@ -29,8 +29,13 @@ from .media.images import async_generate_image
 from .models.fit import check_model_takes, learning_refusals
 from .net.request import build_tool_set
 from .net.shapes import JsonSchema
-from .structured.json_answer import StructureMismatch, checked_answer, parse_json_answer
-from .structured.rungs import StructuredRequest, async_climb
+from .structured.rungs import (
+    StructuredRequest,
+    StructureMismatch,
+    async_climb,
+    checked_answer,
+    parse_json_answer,
+)
 from .structured.selector_schema import structure_to_json_schema
 
 PARALLEL_UPDATES = 0

@@ -8,8 +8,13 @@ from typing import Final, cast
 from ..const import LOGGER
 from ..errors import ModelError, RequestRejectedError
 from ..net.shapes import ChatBody, JsonObject, JsonSchema
-from ..structured.json_answer import StructureMismatch, parse_json_answer
-from ..structured.rungs import RUNG_NAMES, StructuredRequest, async_climb
+from ..structured.rungs import (
+    RUNG_NAMES,
+    StructuredRequest,
+    StructureMismatch,
+    async_climb,
+    parse_json_answer,
+)
 from .questions import Ask, Outcome, Question, finite, normalised, probability
 
 STATED_TOLERANCE: Final = 0.05
