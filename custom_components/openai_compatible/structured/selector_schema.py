@@ -61,33 +61,31 @@ def _free_form(what: str, multiple: bool = True) -> JsonSchema:
     return {"type": "array", "items": item, "description": _SCRIPT.format(what)}
 
 
-def _select(config: Mapping[str, Any]) -> JsonSchema:
-    """Return one of the options (or several), with what their labels say."""
-    values, told = [], []
-    for option in config["options"]:
-        value = option["value"] if isinstance(option, Mapping) else option
-        label = option.get("label", value) if isinstance(option, Mapping) else value
-        values.append(value)
-        told.append(value if label == value else f"{value} ({label})")
-    item: JsonSchema = {"type": "string"}
-    if config["custom_value"]:
+def _select(node: selector.Selector[Any]) -> JsonSchema:
+    """Return Home Assistant's schema of the options, with what their labels say."""
+    schema: JsonSchema = llm.selector_serializer(node)
+    item = schema["items"] if node.config["multiple"] else schema
+    told = [
+        f"{value} ({option['label']})"
+        if isinstance(option, Mapping) and option["label"] != value
+        else value
+        for value, option in zip(item["enum"], node.config["options"], strict=True)
+    ]
+    if node.config["custom_value"]:
+        del item["enum"]
         item["description"] = f"Suggested values: {', '.join(told)}"
-    else:
-        item["enum"] = values
-        if told != values:
-            item["description"] = f"Values: {', '.join(told)}"
-    if not config["multiple"]:
-        return item
-    return {"type": "array", "items": item, "uniqueItems": True}
+    elif told != item["enum"]:
+        item["description"] = f"Values: {', '.join(told)}"
+    return schema
 
 
-_OWN: Final[dict[str, Callable[[Mapping[str, Any]], JsonSchema]]] = {
-    "action": lambda config: _free_form("actions"),
-    "condition": lambda config: _free_form("conditions"),
-    "trigger": lambda config: _free_form("triggers"),
-    "numeric_threshold": lambda config: _free_form("numeric threshold", False),
+_OWN: Final[dict[str, Callable[[selector.Selector[Any]], JsonSchema]]] = {
+    "action": lambda node: _free_form("actions"),
+    "condition": lambda node: _free_form("conditions"),
+    "trigger": lambda node: _free_form("triggers"),
+    "numeric_threshold": lambda node: _free_form("numeric threshold", False),
     "select": _select,
-    "time": lambda config: {
+    "time": lambda node: {
         "type": "string",
         "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$",
     },
@@ -106,7 +104,7 @@ def structure_to_json_schema(
             choices = node.config["choices"].values()
             return {"anyOf": [convert(_selector(c["selector"])) for c in choices]}
         if isinstance(node, selector.Selector) and node.selector_type in _OWN:
-            return _OWN[node.selector_type](node.config)
+            return _OWN[node.selector_type](node)
         # A merged API serializer hands back the node itself when no API knows it.
         found = api_serializer(node) if api_serializer else None
         if isinstance(found, dict) and found is not node:
