@@ -234,7 +234,14 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         errors: dict[str, str] = {}
         placeholders = {"name": entry.title, "message": ""}
         if user_input is not None:
-            data = self._reconfigured_data(entry, user_input, errors)
+            provider_key = entry.data.get(CONF_PROVIDER, PROVIDER_CUSTOM)
+            data = entry_data(user_input, provider_key, errors)
+            # An empty key keeps the old one, but only on the same origin.
+            if data and CONF_API_KEY not in data and entry.data.get(CONF_API_KEY):
+                if same_origin(data[CONF_BASE_URL], entry.data[CONF_BASE_URL]):
+                    data[CONF_API_KEY] = entry.data[CONF_API_KEY]
+                elif provider_for(provider_key).api_key_required:
+                    errors[CONF_API_KEY] = "api_key_required"
             if data and await self._check(data, errors, placeholders) is not None:
                 return await self._async_reconfigure(entry, data)
         return self.async_show_form(
@@ -246,24 +253,6 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             errors=errors,
             description_placeholders=placeholders,
         )
-
-    @staticmethod
-    def _reconfigured_data(
-        entry: ConfigEntry, user_input: Mapping[str, Any], errors: dict[str, str]
-    ) -> dict[str, Any] | None:
-        """Return the new data; an empty key keeps the old one only on the same origin."""
-        provider_key = entry.data.get(CONF_PROVIDER, PROVIDER_CUSTOM)
-        data = entry_data(user_input, provider_key, errors)
-        if (
-            data is not None
-            and CONF_API_KEY not in data
-            and entry.data.get(CONF_API_KEY)
-        ):
-            if same_origin(data[CONF_BASE_URL], entry.data[CONF_BASE_URL]):
-                data[CONF_API_KEY] = entry.data[CONF_API_KEY]
-            elif provider_for(provider_key).api_key_required:
-                errors[CONF_API_KEY] = "api_key_required"
-        return data
 
     async def _async_reconfigure(
         self, entry: ConfigEntry, data: dict[str, Any]
@@ -303,11 +292,6 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         """Return the server's models; None where errors (already or now) tell why not."""
         if data is None or errors:
             return None
-        self._abort_if_duplicate(data)
-        models = await async_check_server(self.hass, data, errors, placeholders)
-        return None if errors else models
-
-    def _abort_if_duplicate(self, data: Mapping[str, Any]) -> None:
         api_key = data.get(CONF_API_KEY)
         for entry in self._async_current_entries(include_ignore=False):
             if (
@@ -319,6 +303,8 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
                     "already_configured_key" if api_key else "already_configured",
                     {"name": entry.title},
                 )
+        models = await async_check_server(self.hass, data, errors, placeholders)
+        return None if errors else models
 
     def _async_update_entry(
         self, entry: ConfigEntry, data: dict[str, Any], title: str

@@ -78,15 +78,9 @@ def responses_schema(
         schema[probatio.Optional(CONF_SERVICE_TIER, default=DEFAULT_SERVICE_TIER)] = (
             choice(CONF_SERVICE_TIER, service_tiers(capabilities.model))
         )
-    if subentry_type == SUBENTRY_CONVERSATION:
-        schema.update(_tools_schema(capabilities))
-    schema[probatio.Optional(CONF_STORE_RESPONSES, default=False)] = bool
-    return probatio.Schema(schema)
-
-
-def _tools_schema(capabilities: ModelCapabilities) -> VolDictType:
-    schema: VolDictType = {}
-    if not capabilities.refuses(Feature.WEB_SEARCH):
+    # Provider-run tools: an agent's only.
+    agent = subentry_type == SUBENTRY_CONVERSATION
+    if agent and not capabilities.refuses(Feature.WEB_SEARCH):
         schema[probatio.Optional(CONF_WEB_SEARCH, default=False)] = bool
         schema[
             data_entry_flow.Optional(
@@ -99,11 +93,12 @@ def _tools_schema(capabilities: ModelCapabilities) -> VolDictType:
             schema[data_entry_flow.Optional(key, default=False, visible=_SEARCHING)] = (
                 bool
             )
-    if not capabilities.refuses(Feature.CODE_INTERPRETER):
+    if agent and not capabilities.refuses(Feature.CODE_INTERPRETER):
         schema[probatio.Optional(CONF_CODE_INTERPRETER, default=False)] = bool
-    if not capabilities.refuses(Feature.IMAGE_GENERATION):
+    if agent and not capabilities.refuses(Feature.IMAGE_GENERATION):
         schema[probatio.Optional(CONF_IMAGE_GENERATION, default=False)] = bool
-    return schema
+    schema[probatio.Optional(CONF_STORE_RESPONSES, default=False)] = bool
+    return probatio.Schema(schema)
 
 
 def suggested_values(
