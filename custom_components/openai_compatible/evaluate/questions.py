@@ -158,11 +158,7 @@ class Ask:
         async with self.slots:
             answer = await self.round_trip.async_complete(body)
         choices = answer.get("choices")
-        if (
-            not isinstance(choices, list)
-            or not choices
-            or not isinstance(choices[0], dict)
-        ):
+        if not (isinstance(choices, list) and choices and isinstance(choices[0], dict)):
             raise ModelError("no_answer")
         return cast("JsonObject", choices[0])
 

@@ -103,13 +103,6 @@ def _voice_data(kind: str, model: str | None) -> dict[str, object]:
     return data
 
 
-# The speech-to-text subentry's settings, asked with its model.
-STT_FIELDS: Final[VolDictType] = {
-    probatio.Optional(CONF_PROMPT): MULTILINE,
-    probatio.Required(CONF_HINT_NAMES, default=False): bool,
-}
-
-
 class VoiceSubentryFlowHandler(SubentryFlow):
     """Add or change a speech-to-text or text-to-speech entity of a server."""
 
@@ -139,7 +132,9 @@ class VoiceSubentryFlowHandler(SubentryFlow):
         schema[probatio.Required(CONF_AUDIO_MODEL)] = dropdown(
             [*filter(evident, models), *unknown], self.options.get(CONF_AUDIO_MODEL)
         )
-        schema |= {} if self._speaks else STT_FIELDS
+        if not self._speaks:  # speech-to-text's settings come with its model
+            schema[probatio.Optional(CONF_PROMPT)] = MULTILINE
+            schema[probatio.Required(CONF_HINT_NAMES, default=False)] = bool
         errors: dict[str, str] = {}
         if user_input is not None:
             if not _taken(self.options, user_input, schema, CONF_AUDIO_MODEL):

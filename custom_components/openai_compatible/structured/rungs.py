@@ -19,7 +19,7 @@ from ..errors import RequestRejectedError
 from ..features import RESPONSE_FORMATS
 from ..models.capabilities import ModelCapabilities
 from ..net.readers import read_number
-from ..net.shapes import JsonSchema, ResponseFormat
+from ..net.shapes import JsonSchema, JsonSchemaFormat, ResponseFormat
 from .selector_schema import StrictUnsupported, strict_json_schema
 
 # The most fenced blocks, and the most places in prose, where JSON is tried.
@@ -191,28 +191,21 @@ class StructuredRequest:
 
     rung: int
     response_format: ResponseFormat | None
-    instructions: str | None
+    instructions: str | None = None
 
 
 def structured_request(
     rung: int, name: str, schema: JsonSchema, strict: JsonSchema | None
 ) -> StructuredRequest:
     """Return the request of a rung of the ladder for a schema."""
-    if rung == RUNG_STRICT and strict is not None:
-        return StructuredRequest(
-            rung,
-            {
-                "type": "json_schema",
-                "json_schema": {"name": name, "schema": strict, "strict": True},
-            },
-            None,
-        )
     if rung <= RUNG_SCHEMA:
-        return StructuredRequest(
-            RUNG_SCHEMA,
-            {"type": "json_schema", "json_schema": {"name": name, "schema": schema}},
-            None,
-        )
+        named: JsonSchemaFormat = {"name": name, "schema": schema}
+        if rung == RUNG_STRICT and strict is not None:
+            named["schema"] = strict
+            named["strict"] = True
+        else:
+            rung = RUNG_SCHEMA
+        return StructuredRequest(rung, {"type": "json_schema", "json_schema": named})
     # llama.cpp holds the answer to a schema beside json_object; a refusal drops it.
     response_format: ResponseFormat | None = (
         {"type": "json_object", "schema": schema} if rung == RUNG_JSON_OBJECT else None
