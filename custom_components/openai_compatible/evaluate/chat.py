@@ -182,19 +182,15 @@ def _alternatives(first: object) -> dict[str, float] | None:
         return None
     top: dict[str, float] = {}
     for entry in [*alternatives, first]:
-        if isinstance(entry, dict) and (found := _logprob(entry)) is not None:
-            top.setdefault(*found)
+        # The one place a log-probability is read: llama.cpp may give a probability.
+        if not isinstance(entry, dict):
+            continue
+        token, logprob = entry.get("token"), read_number(entry.get("logprob"))
+        if (prob := read_number(entry.get("prob"))) is not None and prob > 0:
+            logprob = math.log(prob)
+        if isinstance(token, str) and logprob is not None:
+            top.setdefault(token, min(logprob, 0.0))
     return top
-
-
-def _logprob(entry: JsonObject) -> tuple[str, float] | None:
-    """Return an alternative's token and log-probability: the one place such is read."""
-    token, logprob = entry.get("token"), read_number(entry.get("logprob"))
-    if (prob := read_number(entry.get("prob"))) is not None and prob > 0:
-        logprob = math.log(prob)
-    if isinstance(token, str) and logprob is not None:
-        return token, min(logprob, 0.0)
-    return None
 
 
 def fold(token: str) -> str:

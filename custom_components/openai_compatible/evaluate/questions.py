@@ -65,10 +65,8 @@ class Question:
         if self.kind == "noul":
             return ["Yes", "No"]
         if self.kind == "choice":
-            letters = string.ascii_uppercase
-            return (
-                list(letters[: len(self.options)]) if len(self.options) <= 26 else None
-            )
+            letters = list(string.ascii_uppercase[: len(self.options)])
+            return letters if len(self.options) <= 26 else None
         return self.names if len(self.options) <= 10 else None
 
     def levels(self) -> str:

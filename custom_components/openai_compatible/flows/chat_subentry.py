@@ -189,12 +189,30 @@ class ModelSubentryFlowHandler(SubentryFlow):
                 errors[CONF_EXTRA_FIELDS] = "extra_fields_owned"
                 placeholders["fields"] = ", ".join(owned)
         if user_input is not None and not errors:
-            self.options = self._settings(user_input)
+            # Tuning only with recommended off; what asks for nothing is not saved.
+            data = {k: v for k, v in self.options.items() if k not in SETTINGS_KEYS}
+            for key, value in user_input.items():
+                if isinstance(value, str) and key != CONF_PROMPT:
+                    value = value.strip()
+                if not (
+                    (key in ADVANCED_KEYS and user_input[CONF_RECOMMENDED])
+                    or value in (None, "", [], {})
+                    or _UNSAVED.get(key) == value
+                ):
+                    data[key] = value
+            self.options = data
             target = self.options.get(CONF_FALLBACK)
             if not (target and closes_loop(self.hass, self._own_entity_id(), target)):
                 return await self.async_step_tools()
             errors[CONF_FALLBACK] = "fallback_loop"
-        self._drop_stale_apis()
+        if (saved := self.options.get(CONF_LLM_HASS_API)) is not None:
+            # APIs gone since are dropped.
+            known = {api.id for api in llm.async_get_apis(self.hass)}
+            saved = [saved] if isinstance(saved, str) else saved
+            if apis := [api for api in saved if api in known]:
+                self.options[CONF_LLM_HASS_API] = apis
+            else:
+                self.options.pop(CONF_LLM_HASS_API)
         return self.async_show_form(
             step_id="init",
             data_schema=self.add_suggested_values_to_schema(
@@ -290,16 +308,6 @@ class ModelSubentryFlowHandler(SubentryFlow):
         capabilities = entry.runtime_data.capabilities.model(model)
         return responses_schema(entry.options, capabilities, self._subentry_type)
 
-    def _drop_stale_apis(self) -> None:
-        if (saved := self.options.get(CONF_LLM_HASS_API)) is None:
-            return
-        known = {api.id for api in llm.async_get_apis(self.hass)}
-        saved = [saved] if isinstance(saved, str) else saved
-        if apis := [api for api in saved if api in known]:
-            self.options[CONF_LLM_HASS_API] = apis
-        else:
-            self.options.pop(CONF_LLM_HASS_API)
-
     def _schema(self, models: list[str]) -> probatio.Schema:
         schema: VolDictType = {}
         if self._is_new:
@@ -352,17 +360,3 @@ class ModelSubentryFlowHandler(SubentryFlow):
             advanced(CONF_THINKING, Thinking.DEFAULT): choice(CONF_THINKING, Thinking),
         }
         return probatio.Schema(schema)
-
-    def _settings(self, user_input: dict[str, Any]) -> dict[str, Any]:
-        """Return the data with the step's values; tuning only with recommended off."""
-        data = {k: v for k, v in self.options.items() if k not in SETTINGS_KEYS}
-        for key, value in user_input.items():
-            if isinstance(value, str) and key != CONF_PROMPT:
-                value = value.strip()
-            if not (
-                (key in ADVANCED_KEYS and user_input[CONF_RECOMMENDED])
-                or value in (None, "", [], {})
-                or _UNSAVED.get(key) == value
-            ):
-                data[key] = value
-        return data
