@@ -123,13 +123,22 @@ async def async_decide(ask: Ask, questions: list[Question]) -> dict[str, Outcome
     if not (asked := [q for q in questions if q not in levels]):
         return {}
     sent = {Feature.DECISIONS} | ({Feature.IMAGE_INPUT} if ask.files else set())
+    content: list[JsonObject] = [{"type": "input_text", "text": ask.evidence}]
+    content.extend(
+        {"type": "input_image", "image_url": file.data_url} for file in ask.files
+    )
+    body: JsonObject = {
+        "model": ask.settings.model,
+        "input": [{"role": "user", "content": content}],
+        "questions": [_question(q) for q in asked],
+    }
     try:
         async with ask.slots:
             raw = await ask.transport.async_read(
                 "POST",
                 "/decisions",
                 budget=ask.budget,
-                body=_body(ask, asked),
+                body=body,
                 sent=frozenset(sent),
             )
         data = parse_json(raw)
@@ -159,18 +168,6 @@ def _not_decided(
         ask.capabilities.learn_refused(Feature.DECISIONS, lesson)
     for question in questions:
         ask.skip(question, f"decisions: {reason}")
-
-
-def _body(ask: Ask, questions: list[Question]) -> JsonObject:
-    content: list[JsonObject] = [{"type": "input_text", "text": ask.evidence}]
-    content.extend(
-        {"type": "input_image", "image_url": file.data_url} for file in ask.files
-    )
-    return {
-        "model": ask.settings.model,
-        "input": [{"role": "user", "content": content}],
-        "questions": [_question(q) for q in questions],
-    }
 
 
 def _question(question: Question) -> JsonObject:

@@ -115,8 +115,7 @@ def normalize_base_url(url: str) -> str:
         or URL_PLACEHOLDER in parsed.host.lower()
     ):
         raise InvalidURLError(url)
-    path = parsed.path.rstrip("/")
-    path = path.removesuffix("/chat/completions").rstrip("/")
+    path = parsed.path.rstrip("/").removesuffix("/chat/completions").rstrip("/")
     return str(parsed.with_path(path or "/")).rstrip("/")
 
 

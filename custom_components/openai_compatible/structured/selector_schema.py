@@ -209,9 +209,30 @@ class _Strict:
                 keyword == "format" and value not in STRICT_FORMATS
             ):
                 continue
-            result[keyword] = self._convert_keyword(
-                keyword, value, schema, where, depth
-            )
+            result[keyword] = value
+            if keyword == "properties":
+                required = schema.get("required", [])
+                result[keyword] = {}
+                for name, prop in value.items():
+                    converted = self.convert(prop, f"{where}.{name}", depth + 1)
+                    result[keyword][name] = (
+                        converted if name in required else _nullable(converted)
+                    )
+            elif keyword == "items":
+                result[keyword] = self.convert(value, f"{where}[]", depth)
+            elif keyword == "anyOf":
+                result[keyword] = [self.convert(item, where, depth) for item in value]
+            elif keyword == "$defs":
+                result[keyword] = {
+                    name: self.convert(definition, f"definition {name}", depth)
+                    for name, definition in value.items()
+                }
+            elif keyword == "enum":
+                self._enum_values += len(value)
+                if self._enum_values > _STRICT_MAX_ENUM_VALUES:
+                    raise StrictUnsupported(
+                        f"{where} brings the enum values past {_STRICT_MAX_ENUM_VALUES}"
+                    )
         if not result.keys() & _TYPED_KEYWORDS:
             raise StrictUnsupported(f"{where} takes a value of any type")
         if "array" in kinds and "items" not in result:
@@ -221,32 +242,3 @@ class _Strict:
             result["required"] = list(result["properties"])
             result["additionalProperties"] = False
         return result
-
-    def _convert_keyword(
-        self, keyword: str, value: Any, schema: JsonSchema, where: str, depth: int
-    ) -> Any:
-        if keyword == "properties":
-            required = schema.get("required", [])
-            properties: JsonSchema = {}
-            for name, prop in value.items():
-                converted = self.convert(prop, f"{where}.{name}", depth + 1)
-                properties[name] = (
-                    converted if name in required else _nullable(converted)
-                )
-            return properties
-        if keyword == "items":
-            return self.convert(value, f"{where}[]", depth)
-        if keyword == "anyOf":
-            return [self.convert(branch, where, depth) for branch in value]
-        if keyword == "$defs":
-            return {
-                name: self.convert(definition, f"definition {name}", depth)
-                for name, definition in value.items()
-            }
-        if keyword == "enum":
-            self._enum_values += len(value)
-            if self._enum_values > _STRICT_MAX_ENUM_VALUES:
-                raise StrictUnsupported(
-                    f"{where} brings the enum values past {_STRICT_MAX_ENUM_VALUES}"
-                )
-        return value
