@@ -156,17 +156,6 @@ class StrictUnsupported(Exception):
     """The structure has no OpenAI strict-mode form; use the plain schema."""
 
 
-def strict_json_schema(schema: JsonSchema) -> JsonSchema:
-    """Return the OpenAI strict-mode form of a plain schema.
-
-    Dropped keywords only widen it (the answer is validated afterwards); raises
-    StrictUnsupported where strict mode cannot say it at all.
-    """
-    if "object" not in _types(schema):
-        raise StrictUnsupported("the root is not an object")
-    return _Strict().convert(schema, "the answer", 1)
-
-
 def _types(schema: JsonSchema) -> list[Any]:
     kind = schema.get("type", [])
     return kind if isinstance(kind, list) else [kind]
@@ -185,13 +174,19 @@ def _nullable(schema: JsonSchema) -> JsonSchema:
     return result
 
 
-class _Strict:
-    """Conversion of a plain schema to strict mode, counting against the limits."""
+def strict_json_schema(schema: JsonSchema) -> JsonSchema:
+    """Return the OpenAI strict-mode form of a plain schema.
 
-    _enum_values = 0
+    Dropped keywords only widen it (the answer is validated afterwards); raises
+    StrictUnsupported where strict mode cannot say it at all.
+    """
+    if "object" not in _types(schema):
+        raise StrictUnsupported("the root is not an object")
+    enum_values = 0
 
-    def convert(self, schema: Any, where: str, depth: int) -> JsonSchema:
+    def convert(schema: Any, where: str, depth: int) -> JsonSchema:
         """Return the strict form of one schema; ``depth`` counts enclosing objects."""
+        nonlocal enum_values
         if not isinstance(schema, dict):
             raise StrictUnsupported(f"{where} has no schema")
         kinds = _types(schema)
@@ -214,22 +209,22 @@ class _Strict:
                 required = schema.get("required", [])
                 result[keyword] = {}
                 for name, prop in value.items():
-                    converted = self.convert(prop, f"{where}.{name}", depth + 1)
+                    converted = convert(prop, f"{where}.{name}", depth + 1)
                     result[keyword][name] = (
                         converted if name in required else _nullable(converted)
                     )
             elif keyword == "items":
-                result[keyword] = self.convert(value, f"{where}[]", depth)
+                result[keyword] = convert(value, f"{where}[]", depth)
             elif keyword == "anyOf":
-                result[keyword] = [self.convert(item, where, depth) for item in value]
+                result[keyword] = [convert(item, where, depth) for item in value]
             elif keyword == "$defs":
                 result[keyword] = {
-                    name: self.convert(definition, f"definition {name}", depth)
+                    name: convert(definition, f"definition {name}", depth)
                     for name, definition in value.items()
                 }
             elif keyword == "enum":
-                self._enum_values += len(value)
-                if self._enum_values > _STRICT_MAX_ENUM_VALUES:
+                enum_values += len(value)
+                if enum_values > _STRICT_MAX_ENUM_VALUES:
                     raise StrictUnsupported(
                         f"{where} brings the enum values past {_STRICT_MAX_ENUM_VALUES}"
                     )
@@ -242,3 +237,5 @@ class _Strict:
             result["required"] = list(result["properties"])
             result["additionalProperties"] = False
         return result
+
+    return convert(schema, "the answer", 1)
