@@ -97,12 +97,10 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         # Local servers answering on this machine first, then any other, then presets.
         found = await async_answering_presets(self.hass)
         rest = [key for key in PROVIDERS if key not in (*found, PROVIDER_CUSTOM)]
+        default = found[0] if found else DEFAULT_PROVIDER
+        field = choice(CONF_PROVIDER, [*found, PROVIDER_CUSTOM, *rest])
         schema = probatio.Schema(
-            {
-                probatio.Required(
-                    CONF_PROVIDER, default=found[0] if found else DEFAULT_PROVIDER
-                ): choice(CONF_PROVIDER, [*found, PROVIDER_CUSTOM, *rest])
-            }
+            {probatio.Required(CONF_PROVIDER, default=default): field}
         )
         if not found:
             return self.async_show_form(step_id="user", data_schema=schema)
@@ -160,13 +158,8 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         """Ask for the model when the server names no chat model."""
         if user_input is not None:
             return self._async_create(user_input[CONF_CHAT_MODEL].strip())
-        schema = probatio.Schema(
-            {
-                probatio.Required(CONF_CHAT_MODEL): dropdown(
-                    chat_models_first(self._models)
-                )
-            }
-        )
+        field = dropdown(chat_models_first(self._models))
+        schema = probatio.Schema({probatio.Required(CONF_CHAT_MODEL): field})
         return self.async_show_form(step_id="model", data_schema=schema)
 
     def _async_create(self, chat_model: str | None) -> ConfigFlowResult:
@@ -346,15 +339,14 @@ class ConnectionOptionsFlow(OptionsFlow):
         if user_input is not None:
             return self.async_create_entry(data=user_input)
         options = self.config_entry.options
+        timeout = options.get(CONF_TIMEOUT, DEFAULT_TIMEOUT_SECONDS)
+        api = api_setting(options.get(CONF_API))
         schema = probatio.Schema(
             {
-                probatio.Required(
-                    CONF_TIMEOUT,
-                    default=options.get(CONF_TIMEOUT, DEFAULT_TIMEOUT_SECONDS),
-                ): TIMEOUT_SELECTOR,
-                probatio.Required(
-                    CONF_API, default=api_setting(options.get(CONF_API))
-                ): choice(CONF_API, WireApi, SelectSelectorMode.LIST),
+                probatio.Required(CONF_TIMEOUT, default=timeout): TIMEOUT_SELECTOR,
+                probatio.Required(CONF_API, default=api): choice(
+                    CONF_API, WireApi, SelectSelectorMode.LIST
+                ),
             }
         )
         return self.async_show_form(step_id="init", data_schema=schema)
