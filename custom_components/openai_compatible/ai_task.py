@@ -146,16 +146,13 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         )
 
         async def attempt(request: StructuredRequest) -> None:
+            text = request.instructions
             await self._async_handle_chat_log(
                 chat_log,
                 max_rounds=MAX_TOOL_ROUNDS_AI_TASK,
                 slots=self.runtime.task_slots,
                 response_format=request.response_format,
-                instructions=(
-                    (task_content, request.instructions)
-                    if request.instructions
-                    else None
-                ),
+                instructions=(task_content, text) if text else None,
             )
 
         request, _ = await async_climb(
@@ -185,15 +182,14 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
     ) -> ai_task.EvaluationTaskResult:
         capabilities = self.capabilities
         check_model_takes(capabilities, tools=False, attachments=task.attachments or ())
+        # Chat Completions, which every server has, whatever the entry's API.
+        round_trip = self._round_trip(self._chat_dialect, build_tool_set(None), None)
         with self._server_errors(), learning_refusals(capabilities):
             return await async_evaluate(
                 self.hass,
                 task,
                 Ask(
-                    # Chat Completions, which every server has, whatever the entry's API.
-                    round_trip=self._round_trip(
-                        self._chat_dialect, build_tool_set(None), None
-                    ),
+                    round_trip=round_trip,
                     transport=self.runtime.transport,
                     capabilities=capabilities,
                     settings=self.request_settings(),
