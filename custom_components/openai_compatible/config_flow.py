@@ -132,9 +132,8 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             models = await self._check(data, errors, placeholders)
             if data is not None and models is not None:
                 self._data, self._models = data, models
-                if pick_chat_model(
-                    models, preset.recommended_model
-                ) is None and not voice_defaults(models):
+                chat_model = pick_chat_model(models, preset.recommended_model)
+                if chat_model is None and not voice_defaults(models):
                     return await self.async_step_model()
                 return self._async_create(None)
         return self.async_show_form(

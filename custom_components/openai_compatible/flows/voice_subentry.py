@@ -163,9 +163,8 @@ class VoiceSubentryFlowHandler(SubentryFlow):
                 return self._async_store(self.options)
             errors[CONF_VOICE] = "voice_required"
         model = str(self.options[CONF_AUDIO_MODEL])
-        voices = await async_fetch_voices(entry.runtime_data.transport) or known_voices(
-            model
-        )
+        fetched = await async_fetch_voices(entry.runtime_data.transport)
+        voices = fetched or known_voices(model)
         schema = {
             probatio.Required(CONF_VOICE): dropdown(voices),
             probatio.Required(CONF_SPEED, default=1.0): NumberSelector(
