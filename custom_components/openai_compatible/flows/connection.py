@@ -187,12 +187,8 @@ def same_server(url: str, other: str) -> bool:
 
 def same_origin(url: str, other: str) -> bool:
     """Tell whether two base URLs have the same scheme, host and port."""
-    first, second = URL(url), URL(other)
-    return (first.scheme, first.host, first.port) == (
-        second.scheme,
-        second.host,
-        second.port,
-    )
+    first, second = ((u.scheme, u.host, u.port) for u in (URL(url), URL(other)))
+    return first == second
 
 
 async def async_check_server(
