@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from homeassistant.config_entries import (
@@ -68,6 +68,9 @@ class SubentryFlow(ConfigSubentryFlow):
     """A subentry flow that starts from `options` and saves them in the end."""
 
     options: dict[str, Any]
+    # Each kind's own: what a new subentry starts from, and its first form.
+    _defaults: Callable[[list[str], Provider], dict[str, object]]
+    async_step_init: Callable[[], Awaitable[SubentryFlowResult]]
 
     @property
     def _is_new(self) -> bool:
@@ -79,9 +82,6 @@ class SubentryFlow(ConfigSubentryFlow):
         if entry.state is not ConfigEntryState.LOADED:
             raise AbortFlow("entry_not_loaded")
         return entry
-
-    def _defaults(self, models: list[str], preset: Provider) -> dict[str, object]:
-        raise NotImplementedError
 
     async def async_step_user(
         self, user_input: dict[str, Any] | None = None
@@ -99,12 +99,6 @@ class SubentryFlow(ConfigSubentryFlow):
         self._entry()
         self.options = dict(self._get_reconfigure_subentry().data)
         return await self.async_step_init()
-
-    async def async_step_init(
-        self, user_input: dict[str, Any] | None = None
-    ) -> SubentryFlowResult:
-        """Show the subentry's first form."""
-        raise NotImplementedError
 
     def _async_store(self, data: dict[str, Any]) -> SubentryFlowResult:
         """Create or save the subentry; a title the integration made follows the model."""
