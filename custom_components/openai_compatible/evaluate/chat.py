@@ -137,16 +137,14 @@ async def _async_held(
     # The grammar leaves only the labels, in their own odds (llama.cpp: after sampling).
     llama_cpp = ask.capabilities.kind is ServerKind.LLAMA_CPP
     after_grammar: ChatFields = LLAMA_CPP_AFTER_GRAMMAR if llama_cpp else {}
+    schema: JsonSchema = {"type": "string", "enum": labels}
     held: ChatBody = {
         **body,
         **after_grammar,
         "max_tokens": HELD_LABEL_TOKENS,
         "response_format": {
             "type": "json_schema",
-            "json_schema": {
-                "name": "label",
-                "schema": {"type": "string", "enum": labels},
-            },
+            "json_schema": {"name": "label", "schema": schema},
         },
     }
     try:

@@ -162,14 +162,12 @@ class Ask:
 
     def messages(self, prompt: str) -> list[ChatMessage]:
         """Return the messages: evidence first (shared by all questions), then one."""
-        if not self.files:
-            user: ChatMessage = {
-                "role": "user",
-                "content": f"{self.evidence}\n\n{prompt}",
-            }
-        else:
-            parts: list[ChatPart] = [{"type": "text", "text": self.evidence}]
-            parts.extend(attachment_part(file) for file in self.files)
-            parts.append({"type": "text", "text": prompt})
-            user = {"role": "user", "content": parts}
+        content: str | list[ChatPart] = f"{self.evidence}\n\n{prompt}"
+        if self.files:
+            content = [
+                {"type": "text", "text": self.evidence},
+                *map(attachment_part, self.files),
+                {"type": "text", "text": prompt},
+            ]
+        user: ChatMessage = {"role": "user", "content": content}
         return [{"role": "system", "content": SYSTEM_PROMPT}, user]
