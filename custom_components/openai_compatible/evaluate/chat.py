@@ -298,9 +298,7 @@ def _body(
 def _outcome(question: Question, choice: JsonObject, extra: dict[str, str]) -> Outcome:
     value = _stated_values(choice, question)
     stated = {name: probability(value[name], question) for name in question.names}
-    probabilities = normalised(
-        question, [stated[n] for n in question.names], STATED_TOLERANCE
-    )
+    probabilities = normalised(question, list(stated.values()), STATED_TOLERANCE)
     return Outcome(probabilities, "stated", stated, dict(extra))
 
 
