@@ -79,12 +79,10 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     VERSION = 1
     # 1.2: no unique id (duplicates refused by data); titles name server and model.
     MINOR_VERSION = 2
-
-    def __init__(self) -> None:
-        """Start with no provider chosen."""
-        self._provider_key = DEFAULT_PROVIDER
-        self._data: dict[str, Any] = {}
-        self._models: list[str] = []
+    # The preset chosen, then the server's data and models once it answered.
+    _provider_key = DEFAULT_PROVIDER
+    _data: dict[str, Any]
+    _models: list[str]
 
     @override
     async def async_step_user(

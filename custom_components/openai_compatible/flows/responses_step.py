@@ -81,7 +81,6 @@ def responses_schema(
     agent = subentry_type == SUBENTRY_CONVERSATION
     if agent and not capabilities.refuses(Feature.WEB_SEARCH):
         schema[probatio.Optional(CONF_WEB_SEARCH, default=False)] = bool
-        # The search's settings show while it is on.
         searching = partial(data_entry_flow.Optional, visible=_SEARCHING)
         size = searching(
             CONF_WEB_SEARCH_CONTEXT_SIZE, default=DEFAULT_SEARCH_CONTEXT_SIZE
