@@ -92,14 +92,9 @@ def subentry_title(
 
 
 def _title(label: str, subentry_type: str, subentry_data: Mapping[str, Any]) -> str:
-    parts = [label]
-    if model := subentry_data.get(CONF_CHAT_MODEL) or subentry_data.get(
-        CONF_AUDIO_MODEL
-    ):
-        parts.append(str(model))
-    if suffix := KIND_SUFFIXES.get(subentry_type):
-        parts.append(suffix)
-    return " · ".join(parts)
+    model = subentry_data.get(CONF_CHAT_MODEL) or subentry_data.get(CONF_AUDIO_MODEL)
+    rest = (str(model) if model else "", KIND_SUFFIXES.get(subentry_type, ""))
+    return " · ".join([label, *filter(None, rest)])
 
 
 def is_generated_title(
