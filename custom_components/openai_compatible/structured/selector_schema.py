@@ -123,13 +123,10 @@ def structure_to_json_schema(
     fields = structure.schema if isinstance(structure.schema, dict) else {}
     for key, value in fields.items():
         # to_openapi puts the key's description over the value's own: keep both.
-        if (
-            isinstance(key, probatio.Marker)
-            and key.description
-            and key.schema in properties
-        ):
-            if own := convert(value).get("description"):
-                properties[key.schema]["description"] = f"{key.description} ({own})"
+        if not (isinstance(key, probatio.Marker) and key.description):
+            continue
+        if key.schema in properties and (own := convert(value).get("description")):
+            properties[key.schema]["description"] = f"{key.description} ({own})"
     return result
 
 
@@ -190,11 +187,8 @@ def strict_json_schema(schema: JsonSchema) -> JsonSchema:
         if not isinstance(schema, dict):
             raise StrictUnsupported(f"{where} has no schema")
         kinds = _types(schema)
-        if (
-            "object" in kinds
-            and schema.get("additionalProperties", "properties" not in schema)
-            is not False
-        ):
+        closed = schema.get("additionalProperties", "properties" not in schema) is False
+        if "object" in kinds and not closed:
             raise StrictUnsupported(f"{where} is a free-form object")
         if "object" in kinds and depth > _STRICT_MAX_DEPTH:
             raise StrictUnsupported(f"{where} is nested too deep")
