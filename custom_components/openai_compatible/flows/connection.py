@@ -86,11 +86,7 @@ MAX_URL_CHARACTERS: Final = 2048
 
 
 def normalize_base_url(url: str) -> str:
-    """Return the canonical form of a base URL: one server, one spelling.
-
-    Refused (InvalidURLError): credentials (the key has its field), port 0, `.` and
-    `..` segments however spelled, and URLs longer than MAX_URL_CHARACTERS.
-    """
+    """Return a base URL's canonical form (one server, one spelling); refuse one unfit."""
     text = url.strip()
     if (
         not text
