@@ -135,9 +135,8 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
     ) -> Any:
         """Ask for JSON of the structure, parse and validate it; repair once."""
         llm_api = chat_log.llm_api
-        schema = structure_to_json_schema(
-            structure, llm_api.custom_serializer if llm_api else None
-        )
+        serializer = llm_api.custom_serializer if llm_api else None
+        schema = structure_to_json_schema(structure, serializer)
         # The task's own message: rung instructions are added to it.
         task_content = next(
             content
