@@ -237,10 +237,9 @@ async def async_climb[T](
         LOGGER.debug("No strict form of the structure (%s)", err)
         strict = None
     rung = start_rung(capabilities)
-    if strict is None:
-        rung = max(rung, RUNG_SCHEMA)
     while True:
         request = structured_request(rung, name, schema, strict)
+        rung = request.rung  # without a strict form, the plain schema's
         try:
             return request, await attempt(request)
         except RequestRejectedError as err:
