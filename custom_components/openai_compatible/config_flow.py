@@ -161,7 +161,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
 
     def _async_create(self, chat_model: str | None) -> ConfigFlowResult:
         """Create the entry with an agent and a task, and voice where evident (or alone)."""
-        title = entry_title(self._data, self._other_titles())
+        title = entry_title(self._data, {other.title for other in self._others()})
         preset = provider_for(self._data.get(CONF_PROVIDER))
         lasting = lasting_models(self._models, preset.shutdowns)
         preferred = chat_model or preset.recommended_model
@@ -250,7 +250,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         """Save a server's new settings; titles the integration gave follow it."""
         title = entry.title
         if is_generated_entry_title(title, entry.data):
-            title = entry_title(data, self._other_titles())
+            title = entry_title(data, {other.title for other in self._others()})
         for subentry in entry.subentries.values():
             kind, options = subentry.subentry_type, subentry.data
             if is_generated_title(
@@ -266,12 +266,12 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             await async_forget(self.hass, entry.entry_id)
         return self._async_update_entry(entry, data, title)
 
-    def _other_titles(self) -> set[str]:
-        return {
-            entry.title
+    def _others(self) -> list[ConfigEntry]:
+        return [
+            entry
             for entry in self._async_current_entries(include_ignore=False)
             if entry.entry_id != self.context.get("entry_id")
-        }
+        ]
 
     async def _check(
         self,
@@ -283,12 +283,10 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         if data is None or errors:
             return None
         api_key = data.get(CONF_API_KEY)
-        for entry in self._async_current_entries(include_ignore=False):
-            if (
-                entry.entry_id != self.context.get("entry_id")
-                and same_server(entry.data[CONF_BASE_URL], data[CONF_BASE_URL])
-                and api_key in (None, entry.data.get(CONF_API_KEY))
-            ):
+        for entry in self._others():
+            if same_server(
+                entry.data[CONF_BASE_URL], data[CONF_BASE_URL]
+            ) and api_key in (None, entry.data.get(CONF_API_KEY)):
                 raise data_entry_flow.AbortFlow(
                     "already_configured_key" if api_key else "already_configured",
                     {"name": entry.title},
