@@ -115,7 +115,6 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
     async def _async_own_data(
         self, task: ai_task.GenDataTask, chat_log: conversation.ChatLog
     ) -> ai_task.GenDataTaskResult:
-        """Answer a generate-data task with text, or with data of its structure."""
         if task.structure is not None:
             data = await self._async_structured(task.name, task.structure, chat_log)
         else:
@@ -215,7 +214,6 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         other: Callable[[str], Awaitable[T]],
         does_it: Callable[[str], bool] = bool,
     ) -> T:
-        """Answer with `own`, or hand over to a fallback that `does_it`."""
         fallback = handover(self.entity_id, self.subentry, chat_log)
         if fallback is None or not does_it(fallback.target):
             return await own()

@@ -86,15 +86,14 @@ def _trace(
         "model": ask.settings.model,
         "questions": {
             q.key: {
-                "path": outcomes[q.key].path,
-                "raw": outcomes[q.key].raw,
-                **outcomes[q.key].extra,
-                "probabilities": dict(
-                    zip(q.names, outcomes[q.key].probabilities, strict=True)
-                ),
+                "path": outcome.path,
+                "raw": outcome.raw,
+                **outcome.extra,
+                "probabilities": dict(zip(q.names, outcome.probabilities, strict=True)),
                 "skipped": ask.skipped[q.key],
             }
             for q in questions
+            for outcome in [outcomes[q.key]]
         },
     }
     LOGGER.debug("Evaluation: %s", detail)
