@@ -803,6 +803,23 @@ async def test_decisions_skip_what_they_cannot_take(
     assert answers["wide"]["score"] == pytest.approx(5)
 
 
+async def test_decisions_not_asked_when_none_fits(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """A lone score of more than ten levels goes to chat, no decision asked."""
+    await setup()
+    levels = [f"level {index}" for index in range(11)]
+    simulator.enqueue(CHAT, json=stated(**{str(i): 1 / 11 for i in range(11)}))
+    simulator.requests.clear()
+
+    answers = await evaluate(
+        hass, {"wide": {"type": "score", "instructions": "How?", "criteria": levels}}
+    )
+
+    assert paths(simulator) == [CHAT]
+    assert answers["wide"]["score"] == pytest.approx(5)
+
+
 async def test_decisions_not_for_pdf(
     hass: HomeAssistant,
     simulator: OpenAISimulator,
