@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from custom_components.openai_compatible.errors import TranslatedError  # noqa: E402
 from custom_components.openai_compatible.server_errors.answers import error_for_status  # noqa: E402
-from custom_components.openai_compatible.structured.json_answer import (  # noqa: E402
+from custom_components.openai_compatible.structured.rungs import (  # noqa: E402
     StructureMismatch,
     parse_json_answer,
 )

@@ -29,8 +29,13 @@ from .media.images import async_generate_image
 from .models.fit import check_model_takes, learning_refusals
 from .net.request import build_tool_set
 from .net.shapes import JsonSchema
-from .structured.json_answer import StructureMismatch, checked_answer, parse_json_answer
-from .structured.rungs import StructuredRequest, async_climb
+from .structured.rungs import (
+    StructuredRequest,
+    StructureMismatch,
+    async_climb,
+    checked_answer,
+    parse_json_answer,
+)
 from .structured.selector_schema import structure_to_json_schema
 
 PARALLEL_UPDATES = 0
@@ -110,7 +115,6 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
     async def _async_own_data(
         self, task: ai_task.GenDataTask, chat_log: conversation.ChatLog
     ) -> ai_task.GenDataTaskResult:
-        """Answer a generate-data task with text, or with data of its structure."""
         if task.structure is not None:
             data = await self._async_structured(task.name, task.structure, chat_log)
         else:
@@ -130,9 +134,8 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
     ) -> Any:
         """Ask for JSON of the structure, parse and validate it; repair once."""
         llm_api = chat_log.llm_api
-        schema = structure_to_json_schema(
-            structure, llm_api.custom_serializer if llm_api else None
-        )
+        serializer = llm_api.custom_serializer if llm_api else None
+        schema = structure_to_json_schema(structure, serializer)
         # The task's own message: rung instructions are added to it.
         task_content = next(
             content
@@ -141,16 +144,13 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         )
 
         async def attempt(request: StructuredRequest) -> None:
+            text = request.instructions
             await self._async_handle_chat_log(
                 chat_log,
                 max_rounds=MAX_TOOL_ROUNDS_AI_TASK,
                 slots=self.runtime.task_slots,
                 response_format=request.response_format,
-                instructions=(
-                    (task_content, request.instructions)
-                    if request.instructions
-                    else None
-                ),
+                instructions=(task_content, text) if text else None,
             )
 
         request, _ = await async_climb(
@@ -180,15 +180,14 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
     ) -> ai_task.EvaluationTaskResult:
         capabilities = self.capabilities
         check_model_takes(capabilities, tools=False, attachments=task.attachments or ())
+        # Chat Completions, which every server has, whatever the entry's API.
+        round_trip = self._round_trip(self._chat_dialect, build_tool_set(None), None)
         with self._server_errors(), learning_refusals(capabilities):
             return await async_evaluate(
                 self.hass,
                 task,
                 Ask(
-                    # Chat Completions, which every server has, whatever the entry's API.
-                    round_trip=self._round_trip(
-                        self._chat_dialect, build_tool_set(None), None
-                    ),
+                    round_trip=round_trip,
                     transport=self.runtime.transport,
                     capabilities=capabilities,
                     settings=self.request_settings(),
@@ -215,7 +214,6 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         other: Callable[[str], Awaitable[T]],
         does_it: Callable[[str], bool] = bool,
     ) -> T:
-        """Answer with `own`, or hand over to a fallback that `does_it`."""
         fallback = handover(self.entity_id, self.subentry, chat_log)
         if fallback is None or not does_it(fallback.target):
             return await own()

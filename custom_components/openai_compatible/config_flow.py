@@ -79,12 +79,10 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     VERSION = 1
     # 1.2: no unique id (duplicates refused by data); titles name server and model.
     MINOR_VERSION = 2
-
-    def __init__(self) -> None:
-        """Start with no provider chosen."""
-        self._provider_key = DEFAULT_PROVIDER
-        self._data: dict[str, Any] = {}
-        self._models: list[str] = []
+    # The preset chosen, then the server's data and models once it answered.
+    _provider_key = DEFAULT_PROVIDER
+    _data: dict[str, Any]
+    _models: list[str]
 
     @override
     async def async_step_user(
@@ -97,12 +95,10 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         # Local servers answering on this machine first, then any other, then presets.
         found = await async_answering_presets(self.hass)
         rest = [key for key in PROVIDERS if key not in (*found, PROVIDER_CUSTOM)]
+        default = found[0] if found else DEFAULT_PROVIDER
+        field = choice(CONF_PROVIDER, [*found, PROVIDER_CUSTOM, *rest])
         schema = probatio.Schema(
-            {
-                probatio.Required(
-                    CONF_PROVIDER, default=found[0] if found else DEFAULT_PROVIDER
-                ): choice(CONF_PROVIDER, [*found, PROVIDER_CUSTOM, *rest])
-            }
+            {probatio.Required(CONF_PROVIDER, default=default): field}
         )
         if not found:
             return self.async_show_form(step_id="user", data_schema=schema)
@@ -134,9 +130,8 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             models = await self._check(data, errors, placeholders)
             if data is not None and models is not None:
                 self._data, self._models = data, models
-                if pick_chat_model(
-                    models, preset.recommended_model
-                ) is None and not voice_defaults(models):
+                chat_model = pick_chat_model(models, preset.recommended_model)
+                if chat_model is None and not voice_defaults(models):
                     return await self.async_step_model()
                 return self._async_create(None)
         return self.async_show_form(
@@ -160,18 +155,13 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         """Ask for the model when the server names no chat model."""
         if user_input is not None:
             return self._async_create(user_input[CONF_CHAT_MODEL].strip())
-        schema = probatio.Schema(
-            {
-                probatio.Required(CONF_CHAT_MODEL): dropdown(
-                    chat_models_first(self._models)
-                )
-            }
-        )
+        field = dropdown(chat_models_first(self._models))
+        schema = probatio.Schema({probatio.Required(CONF_CHAT_MODEL): field})
         return self.async_show_form(step_id="model", data_schema=schema)
 
     def _async_create(self, chat_model: str | None) -> ConfigFlowResult:
         """Create the entry with an agent and a task, and voice where evident (or alone)."""
-        title = entry_title(self._data, self._other_titles())
+        title = entry_title(self._data, {other.title for other in self._others()})
         preset = provider_for(self._data.get(CONF_PROVIDER))
         lasting = lasting_models(self._models, preset.shutdowns)
         preferred = chat_model or preset.recommended_model
@@ -234,7 +224,14 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         errors: dict[str, str] = {}
         placeholders = {"name": entry.title, "message": ""}
         if user_input is not None:
-            data = self._reconfigured_data(entry, user_input, errors)
+            provider_key = entry.data.get(CONF_PROVIDER, PROVIDER_CUSTOM)
+            data = entry_data(user_input, provider_key, errors)
+            # An empty key keeps the old one, but only on the same origin.
+            if data and CONF_API_KEY not in data and entry.data.get(CONF_API_KEY):
+                if same_origin(data[CONF_BASE_URL], entry.data[CONF_BASE_URL]):
+                    data[CONF_API_KEY] = entry.data[CONF_API_KEY]
+                elif provider_for(provider_key).api_key_required:
+                    errors[CONF_API_KEY] = "api_key_required"
             if data and await self._check(data, errors, placeholders) is not None:
                 return await self._async_reconfigure(entry, data)
         return self.async_show_form(
@@ -247,31 +244,13 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             description_placeholders=placeholders,
         )
 
-    @staticmethod
-    def _reconfigured_data(
-        entry: ConfigEntry, user_input: Mapping[str, Any], errors: dict[str, str]
-    ) -> dict[str, Any] | None:
-        """Return the new data; an empty key keeps the old one only on the same origin."""
-        provider_key = entry.data.get(CONF_PROVIDER, PROVIDER_CUSTOM)
-        data = entry_data(user_input, provider_key, errors)
-        if (
-            data is not None
-            and CONF_API_KEY not in data
-            and entry.data.get(CONF_API_KEY)
-        ):
-            if same_origin(data[CONF_BASE_URL], entry.data[CONF_BASE_URL]):
-                data[CONF_API_KEY] = entry.data[CONF_API_KEY]
-            elif provider_for(provider_key).api_key_required:
-                errors[CONF_API_KEY] = "api_key_required"
-        return data
-
     async def _async_reconfigure(
         self, entry: ConfigEntry, data: dict[str, Any]
     ) -> ConfigFlowResult:
         """Save a server's new settings; titles the integration gave follow it."""
         title = entry.title
         if is_generated_entry_title(title, entry.data):
-            title = entry_title(data, self._other_titles())
+            title = entry_title(data, {other.title for other in self._others()})
         for subentry in entry.subentries.values():
             kind, options = subentry.subentry_type, subentry.data
             if is_generated_title(
@@ -287,12 +266,12 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             await async_forget(self.hass, entry.entry_id)
         return self._async_update_entry(entry, data, title)
 
-    def _other_titles(self) -> set[str]:
-        return {
-            entry.title
+    def _others(self) -> list[ConfigEntry]:
+        return [
+            entry
             for entry in self._async_current_entries(include_ignore=False)
             if entry.entry_id != self.context.get("entry_id")
-        }
+        ]
 
     async def _check(
         self,
@@ -303,22 +282,17 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         """Return the server's models; None where errors (already or now) tell why not."""
         if data is None or errors:
             return None
-        self._abort_if_duplicate(data)
-        models = await async_check_server(self.hass, data, errors, placeholders)
-        return None if errors else models
-
-    def _abort_if_duplicate(self, data: Mapping[str, Any]) -> None:
         api_key = data.get(CONF_API_KEY)
-        for entry in self._async_current_entries(include_ignore=False):
-            if (
-                entry.entry_id != self.context.get("entry_id")
-                and same_server(entry.data[CONF_BASE_URL], data[CONF_BASE_URL])
-                and api_key in (None, entry.data.get(CONF_API_KEY))
-            ):
+        for entry in self._others():
+            if same_server(
+                entry.data[CONF_BASE_URL], data[CONF_BASE_URL]
+            ) and api_key in (None, entry.data.get(CONF_API_KEY)):
                 raise data_entry_flow.AbortFlow(
                     "already_configured_key" if api_key else "already_configured",
                     {"name": entry.title},
                 )
+        models = await async_check_server(self.hass, data, errors, placeholders)
+        return None if errors else models
 
     def _async_update_entry(
         self, entry: ConfigEntry, data: dict[str, Any], title: str
@@ -360,15 +334,14 @@ class ConnectionOptionsFlow(OptionsFlow):
         if user_input is not None:
             return self.async_create_entry(data=user_input)
         options = self.config_entry.options
+        timeout = options.get(CONF_TIMEOUT, DEFAULT_TIMEOUT_SECONDS)
+        api = api_setting(options.get(CONF_API))
         schema = probatio.Schema(
             {
-                probatio.Required(
-                    CONF_TIMEOUT,
-                    default=options.get(CONF_TIMEOUT, DEFAULT_TIMEOUT_SECONDS),
-                ): TIMEOUT_SELECTOR,
-                probatio.Required(
-                    CONF_API, default=api_setting(options.get(CONF_API))
-                ): choice(CONF_API, WireApi, SelectSelectorMode.LIST),
+                probatio.Required(CONF_TIMEOUT, default=timeout): TIMEOUT_SELECTOR,
+                probatio.Required(CONF_API, default=api): choice(
+                    CONF_API, WireApi, SelectSelectorMode.LIST
+                ),
             }
         )
         return self.async_show_form(step_id="init", data_schema=schema)

@@ -21,8 +21,8 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
 
 from custom_components.openai_compatible.const import CONF_API, CONF_CHAT_MODEL
+from custom_components.openai_compatible.evaluate.chat import TOP_LOGPROBS, fold
 from custom_components.openai_compatible.evaluate.evaluation import MAX_QUESTIONS
-from custom_components.openai_compatible.evaluate.labels import TOP_LOGPROBS, fold
 from custom_components.openai_compatible.evaluate.questions import Ask
 from custom_components.openai_compatible.features import Feature, WireApi
 from custom_components.openai_compatible.redact import shown
@@ -800,6 +800,23 @@ async def test_decisions_skip_what_they_cannot_take(
     assert [q["name"] for q in decided["questions"]] == ["door"]
     # Eleven levels have no one-digit labels: the chat request asks for JSON.
     assert "response_format" in simulator.chat_requests()[0]
+    assert answers["wide"]["score"] == pytest.approx(5)
+
+
+async def test_decisions_not_asked_when_none_fits(
+    hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
+) -> None:
+    """A lone score of more than ten levels goes to chat, no decision asked."""
+    await setup()
+    levels = [f"level {index}" for index in range(11)]
+    simulator.enqueue(CHAT, json=stated(**{str(i): 1 / 11 for i in range(11)}))
+    simulator.requests.clear()
+
+    answers = await evaluate(
+        hass, {"wide": {"type": "score", "instructions": "How?", "criteria": levels}}
+    )
+
+    assert paths(simulator) == [CHAT]
     assert answers["wide"]["score"] == pytest.approx(5)
 
 

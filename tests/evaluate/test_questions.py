@@ -6,13 +6,15 @@ from homeassistant.components import ai_task
 import pytest
 
 from custom_components.openai_compatible.errors import ModelError
-from custom_components.openai_compatible.evaluate.labels import _alternatives
+from custom_components.openai_compatible.evaluate.chat import (
+    _alternatives,
+    stated_weights,
+)
 from custom_components.openai_compatible.evaluate.questions import (
     Question,
     normalised,
     probability,
 )
-from custom_components.openai_compatible.evaluate.stated import stated_weights
 
 DOOR = Question.from_task(
     "door", ai_task.NoulQuestion(type="noul", instructions="Is the door open?")

@@ -7,12 +7,13 @@ from typing import Any
 import probatio
 import pytest
 
-from custom_components.openai_compatible.structured.json_answer import (
+from custom_components.openai_compatible.structured.rungs import (
     JSON_TRIES,
+    RUNG_INSTRUCTIONS,
     StructureMismatch,
     checked_answer,
     parse_json_answer,
-    schema_instructions,
+    structured_request,
 )
 from custom_components.openai_compatible.structured.selector_schema import (
     structure_to_json_schema,
@@ -165,7 +166,7 @@ def test_schema_instructions() -> None:
             }
         )
     )
-    assert schema_instructions(schema) == (
+    assert structured_request(RUNG_INSTRUCTIONS, "x", schema, None).instructions == (
         "Answer with only a JSON object that matches this JSON schema: "
         '{"type":"object","properties":{"b":{"type":"string","description":"Température"},'
         '"a":{"type":"boolean"}},"required":["b"],"additionalProperties":false}'

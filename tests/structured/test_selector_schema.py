@@ -15,7 +15,7 @@ import probatio
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from custom_components.openai_compatible.structured.json_answer import (
+from custom_components.openai_compatible.structured.rungs import (
     StructureMismatch,
     checked_answer,
 )

@@ -65,10 +65,8 @@ class Question:
         if self.kind == "noul":
             return ["Yes", "No"]
         if self.kind == "choice":
-            letters = string.ascii_uppercase
-            return (
-                list(letters[: len(self.options)]) if len(self.options) <= 26 else None
-            )
+            letters = list(string.ascii_uppercase[: len(self.options)])
+            return letters if len(self.options) <= 26 else None
         return self.names if len(self.options) <= 10 else None
 
     def levels(self) -> str:
@@ -158,24 +156,18 @@ class Ask:
         async with self.slots:
             answer = await self.round_trip.async_complete(body)
         choices = answer.get("choices")
-        if (
-            not isinstance(choices, list)
-            or not choices
-            or not isinstance(choices[0], dict)
-        ):
+        if not (isinstance(choices, list) and choices and isinstance(choices[0], dict)):
             raise ModelError("no_answer")
         return cast("JsonObject", choices[0])
 
     def messages(self, prompt: str) -> list[ChatMessage]:
         """Return the messages: evidence first (shared by all questions), then one."""
-        if not self.files:
-            user: ChatMessage = {
-                "role": "user",
-                "content": f"{self.evidence}\n\n{prompt}",
-            }
-        else:
-            parts: list[ChatPart] = [{"type": "text", "text": self.evidence}]
-            parts.extend(attachment_part(file) for file in self.files)
-            parts.append({"type": "text", "text": prompt})
-            user = {"role": "user", "content": parts}
+        content: str | list[ChatPart] = f"{self.evidence}\n\n{prompt}"
+        if self.files:
+            content = [
+                {"type": "text", "text": self.evidence},
+                *map(attachment_part, self.files),
+                {"type": "text", "text": prompt},
+            ]
+        user: ChatMessage = {"role": "user", "content": content}
         return [{"role": "system", "content": SYSTEM_PROMPT}, user]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Final
 
 from homeassistant import data_entry_flow
@@ -67,9 +66,8 @@ from ..models.names import Thinking
 from ..models.providers import Provider
 from ..window.context_window import default_answer_limit
 from ..wire.extra_fields import owned_fields
-from .fields import choice, dropdown, whole_number
+from .fields import SubentryFlow, choice, dropdown, whole_number
 from .responses_step import responses_data, responses_schema, suggested_values
-from .subentry_base import SubentryFlow
 
 ADVANCED_KEYS: Final = (
     CONF_MAX_TOKENS,
@@ -100,20 +98,6 @@ _UNSAVED: Final[dict[str, object]] = {
     CONF_STREAMING: True,
     CONF_THINKING: Thinking.DEFAULT,
 }
-
-
-def _extra_fields_errors(
-    user_input: dict[str, Any],
-) -> tuple[dict[str, str], dict[str, str]]:
-    """Return the errors of the extra fields, an object setting nothing we own."""
-    fields = user_input.get(CONF_EXTRA_FIELDS)
-    if user_input.get(CONF_RECOMMENDED, True) or fields in (None, ""):
-        return {}, {}
-    if not isinstance(fields, dict):
-        return {CONF_EXTRA_FIELDS: "extra_fields_not_object"}, {}
-    if owned := owned_fields(fields):
-        return {CONF_EXTRA_FIELDS: "extra_fields_owned"}, {"fields": ", ".join(owned)}
-    return {}, {}
 
 
 def chat_defaults(
@@ -180,52 +164,6 @@ def _readable(tool: llm.Tool) -> str:
     return text or tool.name
 
 
-def tools_schema(
-    options: list[SelectOptionDict], data: Mapping[str, Any], local: bool
-) -> probatio.Schema:
-    """Return the form: tools offered, on demand, the call cap; one round, examples (local: on)."""
-    offered = {option["value"] for option in options}
-    kept = [
-        SelectOptionDict(value=name, label=name)
-        for name in data.get(CONF_TOOLS, ())
-        if name not in offered
-    ]
-    return probatio.Schema(
-        {
-            probatio.Optional(CONF_TOOLS): SelectSelector(
-                SelectSelectorConfig(
-                    options=sorted(
-                        [*options, *kept], key=lambda option: option["label"]
-                    ),
-                    multiple=True,
-                    mode=SelectSelectorMode.DROPDOWN,
-                )
-            ),
-            probatio.Optional(CONF_TOOLS_ON_DEMAND, default=False): bool,
-            probatio.Optional(CONF_MAX_TOOL_CALLS): whole_number(1, 100),
-            probatio.Optional(CONF_ONE_ROUND, default=local): bool,
-            probatio.Optional(CONF_CALL_EXAMPLES, default=local): bool,
-        }
-    )
-
-
-def tools_data(
-    data: Mapping[str, Any], user_input: Mapping[str, Any], local: bool
-) -> dict[str, Any]:
-    """Return the subentry's data with the step's values; defaults are not kept."""
-    kept = {key: value for key, value in data.items() if key not in TOOL_KEYS}
-    if tools := user_input.get(CONF_TOOLS):
-        kept[CONF_TOOLS] = list(tools)
-    if user_input.get(CONF_TOOLS_ON_DEMAND):
-        kept[CONF_TOOLS_ON_DEMAND] = True
-    if (cap := user_input.get(CONF_MAX_TOOL_CALLS)) is not None:
-        kept[CONF_MAX_TOOL_CALLS] = int(cap)
-    for key in (CONF_ONE_ROUND, CONF_CALL_EXAMPLES):
-        if (value := user_input.get(key, local)) != local:
-            kept[key] = value
-    return kept
-
-
 class ModelSubentryFlowHandler(SubentryFlow):
     """Add or change a conversation agent or an AI task of a server."""
 
@@ -239,14 +177,42 @@ class ModelSubentryFlowHandler(SubentryFlow):
     ) -> SubentryFlowResult:
         """Show and take the settings of the agent or task."""
         entry = self._entry()
-        errors, placeholders = _extra_fields_errors(user_input or {})
+        errors: dict[str, str] = {}
+        placeholders: dict[str, str] = {}
+        # The extra fields: an object, setting nothing we own.
+        given = user_input or {}
+        fields = given.get(CONF_EXTRA_FIELDS)
+        if not given.get(CONF_RECOMMENDED, True) and fields not in (None, ""):
+            if not isinstance(fields, dict):
+                errors[CONF_EXTRA_FIELDS] = "extra_fields_not_object"
+            elif owned := owned_fields(fields):
+                errors[CONF_EXTRA_FIELDS] = "extra_fields_owned"
+                placeholders["fields"] = ", ".join(owned)
         if user_input is not None and not errors:
-            self.options = self._settings(user_input)
+            # Tuning only with recommended off; what asks for nothing is not saved.
+            data = {k: v for k, v in self.options.items() if k not in SETTINGS_KEYS}
+            for key, value in user_input.items():
+                if isinstance(value, str) and key != CONF_PROMPT:
+                    value = value.strip()
+                if not (
+                    (key in ADVANCED_KEYS and user_input[CONF_RECOMMENDED])
+                    or value in (None, "", [], {})
+                    or _UNSAVED.get(key) == value
+                ):
+                    data[key] = value
+            self.options = data
             target = self.options.get(CONF_FALLBACK)
             if not (target and closes_loop(self.hass, self._own_entity_id(), target)):
                 return await self.async_step_tools()
             errors[CONF_FALLBACK] = "fallback_loop"
-        self._drop_stale_apis()
+        if (saved := self.options.get(CONF_LLM_HASS_API)) is not None:
+            # APIs gone since are dropped.
+            known = {api.id for api in llm.async_get_apis(self.hass)}
+            saved = [saved] if isinstance(saved, str) else saved
+            if apis := [api for api in saved if api in known]:
+                self.options[CONF_LLM_HASS_API] = apis
+            else:
+                self.options.pop(CONF_LLM_HASS_API)
         return self.async_show_form(
             step_id="init",
             data_schema=self.add_suggested_values_to_schema(
@@ -266,14 +232,44 @@ class ModelSubentryFlowHandler(SubentryFlow):
         apis = self.options.get(CONF_LLM_HASS_API)
         local = bool(self._entry().runtime_data.capabilities.local)
         if user_input is not None:
-            self.options = tools_data(self.options, user_input, local)
+            # One round and call examples are on for a local server; defaults go.
+            data = {k: v for k, v in self.options.items() if k not in TOOL_KEYS}
+            if tools := user_input.get(CONF_TOOLS):
+                data[CONF_TOOLS] = list(tools)
+            if user_input.get(CONF_TOOLS_ON_DEMAND):
+                data[CONF_TOOLS_ON_DEMAND] = True
+            if (cap := user_input.get(CONF_MAX_TOOL_CALLS)) is not None:
+                data[CONF_MAX_TOOL_CALLS] = int(cap)
+            for key in (CONF_ONE_ROUND, CONF_CALL_EXAMPLES):
+                if (value := user_input.get(key, local)) != local:
+                    data[key] = value
+            self.options = data
         if user_input is not None or not apis:
             return await self.async_step_responses()
         options = await async_tool_options(self.hass, apis)
+        offered = {option["value"] for option in options}
+        # A saved tool no API offers now stays, under its name.
+        options += [
+            SelectOptionDict(value=name, label=name)
+            for name in self.options.get(CONF_TOOLS, ())
+            if name not in offered
+        ]
+        options.sort(key=lambda option: option["label"])
+        schema = {
+            probatio.Optional(CONF_TOOLS): SelectSelector(
+                SelectSelectorConfig(
+                    options=options, multiple=True, mode=SelectSelectorMode.DROPDOWN
+                )
+            ),
+            probatio.Optional(CONF_TOOLS_ON_DEMAND, default=False): bool,
+            probatio.Optional(CONF_MAX_TOOL_CALLS): whole_number(1, 100),
+            probatio.Optional(CONF_ONE_ROUND, default=local): bool,
+            probatio.Optional(CONF_CALL_EXAMPLES, default=local): bool,
+        }
         return self.async_show_form(
             step_id="tools",
             data_schema=self.add_suggested_values_to_schema(
-                tools_schema(options, self.options, local), self.options
+                probatio.Schema(schema), self.options
             ),
             last_step=self._responses_schema() is None,
         )
@@ -312,16 +308,6 @@ class ModelSubentryFlowHandler(SubentryFlow):
         capabilities = entry.runtime_data.capabilities.model(model)
         return responses_schema(entry.options, capabilities, self._subentry_type)
 
-    def _drop_stale_apis(self) -> None:
-        if (saved := self.options.get(CONF_LLM_HASS_API)) is None:
-            return
-        known = {api.id for api in llm.async_get_apis(self.hass)}
-        saved = [saved] if isinstance(saved, str) else saved
-        if apis := [api for api in saved if api in known]:
-            self.options[CONF_LLM_HASS_API] = apis
-        else:
-            self.options.pop(CONF_LLM_HASS_API)
-
     def _schema(self, models: list[str]) -> probatio.Schema:
         schema: VolDictType = {}
         if self._is_new:
@@ -355,17 +341,15 @@ class ModelSubentryFlowHandler(SubentryFlow):
         schema[probatio.Optional(CONF_CONTEXT_WINDOW)] = whole_number(256, 10_000_000)
         schema[probatio.Optional(CONF_STREAMING, default=True)] = bool
         schema[probatio.Required(CONF_RECOMMENDED, default=True)] = bool
-        return probatio.Schema(schema | self._advanced_fields())
 
-    def _advanced_fields(self) -> VolDictType:
-
-        def advanced(key: str, default: Any = None) -> data_entry_flow.Optional:
-            if default is None:
-                return data_entry_flow.Optional(key, visible=_ADVANCED)
+        def advanced(key: str, default: Any = probatio.UNDEFINED) -> probatio.Marker:
             return data_entry_flow.Optional(key, default=default, visible=_ADVANCED)
 
-        return {
-            advanced(CONF_MAX_TOKENS, self._max_tokens()): whole_number(1, 1_000_000),
+        # The answer limit offered: a local server's own limit.
+        server = self._get_entry().runtime_data.capabilities
+        limit = default_answer_limit(server, self.options) or RECOMMENDED_MAX_TOKENS
+        schema |= {
+            advanced(CONF_MAX_TOKENS, limit): whole_number(1, 1_000_000),
             advanced(CONF_TEMPERATURE, RECOMMENDED_TEMPERATURE): NumberSelector(
                 NumberSelectorConfig(min=0, max=2, step=0.05)
             ),
@@ -375,22 +359,4 @@ class ModelSubentryFlowHandler(SubentryFlow):
             advanced(CONF_EXTRA_FIELDS): ObjectSelector(),
             advanced(CONF_THINKING, Thinking.DEFAULT): choice(CONF_THINKING, Thinking),
         }
-
-    def _max_tokens(self) -> int:
-        """Return the answer limit the form offers: a local server's own limit."""
-        server = self._get_entry().runtime_data.capabilities
-        return default_answer_limit(server, self.options) or RECOMMENDED_MAX_TOKENS
-
-    def _settings(self, user_input: dict[str, Any]) -> dict[str, Any]:
-        """Return the data with the step's values; tuning only with recommended off."""
-        data = {k: v for k, v in self.options.items() if k not in SETTINGS_KEYS}
-        for key, value in user_input.items():
-            if isinstance(value, str) and key != CONF_PROMPT:
-                value = value.strip()
-            if not (
-                (key in ADVANCED_KEYS and user_input[CONF_RECOMMENDED])
-                or value in (None, "", [], {})
-                or _UNSAVED.get(key) == value
-            ):
-                data[key] = value
-        return data
+        return probatio.Schema(schema)

@@ -29,7 +29,7 @@ from ..errors import (
     ServerError,
 )
 from ..models.kinds import offered
-from ..models.listing import ModelListing, async_validate_server
+from ..models.listing import async_validate_server
 from ..models.providers import PROVIDER_CUSTOM, PROVIDERS, URL_PLACEHOLDER, provider_for
 from ..models.server_info import async_guess_kind
 from ..net.transport import Transport
@@ -86,11 +86,7 @@ MAX_URL_CHARACTERS: Final = 2048
 
 
 def normalize_base_url(url: str) -> str:
-    """Return the canonical form of a base URL: one server, one spelling.
-
-    Refused (InvalidURLError): credentials (the key has its field), port 0, `.` and
-    `..` segments however spelled, and URLs longer than MAX_URL_CHARACTERS.
-    """
+    """Return a base URL's canonical form (one server, one spelling); refuse one unfit."""
     text = url.strip()
     if (
         not text
@@ -115,8 +111,7 @@ def normalize_base_url(url: str) -> str:
         or URL_PLACEHOLDER in parsed.host.lower()
     ):
         raise InvalidURLError(url)
-    path = parsed.path.rstrip("/")
-    path = path.removesuffix("/chat/completions").rstrip("/")
+    path = parsed.path.rstrip("/").removesuffix("/chat/completions").rstrip("/")
     return str(parsed.with_path(path or "/")).rstrip("/")
 
 
@@ -188,12 +183,8 @@ def same_server(url: str, other: str) -> bool:
 
 def same_origin(url: str, other: str) -> bool:
     """Tell whether two base URLs have the same scheme, host and port."""
-    first, second = URL(url), URL(other)
-    return (first.scheme, first.host, first.port) == (
-        second.scheme,
-        second.host,
-        second.port,
-    )
+    first, second = ((u.scheme, u.host, u.port) for u in (URL(url), URL(other)))
+    return first == second
 
 
 async def async_check_server(
@@ -210,45 +201,35 @@ async def async_check_server(
         errors["base"] = "invalid_auth"
     except ConnectError as err:
         errors["base"] = err.translation_key or "cannot_connect"
-        if errors["base"] == "cannot_connect" and _is_loopback(data[CONF_BASE_URL]):
+        url = URL(data[CONF_BASE_URL])
+        host = url.host or ""
+        if errors["base"] == "cannot_connect" and (
+            host == "localhost"
+            or (is_ip_address(host) and ip_address(host).is_loopback)
+        ):
             # Most often the server runs elsewhere, not beside Home Assistant.
             errors["base"] = "cannot_connect_local"
-            placeholders["port"] = str(URL(data[CONF_BASE_URL]).port)
+            placeholders["port"] = str(url.port)
     except NotCompatibleError:
         errors["base"] = "not_compatible"
     except RateLimitedError:
         errors["base"] = "rate_limited"
     except ServerError as err:
-        errors["base"] = _flow_error(err, placeholders)
+        given = err.translation_placeholders or {}
+        if (key := err.translation_key) in _TOLD_ERRORS:
+            placeholders.update(given)
+            errors["base"] = key
+        else:
+            placeholders["message"] = given.get("message", "")
+            errors["base"] = "api_error"
     except Exception:
         _LOGGER.exception("Unexpected error while connecting to the server")
         errors["base"] = "unknown"
     else:
-        await _async_note_server_kind(hass, data, listing)
+        data.pop(CONF_SERVER_KIND, None)
+        if data.get(CONF_PROVIDER) == PROVIDER_CUSTOM:
+            transport = Transport(hass, data[CONF_BASE_URL], data.get(CONF_API_KEY))
+            if kind := await async_guess_kind(transport, listing):
+                data[CONF_SERVER_KIND] = kind.value
         return offered(listing.ids)
     return []
-
-
-def _is_loopback(base_url: str) -> bool:
-    host = URL(base_url).host or ""
-    return host == "localhost" or (is_ip_address(host) and ip_address(host).is_loopback)
-
-
-def _flow_error(err: ServerError, placeholders: dict[str, str]) -> str:
-    given = err.translation_placeholders or {}
-    if (key := err.translation_key) is not None and key in _TOLD_ERRORS:
-        placeholders.update(given)
-        return key
-    placeholders["message"] = given.get("message", "")
-    return "api_error"
-
-
-async def _async_note_server_kind(
-    hass: HomeAssistant, data: dict[str, Any], listing: ModelListing
-) -> None:
-    data.pop(CONF_SERVER_KIND, None)
-    if data.get(CONF_PROVIDER) != PROVIDER_CUSTOM:
-        return
-    transport = Transport(hass, data[CONF_BASE_URL], data.get(CONF_API_KEY))
-    if kind := await async_guess_kind(transport, listing):
-        data[CONF_SERVER_KIND] = kind.value

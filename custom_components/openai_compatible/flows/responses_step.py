@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, Final
 
 from homeassistant import data_entry_flow
@@ -59,9 +60,8 @@ def responses_schema(
     subentry_type: str,
 ) -> probatio.Schema | None:
     """Return the step's form for the model; None when the API is not Responses."""
-    if capabilities.api(api_setting(entry_options.get(CONF_API))) is not (
-        WireApi.RESPONSES
-    ):
+    api = capabilities.api(api_setting(entry_options.get(CONF_API)))
+    if api is not WireApi.RESPONSES:
         return None
     schema: VolDictType = {}
     if not capabilities.refuses(Feature.REASONING):
@@ -75,35 +75,25 @@ def responses_schema(
     if not capabilities.refuses(Feature.VERBOSITY):
         schema[probatio.Optional(CONF_VERBOSITY)] = choice(CONF_VERBOSITY, VERBOSITIES)
     if not capabilities.refuses(Feature.SERVICE_TIER):
-        schema[probatio.Optional(CONF_SERVICE_TIER, default=DEFAULT_SERVICE_TIER)] = (
-            choice(CONF_SERVICE_TIER, service_tiers(capabilities.model))
+        tier = probatio.Optional(CONF_SERVICE_TIER, default=DEFAULT_SERVICE_TIER)
+        schema[tier] = choice(CONF_SERVICE_TIER, service_tiers(capabilities.model))
+    # Provider-run tools: an agent's only.
+    agent = subentry_type == SUBENTRY_CONVERSATION
+    if agent and not capabilities.refuses(Feature.WEB_SEARCH):
+        schema[probatio.Optional(CONF_WEB_SEARCH, default=False)] = bool
+        searching = partial(data_entry_flow.Optional, visible=_SEARCHING)
+        size = searching(
+            CONF_WEB_SEARCH_CONTEXT_SIZE, default=DEFAULT_SEARCH_CONTEXT_SIZE
         )
-    if subentry_type == SUBENTRY_CONVERSATION:
-        schema.update(_tools_schema(capabilities))
+        schema[size] = choice(CONF_WEB_SEARCH_CONTEXT_SIZE, SEARCH_CONTEXT_SIZES)
+        for key in (CONF_WEB_SEARCH_USER_LOCATION, CONF_WEB_SEARCH_CITATIONS):
+            schema[searching(key, default=False)] = bool
+    if agent and not capabilities.refuses(Feature.CODE_INTERPRETER):
+        schema[probatio.Optional(CONF_CODE_INTERPRETER, default=False)] = bool
+    if agent and not capabilities.refuses(Feature.IMAGE_GENERATION):
+        schema[probatio.Optional(CONF_IMAGE_GENERATION, default=False)] = bool
     schema[probatio.Optional(CONF_STORE_RESPONSES, default=False)] = bool
     return probatio.Schema(schema)
-
-
-def _tools_schema(capabilities: ModelCapabilities) -> VolDictType:
-    schema: VolDictType = {}
-    if not capabilities.refuses(Feature.WEB_SEARCH):
-        schema[probatio.Optional(CONF_WEB_SEARCH, default=False)] = bool
-        schema[
-            data_entry_flow.Optional(
-                CONF_WEB_SEARCH_CONTEXT_SIZE,
-                default=DEFAULT_SEARCH_CONTEXT_SIZE,
-                visible=_SEARCHING,
-            )
-        ] = choice(CONF_WEB_SEARCH_CONTEXT_SIZE, SEARCH_CONTEXT_SIZES)
-        for key in (CONF_WEB_SEARCH_USER_LOCATION, CONF_WEB_SEARCH_CITATIONS):
-            schema[data_entry_flow.Optional(key, default=False, visible=_SEARCHING)] = (
-                bool
-            )
-    if not capabilities.refuses(Feature.CODE_INTERPRETER):
-        schema[probatio.Optional(CONF_CODE_INTERPRETER, default=False)] = bool
-    if not capabilities.refuses(Feature.IMAGE_GENERATION):
-        schema[probatio.Optional(CONF_IMAGE_GENERATION, default=False)] = bool
-    return schema
 
 
 def suggested_values(

@@ -23,7 +23,6 @@ from ..const import (
 )
 from ..models.providers import PROVIDER_CUSTOM, PROVIDERS, provider_for
 
-SEPARATOR: Final = " · "
 # Agents and tasks of one model are told apart; an agent adds nothing.
 KIND_SUFFIXES: Final[dict[str, str]] = {
     SUBENTRY_AI_TASK: "AI task",
@@ -35,7 +34,6 @@ LEGACY_TITLES: Final[dict[str, str]] = {
     SUBENTRY_CONVERSATION: DEFAULT_CONVERSATION_NAME,
     SUBENTRY_AI_TASK: DEFAULT_AI_TASK_NAME,
 }
-LEGACY_CUSTOM_NAME: Final = "Custom"
 
 
 def server_name(entry_data: Mapping[str, Any]) -> str:
@@ -75,7 +73,7 @@ def is_generated_entry_title(title: str, entry_data: Mapping[str, Any]) -> bool:
     return title in (
         name,
         _with_address(name, entry_data),
-        _with_address(LEGACY_CUSTOM_NAME, entry_data),
+        _with_address("Custom", entry_data),  # the custom preset's name before
     )
 
 
@@ -94,14 +92,9 @@ def subentry_title(
 
 
 def _title(label: str, subentry_type: str, subentry_data: Mapping[str, Any]) -> str:
-    parts = [label]
-    if model := subentry_data.get(CONF_CHAT_MODEL) or subentry_data.get(
-        CONF_AUDIO_MODEL
-    ):
-        parts.append(str(model))
-    if suffix := KIND_SUFFIXES.get(subentry_type):
-        parts.append(suffix)
-    return SEPARATOR.join(parts)
+    model = subentry_data.get(CONF_CHAT_MODEL) or subentry_data.get(CONF_AUDIO_MODEL)
+    rest = (str(model) if model else "", KIND_SUFFIXES.get(subentry_type, ""))
+    return " · ".join([label, *filter(None, rest)])
 
 
 def is_generated_title(

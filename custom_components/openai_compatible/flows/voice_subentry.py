@@ -39,19 +39,24 @@ from ..models.audio_models import (
 from ..models.kinds import ModelKind, model_kind
 from ..models.providers import Provider
 from ..voice.audio import MAX_SPEED, MIN_SPEED, async_fetch_voices
-from .fields import choice, dropdown
-from .subentry_base import SubentryFlow
+from .fields import SubentryFlow, choice, dropdown
 
 # The formats of OpenAI's speech route, which the others copy.
 AUDIO_FORMATS: Final = ("mp3", "wav", "flac", "opus", "aac", "pcm")
 MULTILINE: Final = TextSelector(TextSelectorConfig(multiline=True))
-VOICE_KEYS: Final = (
-    CONF_VOICE,
-    CONF_SPEED,
-    CONF_INSTRUCTIONS,
-    CONF_AUDIO_FORMAT,
-    CONF_STREAMING,
-)
+# What is asked beside the voice, which the model's voices offer.
+VOICE_SETTINGS: Final[VolDictType] = {
+    probatio.Required(CONF_SPEED, default=1.0): NumberSelector(
+        NumberSelectorConfig(
+            min=MIN_SPEED, max=MAX_SPEED, step=0.05, mode=NumberSelectorMode.SLIDER
+        )
+    ),
+    probatio.Optional(CONF_INSTRUCTIONS): MULTILINE,
+    probatio.Required(CONF_AUDIO_FORMAT, default=DEFAULT_AUDIO_FORMAT): choice(
+        CONF_AUDIO_FORMAT, AUDIO_FORMATS
+    ),
+    probatio.Required(CONF_STREAMING, default=True): bool,
+}
 
 
 def _taken(
@@ -104,13 +109,6 @@ def _voice_data(kind: str, model: str | None) -> dict[str, object]:
     return data
 
 
-# The speech-to-text subentry's settings, asked with its model.
-STT_FIELDS: Final[VolDictType] = {
-    probatio.Optional(CONF_PROMPT): MULTILINE,
-    probatio.Required(CONF_HINT_NAMES, default=False): bool,
-}
-
-
 class VoiceSubentryFlowHandler(SubentryFlow):
     """Add or change a speech-to-text or text-to-speech entity of a server."""
 
@@ -140,7 +138,9 @@ class VoiceSubentryFlowHandler(SubentryFlow):
         schema[probatio.Required(CONF_AUDIO_MODEL)] = dropdown(
             [*filter(evident, models), *unknown], self.options.get(CONF_AUDIO_MODEL)
         )
-        schema |= {} if self._speaks else STT_FIELDS
+        if not self._speaks:  # speech-to-text's settings come with its model
+            schema[probatio.Optional(CONF_PROMPT)] = MULTILINE
+            schema[probatio.Required(CONF_HINT_NAMES, default=False)] = bool
         errors: dict[str, str] = {}
         if user_input is not None:
             if not _taken(self.options, user_input, schema, CONF_AUDIO_MODEL):
@@ -165,29 +165,15 @@ class VoiceSubentryFlowHandler(SubentryFlow):
         entry = self._entry()
         errors: dict[str, str] = {}
         if user_input is not None:
-            if _taken(self.options, user_input, VOICE_KEYS, CONF_VOICE):
+            if _taken(
+                self.options, user_input, [CONF_VOICE, *VOICE_SETTINGS], CONF_VOICE
+            ):
                 return self._async_store(self.options)
             errors[CONF_VOICE] = "voice_required"
         model = str(self.options[CONF_AUDIO_MODEL])
-        voices = await async_fetch_voices(entry.runtime_data.transport) or known_voices(
-            model
-        )
-        schema = {
-            probatio.Required(CONF_VOICE): dropdown(voices),
-            probatio.Required(CONF_SPEED, default=1.0): NumberSelector(
-                NumberSelectorConfig(
-                    min=MIN_SPEED,
-                    max=MAX_SPEED,
-                    step=0.05,
-                    mode=NumberSelectorMode.SLIDER,
-                )
-            ),
-            probatio.Optional(CONF_INSTRUCTIONS): MULTILINE,
-            probatio.Required(CONF_AUDIO_FORMAT, default=DEFAULT_AUDIO_FORMAT): choice(
-                CONF_AUDIO_FORMAT, AUDIO_FORMATS
-            ),
-            probatio.Required(CONF_STREAMING, default=True): bool,
-        }
+        fetched = await async_fetch_voices(entry.runtime_data.transport)
+        voices = fetched or known_voices(model)
+        schema = {probatio.Required(CONF_VOICE): dropdown(voices), **VOICE_SETTINGS}
         suggested = {**self.options, **(user_input or {})}
         if suggested.get(CONF_VOICE) not in voices and user_input is None:
             # A voice of another model would not fit this one.

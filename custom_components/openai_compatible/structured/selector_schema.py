@@ -61,33 +61,31 @@ def _free_form(what: str, multiple: bool = True) -> JsonSchema:
     return {"type": "array", "items": item, "description": _SCRIPT.format(what)}
 
 
-def _select(config: Mapping[str, Any]) -> JsonSchema:
-    """Return one of the options (or several), with what their labels say."""
-    values, told = [], []
-    for option in config["options"]:
-        value = option["value"] if isinstance(option, Mapping) else option
-        label = option.get("label", value) if isinstance(option, Mapping) else value
-        values.append(value)
-        told.append(value if label == value else f"{value} ({label})")
-    item: JsonSchema = {"type": "string"}
-    if config["custom_value"]:
+def _select(node: selector.Selector[Any]) -> JsonSchema:
+    """Return Home Assistant's schema of the options, with what their labels say."""
+    schema: JsonSchema = llm.selector_serializer(node)
+    item = schema["items"] if node.config["multiple"] else schema
+    told = [
+        f"{value} ({option['label']})"
+        if isinstance(option, Mapping) and option["label"] != value
+        else value
+        for value, option in zip(item["enum"], node.config["options"], strict=True)
+    ]
+    if node.config["custom_value"]:
+        del item["enum"]
         item["description"] = f"Suggested values: {', '.join(told)}"
-    else:
-        item["enum"] = values
-        if told != values:
-            item["description"] = f"Values: {', '.join(told)}"
-    if not config["multiple"]:
-        return item
-    return {"type": "array", "items": item, "uniqueItems": True}
+    elif told != item["enum"]:
+        item["description"] = f"Values: {', '.join(told)}"
+    return schema
 
 
-_OWN: Final[dict[str, Callable[[Mapping[str, Any]], JsonSchema]]] = {
-    "action": lambda config: _free_form("actions"),
-    "condition": lambda config: _free_form("conditions"),
-    "trigger": lambda config: _free_form("triggers"),
-    "numeric_threshold": lambda config: _free_form("numeric threshold", False),
+_OWN: Final[dict[str, Callable[[selector.Selector[Any]], JsonSchema]]] = {
+    "action": lambda node: _free_form("actions"),
+    "condition": lambda node: _free_form("conditions"),
+    "trigger": lambda node: _free_form("triggers"),
+    "numeric_threshold": lambda node: _free_form("numeric threshold", False),
     "select": _select,
-    "time": lambda config: {
+    "time": lambda node: {
         "type": "string",
         "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$",
     },
@@ -106,7 +104,7 @@ def structure_to_json_schema(
             choices = node.config["choices"].values()
             return {"anyOf": [convert(_selector(c["selector"])) for c in choices]}
         if isinstance(node, selector.Selector) and node.selector_type in _OWN:
-            return _OWN[node.selector_type](node.config)
+            return _OWN[node.selector_type](node)
         # A merged API serializer hands back the node itself when no API knows it.
         found = api_serializer(node) if api_serializer else None
         if isinstance(found, dict) and found is not node:
@@ -125,13 +123,10 @@ def structure_to_json_schema(
     fields = structure.schema if isinstance(structure.schema, dict) else {}
     for key, value in fields.items():
         # to_openapi puts the key's description over the value's own: keep both.
-        if (
-            isinstance(key, probatio.Marker)
-            and key.description
-            and key.schema in properties
-        ):
-            if own := convert(value).get("description"):
-                properties[key.schema]["description"] = f"{key.description} ({own})"
+        if not (isinstance(key, probatio.Marker) and key.description):
+            continue
+        if key.schema in properties and (own := convert(value).get("description")):
+            properties[key.schema]["description"] = f"{key.description} ({own})"
     return result
 
 
@@ -158,17 +153,6 @@ class StrictUnsupported(Exception):
     """The structure has no OpenAI strict-mode form; use the plain schema."""
 
 
-def strict_json_schema(schema: JsonSchema) -> JsonSchema:
-    """Return the OpenAI strict-mode form of a plain schema.
-
-    Dropped keywords only widen it (the answer is validated afterwards); raises
-    StrictUnsupported where strict mode cannot say it at all.
-    """
-    if "object" not in _types(schema):
-        raise StrictUnsupported("the root is not an object")
-    return _Strict().convert(schema, "the answer", 1)
-
-
 def _types(schema: JsonSchema) -> list[Any]:
     kind = schema.get("type", [])
     return kind if isinstance(kind, list) else [kind]
@@ -187,21 +171,24 @@ def _nullable(schema: JsonSchema) -> JsonSchema:
     return result
 
 
-class _Strict:
-    """Conversion of a plain schema to strict mode, counting against the limits."""
+def strict_json_schema(schema: JsonSchema) -> JsonSchema:
+    """Return the OpenAI strict-mode form of a plain schema.
 
-    _enum_values = 0
+    Dropped keywords only widen it (the answer is validated afterwards); raises
+    StrictUnsupported where strict mode cannot say it at all.
+    """
+    if "object" not in _types(schema):
+        raise StrictUnsupported("the root is not an object")
+    enum_values = 0
 
-    def convert(self, schema: Any, where: str, depth: int) -> JsonSchema:
+    def convert(schema: Any, where: str, depth: int) -> JsonSchema:
         """Return the strict form of one schema; ``depth`` counts enclosing objects."""
+        nonlocal enum_values
         if not isinstance(schema, dict):
             raise StrictUnsupported(f"{where} has no schema")
         kinds = _types(schema)
-        if (
-            "object" in kinds
-            and schema.get("additionalProperties", "properties" not in schema)
-            is not False
-        ):
+        closed = schema.get("additionalProperties", "properties" not in schema) is False
+        if "object" in kinds and not closed:
             raise StrictUnsupported(f"{where} is a free-form object")
         if "object" in kinds and depth > _STRICT_MAX_DEPTH:
             raise StrictUnsupported(f"{where} is nested too deep")
@@ -211,9 +198,30 @@ class _Strict:
                 keyword == "format" and value not in STRICT_FORMATS
             ):
                 continue
-            result[keyword] = self._convert_keyword(
-                keyword, value, schema, where, depth
-            )
+            result[keyword] = value
+            if keyword == "properties":
+                required = schema.get("required", [])
+                result[keyword] = {}
+                for name, prop in value.items():
+                    converted = convert(prop, f"{where}.{name}", depth + 1)
+                    result[keyword][name] = (
+                        converted if name in required else _nullable(converted)
+                    )
+            elif keyword == "items":
+                result[keyword] = convert(value, f"{where}[]", depth)
+            elif keyword == "anyOf":
+                result[keyword] = [convert(item, where, depth) for item in value]
+            elif keyword == "$defs":
+                result[keyword] = {
+                    name: convert(definition, f"definition {name}", depth)
+                    for name, definition in value.items()
+                }
+            elif keyword == "enum":
+                enum_values += len(value)
+                if enum_values > _STRICT_MAX_ENUM_VALUES:
+                    raise StrictUnsupported(
+                        f"{where} brings the enum values past {_STRICT_MAX_ENUM_VALUES}"
+                    )
         if not result.keys() & _TYPED_KEYWORDS:
             raise StrictUnsupported(f"{where} takes a value of any type")
         if "array" in kinds and "items" not in result:
@@ -224,31 +232,4 @@ class _Strict:
             result["additionalProperties"] = False
         return result
 
-    def _convert_keyword(
-        self, keyword: str, value: Any, schema: JsonSchema, where: str, depth: int
-    ) -> Any:
-        if keyword == "properties":
-            required = schema.get("required", [])
-            properties: JsonSchema = {}
-            for name, prop in value.items():
-                converted = self.convert(prop, f"{where}.{name}", depth + 1)
-                properties[name] = (
-                    converted if name in required else _nullable(converted)
-                )
-            return properties
-        if keyword == "items":
-            return self.convert(value, f"{where}[]", depth)
-        if keyword == "anyOf":
-            return [self.convert(branch, where, depth) for branch in value]
-        if keyword == "$defs":
-            return {
-                name: self.convert(definition, f"definition {name}", depth)
-                for name, definition in value.items()
-            }
-        if keyword == "enum":
-            self._enum_values += len(value)
-            if self._enum_values > _STRICT_MAX_ENUM_VALUES:
-                raise StrictUnsupported(
-                    f"{where} brings the enum values past {_STRICT_MAX_ENUM_VALUES}"
-                )
-        return value
+    return convert(schema, "the answer", 1)
