@@ -494,12 +494,16 @@ async def test_hosted_server_gets_no_answer_limit(
 
 
 async def test_dropped_system_prompt_is_folded(
-    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    freezer: FrozenDateTimeFactory,
 ) -> None:
     """A server that counts no system prompt gets it in the first user message.
 
     Learned from the first answer's prompt count, told in diagnostics; each
-    request after it starts with the one before, so the cache is reused.
+    request after it starts with the one before, so the cache is reused (the
+    clock is held: Home Assistant's prompt says the time to the second).
     """
     simulator.settings.system_messages = False
     entry = await setup_entry(
