@@ -107,8 +107,7 @@ class SSEDecoder:
 
     def _line(self, line: bytes, events: list[bytes]) -> None:
         """Interpret one line: a data field, a blank line ending an event, or else."""
-        if len(line) > self._max_line:
-            self._check_size(len(line))
+        self._check_size(len(line))
         if line.startswith(b"data:"):
             self._data.append(line[6:] if line[5:6] == b" " else line[5:])
             if len(self._data) >= MAX_EVENT_LINES:
