@@ -47,11 +47,6 @@ class Lesson:
             return None
         return cls(learned, short(str(data.get("source") or EARLIER_VERSION)), lifetime)
 
-    @property
-    def kept(self) -> bool:
-        """Tell whether the lesson outlasts a reload: it enables a fallback."""
-        return self.lifetime > BLOCKING_LIFETIME
-
     def age(self) -> timedelta:
         """Return how long ago the lesson was learned."""
         return dt_util.utcnow() - self.learned
@@ -114,11 +109,12 @@ class Lessons[F: StrEnum]:
     ) -> dict[str, object]:
         """Return the lessons that hold (and outlast a reload, if asked) through `show`."""
 
+        # Only a lesson that enables a fallback outlasts a reload.
         def each(lessons: Mapping[Any, Lesson]) -> dict[str, object]:
             return {
                 str(f): show(one)
                 for f, one in holding(lessons).items()
-                if one.kept or not kept_only
+                if not kept_only or one.lifetime > BLOCKING_LIFETIME
             }
 
         learned = self.window if self.holds_window() else None
