@@ -28,11 +28,6 @@ def takes_reasoning_effort(model: str) -> bool:
     return is_reasoning_model(model) or _base_name(model).startswith("gpt-oss")
 
 
-def least_reasoning_effort(model: str) -> str:
-    """Return the least reasoning effort a model takes: GPT-5's minimal, else low."""
-    return "minimal" if takes_verbosity(model) else "low"
-
-
 def takes_verbosity(model: str) -> bool:
     """Tell whether a model takes a verbosity (the GPT-5 reasoning family)."""
     return is_reasoning_model(model) and _base_name(model).startswith("gpt-5")
@@ -87,5 +82,7 @@ def thinking_fields(
     if kind is ServerKind.OLLAMA:
         return {"reasoning_effort": "medium" if on else "none"}
     if takes_reasoning_effort(model):
-        return {"reasoning_effort": "medium" if on else least_reasoning_effort(model)}
+        # Off is the least effort the model takes: GPT-5's minimal, else low.
+        least = "minimal" if takes_verbosity(model) else "low"
+        return {"reasoning_effort": "medium" if on else least}
     return {}
