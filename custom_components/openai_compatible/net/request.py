@@ -94,11 +94,9 @@ def _wire_tool_name(name: str, taken: set[str]) -> str:
     if _TOOL_NAME.match(name) and name not in taken:
         return name
     cleaned = _INVALID_NAME_CHARS.sub("_", name) or "tool"
-    digest = hashlib.sha256(name.encode()).hexdigest()
-    candidate = cleaned[:64]
-    if len(cleaned) > 64 or candidate in taken:
-        candidate = f"{cleaned[:55]}_{digest[:8]}"
-    return candidate
+    if len(cleaned) <= 64 and cleaned not in taken:
+        return cleaned
+    return f"{cleaned[:55]}_{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
 def build_tool_set(llm_api: llm.APIInstance | None) -> ToolSet:
