@@ -48,13 +48,12 @@ class Budget:
     retry_wait: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
 class Opened:
-    """An answer whose status was good, to be read before the deadline."""
+    """An answer whose status was good, to be read by a loop time."""
 
-    def __init__(self, response: httpx2.Response, deadline_at: float) -> None:
-        """Keep the response and the loop time by which it must be read."""
-        self.response = response
-        self.deadline_at = deadline_at
+    response: httpx2.Response
+    deadline_at: float
 
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         """Yield the body as it arrives; raise timeout_answer past the deadline."""
