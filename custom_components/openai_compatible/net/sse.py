@@ -93,11 +93,8 @@ class SSEDecoder:
 
     def close(self) -> list[bytes]:
         """Return the data of the event left open when the stream ends."""
-        events: list[bytes] = []
-        if self._partial:
-            self._line(b"".join(self._partial), events)
-            self._partial = []
-            self._partial_size = 0
+        # A line left open ends as if a line break followed it.
+        events = self.feed(b"\n") if self._partial else []
         self._line(b"", events)
         return events
 
