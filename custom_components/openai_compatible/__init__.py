@@ -35,7 +35,6 @@ PLATFORMS = (
 
 
 def _count(value: Any) -> int:
-    """Return a count the server reported; 0 for anything odd."""
     return value if type(value) is int and value > 0 else 0
 
 

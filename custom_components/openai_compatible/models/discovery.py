@@ -42,7 +42,6 @@ async def async_answering_presets(hass: HomeAssistant) -> list[str]:
 
 
 async def _async_lists_models(hass: HomeAssistant, base_url: str) -> bool:
-    """Tell whether a server lists its models at the address in time."""
     try:
         async with asyncio.timeout(DISCOVERY_SECONDS):
             listing = await async_fetch_models(Transport(hass, base_url, None))

@@ -10,7 +10,6 @@ from .server_info import ServerKind
 
 
 def _base_name(model: str) -> str:
-    """Return a model id without its vendor prefix, in lower case."""
     return model.lower().rsplit("/", 1)[-1]
 
 

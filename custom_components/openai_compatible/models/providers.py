@@ -54,7 +54,6 @@ class Provider:
 
 
 def _hosted(name: str, base_url: str, model: str) -> Provider:
-    """Return the preset of a hosted service that takes a key, as most are."""
     return Provider(name, base_url, api_key_required=True, recommended_model=model)
 
 

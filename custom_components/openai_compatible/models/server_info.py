@@ -193,7 +193,6 @@ async def _async_native(
 
 
 def _list(value: object) -> list[object]:
-    """Return a native answer's list; anything else reads as an empty one."""
     return value if isinstance(value, list) else []
 
 
