@@ -92,6 +92,4 @@ def pick_chat_model(models: list[str], recommended: str | None) -> str | None:
 
 def pick_image_model(models: list[str]) -> str | None:
     """Return the first evident image model the server lists, if any."""
-    return next(
-        (model for model in models if model_kind(model) is ModelKind.IMAGE), None
-    )
+    return next(iter(_picks(models, (ModelKind.IMAGE,))), None)
