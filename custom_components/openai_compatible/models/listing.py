@@ -109,11 +109,7 @@ def _proves_protocol(answer: Answer) -> bool:
 async def async_validate_server(
     hass: HomeAssistant, data: Mapping[str, Any], probe_model: str | None
 ) -> ModelListing:
-    """Connect with the settings; return the listing (empty if only the probe passed).
-
-    Without a models list, a chat request without messages probes that the server
-    speaks the chat protocol and takes our key.
-    """
+    """Connect with the settings; return the listing (empty if only the probe passed)."""
     transport = Transport(hass, data[CONF_BASE_URL], data.get(CONF_API_KEY))
     try:
         listing = await async_fetch_models(transport)
@@ -123,6 +119,7 @@ async def async_validate_server(
         listing = None
     if listing is not None:
         return listing
+    # The probe: does a chat request without messages find the protocol, take the key?
     answer = await transport.async_exchange(
         "POST",
         "/chat/completions",
