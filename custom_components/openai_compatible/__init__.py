@@ -19,7 +19,7 @@ from .flows.titles import LEGACY_TITLES, subentry_title
 from .models.capabilities import Capabilities, async_forget
 from .models.kinds import offered
 from .models.providers import provider_for
-from .repairs import ModelIssues
+from .repairs import async_track_model_issues
 
 if TYPE_CHECKING:
     from .net.transport import Transport
@@ -129,10 +129,7 @@ async def async_setup_entry(
         basis=setup_basis(entry),
     )
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
-    issues = ModelIssues(hass, entry)
-    issues.async_sync()
-    entry.async_on_unload(coordinator.async_add_listener(issues.async_sync))
-    entry.async_on_unload(issues.async_clear)
+    async_track_model_issues(hass, entry)
     entry.async_on_unload(entry.add_update_listener(_async_changed))
     return True
 

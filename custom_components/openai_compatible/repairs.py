@@ -30,7 +30,7 @@ from .models.lifecycle import is_listed
 from .voice.audio import async_fetch_voices
 
 if TYPE_CHECKING:
-    from . import OpenAICompatibleConfigEntry
+    from . import OpenAICompatibleConfigEntry, RuntimeData
 
 
 MODEL_KEYS: Final[dict[str, tuple[str, ...]]] = {
@@ -51,36 +51,25 @@ def model_issue_id(subentry_id: str, model_key: str) -> str:
     return f"model_{subentry_id}_{model_key}"
 
 
-class ModelIssues:
-    """One loaded entry's model issues."""
-
-    def __init__(self, hass: HomeAssistant, entry: OpenAICompatibleConfigEntry) -> None:
-        """Keep the issues of the entry's subentries."""
-        self._hass = hass
-        self._entry = entry
-        self._open: set[str] = set()
+@callback
+def async_track_model_issues(
+    hass: HomeAssistant, entry: OpenAICompatibleConfigEntry
+) -> None:
+    """Keep the entry's model issues in step with its models until it unloads."""
+    opened: set[str] = set()
 
     @callback
-    def async_clear(self) -> None:
-        """Close every issue (the entry is unloading)."""
-        for issue_id in self._open:
-            ir.async_delete_issue(self._hass, DOMAIN, issue_id)
-        self._open.clear()
-
-    @callback
-    def async_sync(self) -> None:
-        """Open, update and close the issues to match the models now."""
+    def sync() -> None:
         wanted: set[str] = set()
-        entry = self._entry
         for subentry in entry.subentries.values():
             for key in MODEL_KEYS.get(subentry.subentry_type, ()):
                 model = str(subentry.data.get(key) or "").strip()
-                if not model or not (problem := self._problem(model)):
+                if not model or not (problem := _problem(entry.runtime_data, model)):
                     continue
                 issue_id = model_issue_id(subentry.subentry_id, key)
                 shutdown = entry.runtime_data.capabilities.shutdown(model)
                 ir.async_create_issue(
-                    self._hass,
+                    hass,
                     DOMAIN,
                     issue_id,
                     config_entry_id=entry.entry_id,
@@ -102,23 +91,32 @@ class ModelIssues:
                     },
                 )
                 wanted.add(issue_id)
-        for issue_id in self._open - wanted:
-            ir.async_delete_issue(self._hass, DOMAIN, issue_id)
-        self._open = wanted
+        close(opened - wanted)
+        opened.clear()
+        opened.update(wanted)
 
-    def _problem(self, model: str) -> str | None:
-        """Return why a model will not do (the issue's translation key), if it will not."""
-        runtime = self._entry.runtime_data
-        shutdown = runtime.capabilities.shutdown(model)
-        if shutdown is not None and shutdown <= dt_util.now().date():
-            return "model_shut_down"
-        if (
-            runtime.models
-            and runtime.capabilities.provider.lists_every_model
-            and not is_listed(model, runtime.coordinator.data.listed)
-        ):
-            return "model_not_listed"
-        return None if shutdown is None else "model_deprecated"
+    @callback
+    def close(issue_ids: set[str]) -> None:
+        for issue_id in issue_ids:
+            ir.async_delete_issue(hass, DOMAIN, issue_id)
+
+    sync()
+    entry.async_on_unload(entry.runtime_data.coordinator.async_add_listener(sync))
+    entry.async_on_unload(lambda: close(opened))
+
+
+def _problem(runtime: RuntimeData, model: str) -> str | None:
+    """Return why a model will not do (the issue's translation key), if it will not."""
+    shutdown = runtime.capabilities.shutdown(model)
+    if shutdown is not None and shutdown <= dt_util.now().date():
+        return "model_shut_down"
+    if (
+        runtime.models
+        and runtime.capabilities.provider.lists_every_model
+        and not is_listed(model, runtime.coordinator.data.listed)
+    ):
+        return "model_not_listed"
+    return None if shutdown is None else "model_deprecated"
 
 
 def _ordered(subentry_type: str, key: str, models: list[str]) -> list[str]:
