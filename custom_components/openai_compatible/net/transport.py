@@ -245,12 +245,9 @@ class Transport:
 
 def redirected(response: httpx2.Response) -> ServerError:
     """Return the error of a redirect, not followed: the key would go elsewhere."""
-    location = response.headers.get("location")
-    if location is None:
-        return ServerError("redirected_nowhere", status=str(response.status_code))
     try:
-        target = response.url.join(location)
-    except httpx2.InvalidURL:
+        target = response.url.join(response.headers["location"])
+    except KeyError, httpx2.InvalidURL:
         return ServerError("redirected_nowhere", status=str(response.status_code))
     bare = target.copy_with(username=None, password=None, query=None, fragment=None)
     return ServerError(
