@@ -187,13 +187,13 @@ class Transport:
             if response.status_code < 400:
                 break
             try:
-                body = await Opened(response, deadline_at).aread_head(MAX_ERROR_BYTES)
+                raw = await Opened(response, deadline_at).aread_head(MAX_ERROR_BYTES)
             except ConnectError:
-                body = b""  # a cut or endless error body: the status still tells
+                raw = b""  # a cut or endless error body: the status still tells
             finally:
                 await response.aclose()
             status, headers = response.status_code, response.headers
-            error = error_for_status(status, headers, body, sent=sent, path=path)
+            error = error_for_status(status, headers, raw, sent=sent, path=path)
             asked = None
             if status in _RETRY_STATUSES:
                 asked = retry_after(headers.get("retry-after"))
