@@ -17,7 +17,7 @@ from .const import CONF_PROVIDER, LOGGER
 from .coordinator import ServerCoordinator
 from .flows.titles import LEGACY_TITLES, subentry_title
 from .models.capabilities import Capabilities, async_forget
-from .models.kinds import MAX_OFFERED
+from .models.kinds import offered
 from .models.providers import provider_for
 from .repairs import async_track_model_issues
 
@@ -103,7 +103,7 @@ class RuntimeData:
     @property
     def models(self) -> list[str]:
         """Return the models the server lists that the pickers offer (or none)."""
-        return self.coordinator.data.models[:MAX_OFFERED]
+        return offered(self.coordinator.data.models)
 
 
 type OpenAICompatibleConfigEntry = ConfigEntry[RuntimeData]

@@ -43,6 +43,11 @@ _WORD = re.compile(r"[a-z0-9]+")
 MAX_OFFERED: Final = 2000
 
 
+def offered(models: list[str]) -> list[str]:
+    """Return the listed models the pickers offer and the defaults come from."""
+    return models[:MAX_OFFERED]
+
+
 def model_kind(model: str) -> ModelKind:
     """Return what the model's name says it is."""
     lowered = model.lower()
