@@ -42,9 +42,9 @@ class ModelCapabilities:
         model: str,
         provider: Provider,
         report: ModelReport,
-        lessons: Lessons[Feature],
+        lessons: Lessons,
         on_learn: Callable[[], None],
-        server: Lessons[Feature] | None = None,
+        server: Lessons | None = None,
         kind: ServerKind | None = None,
     ) -> None:
         """Combine the preset, the server's report and the lessons."""
@@ -209,7 +209,7 @@ class Capabilities:
         self.provider = provider
         self.report = report
         self.fingerprint = fingerprint
-        self._lessons: dict[str, Lessons[Feature]] = {}
+        self._lessons: dict[str, Lessons] = {}
         self._store = _store(hass, entry_id)
         # Set once the entry unloads: a request still running writes nothing.
         self._closed = False
