@@ -296,7 +296,7 @@ def learned(entry: MockConfigEntry, model: str) -> Learned:
     def tri(feature: Feature) -> bool | None:
         if capabilities.lessons.refuses(feature):
             return False
-        return True if capabilities.proven(feature) else None
+        return True if capabilities.lessons.proved(feature) else None
 
     return Learned(
         decisions=tri(Feature.DECISIONS),

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from custom_components.openai_compatible.usage import UsageTracker
+from custom_components.openai_compatible import UsageTracker
 
 
 def test_counts_add_up_per_subentry() -> None:

@@ -24,12 +24,7 @@ from .const import (
 from .errors import AuthError, ServerError
 from .models.capabilities import server_fingerprint
 from .models.lifecycle import ListedModels, listed_models
-from .models.listing import (
-    MAX_LISTED_MODELS,
-    MAX_LISTING_BYTES,
-    ModelListing,
-    async_fetch_models,
-)
+from .models.listing import MAX_LISTED_MODELS, MAX_LISTING_BYTES, async_fetch_models
 from .models.providers import provider_for
 from .models.server_info import ServerKind, ServerReport, async_server_report
 from .net.sse import mebibytes
@@ -124,16 +119,6 @@ class ServerCoordinator(DataUpdateCoordinator[Survey]):
         if listing is None and not at_setup and self.data.models:
             LOGGER.debug("%s listed no models this time; keeping its list", self.name)
             return self.data
-        survey = await self._async_survey(listing, at_setup)
-        if not at_setup:
-            self.config_entry.runtime_data.capabilities.update_report(
-                survey.report, survey.fingerprint
-            )
-        return survey
-
-    async def _async_survey(
-        self, listing: ModelListing | None, at_setup: bool
-    ) -> Survey:
         entry = self.config_entry
         models = listing.ids if listing else []
         unread = None
@@ -167,4 +152,6 @@ class ServerCoordinator(DataUpdateCoordinator[Survey]):
             models,
         )
         listed = await self.hass.async_add_executor_job(listed_models, models)
+        if not at_setup:
+            entry.runtime_data.capabilities.update_report(report, fingerprint)
         return Survey(models, report, fingerprint, listed, unread)

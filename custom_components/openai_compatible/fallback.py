@@ -55,20 +55,17 @@ class Handover:
         other: Callable[[str], Awaitable[T]],
     ) -> T:
         """Answer with `own`, or with `other` (given the fallback) if it fails."""
-        if not available:
-            return await self._async_hand_over(other, "unavailable")
-        try:
-            return await own()
-        except ServerError as err:
-            # Only while the attempt left nothing after the user's message.
-            untouched = isinstance(self.chat_log.content[-1], conversation.UserContent)
-            if not (server_failed(err) and untouched):
-                raise
-            return await self._async_hand_over(other, str(err.translation_key))
-
-    async def _async_hand_over[T](
-        self, other: Callable[[str], Awaitable[T]], reason: str
-    ) -> T:
+        reason = "unavailable"
+        if available:
+            try:
+                return await own()
+            except ServerError as err:
+                # Only while the attempt left nothing after the user's message.
+                if not server_failed(err) or not isinstance(
+                    self.chat_log.content[-1], conversation.UserContent
+                ):
+                    raise
+                reason = str(err.translation_key)
         LOGGER.info(
             "%s cannot answer (%s); %s answers instead",
             self.source,

@@ -34,7 +34,8 @@ def redact(text: str) -> str:
     for key in reversed(_known):
         if key in text:
             text = text.replace(key, REMOVED)
-    return _TOKEN.sub(_removed, text)
+    # A bearer token keeps the word `Bearer`.
+    return _TOKEN.sub(lambda match: (match[1] or "") + REMOVED, text)
 
 
 def shown(text: str) -> str:
@@ -43,8 +44,3 @@ def shown(text: str) -> str:
     if len(text) <= MAX_SHOWN_CHARACTERS:
         return text
     return text[: MAX_SHOWN_CHARACTERS - 1].rstrip() + "…"
-
-
-def _removed(match: re.Match[str]) -> str:
-    """Return what stands for a token: the word `Bearer`, if it had one."""
-    return (match[1] or "") + REMOVED

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import date
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
 
 from homeassistant.components.repairs import RepairsFlow, RepairsFlowResult
@@ -32,7 +30,7 @@ from .models.lifecycle import is_listed
 from .voice.audio import async_fetch_voices
 
 if TYPE_CHECKING:
-    from . import OpenAICompatibleConfigEntry
+    from . import OpenAICompatibleConfigEntry, RuntimeData
 
 
 MODEL_KEYS: Final[dict[str, tuple[str, ...]]] = {
@@ -48,99 +46,77 @@ ISSUE_SUBENTRY: Final = "subentry_id"
 ISSUE_MODEL_KEY: Final = "model_key"
 
 
-class ModelProblem(StrEnum):
-    """Why a subentry's model will not do; the repair issue's translation key."""
-
-    SHUT_DOWN = "model_shut_down"
-    NOT_LISTED = "model_not_listed"
-    DEPRECATED = "model_deprecated"
-
-
-_SEVERITIES: Final = {
-    ModelProblem.SHUT_DOWN: ir.IssueSeverity.ERROR,
-    ModelProblem.NOT_LISTED: ir.IssueSeverity.ERROR,
-    ModelProblem.DEPRECATED: ir.IssueSeverity.WARNING,
-}
-
-
 def model_issue_id(subentry_id: str, model_key: str) -> str:
     """Return the id of the repair issue about one model setting of a subentry."""
     return f"model_{subentry_id}_{model_key}"
 
 
-class ModelIssues:
-    """One loaded entry's model issues."""
-
-    def __init__(self, hass: HomeAssistant, entry: OpenAICompatibleConfigEntry) -> None:
-        """Keep the issues of the entry's subentries."""
-        self._hass = hass
-        self._entry = entry
-        self._open: set[str] = set()
+@callback
+def async_track_model_issues(
+    hass: HomeAssistant, entry: OpenAICompatibleConfigEntry
+) -> None:
+    """Keep the entry's model issues in step with its models until it unloads."""
+    opened: set[str] = set()
 
     @callback
-    def async_clear(self) -> None:
-        """Close every issue (the entry is unloading)."""
-        for issue_id in self._open:
-            ir.async_delete_issue(self._hass, DOMAIN, issue_id)
-        self._open.clear()
-
-    @callback
-    def async_sync(self) -> None:
-        """Open, update and close the issues to match the models now."""
+    def sync() -> None:
         wanted: set[str] = set()
-        today = dt_util.now().date()
-        for subentry in self._entry.subentries.values():
+        for subentry in entry.subentries.values():
             for key in MODEL_KEYS.get(subentry.subentry_type, ()):
-                if not (model := str(subentry.data.get(key) or "").strip()):
+                model = str(subentry.data.get(key) or "").strip()
+                if not model or not (problem := _problem(entry.runtime_data, model)):
                     continue
-                if problem := self._problem(model, today):
-                    wanted.add(self._open_issue(subentry, key, model, problem))
-        for issue_id in self._open - wanted:
-            ir.async_delete_issue(self._hass, DOMAIN, issue_id)
-        self._open = wanted
+                issue_id = model_issue_id(subentry.subentry_id, key)
+                shutdown = entry.runtime_data.capabilities.shutdown(model)
+                ir.async_create_issue(
+                    hass,
+                    DOMAIN,
+                    issue_id,
+                    config_entry_id=entry.entry_id,
+                    data={
+                        ISSUE_ENTRY: entry.entry_id,
+                        ISSUE_SUBENTRY: subentry.subentry_id,
+                        ISSUE_MODEL_KEY: key,
+                    },
+                    is_fixable=True,
+                    severity=ir.IssueSeverity.WARNING
+                    if problem == "model_deprecated"
+                    else ir.IssueSeverity.ERROR,
+                    translation_key=problem,
+                    translation_placeholders={
+                        "name": subentry.title,
+                        "model": model,
+                        "server": entry.title,
+                        "shutdown": shutdown.isoformat() if shutdown else "",
+                    },
+                )
+                wanted.add(issue_id)
+        close(opened - wanted)
+        opened.clear()
+        opened.update(wanted)
 
-    def _problem(self, model: str, today: date) -> ModelProblem | None:
-        runtime = self._entry.runtime_data
-        shutdown = runtime.capabilities.shutdown(model)
-        if shutdown is not None and shutdown <= today:
-            return ModelProblem.SHUT_DOWN
-        if (
-            runtime.models
-            and runtime.capabilities.provider.lists_every_model
-            and not is_listed(model, runtime.coordinator.data.listed)
-        ):
-            return ModelProblem.NOT_LISTED
-        if shutdown is not None:
-            return ModelProblem.DEPRECATED
-        return None
+    @callback
+    def close(issue_ids: set[str]) -> None:
+        for issue_id in issue_ids:
+            ir.async_delete_issue(hass, DOMAIN, issue_id)
 
-    def _open_issue(
-        self, subentry: ConfigSubentry, key: str, model: str, problem: ModelProblem
-    ) -> str:
-        """Open or update the issue about one model setting of a subentry; its id."""
-        issue_id = model_issue_id(subentry.subentry_id, key)
-        shutdown = self._entry.runtime_data.capabilities.shutdown(model)
-        ir.async_create_issue(
-            self._hass,
-            DOMAIN,
-            issue_id,
-            config_entry_id=self._entry.entry_id,
-            data={
-                ISSUE_ENTRY: self._entry.entry_id,
-                ISSUE_SUBENTRY: subentry.subentry_id,
-                ISSUE_MODEL_KEY: key,
-            },
-            is_fixable=True,
-            severity=_SEVERITIES[problem],
-            translation_key=problem,
-            translation_placeholders={
-                "name": subentry.title,
-                "model": model,
-                "server": self._entry.title,
-                "shutdown": shutdown.isoformat() if shutdown else "",
-            },
-        )
-        return issue_id
+    sync()
+    entry.async_on_unload(entry.runtime_data.coordinator.async_add_listener(sync))
+    entry.async_on_unload(lambda: close(opened))
+
+
+def _problem(runtime: RuntimeData, model: str) -> str | None:
+    """Return why a model will not do (the issue's translation key), if it will not."""
+    shutdown = runtime.capabilities.shutdown(model)
+    if shutdown is not None and shutdown <= dt_util.now().date():
+        return "model_shut_down"
+    if (
+        runtime.models
+        and runtime.capabilities.provider.lists_every_model
+        and not is_listed(model, runtime.coordinator.data.listed)
+    ):
+        return "model_not_listed"
+    return None if shutdown is None else "model_deprecated"
 
 
 def _ordered(subentry_type: str, key: str, models: list[str]) -> list[str]:

@@ -166,11 +166,11 @@ async def test_lessons(hass: HomeAssistant) -> None:
         Feature.STRICT_SCHEMA
     )
     model.learn_proven(Feature.LOGPROBS)
-    assert model.proven(Feature.LOGPROBS)
+    assert model.lessons.proved(Feature.LOGPROBS)
     model.learn_refused(Feature.LOGPROBS, "HTTP 400: refused")
-    assert not model.proven(Feature.LOGPROBS)
+    assert not model.lessons.proved(Feature.LOGPROBS)
     model.learn_proven(Feature.LOGPROBS)
-    assert not model.proven(Feature.LOGPROBS)
+    assert not model.lessons.proved(Feature.LOGPROBS)
     model.learn_context_window(8192)
     assert capabilities.model("m").context_window == 8192
 
@@ -233,10 +233,10 @@ async def test_lessons_with_a_fallback_hold_a_day(
 
     freezer.tick(timedelta(hours=23))
     assert model.structured_output_start() is Feature.JSON_OBJECT
-    assert model.proven(Feature.LOGPROBS)
+    assert model.lessons.proved(Feature.LOGPROBS)
     freezer.tick(timedelta(hours=2))
     assert model.structured_output_start() is Feature.STRICT_SCHEMA
-    assert not model.proven(Feature.LOGPROBS)
+    assert not model.lessons.proved(Feature.LOGPROBS)
 
 
 async def test_lesson_dated_ahead_holds_no_longer(
@@ -324,7 +324,7 @@ async def test_lessons_stored_without_dates(
 
     assert not model.refuses(Feature.TOOLS)
     assert model.refuses(Feature.JSON_SCHEMA)
-    assert model.proven(Feature.LOGPROBS)
+    assert model.lessons.proved(Feature.LOGPROBS)
     assert model.context_window == 4096
     assert capabilities.diagnostics([])["models"]["m"]["learned"] == {
         "refused": {

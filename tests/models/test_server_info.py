@@ -17,8 +17,7 @@ from custom_components.openai_compatible.models.server_info import (
     OLLAMA_DEFAULT_CONTEXT,
     ServerKind,
     async_guess_kind,
-    guess_kind,
-    may_be_ollama,
+    listed_kind,
 )
 from custom_components.openai_compatible.net.readers import MAX_TOKENS, MIN_WINDOW
 from custom_components.openai_compatible.net.transport import Transport
@@ -135,8 +134,7 @@ def test_guess_from_the_models_list(
     entry: dict[str, Any], kind: ServerKind | None, ollama_like: bool
 ) -> None:
     """The list names llama.cpp, vLLM and LM Studio; Ollama it only hints at."""
-    assert guess_kind(_listing(entry)) is kind
-    assert may_be_ollama(_listing(entry)) is ollama_like
+    assert listed_kind(_listing(entry)) == (kind, ollama_like)
 
 
 @pytest.mark.parametrize(

@@ -72,11 +72,6 @@ def is_speech_model(model: str) -> bool:
     )
 
 
-def is_audio_model(model: str) -> bool:
-    """Tell whether a model evidently transcribes or speaks."""
-    return is_transcription_model(model) or is_speech_model(model)
-
-
 def pick_transcription_model(models: list[str]) -> str | None:
     """Return the first evident speech-to-text model listed, if any."""
     return next((model for model in models if is_transcription_model(model)), None)

@@ -42,9 +42,9 @@ class ModelCapabilities:
         model: str,
         provider: Provider,
         report: ModelReport,
-        lessons: Lessons[Feature],
+        lessons: Lessons,
         on_learn: Callable[[], None],
-        server: Lessons[Feature] | None = None,
+        server: Lessons | None = None,
         kind: ServerKind | None = None,
     ) -> None:
         """Combine the preset, the server's report and the lessons."""
@@ -86,10 +86,7 @@ class ModelCapabilities:
             return self.report.tools is False
         if feature is Feature.IMAGE_INPUT:
             return self.report.vision is False
-        return self._refuses_by_nature(feature)
-
-    def _refuses_by_nature(self, feature: Feature) -> bool:
-        """Tell whether the preset or the model's kind rule a feature out."""
+        # The rest are ruled out by the preset or the model's kind.
         if feature is Feature.DECISIONS:
             return not self.provider.decisions
         if feature in PROVIDER_TOOLS:
@@ -113,10 +110,6 @@ class ModelCapabilities:
         if self.provider.responses and not self.refuses(Feature.RESPONSES_API):
             return WireApi.RESPONSES
         return WireApi.CHAT_COMPLETIONS
-
-    def proven(self, feature: Feature) -> bool:
-        """Tell whether the model answered a request with this feature."""
-        return self.lessons.proved(feature)
 
     def structured_output_start(self) -> Feature | None:
         """Return the strongest JSON format not refused; None: schema in instructions."""
@@ -216,7 +209,7 @@ class Capabilities:
         self.provider = provider
         self.report = report
         self.fingerprint = fingerprint
-        self._lessons: dict[str, Lessons[Feature]] = {}
+        self._lessons: dict[str, Lessons] = {}
         self._store = _store(hass, entry_id)
         # Set once the entry unloads: a request still running writes nothing.
         self._closed = False
@@ -285,15 +278,9 @@ class Capabilities:
 
     def as_dict(self) -> dict[str, object]:
         """Return the lessons that outlast a restart, in their stored form."""
-        stored = {name: lessons.as_dict() for name, lessons in self._lessons.items()}
-        return {
-            "fingerprint": self.fingerprint,
-            "models": {
-                name: stored[name]
-                for name in sorted(stored)
-                if any(stored[name].values())
-            },
-        }
+        stored = {name: self._lessons[name].as_dict() for name in sorted(self._lessons)}
+        models = {name: kept for name, kept in stored.items() if any(kept.values())}
+        return {"fingerprint": self.fingerprint, "models": models}
 
     def diagnostics(self, models: Iterable[str]) -> dict[str, object]:
         """Return what is known, for the given models and those with lessons."""
@@ -307,16 +294,15 @@ class Capabilities:
                 "kind": self.provider.kind,
             },
             "server": {"kind": self.report.kind, "version": self.report.version},
-            "models": {name: self._model_diagnostics(name) for name in names},
-        }
-
-    def _model_diagnostics(self, name: str) -> dict[str, object]:
-        model = self.model(name)
-        return {
-            "reported": asdict(model.report),
-            "learned": model.lessons.diagnostics(),
-            "refused": sorted(f for f in Feature if model.refuses(f)),
-            "context_window": model.context_window,
+            "models": {
+                model.model: {
+                    "reported": asdict(model.report),
+                    "learned": model.lessons.diagnostics(),
+                    "refused": sorted(f for f in Feature if model.refuses(f)),
+                    "context_window": model.context_window,
+                }
+                for model in map(self.model, names)
+            },
         }
 
     def _schedule_save(self) -> None:

@@ -29,23 +29,16 @@ PRESETS_BY_ADDRESS: Final = _presets_by_address()
 
 async def async_answering_presets(hass: HomeAssistant) -> list[str]:
     """Return the local presets whose server lists models at its default address."""
-    addresses = list(PRESETS_BY_ADDRESS)
-    answered = await asyncio.gather(
-        *(_async_lists_models(hass, address) for address in addresses)
+    found = await asyncio.gather(
+        *(_async_found(hass, *by_address) for by_address in PRESETS_BY_ADDRESS.items())
     )
-    return [
-        key
-        for address, answers in zip(addresses, answered, strict=True)
-        if answers
-        for key in PRESETS_BY_ADDRESS[address]
-    ]
+    return [key for keys in found for key in keys]
 
 
-async def _async_lists_models(hass: HomeAssistant, base_url: str) -> bool:
-    """Tell whether a server lists its models at the address in time."""
+async def _async_found(hass: HomeAssistant, address: str, keys: list[str]) -> list[str]:
     try:
         async with asyncio.timeout(DISCOVERY_SECONDS):
-            listing = await async_fetch_models(Transport(hass, base_url, None))
+            listing = await async_fetch_models(Transport(hass, address, None))
     except ServerError, TimeoutError:
-        return False
-    return listing is not None
+        return []
+    return [] if listing is None else keys

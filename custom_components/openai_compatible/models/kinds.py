@@ -6,7 +6,7 @@ from enum import Enum
 import re
 from typing import Final
 
-from .audio_models import is_audio_model
+from .audio_models import SPEECH_MARKERS, TRANSCRIPTION_MARKERS
 
 
 class ModelKind(Enum):
@@ -21,6 +21,7 @@ class ModelKind(Enum):
 OTHER_MARKERS: Final = (
     "embed", "whisper", "tts", "transcribe", "speech", "audio", "moderation", "guard",
     "rerank", "realtime", "davinci", "babbage", "sora", "search", "ocr",
+    *TRANSCRIPTION_MARKERS, *SPEECH_MARKERS,
 )  # fmt: skip
 # A vision model reads images, it does not make them.
 IMAGE_MARKERS: Final = (
@@ -50,7 +51,7 @@ def offered(models: list[str]) -> list[str]:
 def model_kind(model: str) -> ModelKind:
     """Return what the model's name says it is."""
     lowered = model.lower()
-    if is_audio_model(model) or any(marker in lowered for marker in OTHER_MARKERS):
+    if any(marker in lowered for marker in OTHER_MARKERS):
         return ModelKind.OTHER
     if any(marker in lowered for marker in IMAGE_MARKERS) and not any(
         marker in lowered for marker in NOT_IMAGE_MARKERS
@@ -92,6 +93,4 @@ def pick_chat_model(models: list[str], recommended: str | None) -> str | None:
 
 def pick_image_model(models: list[str]) -> str | None:
     """Return the first evident image model the server lists, if any."""
-    return next(
-        (model for model in models if model_kind(model) is ModelKind.IMAGE), None
-    )
+    return next(iter(_picks(models, (ModelKind.IMAGE,))), None)

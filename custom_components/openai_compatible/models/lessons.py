@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from enum import StrEnum
 from typing import Any, Final
 
 from homeassistant.util import dt as dt_util
@@ -47,18 +46,9 @@ class Lesson:
             return None
         return cls(learned, short(str(data.get("source") or EARLIER_VERSION)), lifetime)
 
-    @property
-    def kept(self) -> bool:
-        """Tell whether the lesson outlasts a reload: it enables a fallback."""
-        return self.lifetime > BLOCKING_LIFETIME
-
-    def age(self) -> timedelta:
-        """Return how long ago the lesson was learned."""
-        return dt_util.utcnow() - self.learned
-
     def holds(self) -> bool:
         """Tell whether the lesson is younger than its lifetime, and not dated ahead."""
-        return timedelta(0) <= self.age() < self.lifetime
+        return timedelta(0) <= dt_util.utcnow() - self.learned < self.lifetime
 
     def as_dict(self) -> dict[str, str]:
         """Return the lesson in its stored form."""
@@ -66,15 +56,16 @@ class Lesson:
 
     def diagnostics(self) -> dict[str, int | str]:
         """Return the lesson's age in whole seconds, and its source."""
-        return {"age_seconds": int(self.age().total_seconds()), "source": self.source}
+        age = dt_util.utcnow() - self.learned
+        return {"age_seconds": int(age.total_seconds()), "source": self.source}
 
 
 @dataclass(slots=True)
-class Lessons[F: StrEnum]:
+class Lessons:
     """What one model taught us: features refused in general, or proven."""
 
-    refused: dict[F, Lesson] = field(default_factory=dict)
-    proven: dict[F, Lesson] = field(default_factory=dict)
+    refused: dict[Feature, Lesson] = field(default_factory=dict)
+    proven: dict[Feature, Lesson] = field(default_factory=dict)
     # The user's extra request fields refused, by name.
     fields: dict[str, Lesson] = field(default_factory=dict)
     # The window an overflow named (learned at `window`), and the report's then.
@@ -85,11 +76,11 @@ class Lessons[F: StrEnum]:
     accepted_prompt: int = 0
     tools_doubted: bool = False
 
-    def refuses(self, feature: F) -> bool:
+    def refuses(self, feature: Feature) -> bool:
         """Tell whether a refusal of the feature was learned and still holds."""
         return feature in holding(self.refused)
 
-    def proved(self, feature: F) -> bool:
+    def proved(self, feature: Feature) -> bool:
         """Tell whether the feature was proven and that still holds."""
         return feature in holding(self.proven)
 
@@ -114,11 +105,12 @@ class Lessons[F: StrEnum]:
     ) -> dict[str, object]:
         """Return the lessons that hold (and outlast a reload, if asked) through `show`."""
 
+        # Only a lesson that enables a fallback outlasts a reload.
         def each(lessons: Mapping[Any, Lesson]) -> dict[str, object]:
             return {
                 str(f): show(one)
                 for f, one in holding(lessons).items()
-                if one.kept or not kept_only
+                if not kept_only or one.lifetime > BLOCKING_LIFETIME
             }
 
         learned = self.window if self.holds_window() else None
@@ -162,7 +154,7 @@ def lifetime(feature: Feature) -> timedelta:
     return BLOCKING_LIFETIME if feature in BLOCKING else FALLBACK_LIFETIME
 
 
-def read_lessons(data: Any) -> Lessons[Feature]:
+def read_lessons(data: Any) -> Lessons:
     """Return a model's lessons from their stored form, skipping what is unknown."""
     if not isinstance(data, dict):
         return Lessons()

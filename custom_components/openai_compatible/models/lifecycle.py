@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import date
 from fnmatch import translate
@@ -57,14 +58,10 @@ def listed_models(models: list[str]) -> ListedModels:
 
 def listed_shutdown(entry: Mapping[str, Any]) -> date | None:
     """Return the shutdown date a `/models` entry gives its model, if any."""
-    for key in SHUTDOWN_FIELDS:
-        value = entry.get(key)
-        if not isinstance(value, str):
-            continue
-        try:
-            return date.fromisoformat(value[:10])
-        except ValueError:
-            continue
+    for value in map(entry.get, SHUTDOWN_FIELDS):
+        if isinstance(value, str):
+            with suppress(ValueError):
+                return date.fromisoformat(value[:10])
     return None
 
 
@@ -73,8 +70,8 @@ def lasting_models(models: list[str], shutdowns: Mapping[str, date]) -> list[str
     return [model for model in models if model not in shutdowns] or models
 
 
-def _names(model: str) -> set[str]:
-    """Return the names a server may list a model under."""
+def is_listed(model: str, listed: ListedModels) -> bool:
+    """Tell whether a model list holds the model, by a name it may be listed under."""
     names = {model, f"{GEMINI_PREFIX}{model}", model.removeprefix(GEMINI_PREFIX)}
     if ":" not in model:
         names.add(f"{model}{OLLAMA_DEFAULT_TAG}")
@@ -83,11 +80,6 @@ def _names(model: str) -> set[str]:
         for variant in ROUTING_VARIANTS
         if model.endswith(variant)
     )
-    return names
-
-
-def is_listed(model: str, listed: ListedModels) -> bool:
-    """Tell whether a model list holds the model, by a name or a pattern."""
-    if not listed.names.isdisjoint(_names(model)):
+    if not listed.names.isdisjoint(names):
         return True
     return listed.patterns is not None and bool(listed.patterns.match(model))

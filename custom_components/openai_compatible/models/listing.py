@@ -106,27 +106,6 @@ def _proves_protocol(answer: Answer) -> bool:
     return answer.status == 404 and names_unknown_model(error_text(answer.body), body)
 
 
-async def async_probe(transport: Transport, model: str) -> None:
-    """Check that the server speaks the chat protocol and takes our key (no messages)."""
-    answer = await transport.async_exchange(
-        "POST",
-        "/chat/completions",
-        budget=VALIDATION_BUDGET,
-        body={"model": model, "messages": []},
-    )
-    if answer.status < 400:
-        if not isinstance(answer.json(), dict):
-            raise NotCompatibleError("not_compatible")
-        return
-    if answer.status in (401, 403):
-        raise AuthError("invalid_auth")
-    if _proves_protocol(answer):
-        return
-    if answer.status in MISSING_ENDPOINT_STATUSES:
-        raise NotCompatibleError("not_compatible")
-    raise error_for_status(answer.status, answer.headers, answer.body)
-
-
 async def async_validate_server(
     hass: HomeAssistant, data: Mapping[str, Any], probe_model: str | None
 ) -> ModelListing:
@@ -138,7 +117,20 @@ async def async_validate_server(
         raise
     except ServerError:
         listing = None
-    if listing is None:
-        await async_probe(transport, probe_model or PROBE_MODEL)
+    if listing is not None:
+        return listing
+    # The probe: does a chat request without messages find the protocol, take the key?
+    answer = await transport.async_exchange(
+        "POST",
+        "/chat/completions",
+        budget=VALIDATION_BUDGET,
+        body={"model": probe_model or PROBE_MODEL, "messages": []},
+    )
+    if answer.status in (401, 403):
+        raise AuthError("invalid_auth")
+    answered = answer.status < 400 and isinstance(answer.json(), dict)
+    if answered or _proves_protocol(answer):
         return ModelListing([], {})
-    return listing
+    if answer.status < 400 or answer.status in MISSING_ENDPOINT_STATUSES:
+        raise NotCompatibleError("not_compatible")
+    raise error_for_status(answer.status, answer.headers, answer.body)

@@ -10,7 +10,6 @@ from .server_info import ServerKind
 
 
 def _base_name(model: str) -> str:
-    """Return a model id without its vendor prefix, in lower case."""
     return model.lower().rsplit("/", 1)[-1]
 
 
@@ -26,11 +25,6 @@ def is_reasoning_model(model: str) -> bool:
 def takes_reasoning_effort(model: str) -> bool:
     """Tell whether a model takes a reasoning effort, by its name."""
     return is_reasoning_model(model) or _base_name(model).startswith("gpt-oss")
-
-
-def least_reasoning_effort(model: str) -> str:
-    """Return the least reasoning effort a model takes: GPT-5's minimal, else low."""
-    return "minimal" if takes_verbosity(model) else "low"
 
 
 def takes_verbosity(model: str) -> bool:
@@ -87,5 +81,7 @@ def thinking_fields(
     if kind is ServerKind.OLLAMA:
         return {"reasoning_effort": "medium" if on else "none"}
     if takes_reasoning_effort(model):
-        return {"reasoning_effort": "medium" if on else least_reasoning_effort(model)}
+        # Off is the least effort the model takes: GPT-5's minimal, else low.
+        least = "minimal" if takes_verbosity(model) else "low"
+        return {"reasoning_effort": "medium" if on else least}
     return {}

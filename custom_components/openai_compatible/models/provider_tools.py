@@ -55,7 +55,21 @@ def responses_options(
     tools: list[JsonObject] = []
     web_search = bool(options.get(CONF_WEB_SEARCH))
     if web_search:
-        tools.append(web_search_tool(hass, options))
+        tool: JsonObject = {
+            "type": "web_search",
+            "search_context_size": _choice(
+                options.get(CONF_WEB_SEARCH_CONTEXT_SIZE), SEARCH_CONTEXT_SIZES
+            )
+            or DEFAULT_SEARCH_CONTEXT_SIZE,
+        }
+        if options.get(CONF_WEB_SEARCH_USER_LOCATION):
+            location: dict[str, str] = {"type": "approximate"}
+            if hass.config.country:
+                location["country"] = hass.config.country
+            if hass.config.time_zone:
+                location["timezone"] = hass.config.time_zone
+            tool["user_location"] = location
+        tools.append(tool)
     if options.get(CONF_CODE_INTERPRETER):
         tools.append({"type": "code_interpreter", "container": {"type": "auto"}})
     if options.get(CONF_IMAGE_GENERATION):
@@ -71,25 +85,6 @@ def responses_options(
         provider_tools=tuple(tools),
         remove_citations=web_search and not options.get(CONF_WEB_SEARCH_CITATIONS),
     )
-
-
-def web_search_tool(hass: HomeAssistant, options: Mapping[str, Any]) -> JsonObject:
-    """Return the web search tool, with the home's approximate location if asked."""
-    tool: JsonObject = {
-        "type": "web_search",
-        "search_context_size": _choice(
-            options.get(CONF_WEB_SEARCH_CONTEXT_SIZE), SEARCH_CONTEXT_SIZES
-        )
-        or DEFAULT_SEARCH_CONTEXT_SIZE,
-    }
-    if options.get(CONF_WEB_SEARCH_USER_LOCATION):
-        location: dict[str, str] = {"type": "approximate"}
-        if hass.config.country:
-            location["country"] = hass.config.country
-        if hass.config.time_zone:
-            location["timezone"] = hass.config.time_zone
-        tool["user_location"] = location
-    return tool
 
 
 def _choice(value: Any, choices: tuple[str, ...]) -> str | None:

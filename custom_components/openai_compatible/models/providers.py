@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
+from functools import partial
 from typing import Final
 
 from ..features import PROVIDER_TOOLS, Feature
@@ -53,27 +54,11 @@ class Provider:
 
 
 def _hosted(name: str, base_url: str, model: str) -> Provider:
-    """Return the preset of a hosted service that takes a key, as most are."""
     return Provider(name, base_url, api_key_required=True, recommended_model=model)
 
 
-def _local(
-    name: str,
-    base_url: str,
-    listen_command: str,
-    kind: ServerKind | None = None,
-    concurrency: int = 1,
-) -> Provider:
-    """Return the preset of server software the user runs on a machine of theirs."""
-    return Provider(
-        name,
-        base_url,
-        api_key_required=False,
-        local=True,
-        kind=kind,
-        concurrency=concurrency,
-        listen_command=listen_command,
-    )
+# Server software the user runs on a machine of theirs.
+_local: Final = partial(Provider, api_key_required=False, local=True, concurrency=1)
 
 
 PROVIDERS: Final[dict[str, Provider]] = {
@@ -131,30 +116,32 @@ PROVIDERS: Final[dict[str, Provider]] = {
     "ollama": _local(
         "Ollama",
         "http://localhost:11434/v1",
-        "OLLAMA_HOST=0.0.0.0",
-        ServerKind.OLLAMA,
+        listen_command="OLLAMA_HOST=0.0.0.0",
+        kind=ServerKind.OLLAMA,
     ),
     "lm_studio": _local(
         "LM Studio",
         "http://localhost:1234/v1",
-        "lms server start --bind 0.0.0.0",
-        ServerKind.LM_STUDIO,
+        listen_command="lms server start --bind 0.0.0.0",
+        kind=ServerKind.LM_STUDIO,
     ),
     "vllm": _local(
         "vLLM",
         "http://localhost:8000/v1",
-        "vllm serve MODEL --host 0.0.0.0",
-        ServerKind.VLLM,
+        listen_command="vllm serve MODEL --host 0.0.0.0",
+        kind=ServerKind.VLLM,
         concurrency=2,
     ),
     "llama_cpp": _local(
         "llama.cpp server",
         "http://localhost:8080/v1",
-        "llama-server --host 0.0.0.0",
-        ServerKind.LLAMA_CPP,
+        listen_command="llama-server --host 0.0.0.0",
+        kind=ServerKind.LLAMA_CPP,
     ),
     "localai": _local(
-        "LocalAI", "http://localhost:8080/v1", "local-ai run --address 0.0.0.0:8080"
+        "LocalAI",
+        "http://localhost:8080/v1",
+        listen_command="local-ai run --address 0.0.0.0:8080",
     ),
     "litellm": Provider(
         "LiteLLM proxy",

@@ -76,16 +76,13 @@ def guess_kind(listing: ModelListing | None) -> ServerKind | None:
     return None
 
 
-def may_be_ollama(listing: ModelListing | None) -> bool:
-    """Tell whether a models list looks like Ollama's: tagged ids, the library's."""
-    return any(
+def listed_kind(listing: ModelListing | None) -> tuple[ServerKind | None, bool]:
+    """Return the software a models list names; whether it looks like Ollama's."""
+    ollama_like = any(
         ":" in model_id or str(entry.get("owned_by", "")).lower() == "library"
         for model_id, entry in (listing.entries if listing else {}).items()
     )
-
-
-def _listed_kind(listing: ModelListing | None) -> tuple[ServerKind | None, bool]:
-    return guess_kind(listing), may_be_ollama(listing)
+    return guess_kind(listing), ollama_like
 
 
 async def async_guess_kind(
@@ -93,7 +90,7 @@ async def async_guess_kind(
 ) -> ServerKind | None:
     """Return the software the models list, or else Ollama's `/api/version`, tells."""
     kind, ollama_like = await transport.hass.async_add_executor_job(
-        _listed_kind, listing
+        listed_kind, listing
     )
     if kind is not None or not ollama_like:
         return kind
@@ -107,11 +104,8 @@ def listed_reports(
     listing: ModelListing | None,
 ) -> tuple[ServerKind | None, dict[str, ModelReport]]:
     """Return the software a models list gives away, and each model's report."""
-    if listing is None:
-        return None, {}
-    reports = {
-        model_id: listed_report(entry) for model_id, entry in listing.entries.items()
-    }
+    entries = listing.entries if listing else {}
+    reports = {model_id: listed_report(entry) for model_id, entry in entries.items()}
     return guess_kind(listing), reports
 
 
@@ -141,10 +135,8 @@ _NOTHING_SAID: Final = ModelReport()
 
 def _context(entry: Mapping[str, Any]) -> int | None:
     """Return the first context length an entry names, as a window is believed."""
-    for key in _CONTEXT_KEYS:
-        if (window := read_window(entry.get(key))) is not None:
-            return window
-    return None
+    windows = (read_window(entry.get(key)) for key in _CONTEXT_KEYS)
+    return next((window for window in windows if window is not None), None)
 
 
 def _flag(capabilities: Any, name: str) -> bool | None:
@@ -201,7 +193,6 @@ async def _async_native(
 
 
 def _list(value: object) -> list[object]:
-    """Return a native answer's list; anything else reads as an empty one."""
     return value if isinstance(value, list) else []
 
 
@@ -219,9 +210,7 @@ async def _async_llama_cpp(
         return None
     settings = props.get("default_generation_settings")
     n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
-    window = _context({"context_length": n_ctx})
-    if window is None:
-        window = _context({"context_length": props.get("n_ctx")})
+    window = read_window(n_ctx) or read_window(props.get("n_ctx"))
     vision = _flag(props.get("modalities"), "vision")
     tools = _flag(props.get("chat_template_caps"), "supports_tools")
     for name, report in models.items():

@@ -125,11 +125,8 @@ def read_choices(chunk: JSONObject) -> list[ChoiceDelta]:
     choices = chunk.get("choices")
     if not choices:
         return []
-    if not isinstance(choices, list):
+    if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
         raise MalformedAnswerError(part="choices")
-    for choice in choices:
-        if not isinstance(choice, dict):
-            raise MalformedAnswerError(part="choices")
     return [_choice_delta(choice) for choice in choices if choice.get("index", 0) == 0]
 
 

@@ -50,22 +50,17 @@ class RequestSettings:
 
     def body(self) -> JsonObject:
         """Return the parameters the user set, extra fields last; nothing otherwise."""
-        params: JsonObject = {}
-        if self.max_tokens is not None:
-            params[self.limit_key] = self.max_tokens
-        return params | self.sampling() | self.extra
+        limit = {} if self.max_tokens is None else {self.limit_key: self.max_tokens}
+        return limit | self.sampling() | self.extra
 
     def sampling(self) -> JsonObject:
         """Return the sampling settings (a reasoning model takes none), the cache key."""
-        params: JsonObject = {}
-        if not self.reasoning_model:
-            if self.temperature is not None:
-                params["temperature"] = self.temperature
-            if self.top_p is not None:
-                params["top_p"] = self.top_p
-        if self.prompt_cache_key:
-            params["prompt_cache_key"] = self.prompt_cache_key
-        return params
+        params: JsonObject = {
+            "temperature": None if self.reasoning_model else self.temperature,
+            "top_p": None if self.reasoning_model else self.top_p,
+            "prompt_cache_key": self.prompt_cache_key or None,
+        }
+        return {key: value for key, value in params.items() if value is not None}
 
 
 # Answers a call itself (a tool lookup, a call past the cap), or None to run it.
@@ -94,11 +89,9 @@ def _wire_tool_name(name: str, taken: set[str]) -> str:
     if _TOOL_NAME.match(name) and name not in taken:
         return name
     cleaned = _INVALID_NAME_CHARS.sub("_", name) or "tool"
-    digest = hashlib.sha256(name.encode()).hexdigest()
-    candidate = cleaned[:64]
-    if len(cleaned) > 64 or candidate in taken:
-        candidate = f"{cleaned[:55]}_{digest[:8]}"
-    return candidate
+    if len(cleaned) <= 64 and cleaned not in taken:
+        return cleaned
+    return f"{cleaned[:55]}_{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
 def build_tool_set(llm_api: llm.APIInstance | None) -> ToolSet:

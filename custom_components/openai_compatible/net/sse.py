@@ -93,11 +93,8 @@ class SSEDecoder:
 
     def close(self) -> list[bytes]:
         """Return the data of the event left open when the stream ends."""
-        events: list[bytes] = []
-        if self._partial:
-            self._line(b"".join(self._partial), events)
-            self._partial = []
-            self._partial_size = 0
+        # A line left open ends as if a line break followed it.
+        events = self.feed(b"\n") if self._partial else []
         self._line(b"", events)
         return events
 
@@ -107,8 +104,7 @@ class SSEDecoder:
 
     def _line(self, line: bytes, events: list[bytes]) -> None:
         """Interpret one line: a data field, a blank line ending an event, or else."""
-        if len(line) > self._max_line:
-            self._check_size(len(line))
+        self._check_size(len(line))
         if line.startswith(b"data:"):
             self._data.append(line[6:] if line[5:6] == b" " else line[5:])
             if len(self._data) >= MAX_EVENT_LINES:

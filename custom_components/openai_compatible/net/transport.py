@@ -48,13 +48,12 @@ class Budget:
     retry_wait: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
 class Opened:
-    """An answer whose status was good, to be read before the deadline."""
+    """An answer whose status was good, to be read by a loop time."""
 
-    def __init__(self, response: httpx2.Response, deadline_at: float) -> None:
-        """Keep the response and the loop time by which it must be read."""
-        self.response = response
-        self.deadline_at = deadline_at
+    response: httpx2.Response
+    deadline_at: float
 
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         """Yield the body as it arrives; raise timeout_answer past the deadline."""
@@ -120,7 +119,7 @@ class Transport:
             "Authorization": f"Bearer {api_key or PLACEHOLDER_API_KEY}",
             "Accept": "application/json",
         }
-        self._on_reachable = on_reachable
+        self._reachable = on_reachable or (lambda reachable: None)
         remember_key(api_key)
 
     def url(self, path: str) -> str:
@@ -187,7 +186,17 @@ class Transport:
             response = await self._async_send(method, path, payload, deadline_at)
             if response.status_code < 400:
                 break
-            error, asked = await self._async_error(response, path, sent, deadline_at)
+            try:
+                raw = await Opened(response, deadline_at).aread_head(MAX_ERROR_BYTES)
+            except ConnectError:
+                raw = b""  # a cut or endless error body: the status still tells
+            finally:
+                await response.aclose()
+            status, headers = response.status_code, response.headers
+            error = error_for_status(status, headers, raw, sent=sent, path=path)
+            asked = None
+            if status in _RETRY_STATUSES:
+                asked = retry_after(headers.get("retry-after"))
             if asked is None or least is None:
                 raise error
             wait = max(asked, least)
@@ -233,41 +242,12 @@ class Transport:
             raise redirected(response)
         return response
 
-    async def _async_error(
-        self,
-        response: httpx2.Response,
-        path: str,
-        sent: frozenset[Feature],
-        deadline_at: float,
-    ) -> tuple[ServerError, float | None]:
-        """Return the error an answer means, and when to retry it (None: never)."""
-        try:
-            body = await Opened(response, deadline_at).aread_head(MAX_ERROR_BYTES)
-        except ConnectError:
-            body = b""  # a cut or endless error body: the status still tells
-        finally:
-            await response.aclose()
-        error = error_for_status(
-            response.status_code, response.headers, body, sent=sent, path=path
-        )
-        wait = None
-        if response.status_code in _RETRY_STATUSES:
-            wait = retry_after(response.headers.get("retry-after"))
-        return error, wait
-
-    def _reachable(self, reachable: bool) -> None:
-        if self._on_reachable is not None:
-            self._on_reachable(reachable)
-
 
 def redirected(response: httpx2.Response) -> ServerError:
     """Return the error of a redirect, not followed: the key would go elsewhere."""
-    location = response.headers.get("location")
-    if location is None:
-        return ServerError("redirected_nowhere", status=str(response.status_code))
     try:
-        target = response.url.join(location)
-    except httpx2.InvalidURL:
+        target = response.url.join(response.headers["location"])
+    except KeyError, httpx2.InvalidURL:
         return ServerError("redirected_nowhere", status=str(response.status_code))
     bare = target.copy_with(username=None, password=None, query=None, fragment=None)
     return ServerError(
