@@ -18,9 +18,12 @@ espeak-ng sox`), llama-server and the model in the lane's cache
 Per command: the speech-to-text time, the time from the end of speech to the
 agent's first token and to its first words, the first request's tokens
 evaluated and reused (llama-server's `timings`), the model rounds, and the
-whole time; first on a server warm from earlier commands, then with the
-server's cache erased before each command: ours with its warm-up, ours
-without it, ours without one-round answers (two model rounds), and core. The targets are printed with met / not met.
+whole time; first on a server warm from earlier commands (each agent's first
+command, "what time is it", fills the cache and is not measured), then with
+the server's cache erased before each command: ours with its warm-up, ours
+without it, ours without one-round answers (two model rounds, device commands
+only), and core. One round against two is read on the warm server, the cold
+figures beside it. The targets are printed with met / not met.
 """
 
 from __future__ import annotations
