@@ -54,8 +54,8 @@ from .flows.connection import (
 from .flows.fields import choice, dropdown
 from .flows.titles import (
     entry_title,
+    followed_title,
     is_generated_entry_title,
-    is_generated_title,
     subentry_title,
 )
 from .flows.voice_subentry import VoiceSubentryFlowHandler, voice_defaults
@@ -252,13 +252,10 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         if is_generated_entry_title(title, entry.data):
             title = entry_title(data, {other.title for other in self._others()})
         for subentry in entry.subentries.values():
-            kind, options = subentry.subentry_type, subentry.data
-            if is_generated_title(
-                subentry.title, kind, entry.title, entry.data, options
-            ):
-                self.hass.config_entries.async_update_subentry(
-                    entry, subentry, title=subentry_title(kind, title, data, options)
-                )
+            followed = followed_title(subentry, entry, new_entry=(title, data))
+            self.hass.config_entries.async_update_subentry(
+                entry, subentry, title=followed
+            )
         # What was learned was about the old server.
         if entry.state is ConfigEntryState.LOADED:
             entry.runtime_data.capabilities.forget()

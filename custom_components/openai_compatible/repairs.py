@@ -212,14 +212,7 @@ class ModelRepairFlow(RepairsFlow):
             entry,
             subentry,
             data=data,
-            title=followed_title(
-                subentry.title,
-                subentry.subentry_type,
-                entry.title,
-                entry.data,
-                subentry.data,
-                data,
-            ),
+            title=followed_title(subentry, entry, data),
         )
 
 

@@ -112,12 +112,5 @@ class SubentryFlow(ConfigSubentryFlow):
                 data=data,
             )
         subentry = self._get_reconfigure_subentry()
-        title = followed_title(
-            subentry.title,
-            self._subentry_type,
-            entry.title,
-            entry.data,
-            subentry.data,
-            data,
-        )
+        title = followed_title(subentry, entry, data)
         return self.async_update_and_abort(entry, subentry, data=data, title=title)

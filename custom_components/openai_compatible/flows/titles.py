@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any, Final
 
+from homeassistant.config_entries import ConfigEntry, ConfigSubentry
 from homeassistant.util.network import is_ip_address
 from yarl import URL
 
@@ -97,32 +98,23 @@ def _title(label: str, subentry_type: str, subentry_data: Mapping[str, Any]) -> 
     return " · ".join([label, *filter(None, rest)])
 
 
-def is_generated_title(
-    title: str,
-    subentry_type: str,
-    entry_title: str,
-    entry_data: Mapping[str, Any],
-    subentry_data: Mapping[str, Any],
-) -> bool:
-    """Tell whether a subentry has a title the integration gave, now or before."""
-    host = str(URL(entry_data[CONF_BASE_URL]).host)
-    return title in (
-        subentry_title(subentry_type, entry_title, entry_data, subentry_data),
-        LEGACY_TITLES.get(subentry_type),
-        _title(server_name(entry_data), subentry_type, subentry_data),
-        _title(host, subentry_type, subentry_data),
-    )
-
-
 def followed_title(
-    title: str,
-    subentry_type: str,
-    entry_title: str,
-    entry_data: Mapping[str, Any],
-    old_data: Mapping[str, Any],
-    new_data: Mapping[str, Any],
+    subentry: ConfigSubentry,
+    entry: ConfigEntry,
+    data: Mapping[str, Any] | None = None,
+    new_entry: tuple[str, Mapping[str, Any]] | None = None,
 ) -> str:
-    """Return a subentry's title after its settings change: a given name stays."""
-    if is_generated_title(title, subentry_type, entry_title, entry_data, old_data):
-        return subentry_title(subentry_type, entry_title, entry_data, new_data)
-    return title
+    """Return a subentry's title after its data or its entry's change.
+
+    A title the integration gave, now or before, follows; a given name stays.
+    """
+    kind, old = subentry.subentry_type, subentry.data
+    if subentry.title not in (
+        subentry_title(kind, entry.title, entry.data, old),
+        LEGACY_TITLES.get(kind),
+        _title(server_name(entry.data), kind, old),
+        _title(str(URL(entry.data[CONF_BASE_URL]).host), kind, old),
+    ):
+        return subentry.title
+    title, entry_data = new_entry or (entry.title, entry.data)
+    return subentry_title(kind, title, entry_data, old if data is None else data)
