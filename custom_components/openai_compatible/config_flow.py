@@ -41,6 +41,14 @@ from .const import (
 )
 from .features import WireApi, api_setting
 from .flows.chat_subentry import ModelSubentryFlowHandler, chat_defaults
+from .flows.common import (
+    choice,
+    dropdown,
+    entry_title,
+    followed_title,
+    is_generated_entry_title,
+    subentry_title,
+)
 from .flows.connection import (
     API_KEY_SELECTOR,
     api_key_field,
@@ -50,13 +58,6 @@ from .flows.connection import (
     same_origin,
     same_server,
     server_schema,
-)
-from .flows.fields import choice, dropdown
-from .flows.titles import (
-    entry_title,
-    followed_title,
-    is_generated_entry_title,
-    subentry_title,
 )
 from .flows.voice_subentry import VoiceSubentryFlowHandler, voice_defaults
 from .models.capabilities import async_forget

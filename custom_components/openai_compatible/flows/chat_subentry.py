@@ -66,7 +66,7 @@ from ..models.names import Thinking
 from ..models.providers import Provider
 from ..window.context_window import default_answer_limit
 from ..wire.extra_fields import owned_fields
-from .fields import SubentryFlow, choice, dropdown, whole_number
+from .common import SubentryFlow, choice, dropdown, whole_number
 from .responses_step import responses_data, responses_schema, suggested_values
 
 ADVANCED_KEYS: Final = (

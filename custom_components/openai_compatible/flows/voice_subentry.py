@@ -39,7 +39,7 @@ from ..models.audio_models import (
 from ..models.kinds import ModelKind, model_kind
 from ..models.providers import Provider
 from ..voice.audio import MAX_SPEED, MIN_SPEED, async_fetch_voices
-from .fields import SubentryFlow, choice, dropdown
+from .common import SubentryFlow, choice, dropdown
 
 # The formats of OpenAI's speech route, which the others copy.
 AUDIO_FORMATS: Final = ("mp3", "wav", "flac", "opus", "aac", "pcm")

@@ -20,7 +20,7 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
 )
-from custom_components.openai_compatible.flows.titles import (
+from custom_components.openai_compatible.flows.common import (
     entry_title,
     followed_title,
     is_generated_entry_title,
