@@ -98,17 +98,13 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         rest = [key for key in PROVIDERS if key not in (*found, PROVIDER_CUSTOM)]
         default = found[0] if found else DEFAULT_PROVIDER
         field = choice(CONF_PROVIDER, [*found, PROVIDER_CUSTOM, *rest])
-        schema = probatio.Schema(
-            {probatio.Required(CONF_PROVIDER, default=default): field}
-        )
-        if not found:
-            return self.async_show_form(step_id="user", data_schema=schema)
+        names = ", ".join(PROVIDERS[key].name for key in found)
         return self.async_show_form(
-            step_id="user_found",
-            data_schema=schema,
-            description_placeholders={
-                "found": ", ".join(PROVIDERS[key].name for key in found)
-            },
+            step_id="user_found" if found else "user",
+            data_schema=probatio.Schema(
+                {probatio.Required(CONF_PROVIDER, default=default): field}
+            ),
+            description_placeholders={"found": names} if found else None,
         )
 
     # Where local servers were found, the same step under another text.
@@ -304,7 +300,6 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     @callback
     @override
     def async_get_options_flow(config_entry: ConfigEntry) -> OptionsFlow:
-        """Return the flow of the entry's connection options."""
         return ConnectionOptionsFlow()
 
     @classmethod
@@ -313,7 +308,6 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     def async_get_supported_subentry_types(
         cls, config_entry: ConfigEntry
     ) -> dict[str, type[ConfigSubentryFlow]]:
-        """Return the kinds of things each server can host."""
         return {
             SUBENTRY_CONVERSATION: ModelSubentryFlowHandler,
             SUBENTRY_AI_TASK: ModelSubentryFlowHandler,
