@@ -123,10 +123,7 @@ def followed_title(
     data: Mapping[str, Any] | None = None,
     new_entry: tuple[str, Mapping[str, Any]] | None = None,
 ) -> str:
-    """Return a subentry's title after its data or its entry's change.
-
-    A title the integration gave, now or before, follows; a given name stays.
-    """
+    """Return a subentry's title after a change: a given name stays, ours follows."""
     kind, old = subentry.subentry_type, subentry.data
     if subentry.title not in (
         subentry_title(kind, entry.title, entry.data, old),
