@@ -199,8 +199,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             "message": "",
         }
         if user_input is not None:
-            data = dict(entry.data)
-            data.pop(CONF_API_KEY, None)
+            data = {k: v for k, v in entry.data.items() if k != CONF_API_KEY}
             if api_key := (user_input.get(CONF_API_KEY) or "").strip():
                 data[CONF_API_KEY] = api_key
             if await self._check(data, errors, placeholders) is not None:

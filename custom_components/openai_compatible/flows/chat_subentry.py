@@ -168,7 +168,6 @@ class ModelSubentryFlowHandler(SubentryFlow):
     """Add or change a conversation agent or an AI task of a server."""
 
     def _defaults(self, models: list[str], preset: Provider) -> dict[str, object]:
-        """Start from the recommended settings and a model that will last."""
         lasting = lasting_models(models, preset.shutdowns)
         return chat_defaults(self._subentry_type, lasting, preset.recommended_model)
 
