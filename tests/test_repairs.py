@@ -26,7 +26,7 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
-from custom_components.openai_compatible.flows.titles import subentry_title
+from custom_components.openai_compatible.flows.common import subentry_title
 from custom_components.openai_compatible.repairs import model_issue_id
 from simulator import OpenAISimulator
 from tests.test_repair_issues import BEFORE_GPT5_SHUTDOWN, model_issues, subentry_id

@@ -15,7 +15,7 @@ from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
 
 from .const import CONF_PROVIDER, LOGGER
 from .coordinator import ServerCoordinator
-from .flows.titles import LEGACY_TITLES, subentry_title
+from .flows.common import LEGACY_TITLES, subentry_title
 from .models.capabilities import Capabilities, async_forget
 from .models.kinds import offered
 from .models.providers import provider_for

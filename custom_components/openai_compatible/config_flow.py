@@ -41,6 +41,14 @@ from .const import (
 )
 from .features import WireApi, api_setting
 from .flows.chat_subentry import ModelSubentryFlowHandler, chat_defaults
+from .flows.common import (
+    choice,
+    dropdown,
+    entry_title,
+    followed_title,
+    is_generated_entry_title,
+    subentry_title,
+)
 from .flows.connection import (
     API_KEY_SELECTOR,
     api_key_field,
@@ -50,13 +58,6 @@ from .flows.connection import (
     same_origin,
     same_server,
     server_schema,
-)
-from .flows.fields import choice, dropdown
-from .flows.titles import (
-    entry_title,
-    is_generated_entry_title,
-    is_generated_title,
-    subentry_title,
 )
 from .flows.voice_subentry import VoiceSubentryFlowHandler, voice_defaults
 from .models.capabilities import async_forget
@@ -97,17 +98,13 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         rest = [key for key in PROVIDERS if key not in (*found, PROVIDER_CUSTOM)]
         default = found[0] if found else DEFAULT_PROVIDER
         field = choice(CONF_PROVIDER, [*found, PROVIDER_CUSTOM, *rest])
-        schema = probatio.Schema(
-            {probatio.Required(CONF_PROVIDER, default=default): field}
-        )
-        if not found:
-            return self.async_show_form(step_id="user", data_schema=schema)
+        names = ", ".join(PROVIDERS[key].name for key in found)
         return self.async_show_form(
-            step_id="user_found",
-            data_schema=schema,
-            description_placeholders={
-                "found": ", ".join(PROVIDERS[key].name for key in found)
-            },
+            step_id="user_found" if found else "user",
+            data_schema=probatio.Schema(
+                {probatio.Required(CONF_PROVIDER, default=default): field}
+            ),
+            description_placeholders={"found": names} if found else None,
         )
 
     # Where local servers were found, the same step under another text.
@@ -202,8 +199,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             "message": "",
         }
         if user_input is not None:
-            data = dict(entry.data)
-            data.pop(CONF_API_KEY, None)
+            data = {k: v for k, v in entry.data.items() if k != CONF_API_KEY}
             if api_key := (user_input.get(CONF_API_KEY) or "").strip():
                 data[CONF_API_KEY] = api_key
             if await self._check(data, errors, placeholders) is not None:
@@ -252,13 +248,10 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         if is_generated_entry_title(title, entry.data):
             title = entry_title(data, {other.title for other in self._others()})
         for subentry in entry.subentries.values():
-            kind, options = subentry.subentry_type, subentry.data
-            if is_generated_title(
-                subentry.title, kind, entry.title, entry.data, options
-            ):
-                self.hass.config_entries.async_update_subentry(
-                    entry, subentry, title=subentry_title(kind, title, data, options)
-                )
+            followed = followed_title(subentry, entry, new_entry=(title, data))
+            self.hass.config_entries.async_update_subentry(
+                entry, subentry, title=followed
+            )
         # What was learned was about the old server.
         if entry.state is ConfigEntryState.LOADED:
             entry.runtime_data.capabilities.forget()
@@ -306,7 +299,6 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     @callback
     @override
     def async_get_options_flow(config_entry: ConfigEntry) -> OptionsFlow:
-        """Return the flow of the entry's connection options."""
         return ConnectionOptionsFlow()
 
     @classmethod
@@ -315,7 +307,6 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     def async_get_supported_subentry_types(
         cls, config_entry: ConfigEntry
     ) -> dict[str, type[ConfigSubentryFlow]]:
-        """Return the kinds of things each server can host."""
         return {
             SUBENTRY_CONVERSATION: ModelSubentryFlowHandler,
             SUBENTRY_AI_TASK: ModelSubentryFlowHandler,

@@ -22,8 +22,7 @@ from .const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
-from .flows.fields import dropdown
-from .flows.titles import followed_title
+from .flows.common import dropdown, followed_title
 from .models.audio_models import is_speech_model, is_transcription_model, known_voices
 from .models.kinds import chat_models_first, image_models_first
 from .models.lifecycle import is_listed
@@ -212,14 +211,7 @@ class ModelRepairFlow(RepairsFlow):
             entry,
             subentry,
             data=data,
-            title=followed_title(
-                subentry.title,
-                subentry.subentry_type,
-                entry.title,
-                entry.data,
-                subentry.data,
-                data,
-            ),
+            title=followed_title(subentry, entry, data),
         )
 
 

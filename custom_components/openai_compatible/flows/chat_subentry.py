@@ -66,7 +66,7 @@ from ..models.names import Thinking
 from ..models.providers import Provider
 from ..window.context_window import default_answer_limit
 from ..wire.extra_fields import owned_fields
-from .fields import SubentryFlow, choice, dropdown, whole_number
+from .common import SubentryFlow, choice, dropdown, whole_number
 from .responses_step import responses_data, responses_schema, suggested_values
 
 ADVANCED_KEYS: Final = (
@@ -168,7 +168,6 @@ class ModelSubentryFlowHandler(SubentryFlow):
     """Add or change a conversation agent or an AI task of a server."""
 
     def _defaults(self, models: list[str], preset: Provider) -> dict[str, object]:
-        """Start from the recommended settings and a model that will last."""
         lasting = lasting_models(models, preset.shutdowns)
         return chat_defaults(self._subentry_type, lasting, preset.recommended_model)
 

@@ -50,18 +50,13 @@ _TOLD_ERRORS: Final = frozenset(
     }
 )
 
-
-def _hosted_hosts() -> tuple[str, ...]:
-    """Return the hosted presets' hosts; Azure's as what follows its placeholder."""
-    return tuple(
-        host.removeprefix(URL_PLACEHOLDER)
-        for preset in PROVIDERS.values()
-        if preset.base_url.startswith("https://")
-        and (host := (URL(preset.base_url).host or "").lower())
-    )
-
-
-HOSTED_HOSTS: Final = _hosted_hosts()
+# The hosted presets' hosts; Azure's as what follows its placeholder.
+HOSTED_HOSTS: Final = tuple(
+    host.removeprefix(URL_PLACEHOLDER)
+    for preset in PROVIDERS.values()
+    if preset.base_url.startswith("https://")
+    and (host := (URL(preset.base_url).host or "").lower())
+)
 
 
 def completed_url(text: str) -> str:
@@ -96,8 +91,12 @@ def normalize_base_url(url: str) -> str:
         raise InvalidURLError(url)
     try:
         parsed = URL(text)
+        path = urlsplit(text).path
     except (TypeError, ValueError) as err:
         raise InvalidURLError(url) from err
+    # A `.` or `..` path segment is refused, however often encoded.
+    while (decoded := unquote(path)) != path:
+        path = decoded
     if (
         parsed.scheme not in ("http", "https")
         or not parsed.host
@@ -107,21 +106,12 @@ def normalize_base_url(url: str) -> str:
         or parsed.query_string
         or parsed.fragment
         or parsed.explicit_port == 0
-        or _has_dot_segment(text)
+        or {".", ".."} & set(path.replace("\\", "/").split("/"))
         or URL_PLACEHOLDER in parsed.host.lower()
     ):
         raise InvalidURLError(url)
     path = parsed.path.rstrip("/").removesuffix("/chat/completions").rstrip("/")
     return str(parsed.with_path(path or "/")).rstrip("/")
-
-
-def _has_dot_segment(text: str) -> bool:
-    """Tell whether a URL's path has a `.` or `..` segment, however often encoded."""
-    path = urlsplit(text).path
-    while (decoded := unquote(path)) != path:
-        path = decoded
-    segments = path.replace("\\", "/").split("/")
-    return any(segment in (".", "..") for segment in segments)
 
 
 def api_key_field(required: bool) -> probatio.Marker:

@@ -34,7 +34,7 @@ from ..models.provider_tools import (
     SEARCH_CONTEXT_SIZES,
     VERBOSITIES,
 )
-from .fields import choice
+from .common import choice
 
 RESPONSES_KEYS: Final = frozenset(
     {

@@ -39,7 +39,7 @@ from ..models.audio_models import (
 from ..models.kinds import ModelKind, model_kind
 from ..models.providers import Provider
 from ..voice.audio import MAX_SPEED, MIN_SPEED, async_fetch_voices
-from .fields import SubentryFlow, choice, dropdown
+from .common import SubentryFlow, choice, dropdown
 
 # The formats of OpenAI's speech route, which the others copy.
 AUDIO_FORMATS: Final = ("mp3", "wav", "flac", "opus", "aac", "pcm")
@@ -57,27 +57,6 @@ VOICE_SETTINGS: Final[VolDictType] = {
     ),
     probatio.Required(CONF_STREAMING, default=True): bool,
 }
-
-
-def _taken(
-    options: dict[str, Any],
-    user_input: Mapping[str, Any],
-    keys: Iterable[object],
-    required: str,
-) -> bool:
-    """Take the values if the required one is given; blank or left-out text goes."""
-    values = {
-        key: value.strip() if isinstance(value, str) else value
-        for key, value in user_input.items()
-    }
-    if not values.get(required):
-        return False
-    for key in map(str, keys):
-        if (value := values.get(key, "")) == "":
-            options.pop(key, None)
-        else:
-            options[key] = value
-    return True
 
 
 # How each kind picks the evident model of a server's list.
@@ -121,6 +100,23 @@ class VoiceSubentryFlowHandler(SubentryFlow):
         model = _PICKS[self._subentry_type](models) or known
         return _voice_data(self._subentry_type, model)
 
+    def _take(
+        self, user_input: Mapping[str, Any], keys: Iterable[object], required: str
+    ) -> bool:
+        """Take the values if the required one is given; blank or left-out text goes."""
+        values = {
+            key: value.strip() if isinstance(value, str) else value
+            for key, value in user_input.items()
+        }
+        if not values.get(required):
+            return False
+        for key in map(str, keys):
+            if (value := values.get(key, "")) == "":
+                self.options.pop(key, None)
+            else:
+                self.options[key] = value
+        return True
+
     async def async_step_init(
         self, user_input: dict[str, Any] | None = None
     ) -> SubentryFlowResult:
@@ -143,7 +139,7 @@ class VoiceSubentryFlowHandler(SubentryFlow):
             schema[probatio.Required(CONF_HINT_NAMES, default=False)] = bool
         errors: dict[str, str] = {}
         if user_input is not None:
-            if not _taken(self.options, user_input, schema, CONF_AUDIO_MODEL):
+            if not self._take(user_input, schema, CONF_AUDIO_MODEL):
                 errors[CONF_AUDIO_MODEL] = "model_required"
             elif self._speaks:
                 return await self.async_step_voice()
@@ -165,9 +161,7 @@ class VoiceSubentryFlowHandler(SubentryFlow):
         entry = self._entry()
         errors: dict[str, str] = {}
         if user_input is not None:
-            if _taken(
-                self.options, user_input, [CONF_VOICE, *VOICE_SETTINGS], CONF_VOICE
-            ):
+            if self._take(user_input, [CONF_VOICE, *VOICE_SETTINGS], CONF_VOICE):
                 return self._async_store(self.options)
             errors[CONF_VOICE] = "voice_required"
         model = str(self.options[CONF_AUDIO_MODEL])

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
+from homeassistant.config_entries import ConfigSubentry
 import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.openai_compatible.const import (
     CONF_BASE_URL,
@@ -16,17 +20,38 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
 )
-from custom_components.openai_compatible.flows.titles import (
+from custom_components.openai_compatible.flows.common import (
     entry_title,
     followed_title,
     is_generated_entry_title,
-    is_generated_title,
     subentry_title,
 )
 
 OLLAMA = {CONF_PROVIDER: "ollama", CONF_BASE_URL: "http://192.168.1.20:11434/v1"}
 CUSTOM = {CONF_PROVIDER: "custom", CONF_BASE_URL: "https://llm.home.arpa:8443/v1"}
 CUSTOM_IP = {CONF_PROVIDER: "custom", CONF_BASE_URL: "http://127.0.0.1:8099/v1"}
+QWEN = {CONF_CHAT_MODEL: "qwen3"}
+
+
+def _followed(
+    title: str,
+    kind: str,
+    entry_title: str,
+    entry_data: dict[str, Any],
+    old: Mapping[str, Any],
+    new: Mapping[str, Any] = QWEN,
+) -> str:
+    """Return the title a subentry gets when its model changes from old to new."""
+    subentry = ConfigSubentry(
+        data=MappingProxyType(dict(old)),
+        subentry_type=kind,
+        title=title,
+        unique_id=None,
+    )
+    entry = MockConfigEntry(
+        domain="openai_compatible", title=entry_title, data=entry_data
+    )
+    return followed_title(subentry, entry, new)
 
 
 @pytest.mark.parametrize(
@@ -128,7 +153,7 @@ def test_subentry_title_has_the_address_the_entry_title_has(
     task = subentry_title(SUBENTRY_AI_TASK, entry_title, OLLAMA, model)
     assert agent == f"{label} · llama3.1:8b"
     assert task == f"{label} · llama3.1:8b · AI task"
-    assert is_generated_title(agent, SUBENTRY_CONVERSATION, entry_title, OLLAMA, model)
+    assert _followed(agent, SUBENTRY_CONVERSATION, entry_title, OLLAMA, model) != agent
 
 
 @pytest.mark.parametrize(
@@ -143,22 +168,22 @@ def test_subentry_title_has_the_address_the_entry_title_has(
         (SUBENTRY_CONVERSATION, "Kitchen helper", False),
     ],
 )
-def test_is_generated_title(subentry_type: str, title: str, generated: bool) -> None:
+def test_only_a_generated_title_follows(
+    subentry_type: str, title: str, generated: bool
+) -> None:
     """Only the title the subentry would get now, or the old fixed one, is ours."""
     model = {CONF_CHAT_MODEL: "llama3.1:8b"}
-    assert (
-        is_generated_title(title, subentry_type, "Ollama", OLLAMA, model) is generated
-    )
+    followed = _followed(title, subentry_type, "Ollama", OLLAMA, model)
+    assert (followed != title) is generated
 
 
 def test_host_named_subentry_of_a_custom_server_is_generated() -> None:
     """A custom server's agent once named after its IP still follows its model."""
-    old, new = {CONF_CHAT_MODEL: "llama3.1:8b"}, {CONF_CHAT_MODEL: "qwen3"}
+    old = {CONF_CHAT_MODEL: "llama3.1:8b"}
     title = "127.0.0.1 · llama3.1:8b"
     entry_title = "OpenAI-compatible server"
     kind = SUBENTRY_CONVERSATION
-    assert is_generated_title(title, kind, entry_title, CUSTOM_IP, old)
-    assert followed_title(title, kind, entry_title, CUSTOM_IP, old, new) == (
+    assert _followed(title, kind, entry_title, CUSTOM_IP, old) == (
         "OpenAI-compatible server · qwen3"
     )
 
@@ -174,16 +199,14 @@ def test_host_named_subentry_of_a_custom_server_is_generated() -> None:
 def test_followed_title(title: str, followed: str) -> None:
     """A title the integration gave follows the new model; a given name stays."""
     old = {CONF_CHAT_MODEL: "llama3.1:8b"}
-    new = {CONF_CHAT_MODEL: "qwen3"}
-    kind = SUBENTRY_CONVERSATION
-    assert followed_title(title, kind, "Ollama", OLLAMA, old, new) == followed
+    assert _followed(title, SUBENTRY_CONVERSATION, "Ollama", OLLAMA, old) == followed
 
 
 def test_title_named_before_the_address_follows_with_it() -> None:
     """An agent named after the server alone takes the address its entry has now."""
-    old, new = {CONF_CHAT_MODEL: "llama3.1:8b"}, {CONF_CHAT_MODEL: "qwen3"}
+    old = {CONF_CHAT_MODEL: "llama3.1:8b"}
     entry_title = "Ollama (192.168.1.20:11434)"
     kind = SUBENTRY_CONVERSATION
-    assert followed_title(
-        "Ollama · llama3.1:8b", kind, entry_title, OLLAMA, old, new
-    ) == ("Ollama (192.168.1.20:11434) · qwen3")
+    assert _followed("Ollama · llama3.1:8b", kind, entry_title, OLLAMA, old) == (
+        "Ollama (192.168.1.20:11434) · qwen3"
+    )
