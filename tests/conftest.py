@@ -53,8 +53,8 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_CONVERSATION,
     SUBENTRY_STT,
     SUBENTRY_TTS,
+    Feature,
 )
-from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.models.providers import PROVIDER_CUSTOM
 from custom_components.openai_compatible.structured.rungs import start_rung
 from simulator import AUDIO_MODELS, OpenAISimulator

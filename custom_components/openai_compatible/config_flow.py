@@ -39,7 +39,6 @@ from .const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
-from .features import WireApi, api_setting
 from .flows.chat_subentry import ModelSubentryFlowHandler, chat_defaults
 from .flows.connection import (
     API_KEY_SELECTOR,
@@ -59,7 +58,7 @@ from .flows.titles import (
     subentry_title,
 )
 from .flows.voice_subentry import VoiceSubentryFlowHandler, voice_defaults
-from .models.capabilities import async_forget
+from .models.capabilities import WireApi, api_setting, async_forget
 from .models.discovery import async_answering_presets
 from .models.kinds import chat_models_first, pick_chat_model
 from .models.lifecycle import lasting_models

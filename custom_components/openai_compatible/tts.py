@@ -20,10 +20,10 @@ from .const import (
     CONF_VOICE,
     DEFAULT_AUDIO_FORMAT,
     SUBENTRY_TTS,
+    Feature,
 )
 from .entity import OpenAICompatibleSubentryEntity
 from .errors import InputError
-from .features import Feature
 from .models.audio_models import (
     known_voices,
     speech_languages,

@@ -12,8 +12,7 @@ from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import async_fire_time_changed
 
-from custom_components.openai_compatible.const import DOMAIN
-from custom_components.openai_compatible.features import Feature
+from custom_components.openai_compatible.const import DOMAIN, Feature
 from custom_components.openai_compatible.models.capabilities import (
     Capabilities,
     server_fingerprint,

@@ -10,7 +10,7 @@ from homeassistant.core import HomeAssistant
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.openai_compatible.features import Feature
+from custom_components.openai_compatible.const import Feature
 from custom_components.openai_compatible.models.capabilities import ModelCapabilities
 from custom_components.openai_compatible.models.listing import ModelListing
 from custom_components.openai_compatible.models.server_info import (

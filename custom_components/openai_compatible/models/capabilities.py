@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict
 from datetime import date
+from enum import StrEnum
 import hashlib
-from typing import Final
+from typing import Any, Final
 
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.storage import Store
 
-from ..const import DOMAIN, LOGGER
-from ..features import PROVIDER_TOOLS, RESPONSE_FORMATS, SERVER_ROUTES, Feature, WireApi
+from ..const import DOMAIN, LOGGER, PROVIDER_TOOLS, RESPONSE_FORMATS, Feature
 from .lessons import (
     FALLBACK_LIFETIME,
     WINDOW_LIFETIME,
@@ -32,6 +32,21 @@ from .providers import Provider
 from .server_info import ModelReport, ServerKind, ServerReport
 
 SERVER_LESSONS: Final = "*"
+# Routes of the server, not of one model: a refusal holds for every model.
+SERVER_ROUTES: Final = frozenset({Feature.DECISIONS})
+
+
+class WireApi(StrEnum):
+    """The API requests go over; automatic lets the preset decide."""
+
+    CHAT_COMPLETIONS = "chat_completions"
+    RESPONSES = "responses"
+    AUTOMATIC = "automatic"
+
+
+def api_setting(value: Any) -> WireApi:
+    """Return an entry's saved API setting; automatic when unset or unknown."""
+    return WireApi(value) if value in WireApi else WireApi.AUTOMATIC
 
 
 class ModelCapabilities:

@@ -9,8 +9,7 @@ from typing import Any, Final
 
 from homeassistant.util import dt as dt_util
 
-from ..const import LOGGER
-from ..features import Feature
+from ..const import LOGGER, Feature
 
 BLOCKING_LIFETIME: Final = timedelta(hours=1)
 FALLBACK_LIFETIME: Final = timedelta(days=1)

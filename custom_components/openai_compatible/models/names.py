@@ -5,7 +5,6 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Final
 
-from ..features import saved_choice
 from .server_info import ServerKind
 
 
@@ -66,7 +65,7 @@ class Thinking(StrEnum):
 
 def thinking_setting(value: Any) -> Thinking:
     """Return a saved thinking setting; the server's default when unset or unknown."""
-    return saved_choice(Thinking, value, Thinking.DEFAULT)
+    return Thinking(value) if value in Thinking else Thinking.DEFAULT
 
 
 def thinking_fields(

@@ -8,7 +8,7 @@ from datetime import date
 from functools import partial
 from typing import Final
 
-from ..features import PROVIDER_TOOLS, Feature
+from ..const import PROVIDER_TOOLS, Feature
 from .lifecycle import OPENAI_SHUTDOWNS
 from .server_info import ServerKind
 
