@@ -16,7 +16,7 @@ from mutagen.mp3 import MP3
 import pytest
 
 from custom_components.openai_compatible.const import CONF_TIMEOUT, Feature
-from custom_components.openai_compatible.models.audio_models import KOKORO_VOICES
+from custom_components.openai_compatible.models.names import KOKORO_VOICES
 from custom_components.openai_compatible.tts import OpenAICompatibleTTSEntity
 from simulator import OpenAISimulator
 from simulator.audio import synthesize

@@ -60,8 +60,8 @@ from .flows.titles import (
 from .flows.voice_subentry import VoiceSubentryFlowHandler, voice_defaults
 from .models.capabilities import WireApi, api_setting, async_forget
 from .models.discovery import async_answering_presets
-from .models.kinds import chat_models_first, pick_chat_model
 from .models.lifecycle import lasting_models
+from .models.names import chat_models_first, pick_chat_model
 from .models.providers import PROVIDER_CUSTOM, PROVIDERS, provider_for
 
 DEFAULT_PROVIDER: Final = "openai"

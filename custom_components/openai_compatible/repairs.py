@@ -24,9 +24,14 @@ from .const import (
 )
 from .flows.fields import dropdown
 from .flows.titles import followed_title
-from .models.audio_models import is_speech_model, is_transcription_model, known_voices
-from .models.kinds import chat_models_first, image_models_first
 from .models.lifecycle import is_listed
+from .models.names import (
+    chat_models_first,
+    image_models_first,
+    is_speech_model,
+    is_transcription_model,
+    known_voices,
+)
 from .voice.audio import async_fetch_voices
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from .const import (
 )
 from .entity import OpenAICompatibleSubentryEntity
 from .errors import InputError
-from .models.audio_models import (
+from .models.names import (
     known_voices,
     speech_languages,
     takes_instructions,
