@@ -59,10 +59,14 @@ from .flows.titles import (
 )
 from .flows.voice_subentry import VoiceSubentryFlowHandler, voice_defaults
 from .models.capabilities import WireApi, api_setting, async_forget
-from .models.discovery import async_answering_presets
-from .models.lifecycle import lasting_models
+from .models.listing import lasting_models
 from .models.names import chat_models_first, pick_chat_model
-from .models.providers import PROVIDER_CUSTOM, PROVIDERS, provider_for
+from .models.providers import (
+    PROVIDER_CUSTOM,
+    PROVIDERS,
+    async_answering_presets,
+    provider_for,
+)
 
 DEFAULT_PROVIDER: Final = "openai"
 TIMEOUT_SELECTOR: Final = NumberSelector(

@@ -24,7 +24,7 @@ from .const import (
 )
 from .flows.fields import dropdown
 from .flows.titles import followed_title
-from .models.lifecycle import is_listed
+from .models.listing import is_listed
 from .models.names import (
     chat_models_first,
     image_models_first,

@@ -55,7 +55,7 @@ from ..const import (
     SUBENTRY_CONVERSATION,
 )
 from ..fallback import closes_loop
-from ..models.lifecycle import lasting_models
+from ..models.listing import lasting_models
 from ..models.names import (
     Thinking,
     chat_models_first,

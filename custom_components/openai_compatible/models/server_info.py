@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import date
 from enum import StrEnum
@@ -14,7 +15,6 @@ from ..errors import ServerError
 from ..net.readers import read_window
 from ..net.shapes import JsonObject
 from ..net.transport import Budget, Transport
-from .lifecycle import listed_shutdown
 from .listing import VALIDATION_BUDGET, ModelListing
 
 
@@ -128,9 +128,20 @@ def listed_report(entry: Mapping[str, Any]) -> ModelReport:
     )
 
 
+# OpenAI's `shutdown_date` and OpenRouter's `expiration_date`: YYYY-MM-DD or null.
+SHUTDOWN_FIELDS: Final = ("shutdown_date", "expiration_date")
 # An entry of only these says nothing of its model (most servers' entries).
 _PLAIN_KEYS: Final = frozenset({"id", "object", "created", "owned_by"})
 _NOTHING_SAID: Final = ModelReport()
+
+
+def listed_shutdown(entry: Mapping[str, Any]) -> date | None:
+    """Return the shutdown date a `/models` entry gives its model, if any."""
+    for value in map(entry.get, SHUTDOWN_FIELDS):
+        if isinstance(value, str):
+            with suppress(ValueError):
+                return date.fromisoformat(value[:10])
+    return None
 
 
 def _context(entry: Mapping[str, Any]) -> int | None:
