@@ -20,7 +20,6 @@ from .lessons import (
     Lessons,
     holding,
     lifetime,
-    read_lessons,
 )
 from .names import (
     is_reasoning_model,
@@ -196,7 +195,6 @@ class ModelCapabilities:
             self._on_learn()
 
 
-# Version 1 throughout: lists of names (without dates) load as learned now.
 STORAGE_VERSION: Final = 1
 _SAVE_DELAY: Final = 5.0
 
@@ -274,16 +272,14 @@ class Capabilities:
     async def async_load(self) -> None:
         """Bring back the lessons stored for this very server, if any."""
         stored = await self._store.async_load()
-        if not isinstance(stored, dict):
-            return
-        if stored.get("fingerprint") != self.fingerprint:
+        if isinstance(stored, dict) and stored.get("fingerprint") != self.fingerprint:
             LOGGER.debug("The server changed; forgetting what was learned about it")
             await self._store.async_remove()
-            return
-        models = stored.get("models")
-        if isinstance(models, dict):
+        elif isinstance(stored, dict) and isinstance(
+            models := stored.get("models"), dict
+        ):
             self._lessons = {
-                str(name): read_lessons(data) for name, data in models.items()
+                str(name): Lessons.from_dict(data) for name, data in models.items()
             }
 
     async def async_close(self) -> None:
