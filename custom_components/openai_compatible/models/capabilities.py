@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from datetime import date
 from enum import StrEnum
 import hashlib
@@ -48,27 +48,18 @@ def api_setting(value: Any) -> WireApi:
     return WireApi(value) if value in WireApi else WireApi.AUTOMATIC
 
 
+@dataclass(eq=False)
 class ModelCapabilities:
-    """The view of one model that every request path asks."""
+    """The view of one model that every request path asks: preset, report, lessons."""
 
-    def __init__(
-        self,
-        model: str,
-        provider: Provider,
-        report: ModelReport,
-        lessons: Lessons,
-        on_learn: Callable[[], None],
-        server: Lessons | None = None,
-        kind: ServerKind | None = None,
-    ) -> None:
-        """Combine the preset, the server's report and the lessons."""
-        self.model = model
-        self.provider = provider
-        self.kind = kind or provider.kind
-        self.report = report
-        self.lessons = lessons
-        self._on_learn = on_learn
-        self._server = server if server is not None else lessons
+    model: str
+    provider: Provider
+    report: ModelReport
+    lessons: Lessons
+    _on_learn: Callable[[], None]
+    # What the server as a whole taught (its routes), and its software.
+    _server: Lessons = field(default_factory=Lessons)
+    kind: ServerKind | None = None
 
     @property
     def reasoning(self) -> bool:
@@ -241,7 +232,7 @@ class Capabilities:
             self._lessons.setdefault(name, Lessons()),
             self._schedule_save,
             self._lessons.setdefault(SERVER_LESSONS, Lessons()),
-            self.report.kind,
+            self.report.kind or self.provider.kind,
         )
 
     def shutdown(self, name: str) -> date | None:
