@@ -26,19 +26,17 @@ DISCOVERY_SECONDS: Final = 1.5
 # From https://developers.openai.com/api/docs/deprecations (2026-12-01); it also
 # dates models `/models` no longer shows, whose `shutdown_date` is read first.
 OPENAI_SHUTDOWNS: Final[Mapping[str, date]] = MappingProxyType(
-    {
-        "chatgpt-image-latest": date(2026, 12, 1),
-        "gpt-image-1-mini": date(2026, 12, 1),
-        "gpt-image-1.5": date(2026, 12, 1),
-        "gpt-image-1.5-2025-12-16": date(2026, 12, 1),
-        "gpt-5": date(2026, 12, 11),
-        "gpt-5-2025-08-07": date(2026, 12, 11),
-        "gpt-5-mini": date(2026, 12, 11),
-        "gpt-5-mini-2025-08-07": date(2026, 12, 11),
-        "gpt-5-nano": date(2026, 12, 11),
-        "gpt-5-nano-2025-08-07": date(2026, 12, 11),
-    }
-)
+    dict.fromkeys(
+        ("chatgpt-image-latest", "gpt-image-1-mini", "gpt-image-1.5",
+         "gpt-image-1.5-2025-12-16"),
+        date(2026, 12, 1),
+    )
+    | dict.fromkeys(
+        ("gpt-5", "gpt-5-2025-08-07", "gpt-5-mini", "gpt-5-mini-2025-08-07",
+         "gpt-5-nano", "gpt-5-nano-2025-08-07"),
+        date(2026, 12, 11),
+    )
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

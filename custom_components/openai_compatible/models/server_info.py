@@ -66,23 +66,19 @@ _OWNERS: Final = {
 }
 
 
-def guess_kind(listing: ModelListing | None) -> ServerKind | None:
-    """Return the server software its models list gives away, if it does."""
-    for entry in (listing.entries if listing else {}).values():
-        if (kind := _OWNERS.get(str(entry.get("owned_by", "")).lower())) is not None:
-            return kind
-        if "max_model_len" in entry:
-            return ServerKind.VLLM
-    return None
-
-
 def listed_kind(listing: ModelListing | None) -> tuple[ServerKind | None, bool]:
     """Return the software a models list names; whether it looks like Ollama's."""
+    entries = listing.entries if listing else {}
+    kinds = (
+        _OWNERS.get(str(entry.get("owned_by", "")).lower())
+        or (ServerKind.VLLM if "max_model_len" in entry else None)
+        for entry in entries.values()
+    )
     ollama_like = any(
         ":" in model_id or str(entry.get("owned_by", "")).lower() == "library"
-        for model_id, entry in (listing.entries if listing else {}).items()
+        for model_id, entry in entries.items()
     )
-    return guess_kind(listing), ollama_like
+    return next(filter(None, kinds), None), ollama_like
 
 
 async def async_guess_kind(
@@ -106,7 +102,7 @@ def listed_reports(
     """Return the software a models list gives away, and each model's report."""
     entries = listing.entries if listing else {}
     reports = {model_id: listed_report(entry) for model_id, entry in entries.items()}
-    return guess_kind(listing), reports
+    return listed_kind(listing)[0], reports
 
 
 def listed_report(entry: Mapping[str, Any]) -> ModelReport:
