@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import InitVar, asdict, dataclass, field
 from datetime import date
 from enum import StrEnum
 import hashlib
@@ -23,6 +23,7 @@ from .lessons import (
 )
 from .names import (
     is_reasoning_model,
+    saved_choice,
     service_tiers,
     takes_reasoning_effort,
     takes_verbosity,
@@ -45,7 +46,7 @@ class WireApi(StrEnum):
 
 def api_setting(value: Any) -> WireApi:
     """Return an entry's saved API setting; automatic when unset or unknown."""
-    return WireApi(value) if value in WireApi else WireApi.AUTOMATIC
+    return saved_choice(value, WireApi.AUTOMATIC)
 
 
 @dataclass(eq=False)
@@ -198,25 +199,23 @@ def server_fingerprint(
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+@dataclass(eq=False)
 class Capabilities:
     """Everything known about one entry's server, per model, kept across restarts."""
 
-    def __init__(
-        self,
-        hass: HomeAssistant,
-        entry_id: str,
-        provider: Provider,
-        report: ServerReport,
-        fingerprint: str,
-    ) -> None:
-        """Start with no lessons; `async_load` brings back the stored ones."""
-        self.provider = provider
-        self.report = report
-        self.fingerprint = fingerprint
-        self._lessons: dict[str, Lessons] = {}
+    hass: InitVar[HomeAssistant]
+    entry_id: InitVar[str]
+    provider: Provider
+    report: ServerReport
+    fingerprint: str
+    # No lessons until `async_load` brings back the stored ones.
+    _lessons: dict[str, Lessons] = field(default_factory=dict)
+    # Set once the entry unloads: a request still running writes nothing.
+    _closed: bool = False
+
+    def __post_init__(self, hass: HomeAssistant, entry_id: str) -> None:
+        """Open the entry's store."""
         self._store = _store(hass, entry_id)
-        # Set once the entry unloads: a request still running writes nothing.
-        self._closed = False
 
     @property
     def local(self) -> bool:

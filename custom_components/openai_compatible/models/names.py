@@ -270,9 +270,15 @@ class Thinking(StrEnum):
     OFF = "off"
 
 
+def saved_choice[E: StrEnum](value: Any, default: E) -> E:
+    """Return a saved setting as one of the default's choices; the default if unknown."""
+    choices = type(default)
+    return choices(value) if value in choices else default
+
+
 def thinking_setting(value: Any) -> Thinking:
     """Return a saved thinking setting; the server's default when unset or unknown."""
-    return Thinking(value) if value in Thinking else Thinking.DEFAULT
+    return saved_choice(value, Thinking.DEFAULT)
 
 
 def thinking_fields(
