@@ -51,9 +51,8 @@ class ModelListing:
 def read_listing(raw: bytes, cut: bool = False) -> ModelListing | None:
     """Return the models of a models page, or None; executor.
 
-    Entries are read one at a time, at most MAX_LISTED_MODELS: parsing a large
-    page in one call would hold the interpreter's lock, so the event loop, for
-    its whole length.
+    One entry at a time, at most MAX_LISTED_MODELS: one parse of a large page
+    would hold the interpreter's lock, so the event loop, for its whole length.
     """
     if (start := _DATA_START.search(raw)) is None:
         return None
