@@ -61,19 +61,19 @@ _LOCALE = re.compile(
 )
 
 
-def _names(model: str, markers: tuple[str, ...]) -> bool:
+def _has_marker(model: str, markers: tuple[str, ...]) -> bool:
     lowered = model.lower()
     return any(marker in lowered for marker in markers)
 
 
 def is_transcription_model(model: str) -> bool:
     """Tell whether a model evidently turns speech into text."""
-    return _names(model, TRANSCRIPTION_MARKERS)
+    return _has_marker(model, TRANSCRIPTION_MARKERS)
 
 
 def is_speech_model(model: str) -> bool:
     """Tell whether a model evidently turns text into speech."""
-    return not is_transcription_model(model) and _names(model, SPEECH_MARKERS)
+    return not is_transcription_model(model) and _has_marker(model, SPEECH_MARKERS)
 
 
 def pick_transcription_model(models: list[str]) -> str | None:
@@ -173,9 +173,9 @@ def offered(models: list[str]) -> list[str]:
 
 def model_kind(model: str) -> ModelKind:
     """Return what the model's name says it is."""
-    if _names(model, OTHER_MARKERS):
+    if _has_marker(model, OTHER_MARKERS):
         return ModelKind.OTHER
-    if _names(model, IMAGE_MARKERS) and not _names(model, NOT_IMAGE_MARKERS):
+    if _has_marker(model, IMAGE_MARKERS) and not _has_marker(model, NOT_IMAGE_MARKERS):
         return ModelKind.IMAGE
     words = _WORD.findall(model.lower())
     if any(word.startswith(CHAT_FAMILIES) for word in words) or any(
