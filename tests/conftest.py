@@ -53,8 +53,8 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_CONVERSATION,
     SUBENTRY_STT,
     SUBENTRY_TTS,
+    Feature,
 )
-from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.models.providers import PROVIDER_CUSTOM
 from custom_components.openai_compatible.structured.rungs import start_rung
 from simulator import AUDIO_MODELS, OpenAISimulator
@@ -91,7 +91,7 @@ async def settle_before_stop(request: pytest.FixtureRequest) -> AsyncGenerator[N
 def no_local_servers() -> Iterator[None]:
     """Find no local server at the default ports, whatever runs on this machine.
 
-    tests/test_discovery.py asks for real; other tests must not depend on
+    tests/models/test_providers.py asks for real; other tests must not depend on
     what listens here.
     """
     with patch(

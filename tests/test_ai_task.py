@@ -28,8 +28,8 @@ from custom_components.openai_compatible.const import (
     CONF_IMAGE_MODEL,
     CONF_RECOMMENDED,
     SUBENTRY_AI_TASK,
+    Feature,
 )
-from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.structured.rungs import (
     RUNG_INSTRUCTIONS,
     RUNG_JSON_OBJECT,

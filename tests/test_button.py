@@ -10,8 +10,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import device_registry as dr, entity_registry as er
 import pytest
 
-from custom_components.openai_compatible.const import DOMAIN
-from custom_components.openai_compatible.features import Feature
+from custom_components.openai_compatible.const import DOMAIN, Feature
 from simulator import OpenAISimulator
 
 from .conftest import SetupEntry, forget_button, press_forget

@@ -23,9 +23,9 @@ from pytest_homeassistant_custom_component.common import (
 )
 from syrupy.assertion import SnapshotAssertion
 
-from custom_components.openai_compatible.const import CONF_API
+from custom_components.openai_compatible.const import CONF_API, Feature
 from custom_components.openai_compatible.conversation import SPOKEN_ANSWER
-from custom_components.openai_compatible.features import Feature, WireApi
+from custom_components.openai_compatible.models.capabilities import WireApi
 from simulator import OpenAISimulator, chunk, sse_text, sse_tool_calls
 
 from .conftest import AGENT, SetupEntry, converse, speech, stored_chat_log

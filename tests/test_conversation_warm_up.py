@@ -24,7 +24,7 @@ from custom_components.openai_compatible.conversation import (
     SPOKEN_ANSWER,
     WARM_AGAIN_AFTER,
 )
-from custom_components.openai_compatible.features import WireApi
+from custom_components.openai_compatible.models.capabilities import WireApi
 from simulator import OpenAISimulator, SimulatorSettings
 
 from .conftest import AGENT, SetupEntry, converse, speech

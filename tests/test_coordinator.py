@@ -26,13 +26,13 @@ from custom_components.openai_compatible.const import (
     CONF_PROVIDER,
     CONF_SERVER_KIND,
     SUBENTRY_CONVERSATION,
+    Feature,
 )
 from custom_components.openai_compatible.coordinator import (
     CHECK_INTERVAL,
     REFRESH_INTERVAL,
     entry_kind,
 )
-from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.models.server_info import ServerKind
 from custom_components.openai_compatible.repairs import model_issue_id
 from simulator import OpenAISimulator

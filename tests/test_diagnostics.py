@@ -16,10 +16,10 @@ from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 from syrupy.assertion import SnapshotAssertion
 from syrupy.matchers import path_type
 
+from custom_components.openai_compatible.const import Feature
 from custom_components.openai_compatible.diagnostics import (
     async_get_config_entry_diagnostics,
 )
-from custom_components.openai_compatible.features import Feature
 from simulator import OpenAISimulator
 
 from .conftest import TEST_API_KEY, SetupEntry, converse

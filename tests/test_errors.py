@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from custom_components.openai_compatible.const import Feature
 from custom_components.openai_compatible.errors import (
     ContextOverflowError,
     MalformedAnswerError,
     RequestRejectedError,
     ServerError,
 )
-from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.redact import remember_key
 
 

@@ -50,8 +50,8 @@ from custom_components.openai_compatible.const import (
 from custom_components.openai_compatible.diagnostics import (
     async_get_config_entry_diagnostics,
 )
-from custom_components.openai_compatible.features import WireApi
 from custom_components.openai_compatible.models import listing, server_info
+from custom_components.openai_compatible.models.capabilities import WireApi
 from custom_components.openai_compatible.models.listing import MAX_LISTED_MODELS
 from custom_components.openai_compatible.models.providers import PROVIDER_CUSTOM
 from simulator import DEFAULT_MODELS, OpenAISimulator, Pause, chunk

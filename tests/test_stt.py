@@ -17,8 +17,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import area_registry as ar
 import pytest
 
-from custom_components.openai_compatible.const import CONF_TIMEOUT
-from custom_components.openai_compatible.features import Feature
+from custom_components.openai_compatible.const import CONF_TIMEOUT, Feature
 from custom_components.openai_compatible.stt import OpenAICompatibleSTTEntity
 from simulator import OpenAISimulator
 

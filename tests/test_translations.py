@@ -33,7 +33,7 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_CONVERSATION,
     SUBENTRY_TTS,
 )
-from custom_components.openai_compatible.features import WireApi
+from custom_components.openai_compatible.models.capabilities import WireApi
 from custom_components.openai_compatible.models.providers import (
     PROVIDER_CUSTOM,
     PROVIDERS,

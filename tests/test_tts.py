@@ -15,9 +15,8 @@ from homeassistant.exceptions import HomeAssistantError
 from mutagen.mp3 import MP3
 import pytest
 
-from custom_components.openai_compatible.const import CONF_TIMEOUT
-from custom_components.openai_compatible.features import Feature
-from custom_components.openai_compatible.models.audio_models import KOKORO_VOICES
+from custom_components.openai_compatible.const import CONF_TIMEOUT, Feature
+from custom_components.openai_compatible.models.names import KOKORO_VOICES
 from custom_components.openai_compatible.tts import OpenAICompatibleTTSEntity
 from simulator import OpenAISimulator
 from simulator.audio import synthesize

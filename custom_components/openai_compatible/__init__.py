@@ -17,7 +17,7 @@ from .const import CONF_PROVIDER, LOGGER
 from .coordinator import ServerCoordinator
 from .flows.common import LEGACY_TITLES, subentry_title
 from .models.capabilities import Capabilities, async_forget
-from .models.kinds import offered
+from .models.names import offered
 from .models.providers import provider_for
 from .repairs import async_track_model_issues
 

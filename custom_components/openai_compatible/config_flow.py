@@ -39,7 +39,6 @@ from .const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
-from .features import WireApi, api_setting
 from .flows.chat_subentry import ModelSubentryFlowHandler, chat_defaults
 from .flows.common import (
     choice,
@@ -60,11 +59,15 @@ from .flows.connection import (
     server_schema,
 )
 from .flows.voice_subentry import VoiceSubentryFlowHandler, voice_defaults
-from .models.capabilities import async_forget
-from .models.discovery import async_answering_presets
-from .models.kinds import chat_models_first, pick_chat_model
-from .models.lifecycle import lasting_models
-from .models.providers import PROVIDER_CUSTOM, PROVIDERS, provider_for
+from .models.capabilities import WireApi, api_setting, async_forget
+from .models.listing import lasting_models
+from .models.names import chat_models_first, pick_chat_model
+from .models.providers import (
+    PROVIDER_CUSTOM,
+    PROVIDERS,
+    async_answering_presets,
+    provider_for,
+)
 
 DEFAULT_PROVIDER: Final = "openai"
 TIMEOUT_SELECTOR: Final = NumberSelector(

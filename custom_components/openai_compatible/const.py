@@ -1,5 +1,6 @@
 """Constants for the OpenAI Compatible integration."""
 
+from enum import StrEnum
 import logging
 from typing import Final
 
@@ -53,7 +54,7 @@ CONF_ONE_ROUND: Final = "one_round_answers"
 # Examples of calls after Home Assistant's instructions (unset: local).
 CONF_CALL_EXAMPLES: Final = "call_examples"
 
-# Entry option: the wire API (features.WireApi); automatic when unset.
+# Entry option: the wire API (models.capabilities.WireApi); automatic when unset.
 CONF_API: Final = "api"
 
 # Entry option: seconds one round trip with the model may take, answer included.
@@ -65,3 +66,57 @@ VALIDATION_TIMEOUT_SECONDS: Final = 10.0
 RECOMMENDED_MAX_TOKENS: Final = 3000
 RECOMMENDED_TEMPERATURE: Final = 1.0
 RECOMMENDED_TOP_P: Final = 1.0
+
+
+class Feature(StrEnum):
+    """A part of a request that a server or one of its models may refuse."""
+
+    STRICT_SCHEMA = "strict_schema"
+    JSON_SCHEMA = "json_schema"
+    JSON_OBJECT = "json_object"
+    # A schema next to json_object, which llama.cpp's servers constrain to.
+    JSON_OBJECT_SCHEMA = "json_object_schema"
+    LOGPROBS = "logprobs"
+    STREAM_OPTIONS = "stream_options"
+    TOOLS = "tools"
+    TOOL_CHOICE = "tool_choice"
+    STREAM_WITH_TOOLS = "stream_with_tools"
+    MAX_COMPLETION_TOKENS = "max_completion_tokens"
+    MAX_TOKENS = "max_tokens"
+    SAMPLING = "sampling"
+    PROMPT_CACHE_KEY = "prompt_cache_key"
+    IMAGE_INPUT = "image_input"
+    FILE_INPUT = "file_input"
+    # Some chat templates drop system messages unread (llama-cpp-python's gemma):
+    # the system prompt then opens the first user message, as Gemma's own does.
+    SYSTEM_MESSAGES = "system_messages"
+    # Thinking given back (llama.cpp, vLLM, DeepSeek): a plan lasts across a tool call.
+    REASONING_CONTENT = "reasoning_content"
+    DECISIONS = "decisions"
+    RESPONSES_API = "responses_api"
+    REASONING = "reasoning"
+    REASONING_SUMMARY = "reasoning_summary"
+    VERBOSITY = "verbosity"
+    SERVICE_TIER = "service_tier"
+    WEB_SEARCH = "web_search"
+    CODE_INTERPRETER = "code_interpreter"
+    IMAGE_GENERATION = "image_generation"
+    TRANSCRIPT_STREAM = "transcript_stream"
+    SPEECH_SPEED = "speech_speed"
+    SPEECH_INSTRUCTIONS = "speech_instructions"
+    IMAGES_GENERATIONS = "images_generations"
+    IMAGES_EDITS = "images_edits"
+
+
+# The ways of asking for JSON, strongest first (see structured/rungs.py).
+RESPONSE_FORMATS: Final = (
+    Feature.STRICT_SCHEMA,
+    Feature.JSON_SCHEMA,
+    Feature.JSON_OBJECT,
+)
+
+PROVIDER_TOOLS: Final = (
+    Feature.WEB_SEARCH,
+    Feature.CODE_INTERPRETER,
+    Feature.IMAGE_GENERATION,
+)

@@ -22,7 +22,7 @@ from .const import CONF_API, CONF_STREAMING, DOMAIN, LOGGER, SUBENTRY_CONVERSATI
 from .entity import OpenAICompatibleEntity
 from .errors import ModelError
 from .fallback import async_converse_with, handover
-from .features import WireApi, api_setting
+from .models.capabilities import WireApi, api_setting
 from .net.request import RequestSettings, ToolSet
 from .wire.round_trip import Dialect
 

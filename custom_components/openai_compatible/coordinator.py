@@ -23,8 +23,13 @@ from .const import (
 )
 from .errors import AuthError, ServerError
 from .models.capabilities import server_fingerprint
-from .models.lifecycle import ListedModels, listed_models
-from .models.listing import MAX_LISTED_MODELS, MAX_LISTING_BYTES, async_fetch_models
+from .models.listing import (
+    MAX_LISTED_MODELS,
+    MAX_LISTING_BYTES,
+    ListedModels,
+    async_fetch_models,
+    listed_models,
+)
 from .models.providers import provider_for
 from .models.server_info import ServerKind, ServerReport, async_server_report
 from .net.sse import mebibytes

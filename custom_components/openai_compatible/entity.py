@@ -32,11 +32,11 @@ from .const import (
     LOGGER,
     MAX_TOOL_ROUNDS_CONVERSATION,
     SUBENTRY_CONVERSATION,
+    Feature,
 )
 from .coordinator import ServerCoordinator
 from .errors import AuthError, ModelError, ServerError
-from .features import Feature, WireApi, api_setting
-from .models.capabilities import ModelCapabilities
+from .models.capabilities import ModelCapabilities, WireApi, api_setting
 from .models.fit import chat_log_attachments, check_model_takes, learning_refusals
 from .models.provider_tools import responses_options
 from .models.providers import provider_for

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from homeassistant.exceptions import HomeAssistantError
 
-from .const import DOMAIN
-from .features import Feature
+from .const import DOMAIN, Feature
 from .redact import redact, shown
 
 

@@ -23,9 +23,14 @@ from .const import (
     SUBENTRY_TTS,
 )
 from .flows.common import dropdown, followed_title
-from .models.audio_models import is_speech_model, is_transcription_model, known_voices
-from .models.kinds import chat_models_first, image_models_first
-from .models.lifecycle import is_listed
+from .models.listing import is_listed
+from .models.names import (
+    chat_models_first,
+    image_models_first,
+    is_speech_model,
+    is_transcription_model,
+    known_voices,
+)
 from .voice.audio import async_fetch_voices
 
 if TYPE_CHECKING:

@@ -20,11 +20,11 @@ from .const import (
     CONF_VOICE,
     DEFAULT_AUDIO_FORMAT,
     SUBENTRY_TTS,
+    Feature,
 )
 from .entity import OpenAICompatibleSubentryEntity
 from .errors import InputError
-from .features import Feature
-from .models.audio_models import (
+from .models.names import (
     known_voices,
     speech_languages,
     takes_instructions,

@@ -20,11 +20,11 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
 
-from custom_components.openai_compatible.const import CONF_API, CONF_CHAT_MODEL
+from custom_components.openai_compatible.const import CONF_API, CONF_CHAT_MODEL, Feature
 from custom_components.openai_compatible.evaluate.chat import TOP_LOGPROBS, fold
 from custom_components.openai_compatible.evaluate.evaluation import MAX_QUESTIONS
 from custom_components.openai_compatible.evaluate.questions import Ask
-from custom_components.openai_compatible.features import Feature, WireApi
+from custom_components.openai_compatible.models.capabilities import WireApi
 from custom_components.openai_compatible.redact import shown
 from custom_components.openai_compatible.structured.rungs import (
     RUNG_INSTRUCTIONS,

@@ -15,11 +15,11 @@ from custom_components.openai_compatible.const import (
     CONF_PROVIDER,
     DOMAIN,
 )
-from custom_components.openai_compatible.models.kinds import MAX_OFFERED
 from custom_components.openai_compatible.models.listing import (
     MAX_LISTED_MODELS,
     MAX_LISTING_BYTES,
 )
+from custom_components.openai_compatible.models.names import MAX_OFFERED
 from custom_components.openai_compatible.models.providers import PROVIDER_CUSTOM
 
 from .conftest import FaultHarnessFactory

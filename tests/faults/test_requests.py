@@ -8,7 +8,7 @@ from typing import Any
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import HomeAssistant
 
-from custom_components.openai_compatible.features import Feature
+from custom_components.openai_compatible.const import Feature
 from simulator import Pause, chunk
 
 from .conftest import FaultHarnessFactory

@@ -19,8 +19,8 @@ import pytest
 from custom_components.openai_compatible.const import (
     CONF_TOOLS_ON_DEMAND,
     MAX_TOOL_ROUNDS_CONVERSATION,
+    Feature,
 )
-from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.tool_offer import LOOKUP_TOOL
 from simulator import (
     OpenAISimulator,

@@ -53,9 +53,9 @@ from custom_components.openai_compatible.const import (
     DOMAIN,
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
+    Feature,
 )
 from custom_components.openai_compatible.errors import ConnectError
-from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.flows.connection import entry_data
 from custom_components.openai_compatible.models.listing import ModelListing
 from custom_components.openai_compatible.models.providers import (

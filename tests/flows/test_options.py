@@ -15,7 +15,7 @@ from custom_components.openai_compatible.const import (
     CONF_TIMEOUT,
     DEFAULT_TIMEOUT_SECONDS,
 )
-from custom_components.openai_compatible.features import WireApi
+from custom_components.openai_compatible.models.capabilities import WireApi
 from simulator import OpenAISimulator
 from tests.conftest import AGENT, SetupEntry, converse
 

@@ -17,8 +17,9 @@ from custom_components.openai_compatible.const import (
     CONF_RECOMMENDED,
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
+    Feature,
 )
-from custom_components.openai_compatible.features import Feature, WireApi
+from custom_components.openai_compatible.models.capabilities import WireApi
 from custom_components.openai_compatible.models.provider_tools import (
     CONF_CODE_INTERPRETER,
     CONF_IMAGE_GENERATION,

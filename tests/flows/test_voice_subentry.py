@@ -27,7 +27,7 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
-from custom_components.openai_compatible.models.audio_models import OPENAI_VOICES
+from custom_components.openai_compatible.models.names import OPENAI_VOICES
 from custom_components.openai_compatible.models.providers import PROVIDER_CUSTOM
 from simulator import AUDIO_MODELS, OpenAISimulator
 from tests.conftest import SetupEntry

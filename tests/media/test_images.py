@@ -13,7 +13,7 @@ from homeassistant.exceptions import HomeAssistantError
 from PIL import Image
 import pytest
 
-from custom_components.openai_compatible.features import Feature
+from custom_components.openai_compatible.const import Feature
 from custom_components.openai_compatible.media.image_fetch import IMAGE_MAX_BYTES
 from custom_components.openai_compatible.media.images import (
     IMAGE_ANSWER_MAX_BYTES,

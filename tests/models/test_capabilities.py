@@ -12,18 +12,12 @@ from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import async_fire_time_changed
 
-from custom_components.openai_compatible.const import DOMAIN
-from custom_components.openai_compatible.features import Feature
+from custom_components.openai_compatible.const import DOMAIN, Feature
 from custom_components.openai_compatible.models.capabilities import (
     Capabilities,
     server_fingerprint,
 )
-from custom_components.openai_compatible.models.lessons import (
-    EARLIER_VERSION,
-    Lesson,
-    Lessons,
-    read_lessons,
-)
+from custom_components.openai_compatible.models.lessons import Lesson, Lessons
 from custom_components.openai_compatible.models.names import (
     is_reasoning_model,
     service_tiers,
@@ -296,52 +290,6 @@ async def test_a_lesson_with_an_impossible_date_is_dropped(
     assert "no readable date" in caplog.text
 
 
-async def test_lessons_stored_without_dates(
-    hass: HomeAssistant,
-    hass_storage: dict[str, Any],
-    freezer: FrozenDateTimeFactory,
-) -> None:
-    """An earlier version's lessons count from now; blocking ones are dropped."""
-    hass_storage[f"{DOMAIN}.entry.capabilities"] = {
-        "version": 1,
-        "minor_version": 1,
-        "key": f"{DOMAIN}.entry.capabilities",
-        "data": {
-            "fingerprint": "fingerprint",
-            "models": {
-                "m": {
-                    "refused": ["tools", "json_schema"],
-                    "proven": ["logprobs"],
-                    "context_window": 4096,
-                    "reported_window": None,
-                }
-            },
-        },
-    }
-    capabilities = _capabilities(hass)
-    await capabilities.async_load()
-    model = capabilities.model("m")
-
-    assert not model.refuses(Feature.TOOLS)
-    assert model.refuses(Feature.JSON_SCHEMA)
-    assert model.lessons.proved(Feature.LOGPROBS)
-    assert model.context_window == 4096
-    assert capabilities.diagnostics([])["models"]["m"]["learned"] == {
-        "refused": {
-            "json_schema": {"age_seconds": 0, "source": EARLIER_VERSION},
-        },
-        "proven": {"logprobs": {"age_seconds": 0, "source": EARLIER_VERSION}},
-        "fields": {},
-        "context_window": 4096,
-        "reported_window": None,
-        "window": {"age_seconds": 0, "source": EARLIER_VERSION},
-    }
-    freezer.tick(timedelta(days=1))
-    assert not model.refuses(Feature.JSON_SCHEMA)
-    assert model.context_window is None
-    assert not model.lessons.any()
-
-
 async def test_closed_capabilities_write_nothing(
     hass: HomeAssistant,
     hass_storage: dict[str, Any],
@@ -409,7 +357,7 @@ async def test_learned_window_yields_to_a_newer_report(hass: HomeAssistant) -> N
 def test_stored_form_skips_what_is_unknown(freezer: FrozenDateTimeFactory) -> None:
     """Lessons from another version, or damaged, load without what cannot be read."""
     learned = dt_util.utcnow() - timedelta(hours=2)
-    lessons = read_lessons(
+    lessons = Lessons.from_dict(
         {
             "refused": {
                 "logprobs": {"learned": learned.isoformat(), "source": "x" * 90},
@@ -424,16 +372,13 @@ def test_stored_form_skips_what_is_unknown(freezer: FrozenDateTimeFactory) -> No
             "reported_window": "8192",
         }
     )
-    # Unreadable dates drop their lessons; none at all counts from now.
+    # Unreadable or missing dates drop their lessons.
     assert lessons.refused == {
         Feature.LOGPROBS: Lesson(learned, "x" * 79 + "…", timedelta(days=1)),
-        Feature.JSON_OBJECT: Lesson(
-            dt_util.utcnow(), EARLIER_VERSION, timedelta(days=1)
-        ),
     }
     assert lessons.fields == {}
     assert (lessons.proven, lessons.context_window, lessons.window) == ({}, None, None)
-    assert read_lessons(None) == Lessons()
+    assert Lessons.from_dict(None) == Lessons()
 
 
 def test_fingerprint_follows_server_version_and_models() -> None:

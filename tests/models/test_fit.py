@@ -15,8 +15,8 @@ from homeassistant.helpers import intent, llm
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
+from custom_components.openai_compatible.const import Feature
 from custom_components.openai_compatible.errors import InputError, RequestRejectedError
-from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.models.capabilities import (
     Capabilities,
     ModelCapabilities,

@@ -1,4 +1,4 @@
-"""A server's models page, read whole or up to its cap."""
+"""A server's models page, read whole or up to its cap; whether it holds a model."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ import pytest
 
 from custom_components.openai_compatible.models.listing import (
     MAX_LISTED_MODELS,
+    MAX_PATTERNS,
+    is_listed,
+    listed_models,
     read_listing,
 )
 
@@ -75,3 +78,43 @@ def test_a_page_over_the_model_cap_gives_the_first_models() -> None:
     assert listing.cut
     # Just as many is no cut.
     assert not read_listing(page.replace(b', {"id": "m10000"}', b"")).cut
+
+
+@pytest.mark.parametrize(
+    ("model", "listed", "expected"),
+    [
+        ("gpt-4o-mini", ["gpt-4o-mini", "gpt-5"], True),
+        ("gpt-4o", ["gpt-4o-mini"], False),
+        # Gemini lists "models/<name>" and takes the bare name, and the other way.
+        ("gemini-2.5-flash", ["models/gemini-2.5-flash"], True),
+        ("models/gemini-2.5-flash", ["gemini-2.5-flash"], True),
+        ("gemini-2.5-pro", ["models/gemini-2.5-flash"], False),
+        # Ollama lists the default tag; a bare name means it.
+        ("llama3.2", ["llama3.2:latest"], True),
+        ("llama3.2:1b", ["llama3.2:latest", "llama3.2:3b"], False),
+        # OpenRouter's routing variants are taken on any listed model.
+        ("openai/gpt-5:nitro", ["openai/gpt-5"], True),
+        ("openai/gpt-5:floor", ["openai/gpt-5"], True),
+        ("openai/gpt-5:exacto", ["openai/gpt-5"], True),
+        ("openai/gpt-5:online", ["openai/gpt-5"], True),
+        ("openai/gpt-5:nitro", ["openai/gpt-4o"], False),
+        # Catalog variants are listed on their own.
+        ("openai/gpt-5:free", ["openai/gpt-5"], False),
+        # LiteLLM lists its wildcard routes as configured.
+        ("openai/gpt-5", ["openai/*"], True),
+        ("anthropic/claude", ["openai/*"], False),
+        ("anything", ["*"], True),
+        ("gpt-5", [], False),
+    ],
+)
+def test_is_listed(model: str, listed: list[str], expected: bool) -> None:
+    """A model counts as listed under any name the server takes for it."""
+    assert is_listed(model, listed_models(listed)) is expected
+
+
+def test_only_the_first_patterns_count() -> None:
+    """A list of many patterns is matched by its first MAX_PATTERNS only."""
+    patterns = [f"{index}/*" for index in range(MAX_PATTERNS + 1)]
+    listed = listed_models(patterns)
+    assert is_listed(f"{MAX_PATTERNS - 1}/model", listed)
+    assert not is_listed(f"{MAX_PATTERNS}/model", listed)

@@ -11,8 +11,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 import pytest
 
-from custom_components.openai_compatible.const import CONF_CHAT_MODEL
-from custom_components.openai_compatible.features import Feature
+from custom_components.openai_compatible.const import CONF_CHAT_MODEL, Feature
 from custom_components.openai_compatible.models.provider_tools import (
     CONF_CODE_INTERPRETER,
     CONF_IMAGE_GENERATION,

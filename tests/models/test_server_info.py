@@ -10,7 +10,7 @@ from homeassistant.core import HomeAssistant
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.openai_compatible.features import Feature
+from custom_components.openai_compatible.const import Feature
 from custom_components.openai_compatible.models.capabilities import ModelCapabilities
 from custom_components.openai_compatible.models.listing import ModelListing
 from custom_components.openai_compatible.models.server_info import (
@@ -18,6 +18,7 @@ from custom_components.openai_compatible.models.server_info import (
     ServerKind,
     async_guess_kind,
     listed_kind,
+    listed_shutdown,
 )
 from custom_components.openai_compatible.net.readers import MAX_TOKENS, MIN_WINDOW
 from custom_components.openai_compatible.net.transport import Transport
@@ -321,3 +322,29 @@ async def test_lm_studio_vision_and_tools(
         vision,
         tools,
     )
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        # OpenAI's List models entry.
+        ({"id": "gpt-5", "shutdown_date": "2026-12-11"}, date(2026, 12, 11)),
+        ({"id": "gpt-5.1", "shutdown_date": None}, None),
+        # OpenRouter's Models API entry, also with a time of day.
+        ({"id": "x/y", "expiration_date": "2026-11-08"}, date(2026, 11, 8)),
+        ({"id": "x/y", "expiration_date": "2026-11-08T00:00:00Z"}, date(2026, 11, 8)),
+        ({"id": "x/y", "expiration_date": None}, None),
+        # Whatever else is no date.
+        ({"id": "x", "shutdown_date": "soon"}, None),
+        ({"id": "x", "shutdown_date": 1_790_000_000}, None),
+        # A field that is no date leaves the next one to say.
+        (
+            {"id": "x", "shutdown_date": "bad", "expiration_date": "2027-01-14"},
+            date(2027, 1, 14),
+        ),
+        ({"id": "x"}, None),
+    ],
+)
+def test_listed_shutdown(entry: dict[str, Any], expected: date | None) -> None:
+    """A `/models` entry's shutdown date is read where it is a date."""
+    assert listed_shutdown(entry) == expected

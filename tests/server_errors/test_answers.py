@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from custom_components.openai_compatible.const import Feature
 from custom_components.openai_compatible.errors import (
     AuthError,
     ContextOverflowError,
@@ -15,7 +16,6 @@ from custom_components.openai_compatible.errors import (
     RequestRejectedError,
     ServerError,
 )
-from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.server_errors.answers import (
     MAX_ERROR_BYTES,
     Rejection,

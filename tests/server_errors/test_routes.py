@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from custom_components.openai_compatible.const import Feature
 from custom_components.openai_compatible.errors import (
     InputError,
     RequestRejectedError,
     ServerError,
 )
-from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.server_errors.answers import error_for_status
 from custom_components.openai_compatible.server_errors.routes import (
     is_missing_route,

@@ -15,7 +15,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 import pytest
 
-from custom_components.openai_compatible.features import Feature
+from custom_components.openai_compatible.const import Feature
 from simulator import OpenAISimulator
 from tests.conftest import SetupEntry
 

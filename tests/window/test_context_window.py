@@ -38,7 +38,7 @@ from custom_components.openai_compatible.diagnostics import (
     async_get_config_entry_diagnostics,
 )
 from custom_components.openai_compatible.errors import ContextWindowError
-from custom_components.openai_compatible.features import WireApi
+from custom_components.openai_compatible.models.capabilities import WireApi
 from custom_components.openai_compatible.window.context_window import (
     MAX_CONVERSATIONS,
     ContextWindow,

@@ -31,8 +31,12 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
 
-from custom_components.openai_compatible.const import CONF_API, CONF_HISTORY_TURNS
-from custom_components.openai_compatible.features import Feature, WireApi
+from custom_components.openai_compatible.const import (
+    CONF_API,
+    CONF_HISTORY_TURNS,
+    Feature,
+)
+from custom_components.openai_compatible.models.capabilities import WireApi
 from custom_components.openai_compatible.net.request import build_tool_set
 from custom_components.openai_compatible.wire.chat_completions import (
     fold_system,

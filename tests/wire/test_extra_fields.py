@@ -14,7 +14,7 @@ from custom_components.openai_compatible.const import (
     CONF_RECOMMENDED,
     CONF_THINKING,
 )
-from custom_components.openai_compatible.features import WireApi
+from custom_components.openai_compatible.models.capabilities import WireApi
 from simulator import OpenAISimulator
 
 from ..conftest import SetupEntry, converse, speech

@@ -12,9 +12,11 @@ from homeassistant.helpers import chat_session, intent, llm
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from custom_components.openai_compatible.const import CONF_API, CONF_STREAMING
-from custom_components.openai_compatible.features import Feature, WireApi
-from custom_components.openai_compatible.models.capabilities import ModelCapabilities
+from custom_components.openai_compatible.const import CONF_API, CONF_STREAMING, Feature
+from custom_components.openai_compatible.models.capabilities import (
+    ModelCapabilities,
+    WireApi,
+)
 from custom_components.openai_compatible.models.lessons import Lessons
 from custom_components.openai_compatible.models.providers import PROVIDERS
 from custom_components.openai_compatible.models.server_info import ModelReport

@@ -15,8 +15,8 @@ from custom_components.openai_compatible.const import (
     CONF_RECOMMENDED,
     CONF_TEMPERATURE,
     CONF_TIMEOUT,
+    Feature,
 )
-from custom_components.openai_compatible.features import Feature
 from custom_components.openai_compatible.net.readers import MAX_TOKENS, MIN_WINDOW
 from custom_components.openai_compatible.wire import round_trip
 from custom_components.openai_compatible.wire.round_trip import says_something

@@ -9,8 +9,8 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import intent
 import pytest
 
-from custom_components.openai_compatible.const import CONF_API
-from custom_components.openai_compatible.features import Feature, WireApi
+from custom_components.openai_compatible.const import CONF_API, Feature
+from custom_components.openai_compatible.models.capabilities import WireApi
 from simulator import OpenAISimulator
 from tests.conftest import SetupEntry, converse, speech
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import math
 from typing import Final, cast
 
-from ..const import LOGGER
+from ..const import LOGGER, Feature
 from ..errors import ModelError, RequestRejectedError
-from ..features import Feature
 from ..models.server_info import ServerKind
 from ..net.readers import read_number
 from ..net.shapes import ChatBody, ChatFields, JsonObject, JsonSchema

@@ -10,7 +10,7 @@ from homeassistant.components import ai_task, conversation
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.json import json_dumps
 
-from ..const import LOGGER
+from ..const import LOGGER, Feature
 from ..errors import (
     InputError,
     ModelError,
@@ -18,7 +18,6 @@ from ..errors import (
     ServerError,
     TranslatedError,
 )
-from ..features import Feature
 from ..media.attachments import async_load_attachments
 from ..net.shapes import JsonObject
 from ..net.transport import parse_json

@@ -55,14 +55,14 @@ from ..const import (
     SUBENTRY_CONVERSATION,
 )
 from ..fallback import closes_loop
-from ..models.kinds import (
+from ..models.listing import lasting_models
+from ..models.names import (
+    Thinking,
     chat_models_first,
     image_models_first,
     pick_chat_model,
     pick_image_model,
 )
-from ..models.lifecycle import lasting_models
-from ..models.names import Thinking
 from ..models.providers import Provider
 from ..window.context_window import default_answer_limit
 from ..wire.extra_fields import owned_fields

@@ -28,8 +28,8 @@ from ..errors import (
     RateLimitedError,
     ServerError,
 )
-from ..models.kinds import offered
 from ..models.listing import async_validate_server
+from ..models.names import offered
 from ..models.providers import PROVIDER_CUSTOM, PROVIDERS, URL_PLACEHOLDER, provider_for
 from ..models.server_info import async_guess_kind
 from ..net.transport import Transport

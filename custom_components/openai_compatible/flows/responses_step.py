@@ -11,9 +11,8 @@ from homeassistant.helpers.field_visibility import FieldCondition
 from homeassistant.helpers.typing import VolDictType
 import probatio
 
-from ..const import CONF_API, SUBENTRY_CONVERSATION
-from ..features import Feature, WireApi, api_setting
-from ..models.capabilities import ModelCapabilities
+from ..const import CONF_API, SUBENTRY_CONVERSATION, Feature
+from ..models.capabilities import ModelCapabilities, WireApi, api_setting
 from ..models.names import service_tiers
 from ..models.provider_tools import (
     CONF_CODE_INTERPRETER,

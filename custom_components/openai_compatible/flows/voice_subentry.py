@@ -29,14 +29,15 @@ from ..const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
-from ..models.audio_models import (
+from ..models.names import (
+    ModelKind,
     is_speech_model,
     is_transcription_model,
     known_voices,
+    model_kind,
     pick_speech_model,
     pick_transcription_model,
 )
-from ..models.kinds import ModelKind, model_kind
 from ..models.providers import Provider
 from ..voice.audio import MAX_SPEED, MIN_SPEED, async_fetch_voices
 from .common import SubentryFlow, choice, dropdown

@@ -14,8 +14,8 @@ from homeassistant.core import HomeAssistant
 from homeassistant.util.json import json_loads
 import PIL.Image
 
+from ..const import Feature
 from ..errors import RequestRejectedError, ServerError
-from ..features import Feature
 from ..models.capabilities import ModelCapabilities
 from ..net.sse import async_read_body
 from ..net.transport import Budget, FormFiles, Transport

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict
+from dataclasses import InitVar, asdict, dataclass, field
 from datetime import date
+from enum import StrEnum
 import hashlib
-from typing import Final
+from typing import Any, Final
 
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.storage import Store
 
-from ..const import DOMAIN, LOGGER
-from ..features import PROVIDER_TOOLS, RESPONSE_FORMATS, SERVER_ROUTES, Feature, WireApi
+from ..const import DOMAIN, LOGGER, PROVIDER_TOOLS, RESPONSE_FORMATS, Feature
 from .lessons import (
     FALLBACK_LIFETIME,
     WINDOW_LIFETIME,
@@ -20,10 +20,10 @@ from .lessons import (
     Lessons,
     holding,
     lifetime,
-    read_lessons,
 )
 from .names import (
     is_reasoning_model,
+    saved_choice,
     service_tiers,
     takes_reasoning_effort,
     takes_verbosity,
@@ -32,29 +32,35 @@ from .providers import Provider
 from .server_info import ModelReport, ServerKind, ServerReport
 
 SERVER_LESSONS: Final = "*"
+# Routes of the server, not of one model: a refusal holds for every model.
+SERVER_ROUTES: Final = frozenset({Feature.DECISIONS})
 
 
+class WireApi(StrEnum):
+    """The API requests go over; automatic lets the preset decide."""
+
+    CHAT_COMPLETIONS = "chat_completions"
+    RESPONSES = "responses"
+    AUTOMATIC = "automatic"
+
+
+def api_setting(value: Any) -> WireApi:
+    """Return an entry's saved API setting; automatic when unset or unknown."""
+    return saved_choice(value, WireApi.AUTOMATIC)
+
+
+@dataclass(eq=False)
 class ModelCapabilities:
-    """The view of one model that every request path asks."""
+    """The view of one model that every request path asks: preset, report, lessons."""
 
-    def __init__(
-        self,
-        model: str,
-        provider: Provider,
-        report: ModelReport,
-        lessons: Lessons,
-        on_learn: Callable[[], None],
-        server: Lessons | None = None,
-        kind: ServerKind | None = None,
-    ) -> None:
-        """Combine the preset, the server's report and the lessons."""
-        self.model = model
-        self.provider = provider
-        self.kind = kind or provider.kind
-        self.report = report
-        self.lessons = lessons
-        self._on_learn = on_learn
-        self._server = server if server is not None else lessons
+    model: str
+    provider: Provider
+    report: ModelReport
+    lessons: Lessons
+    _on_learn: Callable[[], None]
+    # What the server as a whole taught (its routes), and its software.
+    _server: Lessons = field(default_factory=Lessons)
+    kind: ServerKind | None = None
 
     @property
     def reasoning(self) -> bool:
@@ -181,7 +187,6 @@ class ModelCapabilities:
             self._on_learn()
 
 
-# Version 1 throughout: lists of names (without dates) load as learned now.
 STORAGE_VERSION: Final = 1
 _SAVE_DELAY: Final = 5.0
 
@@ -194,25 +199,23 @@ def server_fingerprint(
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+@dataclass(eq=False)
 class Capabilities:
     """Everything known about one entry's server, per model, kept across restarts."""
 
-    def __init__(
-        self,
-        hass: HomeAssistant,
-        entry_id: str,
-        provider: Provider,
-        report: ServerReport,
-        fingerprint: str,
-    ) -> None:
-        """Start with no lessons; `async_load` brings back the stored ones."""
-        self.provider = provider
-        self.report = report
-        self.fingerprint = fingerprint
-        self._lessons: dict[str, Lessons] = {}
+    hass: InitVar[HomeAssistant]
+    entry_id: InitVar[str]
+    provider: Provider
+    report: ServerReport
+    fingerprint: str
+    # No lessons until `async_load` brings back the stored ones.
+    _lessons: dict[str, Lessons] = field(default_factory=dict)
+    # Set once the entry unloads: a request still running writes nothing.
+    _closed: bool = False
+
+    def __post_init__(self, hass: HomeAssistant, entry_id: str) -> None:
+        """Open the entry's store."""
         self._store = _store(hass, entry_id)
-        # Set once the entry unloads: a request still running writes nothing.
-        self._closed = False
 
     @property
     def local(self) -> bool:
@@ -228,7 +231,7 @@ class Capabilities:
             self._lessons.setdefault(name, Lessons()),
             self._schedule_save,
             self._lessons.setdefault(SERVER_LESSONS, Lessons()),
-            self.report.kind,
+            self.report.kind or self.provider.kind,
         )
 
     def shutdown(self, name: str) -> date | None:
@@ -259,16 +262,14 @@ class Capabilities:
     async def async_load(self) -> None:
         """Bring back the lessons stored for this very server, if any."""
         stored = await self._store.async_load()
-        if not isinstance(stored, dict):
-            return
-        if stored.get("fingerprint") != self.fingerprint:
+        if isinstance(stored, dict) and stored.get("fingerprint") != self.fingerprint:
             LOGGER.debug("The server changed; forgetting what was learned about it")
             await self._store.async_remove()
-            return
-        models = stored.get("models")
-        if isinstance(models, dict):
+        elif isinstance(stored, dict) and isinstance(
+            models := stored.get("models"), dict
+        ):
             self._lessons = {
-                str(name): read_lessons(data) for name, data in models.items()
+                str(name): Lessons.from_dict(data) for name, data in models.items()
             }
 
     async def async_close(self) -> None:

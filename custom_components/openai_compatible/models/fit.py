@@ -8,8 +8,8 @@ from typing import Any, Final
 
 from homeassistant.components import conversation
 
+from ..const import Feature
 from ..errors import InputError, ModelError, RequestRejectedError
-from ..features import Feature
 from .capabilities import ModelCapabilities
 
 _ALIASES: Final = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}

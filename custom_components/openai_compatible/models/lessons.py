@@ -9,14 +9,23 @@ from typing import Any, Final
 
 from homeassistant.util import dt as dt_util
 
-from ..const import LOGGER
-from ..features import Feature
+from ..const import LOGGER, Feature
 
 BLOCKING_LIFETIME: Final = timedelta(hours=1)
 FALLBACK_LIFETIME: Final = timedelta(days=1)
 WINDOW_LIFETIME: Final = FALLBACK_LIFETIME
-EARLIER_VERSION: Final = "stored by an earlier version"
 _SOURCE_LENGTH: Final = 80
+# Lessons that only refuse: without what the model refused, nothing can go out.
+# They hold an hour, in memory only; a lesson that enables a fallback is stored.
+BLOCKING: Final = frozenset(
+    {
+        Feature.TOOLS,
+        Feature.IMAGE_INPUT,
+        Feature.FILE_INPUT,
+        Feature.IMAGES_GENERATIONS,
+        Feature.IMAGES_EDITS,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,17 +43,15 @@ class Lesson:
 
     @classmethod
     def from_dict(cls, data: Any, lifetime: timedelta) -> Lesson | None:
-        """Return a stored lesson: undated counts from now, unreadable dates are None."""
-        if not isinstance(data, dict):
-            return cls.now(EARLIER_VERSION, lifetime)
+        """Return a stored lesson; None where its date is unreadable."""
         try:
-            learned = dt_util.parse_datetime(str(data.get("learned")))
-        except ValueError:
+            learned = dt_util.parse_datetime(str(data["learned"]))
+        except ValueError, TypeError, KeyError:
             learned = None
         if learned is None or learned.tzinfo is None:
             LOGGER.debug("Dropping a stored lesson with no readable date: %s", data)
             return None
-        return cls(learned, short(str(data.get("source") or EARLIER_VERSION)), lifetime)
+        return cls(learned, short(str(data.get("source", ""))), lifetime)
 
     def holds(self) -> bool:
         """Tell whether the lesson is younger than its lifetime, and not dated ahead."""
@@ -103,9 +110,6 @@ class Lessons:
     def _view(
         self, show: Callable[[Lesson], Mapping[str, object]], kept_only: bool = False
     ) -> dict[str, object]:
-        """Return the lessons that hold (and outlast a reload, if asked) through `show`."""
-
-        # Only a lesson that enables a fallback outlasts a reload.
         def each(lessons: Mapping[Any, Lesson]) -> dict[str, object]:
             return {
                 str(f): show(one)
@@ -123,6 +127,25 @@ class Lessons:
             "window": show(learned) if learned else None,
         }
 
+    @classmethod
+    def from_dict(cls, data: Any) -> Lessons:
+        """Return a model's lessons from their stored form, skipping what is unknown."""
+        if not isinstance(data, dict):
+            return cls()
+        kept = {str(f) for f in Feature if f not in BLOCKING}
+        refused, proven = (
+            {Feature(f): one for f, one in _read(data.get(key), kept).items()}
+            for key in ("refused", "proven")
+        )
+        window, reported = (
+            value if isinstance(value, int) and value > 0 else None
+            for value in (data.get("context_window"), data.get("reported_window"))
+        )
+        lesson = (
+            Lesson.from_dict(data.get("window"), WINDOW_LIFETIME) if window else None
+        )
+        return cls(refused, proven, _read(data.get("fields")), window, reported, lesson)
+
 
 def holding[K: str](lessons: Mapping[K, Lesson]) -> dict[K, Lesson]:
     """Return the lessons that still hold, by feature or field, in order."""
@@ -137,56 +160,12 @@ def short(text: str) -> str:
     return line[: _SOURCE_LENGTH - 1] + "…"
 
 
-# Lessons that only refuse: without what the model refused, nothing can go out.
-BLOCKING: Final = frozenset(
-    {
-        Feature.TOOLS,
-        Feature.IMAGE_INPUT,
-        Feature.FILE_INPUT,
-        Feature.IMAGES_GENERATIONS,
-        Feature.IMAGES_EDITS,
-    }
-)
-
-
 def lifetime(feature: Feature) -> timedelta:
     """Return how long a lesson about a feature holds before it is asked again."""
     return BLOCKING_LIFETIME if feature in BLOCKING else FALLBACK_LIFETIME
 
 
-def read_lessons(data: Any) -> Lessons:
-    """Return a model's lessons from their stored form, skipping what is unknown."""
-    if not isinstance(data, dict):
-        return Lessons()
-    window = _window(data.get("context_window"))
-    return Lessons(
-        refused=_lessons(data.get("refused")),
-        proven=_lessons(data.get("proven")),
-        fields=_field_lessons(data.get("fields")),
-        context_window=window,
-        reported_window=_window(data.get("reported_window")),
-        window=Lesson.from_dict(data.get("window"), WINDOW_LIFETIME)
-        if window
-        else None,
-    )
-
-
-def _window(value: Any) -> int | None:
-    return value if isinstance(value, int) and value > 0 else None
-
-
-def _lessons(values: Any) -> dict[Feature, Lesson]:
-    """Return the stored lessons that hold; an old list of names counts from now."""
-    if isinstance(values, list):
-        values = dict.fromkeys(v for v in values if isinstance(v, str))
-    # Blocking lessons last an hour: none outlasts a reload.
-    kept = _field_lessons(values, frozenset(Feature) - BLOCKING)
-    return {Feature(name): lesson for name, lesson in kept.items()}
-
-
-def _field_lessons(
-    values: Any, known: frozenset[str] | None = None
-) -> dict[str, Lesson]:
+def _read(values: Any, known: set[str] | None = None) -> dict[str, Lesson]:
     """Return the stored lessons that hold, of the known names if given."""
     if not isinstance(values, dict):
         return {}

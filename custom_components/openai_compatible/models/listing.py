@@ -1,9 +1,12 @@
-"""What a server offers: its model listing, and the probe that proves the protocol."""
+"""What a server offers: its model listing, the probe that proves the protocol, lookups."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import date
+from fnmatch import translate
+from itertools import islice
 import json
 import re
 from typing import Any, Final
@@ -48,9 +51,8 @@ class ModelListing:
 def read_listing(raw: bytes, cut: bool = False) -> ModelListing | None:
     """Return the models of a models page, or None; executor.
 
-    Entries are read one at a time, at most MAX_LISTED_MODELS: parsing a large
-    page in one call would hold the interpreter's lock, so the event loop, for
-    its whole length.
+    One entry at a time, at most MAX_LISTED_MODELS: one parse of a large page
+    would hold the interpreter's lock, so the event loop, for its whole length.
     """
     if (start := _DATA_START.search(raw)) is None:
         return None
@@ -134,3 +136,47 @@ async def async_validate_server(
     if answer.status < 400 or answer.status in MISSING_ENDPOINT_STATUSES:
         raise NotCompatibleError("not_compatible")
     raise error_for_status(answer.status, answer.headers, answer.body)
+
+
+# OpenRouter's routing variants, taken on any model without being listed.
+ROUTING_VARIANTS: Final = (":nitro", ":floor", ":exacto", ":online")
+# Gemini lists "models/<name>" and takes the bare name.
+GEMINI_PREFIX: Final = "models/"
+OLLAMA_DEFAULT_TAG: Final = ":latest"
+# LiteLLM's wildcard routes are a few; each is matched against each model.
+MAX_PATTERNS: Final = 64
+
+
+@dataclass(frozen=True, slots=True)
+class ListedModels:
+    """A model list as models are looked up in it: names, and its patterns."""
+
+    names: frozenset[str] = frozenset()
+    patterns: re.Pattern[str] | None = None
+
+
+def listed_models(models: list[str]) -> ListedModels:
+    """Return a model list to look up in, its `*` patterns (LiteLLM's) too; executor."""
+    patterns = islice((model for model in models if "*" in model), MAX_PATTERNS)
+    joined = "|".join(map(translate, patterns))
+    return ListedModels(frozenset(models), re.compile(joined) if joined else None)
+
+
+def lasting_models(models: list[str], shutdowns: Mapping[str, date]) -> list[str]:
+    """Return the models with no announced shutdown, or all where none lasts."""
+    return [model for model in models if model not in shutdowns] or models
+
+
+def is_listed(model: str, listed: ListedModels) -> bool:
+    """Tell whether a model list holds the model, by a name it may be listed under."""
+    names = {model, f"{GEMINI_PREFIX}{model}", model.removeprefix(GEMINI_PREFIX)}
+    if ":" not in model:
+        names.add(f"{model}{OLLAMA_DEFAULT_TAG}")
+    names.update(
+        model.removesuffix(variant)
+        for variant in ROUTING_VARIANTS
+        if model.endswith(variant)
+    )
+    if not listed.names.isdisjoint(names):
+        return True
+    return listed.patterns is not None and bool(listed.patterns.match(model))

@@ -1,12 +1,218 @@
-"""What a model's name tells of the request fields it takes; the thinking switch."""
+"""What a model's name tells: its kind, fields it takes, languages and voices."""
 
 from __future__ import annotations
 
-from enum import StrEnum
+from enum import Enum, StrEnum
+import re
 from typing import Any, Final
 
-from ..features import saved_choice
 from .server_info import ServerKind
+
+TRANSCRIPTION_MARKERS: Final = (
+    "whisper", "transcribe", "parakeet", "canary", "moonshine", "voxtral", "sensevoice",
+)  # fmt: skip
+# Text to speech; most other such models end in "tts".
+SPEECH_MARKERS: Final = (
+    "tts", "kokoro", "piper", "orpheus", "xtts", "bark", "melo", "speecht5",
+    "chatterbox", "zonos", "vibevoice",
+)  # fmt: skip
+
+# ISO 639-1 as Home Assistant names them; Whisper spells Javanese "jw", left out.
+WHISPER_LANGUAGES: Final = (
+    "af", "am", "ar", "as", "az", "ba", "be", "bg", "bn", "bo", "br", "bs",
+    "ca", "cs", "cy", "da", "de", "el", "en", "es", "et", "eu", "fa", "fi",
+    "fo", "fr", "gl", "gu", "ha", "haw", "he", "hi", "hr", "ht", "hu", "hy",
+    "id", "is", "it", "ja", "ka", "kk", "km", "kn", "ko", "la", "lb", "ln",
+    "lo", "lt", "lv", "mg", "mi", "mk", "ml", "mn", "mr", "ms", "mt", "my",
+    "ne", "nl", "nn", "no", "oc", "pa", "pl", "ps", "pt", "ro", "ru", "sa",
+    "sd", "si", "sk", "sl", "sn", "so", "sq", "sr", "su", "sv", "sw", "ta",
+    "te", "tg", "th", "tk", "tl", "tr", "tt", "uk", "ur", "uz", "vi", "yi",
+    "yo", "yue", "zh",
+)  # fmt: skip
+PARAKEET_V3_LANGUAGES: Final = (
+    "bg", "cs", "da", "de", "el", "en", "es", "et", "fi", "fr", "hr", "hu",
+    "it", "lt", "lv", "mt", "nl", "pl", "pt", "ro", "ru", "sk", "sl", "sv",
+    "uk",
+)  # fmt: skip
+
+# OpenAI's voices; most servers that copy OpenAI's API accept them too.
+OPENAI_TTS1_VOICES: Final = (
+    "alloy", "ash", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer",
+)  # fmt: skip
+OPENAI_VOICES: Final = (*OPENAI_TTS1_VOICES, "ballad", "verse", "marin", "cedar")
+# The first letter names the language, the second the gender.
+KOKORO_VOICES: Final = (
+    "af_heart", "af_alloy", "af_aoede", "af_bella", "af_jessica", "af_kore",
+    "af_nicole", "af_nova", "af_river", "af_sarah", "af_sky", "am_adam",
+    "am_echo", "am_eric", "am_fenrir", "am_liam", "am_michael", "am_onyx",
+    "am_puck", "bf_alice", "bf_emma", "bf_isabella", "bf_lily", "bm_daniel",
+    "bm_fable", "bm_george", "bm_lewis", "ef_dora", "em_alex", "ff_siwis",
+    "hf_alpha", "hf_beta", "hm_omega", "hm_psi", "if_sara", "im_nicola",
+    "jf_alpha", "jm_kumo", "pf_dora", "pm_alex", "zf_xiaobei", "zm_yunjian",
+)  # fmt: skip
+KOKORO_LANGUAGES: Final = {
+    "a": "en-US", "b": "en-GB", "e": "es", "f": "fr", "h": "hi", "i": "it", "j": "ja",
+    "p": "pt-BR", "z": "zh",
+}  # fmt: skip
+_KOKORO_VOICE = re.compile(r"^(?P<language>[abefhijpz])[fm]_")
+# Such as Piper's "en_US-amy-medium".
+_LOCALE = re.compile(
+    r"(?<![a-z])(?P<language>[a-z]{2})[_-](?P<region>[A-Z]{2})(?![A-Z])"
+)
+
+
+def _has_marker(model: str, markers: tuple[str, ...]) -> bool:
+    lowered = model.lower()
+    return any(marker in lowered for marker in markers)
+
+
+def is_transcription_model(model: str) -> bool:
+    """Tell whether a model evidently turns speech into text."""
+    return _has_marker(model, TRANSCRIPTION_MARKERS)
+
+
+def is_speech_model(model: str) -> bool:
+    """Tell whether a model evidently turns text into speech."""
+    return not is_transcription_model(model) and _has_marker(model, SPEECH_MARKERS)
+
+
+def pick_transcription_model(models: list[str]) -> str | None:
+    """Return the first evident speech-to-text model listed, if any."""
+    return next((model for model in models if is_transcription_model(model)), None)
+
+
+def pick_speech_model(models: list[str]) -> str | None:
+    """Return the first evident text-to-speech model listed, if any."""
+    return next((model for model in models if is_speech_model(model)), None)
+
+
+def transcription_languages(model: str) -> list[str]:
+    """Return the languages a speech-to-text model understands (by its name)."""
+    lowered = model.lower()
+    if lowered.endswith(".en") or "moonshine" in lowered:
+        return ["en"]
+    if "parakeet" in lowered:
+        return list(PARAKEET_V3_LANGUAGES) if "v3" in lowered else ["en"]
+    return list(WHISPER_LANGUAGES)
+
+
+def _locale(name: str) -> str | None:
+    if match := _LOCALE.search(name):
+        return f"{match['language']}-{match['region']}"
+    return None
+
+
+def speech_languages(model: str) -> list[str]:
+    """Return the languages a text-to-speech model speaks, by its name."""
+    if locale := _locale(model):
+        return [locale]
+    if "kokoro" in model.lower():
+        return sorted(set(KOKORO_LANGUAGES.values()))
+    return list(WHISPER_LANGUAGES)
+
+
+def known_voices(model: str) -> list[str]:
+    """Return the voices the family of a text-to-speech model is known to have."""
+    lowered = model.lower()
+    if "kokoro" in lowered:
+        return list(KOKORO_VOICES)
+    if lowered.startswith("tts-1"):
+        return list(OPENAI_TTS1_VOICES)
+    return list(OPENAI_VOICES)
+
+
+def voice_language(voice: str) -> str | None:
+    """Return the language a voice's name gives (Kokoro, Piper), if any."""
+    if match := _KOKORO_VOICE.match(voice):
+        return KOKORO_LANGUAGES[match["language"]]
+    return _locale(voice)
+
+
+def takes_instructions(model: str) -> bool:
+    """Tell whether a speech model takes instructions (tts-1 refuses them)."""
+    return not model.lower().startswith("tts-1")
+
+
+class ModelKind(Enum):
+    """What a model name evidently is; pickers offer chat or image, then unknown."""
+
+    CHAT = "chat"
+    IMAGE = "image"
+    UNKNOWN = "unknown"
+    OTHER = "other"
+
+
+OTHER_MARKERS: Final = (
+    "embed", "speech", "audio", "moderation", "guard", "rerank", "realtime", "davinci",
+    "babbage", "sora", "search", "ocr", *TRANSCRIPTION_MARKERS, *SPEECH_MARKERS,
+)  # fmt: skip
+# A vision model reads images, it does not make them.
+IMAGE_MARKERS: Final = (
+    "gpt-image", "dall-e", "imagen", "flux", "stable-diffusion", "sdxl", "image",
+)  # fmt: skip
+NOT_IMAGE_MARKERS: Final = ("vision", "-vl")
+# Words that open a chat model family's name ("llama3.1:8b", "openai/gpt-5").
+CHAT_FAMILIES: Final = (
+    "chatgpt", "claude", "codestral", "command", "deepseek", "gemini", "gemma", "glm",
+    "gpt", "granite", "grok", "hermes", "kimi", "llama", "llava", "magistral",
+    "ministral", "mistral", "mixtral", "nemotron", "o1", "o3", "o4", "olmo", "phi",
+    "qwen", "qwq", "smollm",
+)  # fmt: skip
+CHAT_WORDS: Final = ("chat", "instruct")
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+# More than anyone scrolls, few enough to read each kind on the event loop.
+MAX_OFFERED: Final = 2000
+
+
+def offered(models: list[str]) -> list[str]:
+    """Return the listed models the pickers offer and the defaults come from."""
+    return models[:MAX_OFFERED]
+
+
+def model_kind(model: str) -> ModelKind:
+    """Return what the model's name says it is."""
+    if _has_marker(model, OTHER_MARKERS):
+        return ModelKind.OTHER
+    if _has_marker(model, IMAGE_MARKERS) and not _has_marker(model, NOT_IMAGE_MARKERS):
+        return ModelKind.IMAGE
+    words = _WORD.findall(model.lower())
+    if any(word.startswith(CHAT_FAMILIES) for word in words) or any(
+        word in CHAT_WORDS for word in words
+    ):
+        return ModelKind.CHAT
+    return ModelKind.UNKNOWN
+
+
+def chat_models_first(models: list[str]) -> list[str]:
+    """Return the models for a chat-model picker (any name can be typed)."""
+    return _picks(models, (ModelKind.CHAT, ModelKind.UNKNOWN))
+
+
+def image_models_first(models: list[str]) -> list[str]:
+    """Return the models for an image-model picker."""
+    return _picks(models, (ModelKind.IMAGE, ModelKind.UNKNOWN))
+
+
+def _picks(models: list[str], kinds: tuple[ModelKind, ...]) -> list[str]:
+    # By kind in that order; each model's kind read once.
+    by_kind: dict[ModelKind, list[str]] = {kind: [] for kind in kinds}
+    for model in models:
+        by_kind.get(model_kind(model), []).append(model)
+    return [model for kind in kinds for model in by_kind[kind]]
+
+
+def pick_chat_model(models: list[str], recommended: str | None) -> str | None:
+    """Return the recommended model if listed, else the first chat one, else it."""
+    if recommended and recommended in models:
+        return recommended
+    return next(iter(chat_models_first(models)), recommended)
+
+
+def pick_image_model(models: list[str]) -> str | None:
+    """Return the first evident image model the server lists, if any."""
+    return next(iter(_picks(models, (ModelKind.IMAGE,))), None)
 
 
 def _base_name(model: str) -> str:
@@ -64,9 +270,15 @@ class Thinking(StrEnum):
     OFF = "off"
 
 
+def saved_choice[E: StrEnum](value: Any, default: E) -> E:
+    """Return a saved setting as one of the default's choices; the default if unknown."""
+    choices = type(default)
+    return choices(value) if value in choices else default
+
+
 def thinking_setting(value: Any) -> Thinking:
     """Return a saved thinking setting; the server's default when unset or unknown."""
-    return saved_choice(Thinking, value, Thinking.DEFAULT)
+    return saved_choice(value, Thinking.DEFAULT)
 
 
 def thinking_fields(

@@ -1,20 +1,42 @@
-"""The presets: where each known server lives and what is known of it up front."""
+"""The presets: where each known server lives, what is known of it up front, which answer."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from functools import partial
+from types import MappingProxyType
 from typing import Final
 
-from ..features import PROVIDER_TOOLS, Feature
-from .lifecycle import OPENAI_SHUTDOWNS
+from homeassistant.core import HomeAssistant
+
+from ..const import PROVIDER_TOOLS, Feature
+from ..errors import ServerError
+from ..net.transport import Transport
+from .listing import async_fetch_models
 from .server_info import ServerKind
 
 PROVIDER_CUSTOM: Final = "custom"
 # Placeholder left in a preset's URL for the user to replace (Azure).
 URL_PLACEHOLDER: Final = "your-resource"
+DISCOVERY_SECONDS: Final = 1.5
+
+# From https://developers.openai.com/api/docs/deprecations (2026-12-01); it also
+# dates models `/models` no longer shows, whose `shutdown_date` is read first.
+OPENAI_SHUTDOWNS: Final[Mapping[str, date]] = MappingProxyType(
+    dict.fromkeys(
+        ("chatgpt-image-latest", "gpt-image-1-mini", "gpt-image-1.5",
+         "gpt-image-1.5-2025-12-16"),
+        date(2026, 12, 1),
+    )
+    | dict.fromkeys(
+        ("gpt-5", "gpt-5-2025-08-07", "gpt-5-mini", "gpt-5-mini-2025-08-07",
+         "gpt-5-nano", "gpt-5-nano-2025-08-07"),
+        date(2026, 12, 11),
+    )
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,3 +187,32 @@ PROVIDERS: Final[dict[str, Provider]] = {
 def provider_for(key: str | None) -> Provider:
     """Return the preset of an entry; custom for a missing or unknown key."""
     return PROVIDERS.get(key or PROVIDER_CUSTOM, PROVIDERS[PROVIDER_CUSTOM])
+
+
+def _presets_by_address() -> dict[str, list[str]]:
+    """Return the local presets by default address (several share one)."""
+    by_address: dict[str, list[str]] = {}
+    for key, preset in PROVIDERS.items():
+        if preset.local:
+            by_address.setdefault(preset.base_url, []).append(key)
+    return by_address
+
+
+PRESETS_BY_ADDRESS: Final = _presets_by_address()
+
+
+async def async_answering_presets(hass: HomeAssistant) -> list[str]:
+    """Return the local presets whose server lists models at its default address."""
+    found = await asyncio.gather(
+        *(_async_found(hass, *by_address) for by_address in PRESETS_BY_ADDRESS.items())
+    )
+    return [key for keys in found for key in keys]
+
+
+async def _async_found(hass: HomeAssistant, address: str, keys: list[str]) -> list[str]:
+    try:
+        async with asyncio.timeout(DISCOVERY_SECONDS):
+            listing = await async_fetch_models(Transport(hass, address, None))
+    except ServerError, TimeoutError:
+        return []
+    return [] if listing is None else keys

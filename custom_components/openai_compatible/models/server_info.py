@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import date
 from enum import StrEnum
@@ -14,7 +15,6 @@ from ..errors import ServerError
 from ..net.readers import read_window
 from ..net.shapes import JsonObject
 from ..net.transport import Budget, Transport
-from .lifecycle import listed_shutdown
 from .listing import VALIDATION_BUDGET, ModelListing
 
 
@@ -66,23 +66,19 @@ _OWNERS: Final = {
 }
 
 
-def guess_kind(listing: ModelListing | None) -> ServerKind | None:
-    """Return the server software its models list gives away, if it does."""
-    for entry in (listing.entries if listing else {}).values():
-        if (kind := _OWNERS.get(str(entry.get("owned_by", "")).lower())) is not None:
-            return kind
-        if "max_model_len" in entry:
-            return ServerKind.VLLM
-    return None
-
-
 def listed_kind(listing: ModelListing | None) -> tuple[ServerKind | None, bool]:
     """Return the software a models list names; whether it looks like Ollama's."""
+    entries = listing.entries if listing else {}
+    kinds = (
+        _OWNERS.get(str(entry.get("owned_by", "")).lower())
+        or (ServerKind.VLLM if "max_model_len" in entry else None)
+        for entry in entries.values()
+    )
     ollama_like = any(
         ":" in model_id or str(entry.get("owned_by", "")).lower() == "library"
-        for model_id, entry in (listing.entries if listing else {}).items()
+        for model_id, entry in entries.items()
     )
-    return guess_kind(listing), ollama_like
+    return next(filter(None, kinds), None), ollama_like
 
 
 async def async_guess_kind(
@@ -106,7 +102,7 @@ def listed_reports(
     """Return the software a models list gives away, and each model's report."""
     entries = listing.entries if listing else {}
     reports = {model_id: listed_report(entry) for model_id, entry in entries.items()}
-    return guess_kind(listing), reports
+    return listed_kind(listing)[0], reports
 
 
 def listed_report(entry: Mapping[str, Any]) -> ModelReport:
@@ -128,9 +124,20 @@ def listed_report(entry: Mapping[str, Any]) -> ModelReport:
     )
 
 
+# OpenAI's `shutdown_date` and OpenRouter's `expiration_date`: YYYY-MM-DD or null.
+SHUTDOWN_FIELDS: Final = ("shutdown_date", "expiration_date")
 # An entry of only these says nothing of its model (most servers' entries).
 _PLAIN_KEYS: Final = frozenset({"id", "object", "created", "owned_by"})
 _NOTHING_SAID: Final = ModelReport()
+
+
+def listed_shutdown(entry: Mapping[str, Any]) -> date | None:
+    """Return the shutdown date a `/models` entry gives its model, if any."""
+    for value in map(entry.get, SHUTDOWN_FIELDS):
+        if isinstance(value, str):
+            with suppress(ValueError):
+                return date.fromisoformat(value[:10])
+    return None
 
 
 def _context(entry: Mapping[str, Any]) -> int | None:

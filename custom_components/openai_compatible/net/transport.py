@@ -15,9 +15,8 @@ from homeassistant.helpers.json import json_bytes
 from homeassistant.util.json import json_loads
 import httpx2
 
-from ..const import LOGGER
+from ..const import LOGGER, Feature
 from ..errors import ConnectError, ServerError
-from ..features import Feature
 from ..redact import remember_key, shown
 from ..server_errors.answers import MAX_ERROR_BYTES, error_for_status, retry_after
 from .sse import MAX_ANSWER_BYTES, async_read_body

@@ -15,7 +15,7 @@ import math
 import re
 from typing import Any, Final
 
-from ..const import LOGGER
+from ..const import LOGGER, Feature
 from ..errors import (
     AuthError,
     ContextOverflowError,
@@ -23,7 +23,6 @@ from ..errors import (
     RequestRejectedError,
     ServerError,
 )
-from ..features import Feature
 from ..redact import redact, shown
 from .routes import FEATURE_ROUTES, error_details, names_unknown_model, route_errors
 from .text import error_text, json_or_none

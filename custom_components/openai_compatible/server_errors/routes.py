@@ -6,8 +6,8 @@ from dataclasses import dataclass
 import re
 from typing import Any, Final
 
+from ..const import Feature
 from ..errors import InputError, RequestRejectedError, ServerError, TranslatedError
-from ..features import Feature
 
 _MISSING_STATUSES: Final = frozenset({404, 405})
 # Audio servers name an unknown model with any refusal (Kokoro-FastAPI: 400).

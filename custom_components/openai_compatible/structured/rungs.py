@@ -14,9 +14,8 @@ from typing import Any, Final
 import probatio
 from probatio.error import render_path
 
-from ..const import LOGGER
+from ..const import LOGGER, RESPONSE_FORMATS
 from ..errors import RequestRejectedError
-from ..features import RESPONSE_FORMATS
 from ..models.capabilities import ModelCapabilities
 from ..net.readers import read_number
 from ..net.shapes import JsonSchema, JsonSchemaFormat, ResponseFormat

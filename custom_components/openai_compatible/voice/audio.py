@@ -9,9 +9,8 @@ from typing import Any, Final
 
 import httpx2
 
-from ..const import LOGGER
+from ..const import LOGGER, Feature
 from ..errors import RequestRejectedError, ServerError
-from ..features import Feature
 from ..models.capabilities import ModelCapabilities
 from ..models.listing import VALIDATION_BUDGET
 from ..net.readers import error_message, read_list, read_object_or_empty

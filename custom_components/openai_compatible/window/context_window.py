@@ -28,9 +28,9 @@ from ..const import (
     CONF_HISTORY_TURNS,
     DOMAIN,
     LOGGER,
+    Feature,
 )
 from ..errors import ContextOverflowError, ContextWindowError
-from ..features import Feature
 from ..models.fit import check_tools_kept
 from ..models.server_info import ServerKind
 from ..net.readers import read_count, read_window

@@ -20,7 +20,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.json import json_dumps
 from homeassistant.helpers.llm import DATE_TIME_PROMPT
 
-from ..features import Feature
+from ..const import Feature
 from ..media.attachments import LoadedFile, async_load_attachments
 from ..net.request import RequestSettings, ToolSet, without_keys
 from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject, ResponseFormat

@@ -16,7 +16,7 @@ from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.json import json_dumps
 
-from ..features import PROVIDER_TOOLS, Feature
+from ..const import PROVIDER_TOOLS, Feature
 from ..media.attachments import LoadedFile
 from ..models.capabilities import ModelCapabilities
 from ..models.provider_tools import ResponsesOptions

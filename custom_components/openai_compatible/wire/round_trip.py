@@ -18,14 +18,13 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypedDict, cast
 
 from homeassistant.components import conversation
 
-from ..const import LOGGER
+from ..const import LOGGER, Feature
 from ..errors import (
     ContextOverflowError,
     MalformedAnswerError,
     RequestRejectedError,
     ServerError,
 )
-from ..features import Feature
 from ..models.capabilities import ModelCapabilities
 from ..net.readers import read_usage
 from ..net.request import RequestSettings, ToolSet, without_keys

@@ -12,9 +12,8 @@ from typing import Unpack
 
 from homeassistant.components import conversation
 
-from ..const import LOGGER
+from ..const import LOGGER, Feature
 from ..errors import RequestRejectedError
-from ..features import Feature
 from ..models.capabilities import ModelCapabilities
 from ..net.request import ToolSet
 from ..net.shapes import WireBody

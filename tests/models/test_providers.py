@@ -1,4 +1,4 @@
-"""Local servers answering at their default address, against the simulator."""
+"""The presets, and local servers answering at their default address."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from homeassistant.data_entry_flow import FlowResultType
 import pytest
 
 from custom_components.openai_compatible.const import CONF_PROVIDER, DOMAIN
-from custom_components.openai_compatible.models import discovery
+from custom_components.openai_compatible.models import providers
 from custom_components.openai_compatible.models.providers import (
     PROVIDER_CUSTOM,
     PROVIDERS,
@@ -30,7 +30,7 @@ def _closed_port_url() -> str:
 
 def test_local_presets_by_default_address() -> None:
     """Every local preset is asked at its address; shared addresses once."""
-    assert discovery.PRESETS_BY_ADDRESS == {
+    assert providers.PRESETS_BY_ADDRESS == {
         "http://localhost:11434/v1": ["ollama"],
         "http://localhost:1234/v1": ["lm_studio"],
         "http://localhost:8000/v1": ["vllm"],
@@ -55,10 +55,10 @@ async def test_only_servers_listing_models_in_time_are_found(
             slow.base_url: ["vllm"],
         }
         with (
-            patch.object(discovery, "PRESETS_BY_ADDRESS", addresses),
-            patch.object(discovery, "DISCOVERY_SECONDS", 0.5),
+            patch.object(providers, "PRESETS_BY_ADDRESS", addresses),
+            patch.object(providers, "DISCOVERY_SECONDS", 0.5),
         ):
-            found = await discovery.async_answering_presets(hass)
+            found = await providers.async_answering_presets(hass)
     assert found == ["llama_cpp", "localai"]
     assert [request.path for request in simulator.requests] == ["/v1/models"]
 
