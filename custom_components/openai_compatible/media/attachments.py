@@ -11,8 +11,8 @@ from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 
 from ..errors import InputError
-from ..models.fit import normalise_mime_type
 from ..net.sse import mebibytes
+from ..window.context_window import normalise_mime_type
 
 ATTACHMENT_MAX_BYTES: Final = 20 * 1024 * 1024
 # As OpenAI takes in one request; the file that goes past it is refused unread.
