@@ -35,6 +35,7 @@ from ..errors import (
     RequestRejectedError,
 )
 from ..features import Feature
+from ..media.attachments import normalise_mime_type
 from ..models.server_info import ServerKind
 from ..net.readers import read_count, read_window
 from ..net.shapes import JsonObject
@@ -71,18 +72,11 @@ MIN_TOOL_TOKENS = 500
 # A prompt counted below this share of its tools' estimate cannot hold them.
 DROPPED_TOOLS_SHARE = 0.8
 
-_MIME_ALIASES: Final = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}
 _REFUSED_KEYS: Final = {
     Feature.TOOLS: "model_takes_no_tools",
     Feature.IMAGE_INPUT: "model_takes_no_images",
     Feature.FILE_INPUT: "model_takes_no_files",
 }
-
-
-def normalise_mime_type(mime_type: str | None) -> str:
-    """Return the canonical, lower-case form of a media type."""
-    cleaned = (mime_type or "").split(";", 1)[0].strip().lower()
-    return _MIME_ALIASES.get(cleaned, cleaned)
 
 
 def chat_log_attachments(
