@@ -26,7 +26,6 @@ from .fallback import (
     makes_images,
 )
 from .media.images import async_generate_image
-from .models.fit import check_model_takes, learning_refusals
 from .net.request import build_tool_set
 from .net.shapes import JsonSchema
 from .structured.rungs import (
@@ -37,6 +36,7 @@ from .structured.rungs import (
     parse_json_answer,
 )
 from .structured.selector_schema import structure_to_json_schema
+from .window.context_window import check_model_takes, learning_refusals
 
 PARALLEL_UPDATES = 0
 

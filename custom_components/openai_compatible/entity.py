@@ -37,14 +37,20 @@ from .const import (
 from .coordinator import ServerCoordinator
 from .errors import AuthError, ModelError, ServerError
 from .models.capabilities import ModelCapabilities, WireApi, api_setting
-from .models.fit import chat_log_attachments, check_model_takes, learning_refusals
 from .models.provider_tools import responses_options
 from .models.providers import provider_for
 from .net.request import RequestSettings, ToolSet, build_tool_set
 from .net.shapes import ResponseFormat, WireBody
 from .net.transport import Budget
 from .tool_offer import ToolOffer
-from .window.context_window import ContextWindow, RequestFit, default_answer_limit
+from .window.context_window import (
+    ContextWindow,
+    RequestFit,
+    chat_log_attachments,
+    check_model_takes,
+    default_answer_limit,
+    learning_refusals,
+)
 from .wire.chat_completions import ChatCompletionsDialect
 from .wire.extra_fields import request_fields
 from .wire.rescue import TurnRescue

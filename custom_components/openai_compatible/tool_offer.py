@@ -77,16 +77,14 @@ def _only(tool_set: ToolSet, wire_names: list[str]) -> ToolSet:
 
 def call_examples(tool_set: ToolSet) -> str:
     """Return examples of calls of the offered tools, as a model writes a call."""
-    lines = []
-    for asked, tool, arguments in _EXAMPLES:
-        wire = next(
-            (name for name in tool_set.from_wire if name.rpartition("__")[2] == tool),
-            None,
-        )
-        if wire is not None:
-            call = json.dumps({"name": wire, "arguments": arguments or {}})
-            then = ", then answer with what it returns" if arguments is None else ""
-            lines.append(f"{asked} → {call}{then}")
+    # Each tool's first wire name, by its name without its API's prefix.
+    wires = {name.rpartition("__")[2]: name for name in reversed(tool_set.from_wire)}
+    lines = [
+        f"{asked} → {json.dumps({'name': wires[tool], 'arguments': arguments or {}})}"
+        + (", then answer with what it returns" if arguments is None else "")
+        for asked, tool, arguments in _EXAMPLES
+        if tool in wires
+    ]
     if not lines:
         return ""
     return "\n".join(
@@ -160,10 +158,10 @@ class ToolOffer:
     ) -> None:
         """Take the agent's choice of tools and what the conversation looked up."""
         if names := options.get(CONF_TOOLS):
-            wire_names = [
-                wire for wire in tool_set.from_wire if tool_set.from_wire[wire] in names
+            chosen = [
+                wire for wire, name in tool_set.from_wire.items() if name in names
             ]
-            tool_set = _only(tool_set, wire_names)
+            tool_set = _only(tool_set, chosen)
         self._all = tool_set
         if examples:
             self._all = replace(self._all, examples=call_examples(self._all))

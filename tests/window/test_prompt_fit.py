@@ -13,7 +13,6 @@ from custom_components.openai_compatible.server_errors.answers import (
     MAX_FIGURE_DIGITS,
     parse_overflow,
 )
-from custom_components.openai_compatible.window.context_window import TokenEstimate
 from custom_components.openai_compatible.window.prompt_fit import (
     ATTACHMENT_TOKENS,
     CHARS_PER_TOKEN,
@@ -27,6 +26,7 @@ from custom_components.openai_compatible.window.prompt_fit import (
     ItemKind,
     Limits,
     PromptItem,
+    TokenEstimate,
     fit,
     raw_message,
     split_turns,

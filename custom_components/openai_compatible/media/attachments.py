@@ -11,7 +11,6 @@ from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 
 from ..errors import InputError
-from ..models.fit import normalise_mime_type
 from ..net.sse import mebibytes
 
 ATTACHMENT_MAX_BYTES: Final = 20 * 1024 * 1024
@@ -28,6 +27,7 @@ _SIGNATURES: tuple[tuple[bytes, str], ...] = (
     (b"GIF89a", "image/gif"),
     (b"%PDF-", PDF_TYPE),
 )
+_MIME_ALIASES: Final = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +39,12 @@ class LoadedFile:
     data: bytes
     # Encoded once, in the executor: requests may embed it several times.
     data_url: str
+
+
+def normalise_mime_type(mime_type: str | None) -> str:
+    """Return the canonical, lower-case form of a media type."""
+    cleaned = (mime_type or "").split(";", 1)[0].strip().lower()
+    return _MIME_ALIASES.get(cleaned, cleaned)
 
 
 def sniff_mime_type(data: bytes) -> str | None:

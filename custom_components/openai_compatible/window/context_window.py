@@ -1,26 +1,24 @@
-"""The context window of each agent and task, and fitting each request into it.
+"""The context window of each agent and task, and what a model cannot take.
 
 `ContextWindow`, one per subentry: the estimate calibrated by the server's
 counts, what each conversation left out, and a repair issue while the prompt
 alone is too large. `RequestFit`, one per run of rounds: each request fitted
-into the window (the smallest of the setting and what the server reports or an
-overflow named) with its answer's limit, fitted again once after an overflow;
-a count too small for the system messages teaches that the template drops them.
+with its answer's limit, again once after an overflow. Tools, images or files
+a model is known to refuse are refused before any request.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigEntryState, ConfigSubentry
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
-from homeassistant.helpers.json import json_dumps
 
 from ..const import (
     CONF_CHAT_MODEL,
@@ -30,18 +28,24 @@ from ..const import (
     LOGGER,
     Feature,
 )
-from ..errors import ContextOverflowError, ContextWindowError
-from ..models.fit import check_tools_kept
+from ..errors import (
+    ContextOverflowError,
+    ContextWindowError,
+    InputError,
+    ModelError,
+    RequestRejectedError,
+)
+from ..media.attachments import normalise_mime_type
 from ..models.server_info import ServerKind
 from ..net.readers import read_count, read_window
 from ..net.shapes import JsonObject
 from .prompt_fit import (
-    CHARS_PER_TOKEN,
     DEFAULT_ANSWER_TOKENS,
     ConversationCut,
     Limits,
     Message,
     PromptItem,
+    TokenEstimate,
     Tools,
     fit,
     raw_message,
@@ -55,8 +59,6 @@ if TYPE_CHECKING:
 # A request's messages as sent, and the answer's limit; None: no limit.
 type Fit = tuple[list[Message], int | None]
 
-# Ratios not learned from: a server that cut the prompt, or counts part of it.
-_RATIO_RANGE = (0.25, 4.0)
 # Conversations whose cuts are remembered, the most recent ones.
 MAX_CONVERSATIONS = 32
 # A local server's answer limit is at most this share of the window.
@@ -65,56 +67,62 @@ LOCAL_ANSWER_SHARE = 4
 # estimate of its system messages alone left them out: no tokenizer counts
 # text that short (the calibration's lowest ratio).
 DROPPED_SYSTEM_SHARE = 0.25
+# Tools estimated at fewer tokens than this say nothing about a prompt's size.
+MIN_TOOL_TOKENS = 500
+# A prompt counted below this share of its tools' estimate cannot hold them.
+DROPPED_TOOLS_SHARE = 0.8
+
+_REFUSED_KEYS: Final = {
+    Feature.TOOLS: "model_takes_no_tools",
+    Feature.IMAGE_INPUT: "model_takes_no_images",
+    Feature.FILE_INPUT: "model_takes_no_files",
+}
 
 
-class TokenEstimate:
-    """A token estimate, calibrated by what the server counted before."""
+def chat_log_attachments(
+    chat_log: conversation.ChatLog,
+) -> Iterator[conversation.Attachment]:
+    """Yield every attachment of the chat log: each is sent again with it."""
+    for content in chat_log.content:
+        if isinstance(content, conversation.UserContent):
+            yield from content.attachments or ()
 
-    def __init__(self) -> None:
-        """Start uncalibrated."""
-        self.ratio = 1.0  # server tokens per raw estimated token
-        self.calibrated = False
-        self._claimed = False  # the ratio rests on a count only an error claimed
-        self._tools: tuple[Tools, float] | None = None
 
-    def tokens(self, raw: float) -> int:
-        """Return the calibrated token count of a raw estimate."""
-        return math.ceil(raw * self.ratio)
+def check_model_takes(
+    capabilities: ModelCapabilities,
+    *,
+    tools: bool,
+    attachments: Iterable[conversation.Attachment],
+) -> None:
+    """Raise InputError when the model is known to refuse what the request holds."""
+    wanted = {
+        Feature.IMAGE_INPUT
+        if normalise_mime_type(attachment.mime_type).startswith("image/")
+        else Feature.FILE_INPUT
+        for attachment in attachments
+    }
+    if tools:
+        wanted.add(Feature.TOOLS)
+    for feature, key in _REFUSED_KEYS.items():
+        if feature in wanted and capabilities.refuses(feature):
+            raise InputError(key, model=capabilities.model)
 
-    def chars(self, tokens: int) -> int:
-        """Return about how many characters make this many tokens."""
-        return int(tokens / self.ratio * CHARS_PER_TOKEN)
 
-    def raw_tools(self, tools: Tools) -> float:
-        """Return the raw estimate of the tools, computed once per tool list."""
-        if self._tools is None or self._tools[0] is not tools:
-            raw = len(json_dumps(tools)) / CHARS_PER_TOKEN if tools else 0.0
-            self._tools = (tools, raw)
-        return self._tools[1]
-
-    def raw_request(self, items: Iterable[PromptItem], tools: Tools) -> float:
-        """Return the raw estimate of a whole request."""
-        return sum(map(raw_message, items)) + self.raw_tools(tools)
-
-    def calibrate(
-        self, raw: float, prompt_tokens: Any, *, claimed: bool = False
-    ) -> None:
-        """Correct the estimate by a count; one an error `claimed` is not averaged."""
-        if not isinstance(prompt_tokens, int) or raw <= 0 or prompt_tokens <= 0:
-            return
-        ratio = prompt_tokens / raw
-        if not _RATIO_RANGE[0] <= ratio <= _RATIO_RANGE[1]:
-            return
-        smoothed = self.calibrated and not self._claimed
-        self.ratio = (self.ratio + ratio) / 2 if smoothed else ratio
-        self.calibrated = True
-        self._claimed = claimed
+@contextmanager
+def learning_refusals(capabilities: ModelCapabilities) -> Iterator[None]:
+    """Remember a general refusal of tools, images or files raised in the block."""
+    try:
+        yield
+    except RequestRejectedError as err:
+        if err.general and err.feature in _REFUSED_KEYS:
+            capabilities.learn_refused(err.feature, err.lesson_source)
+        raise
 
 
 def known_window(
     options: Mapping[str, Any], capabilities: ModelCapabilities
 ) -> int | None:
-    """Return the window requests must fit: the smallest of the setting and the server's."""
+    """Return the window requests must fit: the least of the setting and the server's."""
     windows = (options.get(CONF_CONTEXT_WINDOW), capabilities.context_window)
     return min(filter(None, windows), default=None)
 
@@ -158,9 +166,8 @@ class ContextWindow:
     def report(self, chat_log: conversation.ChatLog, err: ContextWindowError) -> None:
         """Open the repair issue when the prompt alone does not fit, while loaded."""
         entry = chat_log.hass.config_entries.async_get_entry(self._entry_id)
-        if err.translation_key != "prompt_too_large" or (
-            entry is None or entry.state is not ConfigEntryState.LOADED
-        ):
+        loaded = entry is not None and entry.state is ConfigEntryState.LOADED
+        if err.translation_key != "prompt_too_large" or not loaded:
             return
         ir.async_create_issue(
             chat_log.hass,
@@ -236,18 +243,20 @@ class RequestFit:
 
         A count too small for the system messages teaches that the chat
         template drops them (not on Ollama, some versions of which count only
-        uncached tokens); one too small for the tools raises.
+        uncached tokens); one too small for the tools, twice in a row (one count
+        may be wrong), that it drops them and the model claims actions it never
+        did, unless the server says the model takes tools (a template may render
+        them far shorter than their schemas).
         """
         estimate, capabilities = self._owner.estimate, self._capabilities
         counted = usage.get("prompt_tokens")
+        count = counted if isinstance(counted, int) else 0
         items, tools = self._asked
         tool_tokens = estimate.tokens(estimate.raw_tools(tools))
         system = sum(map(raw_message, split_turns(items)[0]))
-        if isinstance(counted, int):
-            capabilities.accepted_prompt(counted)
+        capabilities.accepted_prompt(count)
         if (
-            isinstance(counted, int)
-            and 0 < counted < system * DROPPED_SYSTEM_SHARE
+            0 < count < system * DROPPED_SYSTEM_SHARE
             and capabilities.kind is not ServerKind.OLLAMA
             and not capabilities.refuses(Feature.SYSTEM_MESSAGES)
         ):
@@ -256,16 +265,27 @@ class RequestFit:
                 "chat template drops system messages, so the system prompt now "
                 "goes at the start of the first user message",
                 capabilities.model,
-                counted,
+                count,
                 estimate.tokens(system),
             )
             capabilities.learn_refused(
                 Feature.SYSTEM_MESSAGES,
-                f"{counted} prompt tokens counted for a longer system prompt",
+                f"{count} prompt tokens counted for a longer system prompt",
             )
         else:
             estimate.calibrate(self._sent_raw, counted)
-        check_tools_kept(capabilities, tool_tokens, counted)
+        dropped = (
+            capabilities.report.tools is not True
+            and tool_tokens >= MIN_TOOL_TOKENS
+            and 0 < count < tool_tokens * DROPPED_TOOLS_SHARE
+        )
+        if dropped and capabilities.lessons.tools_doubted:
+            capabilities.learn_refused(
+                Feature.TOOLS,
+                f"{count} prompt tokens counted for about {tool_tokens} of tools",
+            )
+            raise ModelError("template_drops_tools", model=capabilities.model)
+        capabilities.lessons.tools_doubted = dropped
 
     def _limits(self) -> Limits:
         options = self._owner.subentry.data
@@ -295,9 +315,7 @@ class RequestFit:
         }
         self._chat_log.async_trace({"context": context})
         # The settings' limit, or less where the window leaves less room.
-        less = (
-            fitted.answer_tokens if fitted.answer_tokens < limits.answer_tokens else 0
-        )
+        less = fitted.answer_tokens < limits.answer_tokens and fitted.answer_tokens
         return fitted.messages, less or self._settings.max_tokens
 
     def _unfixable(self, err: ContextOverflowError, named: int | None) -> Exception:

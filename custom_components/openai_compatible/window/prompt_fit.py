@@ -12,19 +12,18 @@ prompt's start stays the same for the server's cache.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from itertools import chain
+from itertools import chain, takewhile
 import math
 import re
-from typing import TYPE_CHECKING, cast
+from typing import Any, cast
+
+from homeassistant.helpers.json import json_dumps
 
 from ..errors import ContextWindowError
 from ..net.shapes import WireItem
-
-if TYPE_CHECKING:
-    from .context_window import TokenEstimate
 
 # A message or input item as it is sent.
 type Message = WireItem
@@ -56,6 +55,8 @@ HISTORY_STEP = 4
 # Where an entry of a YAML list starts, in the result or in its JSON.
 _ENTRY = re.compile(r"(?=(?:\\n|\n)- )")
 _WORD = re.compile(r"\w{3,}")
+# Ratios not learned from: a server that cut the prompt, or counts part of it.
+_RATIO_RANGE = (0.25, 4.0)
 
 
 class ItemKind(StrEnum):
@@ -128,6 +129,47 @@ def raw_message(item: PromptItem) -> float:
     return fixed + chars / CHARS_PER_TOKEN
 
 
+@dataclass(eq=False)
+class TokenEstimate:
+    """A token estimate, calibrated by what the server counted before."""
+
+    ratio: float = 1.0  # server tokens per raw estimated token
+    calibrated: bool = False
+    _claimed: bool = False  # the ratio rests on a count only an error claimed
+    _tools: tuple[Tools, float] | None = None
+
+    def tokens(self, raw: float) -> int:
+        """Return the calibrated token count of a raw estimate."""
+        return math.ceil(raw * self.ratio)
+
+    def chars(self, tokens: int) -> int:
+        """Return about how many characters make this many tokens."""
+        return int(tokens / self.ratio * CHARS_PER_TOKEN)
+
+    def raw_tools(self, tools: Tools) -> float:
+        """Return the raw estimate of the tools, computed once per tool list."""
+        if self._tools is None or self._tools[0] is not tools:
+            raw = len(json_dumps(tools)) / CHARS_PER_TOKEN if tools else 0.0
+            self._tools = (tools, raw)
+        return self._tools[1]
+
+    def raw_request(self, items: Iterable[PromptItem], tools: Tools) -> float:
+        """Return the raw estimate of a whole request."""
+        return sum(map(raw_message, items)) + self.raw_tools(tools)
+
+    def calibrate(
+        self, raw: float, prompt_tokens: Any, *, claimed: bool = False
+    ) -> None:
+        """Correct the estimate by a count; one an error `claimed` is not averaged."""
+        ratio = prompt_tokens / raw if isinstance(prompt_tokens, int) and raw > 0 else 0
+        if not _RATIO_RANGE[0] <= ratio <= _RATIO_RANGE[1]:
+            return
+        smoothed = self.calibrated and not self._claimed
+        self.ratio = (self.ratio + ratio) / 2 if smoothed else ratio
+        self.calibrated = True
+        self._claimed = claimed
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """What a request must fit in."""
@@ -169,15 +211,13 @@ class Fitted:
 
 def split_turns(items: list[PromptItem]) -> tuple[list[PromptItem], list[Turn]]:
     """Return the leading instructions and the turns (from each user message) after them."""
-    start = 0
-    while start < len(items) and items[start].kind is ItemKind.INSTRUCTIONS:
-        start += 1
+    head = list(takewhile(lambda item: item.kind is ItemKind.INSTRUCTIONS, items))
     turns: list[Turn] = []
-    for item in items[start:]:
+    for item in items[len(head) :]:
         if not turns or item.kind is ItemKind.USER:
             turns.append([])
         turns[-1].append(item)
-    return items[:start], turns
+    return head, turns
 
 
 def fit(
@@ -194,10 +234,11 @@ def fit(
     """
     head, turns = split_turns(messages)
     history, current = turns[:-1], turns[-1:]
-    if limits.history_turns is not None:
-        cut.dropped_turns = _dropped_by_count(
-            len(history), limits.history_turns, cut.dropped_turns
-        )
+    keep = limits.history_turns
+    if keep is not None and len(history) - cut.dropped_turns > keep:
+        # Several go at once, so the next turns find the same start.
+        step = max(1, min(HISTORY_STEP, (keep + 1) // 2))
+        cut.dropped_turns = len(history) - max(0, keep - step + 1)
     cut.dropped_turns = dropped = min(cut.dropped_turns, len(history))
     if (window := limits.window) is None:
         kept = [*head, *chain.from_iterable(turns[dropped:])]
@@ -221,10 +262,13 @@ def fit(
     current_turn = cutter.fit_current(current[0] if current else [], window)
     used = estimate.tokens(sum(map(raw_message, current_turn)))
     sizes = [estimate.tokens(sum(map(raw_message, turn))) for turn in history]
-    cut.dropped_turns = dropped = _dropped_by_tokens(
-        sizes, room - used, math.floor(room * HEADROOM_SHARE), dropped
-    )
-    sent_turns = used + sum(sizes[dropped:])
+    budget, sent_turns = room, used + sum(sizes[dropped:])
+    # Turns left out stay out; when more must go, enough go to leave headroom.
+    while sent_turns > budget and dropped < len(sizes):
+        budget = room - math.floor(room * HEADROOM_SHARE)
+        sent_turns -= sizes[dropped]
+        dropped += 1
+    cut.dropped_turns = dropped
     return Fitted(
         [*head, *chain.from_iterable(history[dropped:]), *current_turn],
         fixed + sent_turns,
@@ -232,33 +276,6 @@ def fit(
         dropped,
         min(limits.answer_tokens, free - sent_turns),
     )
-
-
-def _dropped_by_count(turns: int, keep: int, dropped: int) -> int:
-    """Return how many old turns to leave out to keep at most `keep`.
-
-    Past the limit several go at once, so the next turns find the same start.
-    """
-    if turns - dropped <= keep:
-        return dropped
-    step = max(1, min(HISTORY_STEP, (keep + 1) // 2))
-    return turns - max(0, keep - step + 1)
-
-
-def _dropped_by_tokens(
-    sizes: list[int], budget: int, headroom: int, dropped: int
-) -> int:
-    """Return how many old turns to leave out for the rest to fit the budget.
-
-    Turns left out stay out; when more must go, enough go to leave `headroom`.
-    """
-    kept = sum(sizes[dropped:])
-    if kept <= budget:
-        return dropped
-    while dropped < len(sizes) and kept > budget - headroom:
-        kept -= sizes[dropped]
-        dropped += 1
-    return dropped
 
 
 class _ResultCutter:

@@ -1,4 +1,4 @@
-"""What a model cannot take: told before any request, as reported or learned."""
+"""What a model cannot take (window/context_window.py): told before any request, as reported or learned."""
 
 from __future__ import annotations
 
@@ -21,14 +21,14 @@ from custom_components.openai_compatible.models.capabilities import (
     Capabilities,
     ModelCapabilities,
 )
-from custom_components.openai_compatible.models.fit import (
-    check_model_takes,
-    learning_refusals,
-)
 from custom_components.openai_compatible.models.providers import PROVIDERS
 from custom_components.openai_compatible.models.server_info import (
     ModelReport,
     ServerReport,
+)
+from custom_components.openai_compatible.window.context_window import (
+    check_model_takes,
+    learning_refusals,
 )
 from simulator import OpenAISimulator
 from tests.conftest import SetupEntry, converse, press_forget, speech
