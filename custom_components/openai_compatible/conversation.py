@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from functools import partial
 import time
-from typing import Any, Final, Literal, override
+from typing import Final, Literal, override
 
 from homeassistant.components import conversation
 from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT, MATCH_ALL
@@ -18,13 +16,10 @@ from homeassistant.helpers.json import json_dumps
 from homeassistant.util.ulid import ulid_now
 
 from . import OpenAICompatibleConfigEntry
-from .const import CONF_API, CONF_STREAMING, DOMAIN, LOGGER, SUBENTRY_CONVERSATION
-from .entity import OpenAICompatibleEntity
+from .const import CONF_STREAMING, DOMAIN, LOGGER, SUBENTRY_CONVERSATION
+from .entity import OpenAICompatibleEntity, handover
 from .errors import ModelError
-from .fallback import async_converse_with, handover
-from .features import WireApi, api_setting
-from .net.request import RequestSettings, ToolSet
-from .wire.round_trip import Dialect
+from .wire.round_trip import RoundTrip
 
 PARALLEL_UPDATES = 0
 
@@ -110,14 +105,9 @@ class OpenAICompatibleConversationEntity(
         """Send the first request of a spoken command without its words."""
         try:
             chat_log = await self._async_spoken_start(language)
-            offer = self._offer(chat_log)
-            api = self.capabilities.api(api_setting(self.entry.options.get(CONF_API)))
-            dialect: Callable[[RequestSettings, ToolSet], Dialect[Any, Any, Any]] = (
-                self._chat_dialect
-                if api is WireApi.CHAT_COMPLETIONS
-                else self._responses_dialect
-            )
-            round_trip = self._round_trip(dialect, offer.tool_set(), chat_log)
+            tool_set = self._offer(chat_log).tool_set()
+            round_trip = self.adapter(tool_set, chat_log, fallback=False)
+            assert isinstance(round_trip, RoundTrip)
             body = await round_trip.async_build_body(chat_log)
             digest = hash(json_dumps(body))
             if self._warmed and self._warmed[0] == digest:
@@ -172,15 +162,23 @@ class OpenAICompatibleConversationEntity(
                 raise ModelError("no_answer")
             return conversation.async_get_result_from_chat_log(user_input, chat_log)
 
+        async def ask_other(agent_id: str) -> conversation.ConversationResult:
+            """Ask another agent the user's message, in the same conversation."""
+            return await conversation.async_converse(
+                self.hass,
+                user_input.text,
+                chat_log.conversation_id,
+                user_input.context,
+                language=user_input.language,
+                agent_id=agent_id,
+                device_id=user_input.device_id,
+                satellite_id=user_input.satellite_id,
+                extra_system_prompt=user_input.extra_system_prompt,
+            )
+
         if (other := handover(self.entity_id, self.subentry, chat_log)) is None:
             return await answer()
-        return await other.async_run(
-            self.available,
-            answer,
-            partial(
-                async_converse_with, self.hass, user_input, chat_log.conversation_id
-            ),
-        )
+        return await other.async_run(self.available, answer, ask_other)
 
 
 def _spoken(prompt: str | None) -> str:
