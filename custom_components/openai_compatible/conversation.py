@@ -80,13 +80,11 @@ class OpenAICompatibleConversationEntity(
 
     @override
     async def async_added_to_hass(self) -> None:
-        """Register as an Assist agent."""
         await super().async_added_to_hass()
         conversation.async_set_agent(self.hass, self.entry, self)
 
     @override
     async def async_will_remove_from_hass(self) -> None:
-        """Unregister the agent."""
         conversation.async_unset_agent(self.hass, self.entry)
         await super().async_will_remove_from_hass()
 
@@ -102,9 +100,19 @@ class OpenAICompatibleConversationEntity(
         )
 
     async def _async_warm_up(self, language: str | None) -> None:
-        """Send the first request of a spoken command without its words."""
+        """Send the first request of a spoken command: no device, no words."""
+        chat_log = conversation.ChatLog(self.hass, ulid_now())
+        chat_log.content.append(conversation.UserContent(""))
+        context = llm.LLMContext(
+            DOMAIN, Context(), language, conversation.DOMAIN, None, self.entity_id
+        )
+        options = self.subentry.data
         try:
-            chat_log = await self._async_spoken_start(language)
+            await chat_log.async_provide_llm_data(
+                context,
+                options.get(CONF_LLM_HASS_API),
+                _spoken(options.get(CONF_PROMPT)),
+            )
             tool_set = self._offer(chat_log).tool_set()
             round_trip = self.adapter(tool_set, chat_log, fallback=False)
             assert isinstance(round_trip, RoundTrip)
@@ -117,20 +125,6 @@ class OpenAICompatibleConversationEntity(
             self._warmed = (digest, time.monotonic())
         except HomeAssistantError as err:
             LOGGER.debug("%s sent nothing ahead: %s", self.entity_id, err)
-
-    async def _async_spoken_start(self, language: str | None) -> conversation.ChatLog:
-        """Return a new conversation as a spoken command starts it: no device, no words."""
-        chat_log = conversation.ChatLog(self.hass, ulid_now())
-        chat_log.content.append(conversation.UserContent(""))
-        options = self.subentry.data
-        await chat_log.async_provide_llm_data(
-            llm.LLMContext(
-                DOMAIN, Context(), language, conversation.DOMAIN, None, self.entity_id
-            ),
-            options.get(CONF_LLM_HASS_API),
-            _spoken(options.get(CONF_PROMPT)),
-        )
-        return chat_log
 
     @override
     async def _async_handle_message(
