@@ -61,13 +61,11 @@ class OpenAICompatibleConversationEntity(
     @property
     @override
     def supports_streaming(self) -> bool:
-        """Tell whether the subentry streams its answers."""
         return bool(self.subentry.data.get(CONF_STREAMING, True))
 
     @property
     @override
     def supported_features(self) -> conversation.ConversationEntityFeature:
-        """Control the home when an LLM API is chosen."""
         if self.subentry.data.get(CONF_LLM_HASS_API):
             return conversation.ConversationEntityFeature.CONTROL
         return conversation.ConversationEntityFeature(0)

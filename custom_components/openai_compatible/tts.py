@@ -86,13 +86,11 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
     @property
     @override
     def name(self) -> str:
-        """Return the subentry's title."""
         return self.subentry.title
 
     @property
     @override
     def supported_languages(self) -> list[str]:
-        """Return the languages the subentry's model speaks."""
         return speech_languages(self.model)
 
     @property
@@ -120,7 +118,6 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
     @property
     @override
     def default_options(self) -> Mapping[str, Any]:
-        """Return the subentry's voice and format."""
         return {
             tts.ATTR_VOICE: self.voice,
             tts.ATTR_PREFERRED_FORMAT: self._audio_format,
