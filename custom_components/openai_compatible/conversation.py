@@ -126,9 +126,7 @@ class OpenAICompatibleConversationEntity(
 
     @override
     async def _async_handle_message(
-        self,
-        user_input: conversation.ConversationInput,
-        chat_log: conversation.ChatLog,
+        self, user_input: conversation.ConversationInput, chat_log: conversation.ChatLog
     ) -> conversation.ConversationResult:
         """Answer one user message."""
         options = self.subentry.data

@@ -19,10 +19,7 @@ from .const import CONF_FALLBACK, DOMAIN
 
 
 async def async_generate_data_with(
-    hass: HomeAssistant,
-    task: ai_task.GenDataTask,
-    context: Context | None,
-    target: str,
+    hass: HomeAssistant, task: ai_task.GenDataTask, context: Context | None, target: str
 ) -> ai_task.GenDataTaskResult:
     """Give the same generate-data task to another AI task entity."""
     return await ai_task.async_generate_data(

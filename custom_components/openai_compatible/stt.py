@@ -102,11 +102,7 @@ class OpenAICompatibleSTTEntity(stt.SpeechToTextEntity, OpenAICompatibleSubentry
                 body["stream"] = True
             with self._server_errors():
                 async for text, final in async_transcribe(
-                    self.runtime.transport,
-                    capabilities,
-                    body,
-                    recording,
-                    self.budget(),
+                    self.runtime.transport, capabilities, body, recording, self.budget()
                 ):
                     if final:
                         yield stt.SpeechResult(text, stt.SpeechResultState.SUCCESS)
