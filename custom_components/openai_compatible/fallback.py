@@ -64,12 +64,8 @@ def makes_images(hass: HomeAssistant, entity_id: str) -> bool:
 def _image_entity(hass: HomeAssistant, entity_id: str) -> ai_task.AITaskEntity | None:
     """Return the AI task entity if it generates images."""
     entity = hass.data[DATA_COMPONENT].get_entity(entity_id)
-    if (
-        entity
-        and ai_task.AITaskEntityFeature.GENERATE_IMAGE in entity.supported_features
-    ):
-        return entity
-    return None
+    feature = ai_task.AITaskEntityFeature.GENERATE_IMAGE
+    return entity if entity and feature in entity.supported_features else None
 
 
 def closes_loop(hass: HomeAssistant, source: str | None, target: str) -> bool:
