@@ -15,16 +15,11 @@ import probatio
 
 from . import OpenAICompatibleConfigEntry
 from .const import CONF_IMAGE_MODEL, LOGGER, MAX_TOOL_ROUNDS_AI_TASK, SUBENTRY_AI_TASK
-from .entity import OpenAICompatibleEntity
+from .entity import OpenAICompatibleEntity, handover
 from .errors import ModelError
 from .evaluate.evaluation import async_evaluate
 from .evaluate.questions import Ask
-from .fallback import (
-    async_generate_data_with,
-    async_generate_image_with,
-    handover,
-    makes_images,
-)
+from .fallback import async_generate_data_with, async_generate_image_with, makes_images
 from .media.images import async_generate_image
 from .net.request import build_tool_set
 from .net.shapes import JsonSchema

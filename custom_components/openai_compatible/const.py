@@ -42,9 +42,6 @@ CONF_INSTRUCTIONS: Final = "instructions"
 CONF_AUDIO_FORMAT: Final = "audio_format"
 DEFAULT_AUDIO_FORMAT: Final = "mp3"
 
-MAX_TOOL_ROUNDS_CONVERSATION: Final = 10
-MAX_TOOL_ROUNDS_AI_TASK: Final = 20
-
 # Agents: the tools offered (none: all, new ones too), on demand, calls per turn.
 CONF_TOOLS: Final = "tools"
 CONF_TOOLS_ON_DEMAND: Final = "tools_on_demand"
@@ -63,6 +60,8 @@ CONF_TIMEOUT: Final = "timeout"
 DEFAULT_TIMEOUT_SECONDS: Final = 300.0
 VALIDATION_TIMEOUT_SECONDS: Final = 10.0
 
+MAX_TOOL_ROUNDS_CONVERSATION: Final = 10
+MAX_TOOL_ROUNDS_AI_TASK: Final = 20
 RECOMMENDED_MAX_TOKENS: Final = 3000
 RECOMMENDED_TEMPERATURE: Final = 1.0
 RECOMMENDED_TOP_P: Final = 1.0

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from functools import partial
 import time
-from typing import Any, Final, Literal, override
+from typing import Final, Literal, override
 
 from homeassistant.components import conversation
 from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT, MATCH_ALL
@@ -18,13 +16,10 @@ from homeassistant.helpers.json import json_dumps
 from homeassistant.util.ulid import ulid_now
 
 from . import OpenAICompatibleConfigEntry
-from .const import CONF_API, CONF_STREAMING, DOMAIN, LOGGER, SUBENTRY_CONVERSATION
-from .entity import OpenAICompatibleEntity
+from .const import CONF_STREAMING, DOMAIN, LOGGER, SUBENTRY_CONVERSATION
+from .entity import OpenAICompatibleEntity, handover
 from .errors import ModelError
-from .fallback import async_converse_with, handover
-from .models.capabilities import WireApi, api_setting
-from .net.request import RequestSettings, ToolSet
-from .wire.round_trip import Dialect
+from .wire.round_trip import RoundTrip
 
 PARALLEL_UPDATES = 0
 
@@ -66,13 +61,11 @@ class OpenAICompatibleConversationEntity(
     @property
     @override
     def supports_streaming(self) -> bool:
-        """Tell whether the subentry streams its answers."""
         return bool(self.subentry.data.get(CONF_STREAMING, True))
 
     @property
     @override
     def supported_features(self) -> conversation.ConversationEntityFeature:
-        """Control the home when an LLM API is chosen."""
         if self.subentry.data.get(CONF_LLM_HASS_API):
             return conversation.ConversationEntityFeature.CONTROL
         return conversation.ConversationEntityFeature(0)
@@ -85,13 +78,11 @@ class OpenAICompatibleConversationEntity(
 
     @override
     async def async_added_to_hass(self) -> None:
-        """Register as an Assist agent."""
         await super().async_added_to_hass()
         conversation.async_set_agent(self.hass, self.entry, self)
 
     @override
     async def async_will_remove_from_hass(self) -> None:
-        """Unregister the agent."""
         conversation.async_unset_agent(self.hass, self.entry)
         await super().async_will_remove_from_hass()
 
@@ -107,17 +98,22 @@ class OpenAICompatibleConversationEntity(
         )
 
     async def _async_warm_up(self, language: str | None) -> None:
-        """Send the first request of a spoken command without its words."""
+        """Send the first request of a spoken command: no device, no words."""
+        chat_log = conversation.ChatLog(self.hass, ulid_now())
+        chat_log.content.append(conversation.UserContent(""))
+        context = llm.LLMContext(
+            DOMAIN, Context(), language, conversation.DOMAIN, None, self.entity_id
+        )
+        options = self.subentry.data
         try:
-            chat_log = await self._async_spoken_start(language)
-            offer = self._offer(chat_log)
-            api = self.capabilities.api(api_setting(self.entry.options.get(CONF_API)))
-            dialect: Callable[[RequestSettings, ToolSet], Dialect[Any, Any, Any]] = (
-                self._chat_dialect
-                if api is WireApi.CHAT_COMPLETIONS
-                else self._responses_dialect
+            await chat_log.async_provide_llm_data(
+                context,
+                options.get(CONF_LLM_HASS_API),
+                _spoken(options.get(CONF_PROMPT)),
             )
-            round_trip = self._round_trip(dialect, offer.tool_set(), chat_log)
+            tool_set = self._offer(chat_log).tool_set()
+            round_trip = self.adapter(tool_set, chat_log, fallback=False)
+            assert isinstance(round_trip, RoundTrip)
             body = await round_trip.async_build_body(chat_log)
             digest = hash(json_dumps(body))
             if self._warmed and self._warmed[0] == digest:
@@ -128,25 +124,9 @@ class OpenAICompatibleConversationEntity(
         except HomeAssistantError as err:
             LOGGER.debug("%s sent nothing ahead: %s", self.entity_id, err)
 
-    async def _async_spoken_start(self, language: str | None) -> conversation.ChatLog:
-        """Return a new conversation as a spoken command starts it: no device, no words."""
-        chat_log = conversation.ChatLog(self.hass, ulid_now())
-        chat_log.content.append(conversation.UserContent(""))
-        options = self.subentry.data
-        await chat_log.async_provide_llm_data(
-            llm.LLMContext(
-                DOMAIN, Context(), language, conversation.DOMAIN, None, self.entity_id
-            ),
-            options.get(CONF_LLM_HASS_API),
-            _spoken(options.get(CONF_PROMPT)),
-        )
-        return chat_log
-
     @override
     async def _async_handle_message(
-        self,
-        user_input: conversation.ConversationInput,
-        chat_log: conversation.ChatLog,
+        self, user_input: conversation.ConversationInput, chat_log: conversation.ChatLog
     ) -> conversation.ConversationResult:
         """Answer one user message."""
         options = self.subentry.data
@@ -172,15 +152,23 @@ class OpenAICompatibleConversationEntity(
                 raise ModelError("no_answer")
             return conversation.async_get_result_from_chat_log(user_input, chat_log)
 
+        async def ask_other(agent_id: str) -> conversation.ConversationResult:
+            """Ask another agent the user's message, in the same conversation."""
+            return await conversation.async_converse(
+                self.hass,
+                user_input.text,
+                chat_log.conversation_id,
+                user_input.context,
+                language=user_input.language,
+                agent_id=agent_id,
+                device_id=user_input.device_id,
+                satellite_id=user_input.satellite_id,
+                extra_system_prompt=user_input.extra_system_prompt,
+            )
+
         if (other := handover(self.entity_id, self.subentry, chat_log)) is None:
             return await answer()
-        return await other.async_run(
-            self.available,
-            answer,
-            partial(
-                async_converse_with, self.hass, user_input, chat_log.conversation_id
-            ),
-        )
+        return await other.async_run(self.available, answer, ask_other)
 
 
 def _spoken(prompt: str | None) -> str:

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import aclosing, contextmanager, nullcontext
+from contextvars import ContextVar
+from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, cast, override
+from typing import TYPE_CHECKING, Any, ClassVar, Final, cast, override
 
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import callback
 from homeassistant.helpers import device_registry as dr, llm
+from homeassistant.helpers.dispatcher import async_dispatcher_send
 from homeassistant.helpers.update_coordinator import CoordinatorEntity
 
 from .const import (
@@ -19,6 +22,7 @@ from .const import (
     CONF_AUDIO_MODEL,
     CONF_CALL_EXAMPLES,
     CONF_CHAT_MODEL,
+    CONF_FALLBACK,
     CONF_MAX_TOKENS,
     CONF_ONE_ROUND,
     CONF_PROVIDER,
@@ -35,12 +39,12 @@ from .const import (
     Feature,
 )
 from .coordinator import ServerCoordinator
-from .errors import AuthError, ModelError, ServerError
+from .errors import AuthError, ConnectError, ModelError, RateLimitedError, ServerError
 from .models.capabilities import ModelCapabilities, WireApi, api_setting
 from .models.provider_tools import responses_options
 from .models.providers import provider_for
 from .net.request import RequestSettings, ToolSet, build_tool_set
-from .net.shapes import ResponseFormat, WireBody
+from .net.shapes import JsonObject, ResponseFormat, WireBody
 from .net.transport import Budget
 from .tool_offer import ToolOffer
 from .window.context_window import (
@@ -61,6 +65,94 @@ from .wire.tool_answers import unanswerable_error
 
 if TYPE_CHECKING:
     from . import OpenAICompatibleConfigEntry
+
+# The agents and tasks handing a turn over in this task: a chain ends, a loop too.
+_handing_over: ContextVar[frozenset[str]] = ContextVar(
+    "openai_compatible_handing_over", default=frozenset()
+)
+# Failures another server might not have: ours is gone, slow, busy or failing.
+_SERVER_FAILURES: Final = frozenset(
+    {
+        "api_error",
+        "answer_cut_short",
+        "gateway_failed",
+        "server_failed",
+        "server_unavailable",
+    }
+)
+
+
+def usage_signal(subentry_id: str) -> str:
+    """Return the signal of a change of a subentry's usage counts."""
+    return f"{DOMAIN}_usage_{subentry_id}"
+
+
+def usage_counts(usage: JsonObject) -> dict[str, int]:
+    """Return the counts of a usage block in OpenAI's shape; an odd figure counts 0."""
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    figures = {**usage, "cached_tokens": cached}
+    return {
+        key: value if type(value := figures.get(key)) is int and value > 0 else 0
+        for key in ("prompt_tokens", "completion_tokens", "cached_tokens")
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Handover:
+    """One agent or task, the fallback it names, and the chat log of its turn."""
+
+    source: str
+    target: str
+    chat_log: conversation.ChatLog
+
+    async def async_run[T](
+        self,
+        available: bool,
+        own: Callable[[], Awaitable[T]],
+        other: Callable[[str], Awaitable[T]],
+    ) -> T:
+        """Answer with `own`, or with `other` (given the fallback) if our server fails.
+
+        Only while the attempt left nothing after the user's message: no tool runs twice.
+        """
+        reason = "unavailable"
+        if available:
+            try:
+                return await own()
+            except ServerError as err:
+                failed = isinstance(err, ConnectError | RateLimitedError) or (
+                    type(err) is ServerError and err.translation_key in _SERVER_FAILURES
+                )
+                last = self.chat_log.content[-1]
+                if not failed or not isinstance(last, conversation.UserContent):
+                    raise
+                reason = str(err.translation_key)
+        LOGGER.info(
+            "%s cannot answer (%s); %s answers instead",
+            self.source,
+            reason,
+            self.target,
+        )
+        self.chat_log.async_trace(
+            {"fallback": {"from": self.source, "to": self.target, "reason": reason}}
+        )
+        token = _handing_over.set(_handing_over.get() | {self.source})
+        try:
+            return await other(self.target)
+        finally:
+            _handing_over.reset(token)
+
+
+def handover(
+    source: str, subentry: ConfigSubentry, chat_log: conversation.ChatLog
+) -> Handover | None:
+    """Return the subentry's handover, or None: no fallback, or one in the chain."""
+    target = subentry.data.get(CONF_FALLBACK)
+    chain = _handing_over.get()
+    if not target or source in chain or target in chain:
+        return None
+    return Handover(source, str(target), chat_log)
 
 
 def subentry_device_info(
@@ -124,21 +216,25 @@ class OpenAICompatibleSubentryEntity(CoordinatorEntity[ServerCoordinator]):
         timeout = float(self.entry.options.get(CONF_TIMEOUT, DEFAULT_TIMEOUT_SECONDS))
         return Budget(timeout, min(self.retry_wait, timeout))
 
+    @callback
+    def count(self, **counts: int) -> None:
+        """Add to the subentry's usage counts (`sensor.USAGE_KEYS`); tell its sensors."""
+        self.runtime.usage[self.subentry.subentry_id].update(counts)
+        async_dispatcher_send(self.hass, usage_signal(self.subentry.subentry_id))
+
     @contextmanager
     def _server_errors(self) -> Iterator[None]:
         """Count failures; start reauthentication when the server refuses our key."""
-        usage = self.runtime.usage
         try:
             yield
-        except AuthError as err:
-            usage.record_error(self.subentry.subentry_id)
+        except ServerError as err:
+            self.count(errors=1)
+            if not isinstance(err, AuthError):
+                LOGGER.debug("Model server error: %s", err.translation_key)
+                raise
             LOGGER.warning("The server refused the API key; starting reauth")
             self.entry.async_start_reauth(self.hass)
             raise AuthError("reauth_started") from err
-        except ServerError as err:
-            usage.record_error(self.subentry.subentry_id)
-            LOGGER.debug("Model server error: %s", err.translation_key)
-            raise
 
 
 class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
@@ -173,14 +269,30 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
             extra=request_fields(options, capabilities) if tuned else {},
         )
 
-    def adapter(self, tool_set: ToolSet, chat_log: conversation.ChatLog) -> Adapter:
-        """Return the wire adapter for a run of rounds, fitted to the window."""
+    def adapter(
+        self,
+        tool_set: ToolSet,
+        chat_log: conversation.ChatLog,
+        *,
+        fallback: bool = True,
+    ) -> Adapter:
+        """Return the wire adapter for a run of rounds, fitted to the window.
+
+        Without `fallback`, the round trip over the API the setting and model choose.
+        """
         setting = api_setting(self.entry.options.get(CONF_API))
         chat = partial(self._round_trip, self._chat_dialect, tool_set, chat_log)
         if self.capabilities.api(setting) is WireApi.CHAT_COMPLETIONS:
             return chat()
-        responses = self._round_trip(self._responses_dialect, tool_set, chat_log)
-        if setting is not WireApi.AUTOMATIC:
+        options = responses_options(self.hass, self.subentry.data)
+        responses = self._round_trip(
+            lambda settings, tools: ResponsesDialect(
+                self.hass, self.capabilities, settings, options, tools, self.entity_id
+            ),
+            tool_set,
+            chat_log,
+        )
+        if setting is not WireApi.AUTOMATIC or not fallback:
             return responses
         return FallbackAdapter(responses, chat, self.capabilities)
 
@@ -188,15 +300,6 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
         self, settings: RequestSettings, tool_set: ToolSet
     ) -> ChatCompletionsDialect:
         return ChatCompletionsDialect(self.hass, settings, tool_set)
-
-    def _responses_dialect(
-        self, settings: RequestSettings, tool_set: ToolSet
-    ) -> ResponsesDialect:
-        """Return the Responses dialect, with the subentry's Responses options."""
-        options = responses_options(self.hass, self.subentry.data)
-        return ResponsesDialect(
-            self.hass, self.capabilities, settings, options, tool_set, self.entity_id
-        )
 
     def _round_trip(
         self,
@@ -206,14 +309,13 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
     ) -> RoundTrip:
         settings = self.request_settings()
         capabilities = self.capabilities
-        subentry_id = self.subentry.subentry_id
         return RoundTrip(
             self.runtime.transport,
             capabilities,
             dialect(settings, tool_set),
             self.budget(),
-            on_request=partial(self.runtime.usage.record_request, subentry_id),
-            on_usage=partial(self.runtime.usage.record_usage, subentry_id),
+            on_request=partial(self.count, requests=1),
+            on_usage=lambda usage: self.count(**usage_counts(usage)),
             fit=None
             if chat_log is None
             else RequestFit(self.context_window, chat_log, capabilities, settings),

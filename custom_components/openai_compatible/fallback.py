@@ -1,123 +1,25 @@
-"""Handing a turn to the agent or task a subentry names when our server cannot."""
+"""An AI task handed to the task its subentry names; the flows' check for a loop.
+
+The one place that reads ai_task's internals (`DATA_COMPONENT`,
+`internal_async_generate_image`): its image helper stores the image and gives
+no bytes, so an image handover runs the entity as that helper does. A turn's
+handover itself is `entity.Handover`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import Final
-
-from homeassistant.components import ai_task, conversation
+from homeassistant.components import ai_task
 from homeassistant.components.ai_task.const import DATA_COMPONENT
 from homeassistant.components.ai_task.permissions import async_check_permissions
-from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.chat_session import async_get_chat_session
 
-from .const import CONF_FALLBACK, DOMAIN, LOGGER
-from .errors import ConnectError, RateLimitedError, ServerError
-
-_handing_over: ContextVar[frozenset[str]] = ContextVar(
-    "openai_compatible_handing_over", default=frozenset()
-)
-
-_SERVER_FAILURES: Final = frozenset(
-    {
-        "api_error",
-        "answer_cut_short",
-        "gateway_failed",
-        "server_failed",
-        "server_unavailable",
-    }
-)
-
-
-def server_failed(err: ServerError) -> bool:
-    """Tell whether another server might answer: ours is gone, slow, busy or failing."""
-    if isinstance(err, ConnectError | RateLimitedError):
-        return True
-    return type(err) is ServerError and err.translation_key in _SERVER_FAILURES
-
-
-@dataclass(frozen=True, slots=True)
-class Handover:
-    """One agent or task, the fallback it names, and the chat log of its turn."""
-
-    source: str
-    target: str
-    chat_log: conversation.ChatLog
-
-    async def async_run[T](
-        self,
-        available: bool,
-        own: Callable[[], Awaitable[T]],
-        other: Callable[[str], Awaitable[T]],
-    ) -> T:
-        """Answer with `own`, or with `other` (given the fallback) if it fails."""
-        reason = "unavailable"
-        if available:
-            try:
-                return await own()
-            except ServerError as err:
-                # Only while the attempt left nothing after the user's message.
-                if not server_failed(err) or not isinstance(
-                    self.chat_log.content[-1], conversation.UserContent
-                ):
-                    raise
-                reason = str(err.translation_key)
-        LOGGER.info(
-            "%s cannot answer (%s); %s answers instead",
-            self.source,
-            reason,
-            self.target,
-        )
-        self.chat_log.async_trace(
-            {"fallback": {"from": self.source, "to": self.target, "reason": reason}}
-        )
-        token = _handing_over.set(_handing_over.get() | {self.source})
-        try:
-            return await other(self.target)
-        finally:
-            _handing_over.reset(token)
-
-
-def handover(
-    source: str, subentry: ConfigSubentry, chat_log: conversation.ChatLog
-) -> Handover | None:
-    """Return the subentry's handover, or None: no fallback, or one in the chain."""
-    target = subentry.data.get(CONF_FALLBACK)
-    chain = _handing_over.get()
-    if not target or source in chain or target in chain:
-        return None
-    return Handover(source, str(target), chat_log)
-
-
-async def async_converse_with(
-    hass: HomeAssistant,
-    user_input: conversation.ConversationInput,
-    conversation_id: str,
-    target: str,
-) -> conversation.ConversationResult:
-    """Ask another agent the user's message, in the same conversation."""
-    return await conversation.async_converse(
-        hass,
-        user_input.text,
-        conversation_id,
-        user_input.context,
-        language=user_input.language,
-        agent_id=target,
-        device_id=user_input.device_id,
-        satellite_id=user_input.satellite_id,
-        extra_system_prompt=user_input.extra_system_prompt,
-    )
+from .const import CONF_FALLBACK, DOMAIN
 
 
 async def async_generate_data_with(
-    hass: HomeAssistant,
-    task: ai_task.GenDataTask,
-    context: Context | None,
-    target: str,
+    hass: HomeAssistant, task: ai_task.GenDataTask, context: Context | None, target: str
 ) -> ai_task.GenDataTaskResult:
     """Give the same generate-data task to another AI task entity."""
     return await ai_task.async_generate_data(
@@ -160,18 +62,10 @@ def makes_images(hass: HomeAssistant, entity_id: str) -> bool:
 
 
 def _image_entity(hass: HomeAssistant, entity_id: str) -> ai_task.AITaskEntity | None:
-    """Return the AI task entity if it generates images.
-
-    The one read of ai_task's private entity component: its image helper stores the
-    image and gives no bytes, so a fallback runs the entity as that helper does.
-    """
+    """Return the AI task entity if it generates images."""
     entity = hass.data[DATA_COMPONENT].get_entity(entity_id)
-    if (
-        entity
-        and ai_task.AITaskEntityFeature.GENERATE_IMAGE in entity.supported_features
-    ):
-        return entity
-    return None
+    feature = ai_task.AITaskEntityFeature.GENERATE_IMAGE
+    return entity if entity and feature in entity.supported_features else None
 
 
 def closes_loop(hass: HomeAssistant, source: str | None, target: str) -> bool:

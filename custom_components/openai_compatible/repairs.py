@@ -185,9 +185,7 @@ class ModelRepairFlow(RepairsFlow):
             ),
         )
 
-    def _target(
-        self,
-    ) -> tuple[OpenAICompatibleConfigEntry, ConfigSubentry, str] | None:
+    def _target(self) -> tuple[OpenAICompatibleConfigEntry, ConfigSubentry, str] | None:
         data = self.data or {}
         entry = self.hass.config_entries.async_get_entry(str(data.get(ISSUE_ENTRY)))
         if entry is None or entry.state is not ConfigEntryState.LOADED:
@@ -221,9 +219,7 @@ class ModelRepairFlow(RepairsFlow):
 
 
 async def async_create_fix_flow(
-    hass: HomeAssistant,
-    issue_id: str,
-    data: dict[str, str | int | float | None] | None,
+    hass: HomeAssistant, issue_id: str, data: dict[str, str | int | float | None] | None
 ) -> RepairsFlow:
     """Return the fix flow of a model issue (the only fixable issues there are)."""
     return ModelRepairFlow()

@@ -8,11 +8,12 @@ from homeassistant.components.sensor import RestoreSensor, SensorStateClass
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import EntityCategory
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers.dispatcher import async_dispatcher_connect
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from . import OpenAICompatibleConfigEntry
 from .const import SUBENTRY_AI_TASK, SUBENTRY_CONVERSATION
-from .entity import subentry_device_info
+from .entity import subentry_device_info, usage_signal
 
 PARALLEL_UPDATES = 0
 
@@ -54,7 +55,7 @@ class UsageSensor(RestoreSensor):
     ) -> None:
         """Show one count of the subentry, on its device."""
         self._key = self._attr_translation_key = key
-        self._tracker = entry.runtime_data.usage
+        self._counts = entry.runtime_data.usage[subentry.subentry_id]
         self._subentry_id = subentry.subentry_id
         self._attr_unique_id = f"{subentry.subentry_id}_{key}"
         self._attr_device_info = subentry_device_info(entry, subentry)
@@ -62,16 +63,16 @@ class UsageSensor(RestoreSensor):
     @property
     def native_value(self) -> int:
         """Return the count."""
-        return self._tracker.counts[self._subentry_id][self._key]
+        return self._counts[self._key]
 
     async def async_added_to_hass(self) -> None:
         """Add the count saved before a restart; show each change."""
         await super().async_added_to_hass()
         last = await self.async_get_last_sensor_data()
         if last is not None and isinstance(last.native_value, (int, float)):
-            self._tracker.counts[self._subentry_id][self._key] += int(last.native_value)
+            self._counts[self._key] += int(last.native_value)
         self.async_on_remove(
-            self._tracker.async_add_listener(
-                self._subentry_id, self.async_write_ha_state
+            async_dispatcher_connect(
+                self.hass, usage_signal(self._subentry_id), self.async_write_ha_state
             )
         )

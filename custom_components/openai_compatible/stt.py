@@ -13,12 +13,13 @@ from homeassistant.helpers import area_registry as ar
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from . import OpenAICompatibleConfigEntry
-from .const import CONF_AUDIO_MODEL, CONF_HINT_NAMES, LOGGER, SUBENTRY_STT
+from .const import CONF_AUDIO_MODEL, CONF_HINT_NAMES, LOGGER, SUBENTRY_STT, Feature
 from .entity import OpenAICompatibleSubentryEntity
 from .errors import InputError, TranslatedError
 from .models.names import transcription_languages
+from .net.shapes import TranscriptionBody
 from .net.sse import mebibytes
-from .voice.audio import MAX_RECORDING_BYTES, TranscriptionRequest, async_transcribe
+from .voice.audio import MAX_RECORDING_BYTES, async_transcribe
 from .voice.audio_files import pcm_wav
 
 PARALLEL_UPDATES = 0
@@ -43,8 +44,8 @@ async def async_setup_entry(
 
 async def async_read_recording(
     metadata: stt.SpeechMetadata, stream: AsyncIterable[bytes]
-) -> tuple[bytes, str]:
-    """Return the recording as a file and its name; WAV's raw samples get a header."""
+) -> tuple[str, bytes]:
+    """Return the recording's file name and the file; WAV's raw samples get a header."""
     audio = bytearray()
     async for chunk in stream:
         audio += chunk
@@ -53,14 +54,14 @@ async def async_read_recording(
                 "recording_too_large", limit=mebibytes(MAX_RECORDING_BYTES)
             )
     if metadata.format is stt.AudioFormats.OGG:
-        return bytes(audio), "speech.ogg"
+        return "speech.ogg", bytes(audio)
     wav = pcm_wav(
         bytes(audio),
         metadata.sample_rate.value,
         metadata.bit_rate.value // 8,
         metadata.channel.value,
     )
-    return wav, "speech.wav"
+    return "speech.wav", wav
 
 
 class OpenAICompatibleSTTEntity(stt.SpeechToTextEntity, OpenAICompatibleSubentryEntity):
@@ -88,19 +89,19 @@ class OpenAICompatibleSTTEntity(stt.SpeechToTextEntity, OpenAICompatibleSubentry
     ) -> AsyncGenerator[stt.PartialSpeechResult | stt.SpeechResult]:
         """Yield what the server heard so far, then all; a failure ends in ERROR."""
         try:
-            recording, filename = await async_read_recording(metadata, stream)
-            request = TranscriptionRequest(
-                model=self.model,
-                recording=recording,
-                filename=filename,
-                # Whisper wants ISO 639-1 (en), Home Assistant may say en-US.
-                language=metadata.language.split("-", maxsplit=1)[0].lower(),
-                prompt=self._prompt(),
-            )
+            recording = await async_read_recording(metadata, stream)
+            body: TranscriptionBody = {"model": self.model, "response_format": "json"}
+            # Whisper wants ISO 639-1 (en), Home Assistant may say en-US.
+            if language := metadata.language.split("-", maxsplit=1)[0].lower():
+                body["language"] = language
+            if prompt := self._prompt():
+                body["prompt"] = prompt
             capabilities = self.runtime.capabilities.model(self.model)
+            if not capabilities.refuses(Feature.TRANSCRIPT_STREAM):
+                body["stream"] = True
             with self._server_errors():
                 async for text, final in async_transcribe(
-                    self.runtime.transport, capabilities, request, self.budget()
+                    self.runtime.transport, capabilities, body, recording, self.budget()
                 ):
                     if final:
                         yield stt.SpeechResult(text, stt.SpeechResultState.SUCCESS)

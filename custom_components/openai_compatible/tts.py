@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
-from dataclasses import replace
 from typing import Any, Final, override
 
 from homeassistant.components import tts
@@ -30,12 +29,12 @@ from .models.names import (
     takes_instructions,
     voice_language,
 )
+from .net.shapes import SpeechBody
 from .net.sse import async_capped
 from .voice.audio import (
     MAX_SPEECH_BYTES,
     MAX_SPEED,
     MIN_SPEED,
-    SpeechRequest,
     async_fetch_voices,
     async_speak,
 )
@@ -87,13 +86,11 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
     @property
     @override
     def name(self) -> str:
-        """Return the subentry's title."""
         return self.subentry.title
 
     @property
     @override
     def supported_languages(self) -> list[str]:
-        """Return the languages the subentry's model speaks."""
         return speech_languages(self.model)
 
     @property
@@ -121,7 +118,6 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
     @property
     @override
     def default_options(self) -> Mapping[str, Any]:
-        """Return the subentry's voice and format."""
         return {
             tts.ATTR_VOICE: self.voice,
             tts.ATTR_PREFERRED_FORMAT: self._audio_format,
@@ -168,10 +164,8 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
             return "wav", "wav"
         return server_format, wanted
 
-    def _speech(
-        self, options: Mapping[str, object], audio_format: str
-    ) -> SpeechRequest:
-        """Return a request with no text yet: the subentry's settings, options over them."""
+    def _speech(self, options: Mapping[str, object], audio_format: str) -> SpeechBody:
+        """Return a body with no text yet: the subentry's settings, options over them."""
         data = self.subentry.data
         asked = options.get(CONF_SPEED, data.get(CONF_SPEED, 1.0))
         try:  # a speed that is no number is 0: out of range
@@ -187,31 +181,34 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
             )
         instructions = options.get(CONF_INSTRUCTIONS, data.get(CONF_INSTRUCTIONS))
         refuses = self.runtime.capabilities.model(self.model).refuses
-        if not takes_instructions(self.model) or refuses(Feature.SPEECH_INSTRUCTIONS):
-            instructions = None
-        if refuses(Feature.SPEECH_SPEED):
-            speed = 1.0
-        return SpeechRequest(
-            model=self.model,
-            voice=str(options.get(tts.ATTR_VOICE) or self.voice),
-            text="",
-            audio_format=audio_format,
-            speed=speed,
-            instructions=str(instructions) if instructions else None,
-        )
+        body: SpeechBody = {
+            "model": self.model,
+            "voice": str(options.get(tts.ATTR_VOICE) or self.voice),
+            "input": "",
+            "response_format": audio_format,
+        }
+        if speed != 1.0 and not refuses(Feature.SPEECH_SPEED):
+            body["speed"] = speed
+        if (
+            instructions
+            and takes_instructions(self.model)
+            and not refuses(Feature.SPEECH_INSTRUCTIONS)
+        ):
+            body["instructions"] = str(instructions)
+        return body
 
     async def _async_spoken(
-        self, sentences: AsyncIterator[str], speech: SpeechRequest
+        self, sentences: AsyncIterator[str], speech: SpeechBody
     ) -> AsyncGenerator[bytes]:
         """Yield the joined audio of the sentences, each asked on its own."""
         transport, budget = self.runtime.transport, self.budget()
         capabilities = self.runtime.capabilities.model(self.model)
         answers = (
-            async_speak(transport, capabilities, replace(speech, text=text), budget)
+            async_speak(transport, capabilities, {**speech, "input": text}, budget)
             async for text in sentences
         )
         with self._server_errors():
-            joined = async_join(speech.audio_format, answers)
+            joined = async_join(speech["response_format"], answers)
             async for piece in async_capped(joined, MAX_SPEECH_BYTES):
                 yield piece
 

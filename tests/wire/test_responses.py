@@ -91,9 +91,7 @@ async def test_plain_answer(
     assert body["store"] is False
     assert body["stream"] is True
     assert without_cache_key(body) == snapshot
-    counts = entry.runtime_data.usage.counts[
-        next(iter(entry.subentries.values())).subentry_id
-    ]
+    counts = entry.runtime_data.usage[next(iter(entry.subentries.values())).subentry_id]
     assert (counts["requests"], counts["completion_tokens"]) == (1, 4)
 
 

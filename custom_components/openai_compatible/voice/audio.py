@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
+from collections.abc import AsyncIterator, Mapping
 import json
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import httpx2
 
@@ -36,43 +35,37 @@ def _media_type(headers: httpx2.Headers) -> str:
     return headers.get("content-type", "").split(";")[0].strip().lower()
 
 
-@dataclass(frozen=True, slots=True)
-class TranscriptionRequest:
-    """A recording to transcribe and how."""
+# Optional fields of an audio request, by the feature a server may refuse.
+_OPTIONAL: Final = {
+    Feature.SPEECH_SPEED: "speed",
+    Feature.SPEECH_INSTRUCTIONS: "instructions",
+    Feature.TRANSCRIPT_STREAM: "stream",
+}
 
-    model: str
-    recording: bytes
-    filename: str
-    language: str | None = None
-    prompt: str | None = None
-    # Unless the model is known to refuse it; servers that cannot stream answer whole.
-    stream: bool = True
+
+def _sent(body: Mapping[str, object]) -> frozenset[Feature]:
+    return frozenset(feature for feature, key in _OPTIONAL.items() if key in body)
 
 
 async def async_transcribe(
     transport: Transport,
     capabilities: ModelCapabilities,
-    request: TranscriptionRequest,
+    body: TranscriptionBody,
+    recording: tuple[str, bytes],
     budget: Budget,
 ) -> AsyncIterator[tuple[str, bool]]:
-    """Yield (the transcript so far, False) as the server gives it, then (all, True)."""
-    body: TranscriptionBody = {"model": request.model, "response_format": "json"}
-    if request.language:
-        body["language"] = request.language
-    if request.prompt:
-        body["prompt"] = request.prompt
-    sent: frozenset[Feature] = frozenset()
-    if request.stream and not capabilities.refuses(Feature.TRANSCRIPT_STREAM):
-        body["stream"] = True
-        sent = frozenset({Feature.TRANSCRIPT_STREAM})
+    """Yield (the transcript so far, False) as the server gives it, then (all, True).
+
+    A server that cannot stream answers whole.
+    """
     try:
         async with transport.async_open(
             "POST",
             TRANSCRIPTION_ROUTE,
             budget=budget,
             body=body,
-            files=[("file", (request.filename, request.recording))],
-            sent=sent,
+            files=[("file", recording)],
+            sent=_sent(body),
         ) as opened:
             media_type = _media_type(opened.response.headers)
             if media_type == "text/event-stream":
@@ -83,8 +76,14 @@ async def async_transcribe(
                 raw = await async_read_body(opened.aiter_bytes(), MAX_TEXT_BYTES)
                 yield _transcript_text(raw, media_type), True
     except ServerError as err:
-        retried = _without_refused(err, TRANSCRIPTION_ROUTE, request, capabilities)
-        async for part in async_transcribe(transport, capabilities, retried, budget):
+        retried = _without_refused(err, TRANSCRIPTION_ROUTE, body, capabilities)
+        async for part in async_transcribe(
+            transport,
+            capabilities,
+            cast("TranscriptionBody", retried),
+            recording,
+            budget,
+        ):
             yield part
 
 
@@ -139,78 +138,52 @@ async def _transcript_events(events: EventStream) -> AsyncIterator[tuple[str, bo
     yield (heard if final is None else final).strip(), True
 
 
-@dataclass(frozen=True, slots=True)
-class SpeechRequest:
-    """A text to speak and how."""
-
-    model: str
-    voice: str
-    text: str
-    audio_format: str
-    speed: float = 1.0
-    instructions: str | None = None
-
-
 # The speeds OpenAI's speech route takes.
 MIN_SPEED: Final = 0.25
 MAX_SPEED: Final = 4.0
-# Optional fields of an audio request, and the value that leaves each out.
-_WITHOUT: Final[dict[Feature, dict[str, Any]]] = {
-    Feature.SPEECH_SPEED: {"speed": 1.0},
-    Feature.SPEECH_INSTRUCTIONS: {"instructions": None},
-    Feature.TRANSCRIPT_STREAM: {"stream": False},
-}
 
 
 async def async_speak(
     transport: Transport,
     capabilities: ModelCapabilities,
-    request: SpeechRequest,
+    body: SpeechBody,
     budget: Budget,
 ) -> AsyncIterator[bytes]:
     """Yield the audio of a text as the server sends it."""
-    body: SpeechBody = {
-        "model": request.model,
-        "voice": request.voice,
-        "input": request.text,
-        "response_format": request.audio_format,
-    }
-    sent: set[Feature] = set()
-    if request.speed != 1.0:
-        body["speed"] = request.speed
-        sent.add(Feature.SPEECH_SPEED)
-    if request.instructions:
-        body["instructions"] = request.instructions
-        sent.add(Feature.SPEECH_INSTRUCTIONS)
     try:
         async with transport.async_open(
-            "POST", SPEECH_ROUTE, budget=budget, body=body, sent=frozenset(sent)
+            "POST", SPEECH_ROUTE, budget=budget, body=body, sent=_sent(body)
         ) as opened:
             media_type = _media_type(opened.response.headers)
             if media_type.startswith(("application/json", "text/")):
                 raise unreadable(f"the server sent {media_type} instead of audio")
             pieces = async_capped(opened.aiter_bytes(), MAX_SPEECH_BYTES)
-            async for piece in _audio_only(pieces, request.audio_format):
+            async for piece in _audio_only(pieces, body["response_format"]):
                 yield piece
     except ServerError as err:
-        retried = _without_refused(err, SPEECH_ROUTE, request, capabilities)
-        async for piece in async_speak(transport, capabilities, retried, budget):
+        retried = _without_refused(err, SPEECH_ROUTE, body, capabilities)
+        async for piece in async_speak(
+            transport, capabilities, cast("SpeechBody", retried), budget
+        ):
             yield piece
 
 
-def _without_refused[R: (SpeechRequest, TranscriptionRequest)](
-    err: ServerError, route: str, request: R, capabilities: ModelCapabilities
-) -> R:
-    """Return the request without a field refused (learned if refused in general).
+def _without_refused(
+    err: ServerError,
+    route: str,
+    body: Mapping[str, Any],
+    capabilities: ModelCapabilities,
+) -> dict[str, Any]:
+    """Return the body without a field refused (learned if refused in general).
 
     Any other failure raises the error it means, the route's own where it has one.
     """
-    if isinstance(err, RequestRejectedError) and err.feature in _WITHOUT:
+    if isinstance(err, RequestRejectedError) and err.feature in _OPTIONAL:
         if err.general:
             capabilities.learn_refused(err.feature, err.lesson_source)
-        return replace(request, **_WITHOUT[err.feature])
-    voice = request.voice if isinstance(request, SpeechRequest) else None
-    if specific := route_error(err, route, request.model, voice):
+        refused = _OPTIONAL[err.feature]
+        return {key: value for key, value in body.items() if key != refused}
+    if specific := route_error(err, route, body["model"], body.get("voice")):
         raise specific from err
     raise err
 

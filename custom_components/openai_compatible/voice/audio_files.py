@@ -31,9 +31,12 @@ async def async_join(
                 yield streaming_wav_header(header.format)
             elif header.format != wav_format:
                 raise unreadable("the audio format changed")
-            pieces = _wav_samples(header, rest, answer)
+            pieces = _trimmed(rest, answer, skip=0, keep=header.data_size)
         elif audio_format == "mp3" and not first:
-            pieces = _without_id3(answer)
+            head = b""
+            while len(head) < 10 and (piece := await anext(answer, None)) is not None:
+                head += piece
+            pieces = _trimmed(head, answer, skip=_id3_size(head), keep=None)
         else:
             pieces = answer
         first = False
@@ -126,49 +129,24 @@ def _wav_header(wav_format: bytes, riff_size: int, data_size: int) -> bytes:
     return riff + wav_format + struct.pack("<4sI", b"data", data_size)
 
 
-async def _wav_samples(
-    header: _WavHeader, rest: bytes, answer: AsyncIterator[bytes]
+async def _trimmed(
+    head: bytes, answer: AsyncIterator[bytes], *, skip: int, keep: int | None
 ) -> AsyncIterator[bytes]:
-    """Yield the samples of a WAV answer, stopping where its data chunk ends."""
-    remaining = header.data_size
-
-    def cut(piece: bytes) -> bytes:
-        nonlocal remaining
-        if remaining is None:
-            return piece
-        piece, remaining = piece[:remaining], max(0, remaining - len(piece))
-        return piece
-
-    if rest and (piece := cut(rest)):
-        yield piece
-    async for piece in answer:
-        if piece := cut(piece):
-            yield piece
-
-
-async def _without_id3(answer: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """Yield an MP3 answer without the ID3v2 tag it may start with."""
-    buffer = b""
-    skip: int | None = None
-    async for piece in answer:
-        if skip is None:
-            buffer += piece
-            if len(buffer) < 10:
-                continue
-            skip = _id3_size(buffer)
-            piece, buffer = buffer, b""
-        if skip:
-            dropped = min(skip, len(piece))
-            piece, skip = piece[dropped:], skip - dropped
+    """Yield `head`, then the answer: less the first `skip` bytes, `keep` at most."""
+    piece: bytes | None = head
+    while piece is not None:
+        dropped = min(skip, len(piece))
+        piece, skip = piece[dropped:], skip - dropped
+        if keep is not None:
+            piece, keep = piece[:keep], max(0, keep - len(piece))
         if piece:
             yield piece
-    if buffer:
-        yield buffer
+        piece = await anext(answer, None)
 
 
 def _id3_size(head: bytes) -> int:
-    """Return the length of the ID3v2 tag at the start of an MP3, or 0."""
-    if not head.startswith(b"ID3"):
+    """Return the length of the ID3v2 tag at the start of an MP3 (10 bytes), or 0."""
+    if len(head) < 10 or not head.startswith(b"ID3"):
         return 0
     size = 0
     for byte in head[6:10]:
