@@ -27,7 +27,7 @@ from .models.lifecycle import ListedModels, listed_models
 from .models.listing import MAX_LISTED_MODELS, MAX_LISTING_BYTES, async_fetch_models
 from .models.providers import provider_for
 from .models.server_info import ServerKind, ServerReport, async_server_report
-from .net.sse import mebibytes
+from .net.readers import mebibytes
 from .net.transport import Transport
 
 if TYPE_CHECKING:

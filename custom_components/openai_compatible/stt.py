@@ -17,7 +17,7 @@ from .const import CONF_AUDIO_MODEL, CONF_HINT_NAMES, LOGGER, SUBENTRY_STT
 from .entity import OpenAICompatibleSubentryEntity
 from .errors import InputError, TranslatedError
 from .models.audio_models import transcription_languages
-from .net.sse import mebibytes
+from .net.readers import mebibytes
 from .voice.audio import MAX_RECORDING_BYTES, TranscriptionRequest, async_transcribe
 from .voice.audio_files import pcm_wav
 

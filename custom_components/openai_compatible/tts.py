@@ -30,7 +30,7 @@ from .models.audio_models import (
     takes_instructions,
     voice_language,
 )
-from .net.sse import async_capped
+from .net.readers import async_capped
 from .voice.audio import (
     MAX_SPEECH_BYTES,
     MAX_SPEED,

@@ -22,7 +22,9 @@ from ..const import DOMAIN, LOGGER
 from ..errors import ModelError, ServerError, TranslatedError
 from ..net.readers import (
     ChoiceDelta,
+    EventStream,
     JSONObject,
+    async_read_body,
     error_message,
     read_choices,
     read_list,
@@ -30,7 +32,6 @@ from ..net.readers import (
     read_usage,
 )
 from ..net.request import OwnCalls
-from ..net.sse import EventStream, async_read_body
 from ..server_errors.answers import answer_error
 from .tool_answers import answered_calls, tool_inputs
 from .tool_calls import PendingCall, ToolCallAssembler
