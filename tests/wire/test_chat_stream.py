@@ -19,7 +19,7 @@ from custom_components.openai_compatible.wire.chat_stream import (
     async_read_answer,
     whole_answer_chunk,
 )
-from custom_components.openai_compatible.wire.tool_answers import AnsweredCalls
+from custom_components.openai_compatible.wire.tool_calls import AnsweredCalls
 from simulator import chunk
 
 LIGHT_TOOLS = {"intent__HassTurnOn": "HassTurnOn"}

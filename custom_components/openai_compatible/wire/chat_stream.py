@@ -33,8 +33,7 @@ from ..net.readers import (
 )
 from ..net.request import OwnCalls
 from ..server_errors.answers import answer_error
-from .tool_answers import answered_calls, tool_inputs
-from .tool_calls import PendingCall, ToolCallAssembler
+from .tool_calls import AnsweredCalls, PendingCall, ToolCallAssembler, call_input
 from .written_calls import WrittenCallWatch
 
 if TYPE_CHECKING:
@@ -235,19 +234,27 @@ class ChatStreamParser:
         elif watch is not None:
             said, written = watch.finish(called=bool(self._calls.calls))
             self._say(said, deltas)
-        # With native calls too, written ones only repeat them.
-        self._calls.adopt(written)
-        inputs, answers = tool_inputs(
-            self._calls.named_calls(),
-            self._tool_names,
-            self._new_call_id,
-            self._own_calls,
-        )
-        if inputs:
+        if not self._calls.calls:
+            # With native calls too, written ones only repeat them.
+            self._calls.calls.extend(written)
+        pairs = [
+            call_input(
+                call,
+                call.call_id or self._new_call_id(),
+                self._tool_names,
+                self._own_calls,
+            )
+            for call in self._calls.named_calls()
+        ]
+        answers = [answer for _, answer in pairs if answer is not None]
+        if pairs:
             self._handed = True
-            handed: conversation.AssistantContentDeltaDict = {"tool_calls": inputs}
+            handed: conversation.AssistantContentDeltaDict = {
+                "tool_calls": [tool_input for tool_input, _ in pairs]
+            }
             if answers:
-                handed["native"] = answered_calls(answers)
+                ids = frozenset(answer["tool_call_id"] for answer in answers)
+                handed["native"] = AnsweredCalls(ids)
             elif self._cut == "length":
                 # The words before the calls were cut: a sentence may stand for them.
                 handed["native"] = ANSWER_CUT
