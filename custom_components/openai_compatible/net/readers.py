@@ -70,8 +70,7 @@ class SSEDecoder:
     def __init__(self, max_line_bytes: int = MAX_LINE_BYTES) -> None:
         """Start at the beginning of a stream."""
         self._max_line = max_line_bytes
-        self._partial: list[bytes] = []
-        self._partial_size = 0
+        self._partial = bytearray()
         self._data: list[bytes] = []
         # The last chunk ended with CR: an LF starting the next one ends nothing.
         self._after_cr = False
@@ -89,15 +88,13 @@ class SSEDecoder:
         events: list[bytes] = []
         if lines:
             if self._partial:
-                lines[0] = b"".join([*self._partial, lines[0]])
-                self._partial = []
-                self._partial_size = 0
+                lines[0] = bytes(self._partial + lines[0])
+                self._partial.clear()
             for line in lines:
                 self._line(line, events)
         if rest:
-            self._partial_size += len(rest)
-            self._check_size(self._partial_size)
-            self._partial.append(rest)
+            self._check_size(len(self._partial) + len(rest))
+            self._partial += rest
         return events
 
     def close(self) -> list[bytes]:
@@ -120,8 +117,7 @@ class SSEDecoder:
                 self._line(b"", events)
         elif not line:
             if self._data:
-                data = self._data
-                events.append(data[0] if len(data) == 1 else b"\n".join(data))
+                events.append(b"\n".join(self._data))
                 self._data = []
         elif self._first_line and line.startswith(_BOM):
             self._first_line = False
