@@ -37,8 +37,7 @@ _HINTS: Final = {
     "JSON object matching its parameters.",
     "unknown_tool": "Call one of the offered tools, by its exact name.",
 }
-# The call Home Assistant's default agent adds for a sentence trigger it
-# answered; its result holds what the trigger said.
+# The call Home Assistant's default agent adds for a sentence trigger it answered.
 _TRIGGER: Final = "trigger_sentence"
 # Home Assistant's intents for what a name's verb asks (its prompt says to
 # lock with HassTurnOn and unlock with HassTurnOff).
@@ -75,10 +74,7 @@ class PendingCall:
         self._size += len(text)
 
     def arguments_complete(self) -> bool:
-        """Tell whether the arguments so far form a whole JSON value.
-
-        A failed check is repeated only once the arguments have doubled: linear time.
-        """
+        """Tell whether the arguments form a whole JSON value (rechecked once doubled)."""
         if self.decoded is not None:
             return True
         if self._size < self._next_check:
@@ -226,9 +222,8 @@ def call_input(
 def checked_calls(tool_set: ToolSet) -> OwnCalls:
     """Return the set's own calls, first answering calls that lack a required key.
 
-    Home Assistant runs a tool without checking its arguments. Only required
-    keys are held to: tools coerce the rest (Home Assistant's intents take
-    one domain where their parameters say a list).
+    Home Assistant does not check a tool's arguments; only required keys are
+    held to, as tools coerce the rest (an intent takes one domain for a list).
     """
     required = {
         tool_set.from_wire[tool["function"]["name"]]: required_keys(
@@ -291,9 +286,8 @@ def _answered_with(
 def model_calls(content: conversation.AssistantContent) -> list[llm.ToolInput]:
     """Return the calls of a message that go to the server as calls.
 
-    Those the model made, and the sentence triggers Home Assistant answered
-    earlier in the conversation (the model reads them as its own, as Home
-    Assistant means them); not the calls a provider ran itself.
+    Those the model made and the sentence triggers Home Assistant answered (the
+    model reads them as its own); not the calls a provider ran itself.
     """
     native = content.native
     answered = native.ids if isinstance(native, AnsweredCalls) else frozenset()
