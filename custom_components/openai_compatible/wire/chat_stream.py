@@ -273,10 +273,9 @@ class ChatStreamParser:
 def whole_answer_chunk(raw: bytes) -> JSONObject:
     """Return a whole (non-streamed) answer in the form of one stream chunk."""
     try:
-        decoded = json_loads(raw)
+        answer = read_object(json_loads(raw), "the answer")
     except ValueError as err:
         raise ServerError("answer_not_json") from err
-    answer = read_object(decoded, "the answer")
     choices = (
         read_object(choice, "choices")
         for choice in read_list(answer.get("choices"), "choices")
