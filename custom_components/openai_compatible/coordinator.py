@@ -32,7 +32,7 @@ from .models.listing import (
 )
 from .models.providers import provider_for
 from .models.server_info import ServerKind, ServerReport, async_server_report
-from .net.sse import mebibytes
+from .net.readers import mebibytes
 from .net.transport import Transport
 
 if TYPE_CHECKING:

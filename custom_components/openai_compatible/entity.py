@@ -61,7 +61,7 @@ from .wire.rescue import TurnRescue
 from .wire.responses import ResponsesDialect
 from .wire.round_trip import Dialect, RoundTrip
 from .wire.route_fallback import Adapter, FallbackAdapter
-from .wire.tool_answers import unanswerable_error
+from .wire.tool_calls import unanswerable_error
 
 if TYPE_CHECKING:
     from . import OpenAICompatibleConfigEntry

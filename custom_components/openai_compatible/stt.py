@@ -17,8 +17,8 @@ from .const import CONF_AUDIO_MODEL, CONF_HINT_NAMES, LOGGER, SUBENTRY_STT, Feat
 from .entity import OpenAICompatibleSubentryEntity
 from .errors import InputError, TranslatedError
 from .models.names import transcription_languages
+from .net.readers import mebibytes
 from .net.shapes import TranscriptionBody
-from .net.sse import mebibytes
 from .voice.audio import MAX_RECORDING_BYTES, async_transcribe
 from .voice.audio_files import pcm_wav
 

@@ -29,8 +29,8 @@ from .models.names import (
     takes_instructions,
     voice_language,
 )
+from .net.readers import async_capped
 from .net.shapes import SpeechBody
-from .net.sse import async_capped
 from .voice.audio import (
     MAX_SPEECH_BYTES,
     MAX_SPEED,

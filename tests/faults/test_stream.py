@@ -19,7 +19,10 @@ from homeassistant.helpers import intent
 import probatio
 import pytest
 
-from custom_components.openai_compatible.net.sse import MAX_ANSWER_BYTES, MAX_LINE_BYTES
+from custom_components.openai_compatible.net.readers import (
+    MAX_ANSWER_BYTES,
+    MAX_LINE_BYTES,
+)
 from custom_components.openai_compatible.wire.tool_calls import MAX_TOOL_CALLS
 from simulator import chunk, sse_text
 

@@ -1,18 +1,21 @@
-"""Tool calls assembled from fragments, or written as text."""
+"""Tool calls assembled from fragments, named, and answered when they cannot run."""
 
 from __future__ import annotations
 
 from itertools import count
 from typing import Any
 
+from homeassistant.helpers import llm
 import pytest
 
 from custom_components.openai_compatible.errors import ModelError, ServerError
-from custom_components.openai_compatible.wire.tool_answers import tool_inputs
+from custom_components.openai_compatible.net.request import ToolSet
 from custom_components.openai_compatible.wire.tool_calls import (
     MAX_TOOL_CALLS,
     PendingCall,
     ToolCallAssembler,
+    call_input,
+    checked_calls,
 )
 
 NAMES = {
@@ -28,9 +31,11 @@ def assemble(*fragments: Any) -> list[tuple[str, str, dict[str, Any]]]:
     for fragment in fragments:
         assembler.add(fragment)
     numbers = count()
-    inputs, _ = tool_inputs(
-        assembler.named_calls(), NAMES, lambda: f"new{next(numbers)}"
-    )
+    calls = assembler.named_calls()
+    inputs = [
+        call_input(call, call.call_id or f"new{next(numbers)}", NAMES)[0]
+        for call in calls
+    ]
     return [(call.id, call.tool_name, call.tool_args) for call in inputs]
 
 
@@ -143,7 +148,9 @@ def test_unusable_arguments_are_answered(arguments: str) -> None:
     """Arguments that are not JSON, too deep to parse or to write back: answered."""
     assembler = ToolCallAssembler()
     assembler.add(fragment(0, "x", "intent__HassTurnOn", arguments))
-    (call,), (answer,) = tool_inputs(assembler.named_calls(), NAMES, str)
+    (pending,) = assembler.named_calls()
+    call, answer = call_input(pending, "x", NAMES)
+    assert answer is not None
     assert (call.tool_name, call.external) == ("HassTurnOn", True)
     assert answer["result"].data["error"] == "invalid_tool_arguments"
     with pytest.raises(ModelError) as err:
@@ -162,7 +169,9 @@ def test_calls_of_tools_not_offered_are_answered() -> None:
     """A call of a tool that was not offered is answered with the offered names."""
     assembler = ToolCallAssembler()
     assembler.add(fragment(0, "x", "intent__HassDance", "{}"))
-    (call,), (answer,) = tool_inputs(assembler.named_calls(), NAMES, str)
+    (pending,) = assembler.named_calls()
+    call, answer = call_input(pending, "x", NAMES)
+    assert answer is not None
     assert call.external
     assert answer["result"].data["error"] == "unknown_tool"
     assert "intent__HassTurnOn, intent__HassTurnOff" in str(answer["result"].data)
@@ -177,3 +186,57 @@ def test_completeness_checks_back_off() -> None:
     assert not call.arguments_complete()  # 8 characters, not yet 2 * 6 + 1
     call.add_arguments(" " * 5)
     assert call.arguments_complete()
+
+
+TOOL_SET = ToolSet(
+    [
+        {
+            "type": "function",
+            "function": {
+                "name": "wire_count",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"label": {"type": "string"}},
+                    "required": ["label"],
+                },
+            },
+        },
+        {"type": "function", "function": {"name": "free"}},
+    ],
+    {"count": "wire_count", "free": "free"},
+    {"wire_count": "count", "free": "free"},
+)
+
+
+@pytest.mark.parametrize("arguments", [{"labels": 1}, {"label": None}])
+def test_a_call_without_a_required_key_is_answered(arguments: dict[str, Any]) -> None:
+    """A call without a required key (or with it null) gets an error naming it."""
+    result = checked_calls(TOOL_SET)(llm.ToolInput("count", arguments))
+
+    assert result is not None
+    assert result.error
+    assert result.data["error"] == "invalid_tool_arguments"
+    assert "'label'" in str(result.data["error_text"])
+
+
+def test_fitting_calls_go_to_the_set_own_calls() -> None:
+    """Calls with the required keys reach the set's own answer, whatever their types.
+
+    Tools coerce what they take (Home Assistant's intents take one domain for
+    a list of domains), so only a missing key is answered here.
+    """
+    seen: list[str] = []
+
+    def own(call: llm.ToolInput) -> llm.ToolResult | None:
+        seen.append(call.tool_name)
+        return None
+
+    checked = checked_calls(
+        ToolSet(TOOL_SET.tools, TOOL_SET.to_wire, TOOL_SET.from_wire, own)
+    )
+
+    assert checked(llm.ToolInput("count", {"label": "a\x01"})) is None
+    assert checked(llm.ToolInput("count", {"label": 5, "extra": True})) is None
+    assert checked(llm.ToolInput("free", {"any": 1})) is None
+    assert seen == ["count", "count", "free"]
+    assert checked_calls(TOOL_SET)(llm.ToolInput("count", {"label": "a"})) is None

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from custom_components.openai_compatible.errors import ModelError
+from custom_components.openai_compatible.wire.tool_calls import offered_name
 from custom_components.openai_compatible.wire.written_calls import (
     WrittenCallWatch,
     call_start,
     calls_in_text,
-    offered_name,
 )
 
 from .conftest import real_answer

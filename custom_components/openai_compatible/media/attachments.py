@@ -11,7 +11,7 @@ from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 
 from ..errors import InputError
-from ..net.sse import mebibytes
+from ..net.readers import mebibytes
 
 ATTACHMENT_MAX_BYTES: Final = 20 * 1024 * 1024
 # As OpenAI takes in one request; the file that goes past it is refused unread.

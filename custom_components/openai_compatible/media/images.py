@@ -17,7 +17,7 @@ import PIL.Image
 from ..const import Feature
 from ..errors import RequestRejectedError, ServerError
 from ..models.capabilities import ModelCapabilities
-from ..net.sse import async_read_body
+from ..net.readers import async_read_body
 from ..net.transport import Budget, FormFiles, Transport
 from .attachments import IMAGE_TYPES, async_load_attachments, sniff_mime_type
 from .image_fetch import IMAGE_MAX_BYTES, async_fetch_image

@@ -1,13 +1,24 @@
-"""Typed readers of what servers answer: untrusted JSON in, typed values out."""
+"""Answers read within bounds: untrusted bytes and JSON in, typed values out.
+
+Server-sent events by the spec: lines end only at CR, LF or CRLF (servers send
+U+2028 raw inside JSON strings), split on bytes so that a character cut
+between chunks is decoded whole.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field
+import logging
 import math
+import re
 from typing import Final
 
-from ..errors import MalformedAnswerError
+from homeassistant.util.json import json_loads
+
+from ..const import LOGGER
+from ..errors import MalformedAnswerError, ServerError
+from ..redact import redact
 from ..server_errors.text import plain
 from .shapes import JsonObject
 
@@ -16,6 +27,158 @@ type JSONObject = JsonObject
 # Token counts are believed up to this many; a context window from this many.
 MAX_TOKENS: Final = 10**9
 MIN_WINDOW: Final = 256
+# A stream's line; an answer, streamed or not, after decompression.
+MAX_LINE_BYTES = 1024 * 1024
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
+# OpenAI-style servers send one; one ending events with one LF, many.
+MAX_EVENT_LINES = 256
+
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+_BOM = b"\xef\xbb\xbf"
+_DONE = b"[DONE]"
+_EVENT = "a stream event"
+_LOGGED_BYTES = 200
+
+
+def mebibytes(size: int) -> str:
+    """Return a byte count as users read it, such as "16 MiB"."""
+    return f"{size / (1024 * 1024):g} MiB"
+
+
+async def async_capped(
+    chunks: AsyncIterable[bytes], limit: int = MAX_ANSWER_BYTES
+) -> AsyncIterator[bytes]:
+    """Yield the chunks of a body; raise once it grows past the limit."""
+    total = 0
+    async for chunk in chunks:
+        total += len(chunk)
+        if total > limit:
+            raise ServerError("answer_too_large", limit=mebibytes(limit))
+        yield chunk
+
+
+async def async_read_body(
+    chunks: AsyncIterable[bytes], limit: int = MAX_ANSWER_BYTES
+) -> bytes:
+    """Return a whole body; raise once it grows past the limit."""
+    return b"".join([chunk async for chunk in async_capped(chunks, limit)])
+
+
+class SSEDecoder:
+    """Turn an event stream's bytes into its events' data; an unclosed last one counts."""
+
+    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES) -> None:
+        """Start at the beginning of a stream."""
+        self._max_line = max_line_bytes
+        self._partial = bytearray()
+        self._data: list[bytes] = []
+        # The last chunk ended with CR: an LF starting the next one ends nothing.
+        self._after_cr = False
+        self._first_line = True
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """Return the data of the events that this chunk completes."""
+        if not chunk:
+            return []
+        if self._after_cr and chunk[:1] == b"\n":
+            chunk = chunk[1:]
+        self._after_cr = chunk[-1:] == b"\r"
+        lines = _LINE_END.split(chunk) if b"\r" in chunk else chunk.split(b"\n")
+        rest = lines.pop()
+        events: list[bytes] = []
+        if lines:
+            if self._partial:
+                lines[0] = bytes(self._partial + lines[0])
+                self._partial.clear()
+            for line in lines:
+                self._line(line, events)
+        if rest:
+            self._check_size(len(self._partial) + len(rest))
+            self._partial += rest
+        return events
+
+    def close(self) -> list[bytes]:
+        """Return the data of the event left open when the stream ends."""
+        # A line left open ends as if a line break followed it.
+        events = self.feed(b"\n") if self._partial else []
+        self._line(b"", events)
+        return events
+
+    def _check_size(self, size: int) -> None:
+        if size > self._max_line:
+            raise ServerError("answer_line_too_long", limit=mebibytes(self._max_line))
+
+    def _line(self, line: bytes, events: list[bytes]) -> None:
+        """Interpret one line: a data field, a blank line ending an event, or else."""
+        self._check_size(len(line))
+        if line.startswith(b"data:"):
+            self._data.append(line[6:] if line[5:6] == b" " else line[5:])
+            if len(self._data) >= MAX_EVENT_LINES:
+                self._line(b"", events)
+        elif not line:
+            if self._data:
+                events.append(b"\n".join(self._data))
+                self._data = []
+        elif self._first_line and line.startswith(_BOM):
+            self._first_line = False
+            self._line(line[len(_BOM) :], events)
+        elif line == b"data":
+            self._data.append(b"")
+        self._first_line = False
+
+
+@dataclass(slots=True)
+class EventStream:
+    """An event stream's JSON objects, a list per chunk, read to its end past `[DONE]`."""
+
+    chunks: AsyncIterable[bytes]
+    _: KW_ONLY
+    max_line_bytes: int = MAX_LINE_BYTES
+    max_bytes: int = MAX_ANSWER_BYTES
+    done: bool = field(default=False, init=False)
+    _skipped: bool = field(default=False, init=False)
+
+    async def __aiter__(self) -> AsyncIterator[list[JSONObject]]:
+        """Yield the JSON objects of the events each network chunk completes."""
+        decoder = SSEDecoder(self.max_line_bytes)
+        async for chunk in async_capped(self.chunks, self.max_bytes):
+            yield [
+                event for data in decoder.feed(chunk) for event in self._events(data)
+            ]
+        yield [event for data in decoder.close() for event in self._events(data)]
+
+    def _events(self, data: bytes) -> list[JSONObject]:
+        """Return the objects in one event's data; note `[DONE]`."""
+        if self.done:
+            return []
+        if data.strip() == _DONE:
+            self.done = True
+            return []
+        if (event := _object(data)) is not None:
+            return [event]
+        if b"\n" in data:
+            # A server that ends events with one LF instead of two.
+            return [event for line in data.split(b"\n") for event in self._events(line)]
+        if not self._skipped and LOGGER.isEnabledFor(logging.DEBUG):
+            LOGGER.debug(
+                "Skipping stream data that is not JSON: %r (and any more, unlogged)",
+                redact(data[:_LOGGED_BYTES].decode("utf-8", "replace")),
+            )
+        self._skipped = True
+        return []
+
+
+def _object(data: bytes) -> JSONObject | None:
+    """Return the JSON object of an event's data (bad UTF-8 replaced), None if no JSON."""
+    try:
+        return read_object(json_loads(data), _EVENT)
+    except ValueError:
+        if data.isascii():
+            return None
+    try:
+        return read_object(json_loads(data.decode("utf-8", "replace")), _EVENT)
+    except ValueError:
+        return None
 
 
 def read_object(value: object, part: str) -> JSONObject:

@@ -19,7 +19,7 @@ from ..const import LOGGER, Feature
 from ..errors import ConnectError, ServerError
 from ..redact import remember_key, shown
 from ..server_errors.answers import MAX_ERROR_BYTES, error_for_status, retry_after
-from .sse import MAX_ANSWER_BYTES, async_read_body
+from .readers import MAX_ANSWER_BYTES, async_read_body
 
 # Local servers ignore the key, but some gateways insist on the header.
 PLACEHOLDER_API_KEY: Final = "no-key"

@@ -12,9 +12,15 @@ from ..const import LOGGER, Feature
 from ..errors import RequestRejectedError, ServerError
 from ..models.capabilities import ModelCapabilities
 from ..models.listing import VALIDATION_BUDGET
-from ..net.readers import error_message, read_list, read_object_or_empty
+from ..net.readers import (
+    EventStream,
+    async_capped,
+    async_read_body,
+    error_message,
+    read_list,
+    read_object_or_empty,
+)
 from ..net.shapes import JsonObject, SpeechBody, TranscriptionBody
-from ..net.sse import EventStream, async_capped, async_read_body
 from ..net.transport import Budget, Transport, parse_json
 from ..server_errors.routes import is_missing_route, route_error
 from .audio_files import unreadable

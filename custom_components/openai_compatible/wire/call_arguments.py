@@ -20,7 +20,7 @@ from homeassistant.helpers import llm
 
 from ..net.request import ToolSet
 from .home_names import Home, in_domains, only, read_home, words
-from .tool_answers import required_keys
+from .tool_calls import required_keys
 
 # What small models write for "no value".
 _PLACEHOLDERS: Final = frozenset(

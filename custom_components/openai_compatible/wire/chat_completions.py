@@ -27,7 +27,7 @@ from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject, ResponseFo
 from ..window.prompt_fit import CallRef, ItemKind, PromptItem, split_turns
 from .chat_stream import ChatStreamParser
 from .round_trip import Instructions
-from .tool_answers import checked_calls, model_calls
+from .tool_calls import checked_calls, model_calls
 
 type Role = Literal["system", "user", "assistant"]
 

@@ -2,7 +2,8 @@
 
 Every part of a chunk is checked where it is read: a server that sends an
 unexpected shape gets a translated error, never a traceback. An answer that
-was cut off is told as such and runs no tool.
+was cut off is told as such and runs no tool. `<think>` blocks are told apart
+from spoken text across chunks.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from ..const import DOMAIN, LOGGER
 from ..errors import ModelError, ServerError, TranslatedError
 from ..net.readers import (
     ChoiceDelta,
+    EventStream,
     JSONObject,
+    async_read_body,
     error_message,
     read_choices,
     read_list,
@@ -29,11 +32,8 @@ from ..net.readers import (
     read_usage,
 )
 from ..net.request import OwnCalls
-from ..net.sse import EventStream, async_read_body
 from ..server_errors.answers import answer_error
-from .think_tags import ThinkTagSplitter
-from .tool_answers import answered_calls, tool_inputs
-from .tool_calls import PendingCall, ToolCallAssembler
+from .tool_calls import AnsweredCalls, PendingCall, ToolCallAssembler, call_input
 from .written_calls import WrittenCallWatch
 
 if TYPE_CHECKING:
@@ -50,19 +50,66 @@ _CUT_ERRORS = {
 }
 
 
-class AnswerCut:
-    """The `native` of an answer its token limit cut (its words may stand)."""
+# The `native` of an answer its token limit cut (its words may stand).
+ANSWER_CUT: Final = object()
 
 
-ANSWER_CUT: Final = AnswerCut()
+class ThinkTagSplitter:
+    """Separate `<think>` blocks from spoken text; only a cut tag is held back."""
+
+    def __init__(self) -> None:
+        """Start outside a think block."""
+        self._held = ""
+        self._thinking = False
+        self._after_close = False
+
+    def feed(self, text: str) -> tuple[str, str]:
+        """Return the (thinking, spoken) text that is certain so far."""
+        if self._held or self._after_close or "<" in text:
+            return self._split(self._held + text)
+        return (text, "") if self._thinking else ("", text)
+
+    def flush(self) -> tuple[str, str]:
+        """Return what is left at the end of the stream."""
+        return self._split(self._held, end_of_stream=True)
+
+    def _split(self, buffer: str, *, end_of_stream: bool = False) -> tuple[str, str]:
+        """Split text at its tags, holding back the start of a tag at its end."""
+        thinking: list[str] = []
+        spoken: list[str] = []
+        position = 0
+        while True:
+            tag = "</think>" if self._thinking else "<think>"
+            found = buffer.find(tag, position)
+            if found < 0:
+                break
+            self._emit(thinking, spoken, buffer[position:found])
+            position = found + len(tag)
+            self._after_close = self._thinking
+            self._thinking = not self._thinking
+        end = len(buffer)
+        if not end_of_stream:
+            reach = min(len(tag) - 1, end - position)
+            end -= next((n for n in range(reach, 0, -1) if buffer.endswith(tag[:n])), 0)
+        self._emit(thinking, spoken, buffer[position:end])
+        self._held = buffer[end:]
+        return "".join(thinking), "".join(spoken)
+
+    def _emit(self, thinking: list[str], spoken: list[str], text: str) -> None:
+        """Add a piece; spoken text right after a think block loses its indent."""
+        if self._thinking:
+            thinking.append(text)
+            return
+        if self._after_close:
+            text = text.lstrip()
+            self._after_close = not text
+        spoken.append(text)
 
 
 class ChatStreamParser:
     """Turn the chunks of one answer into chat log deltas.
 
-    `tool_names` maps the offered tools' wire names to their names in Home
-    Assistant. While tools are offered, the start of the answer is held back
-    for as long as it can be a tool call written as text.
+    `tool_names`: the offered tools' wire names to Home Assistant's names.
     """
 
     def __init__(
@@ -83,23 +130,22 @@ class ChatStreamParser:
         self._finished = False
         # Why the answer stopped short, if it did: a finish reason or "unended".
         self._cut: str | None = None
-        # Whether a tool call (native, or written as text) was under way when
-        # the answer was cut.
+        # A tool call (native, or written as text) was under way when cut.
         self._cut_call = False
         # Calls were handed over: words cut after them need not be said.
         self._handed = False
-        # Where tools are offered, a call the model writes as text is held.
+        # While tools are offered, the start of the answer is held back for as
+        # long as it can be a tool call written as text.
         self._watch = WrittenCallWatch(tool_names) if tool_names else None
-        # Whether the answer said or called anything.
         self._said = False
-        # The token usage the server reported, if it did.
         self.usage: JSONObject | None = None
 
     def feed(self, chunk: JSONObject) -> list[Delta]:
         """Return the deltas one chunk adds."""
         if error := chunk.get("error"):
-            message = error_message(error)
-            raise answer_error(message, chunk, tools=bool(self._tool_names))
+            raise answer_error(
+                error_message(error), chunk, tools=bool(self._tool_names)
+            )
         if (usage := chunk.get("usage")) is not None:
             self.usage = read_usage(read_object(usage, "usage"))
         deltas: list[Delta] = []
@@ -112,11 +158,7 @@ class ChatStreamParser:
         return self.feed(whole_answer_chunk(raw))
 
     def close(self, *, ended: bool) -> list[Delta]:
-        """Return what remains when the answer is over.
-
-        `ended`: the server said the answer was whole (`data: [DONE]`, or a
-        whole answer not streamed).
-        """
+        """Return what remains; `ended`: the server said the answer was whole."""
         thinking, spoken = self._think.flush()
         deltas: list[Delta] = []
         self._text(thinking, spoken, deltas)
@@ -128,9 +170,8 @@ class ChatStreamParser:
     def raise_if_cut(self) -> None:
         """Raise the error that tells why the answer stopped short, if it did.
 
-        Text cut at the answer's token limit, with no tool call under way, is
-        the answer: what the limit let the model say (a local model that does
-        not stop is cut there on every turn).
+        Text cut at the token limit, with no call under way, stands (a local
+        model that does not stop is cut there on every turn).
         """
         if self._cut == "unended":
             raise ServerError("answer_cut_short")
@@ -193,19 +234,27 @@ class ChatStreamParser:
         elif watch is not None:
             said, written = watch.finish(called=bool(self._calls.calls))
             self._say(said, deltas)
-        # With native calls too, written ones only repeat them.
-        self._calls.adopt(written)
-        inputs, answers = tool_inputs(
-            self._calls.named_calls(),
-            self._tool_names,
-            self._new_call_id,
-            self._own_calls,
-        )
-        if inputs:
+        if not self._calls.calls:
+            # With native calls too, written ones only repeat them.
+            self._calls.calls.extend(written)
+        pairs = [
+            call_input(
+                call,
+                call.call_id or self._new_call_id(),
+                self._tool_names,
+                self._own_calls,
+            )
+            for call in self._calls.named_calls()
+        ]
+        answers = [answer for _, answer in pairs if answer is not None]
+        if pairs:
             self._handed = True
-            handed: conversation.AssistantContentDeltaDict = {"tool_calls": inputs}
+            handed: conversation.AssistantContentDeltaDict = {
+                "tool_calls": [tool_input for tool_input, _ in pairs]
+            }
             if answers:
-                handed["native"] = answered_calls(answers)
+                ids = frozenset(answer["tool_call_id"] for answer in answers)
+                handed["native"] = AnsweredCalls(ids)
             elif self._cut == "length":
                 # The words before the calls were cut: a sentence may stand for them.
                 handed["native"] = ANSWER_CUT
@@ -216,7 +265,6 @@ class ChatStreamParser:
         return deltas
 
     def _new_call_id(self) -> str:
-        """Make an id for a call the server sent without one."""
         if self._short_ids:
             return uuid4().hex[:9]
         return f"call_{uuid4().hex[:24]}"
@@ -225,10 +273,9 @@ class ChatStreamParser:
 def whole_answer_chunk(raw: bytes) -> JSONObject:
     """Return a whole (non-streamed) answer in the form of one stream chunk."""
     try:
-        decoded = json_loads(raw)
+        answer = read_object(json_loads(raw), "the answer")
     except ValueError as err:
         raise ServerError("answer_not_json") from err
-    answer = read_object(decoded, "the answer")
     choices = (
         read_object(choice, "choices")
         for choice in read_list(answer.get("choices"), "choices")
@@ -276,8 +323,7 @@ async def async_read_answer(
         for delta in parser.close(ended=ended):
             yield delta
         if parser.cut_at_limit():
-            # The text stands (a local model that does not stop is cut there on
-            # every turn), but the user sees and hears that it is not all.
+            # The text stands, but the user sees and hears that it is not all.
             LOGGER.debug("The answer reached its token limit; its text so far stands")
             trace.async_conversation_trace_append(
                 trace.ConversationTraceEventType.AGENT_DETAIL,

@@ -33,7 +33,7 @@ from ..net.request import ToolSet
 from .call_arguments import ArgumentCleaner
 from .chat_stream import ANSWER_CUT
 from .done_sentence import async_done_sentence
-from .tool_answers import unanswerable_error
+from .tool_calls import unanswerable_error
 
 type Delta = (
     conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict

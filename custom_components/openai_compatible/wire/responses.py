@@ -32,7 +32,7 @@ from ..net.shapes import (
 from ..window.prompt_fit import CallRef, ItemKind, PromptItem
 from .chat_completions import DROPPED_KEYS, ChatLogRenderer, part_features
 from .responses_stream import ResponsesReplay, ResponsesStreamParser
-from .tool_answers import checked_calls, model_calls
+from .tool_calls import checked_calls, model_calls
 
 ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
 # OpenAI refuses a smaller limit on the answer's tokens.

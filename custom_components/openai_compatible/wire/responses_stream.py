@@ -33,11 +33,9 @@ from ..net.readers import (
 from ..net.request import OwnCalls
 from ..net.transport import parse_json
 from ..server_errors.answers import answer_error
-from .chat_stream import Delta
+from .chat_stream import Delta, ThinkTagSplitter
 from .provider_calls import PROVIDER_CALLS, provider_view, replayed_call
-from .think_tags import ThinkTagSplitter
-from .tool_answers import call_input
-from .tool_calls import MAX_TOOL_CALLS, PendingCall, too_many_calls
+from .tool_calls import MAX_TOOL_CALLS, PendingCall, call_input, too_many_calls
 
 type Item = JSONObject
 

@@ -26,10 +26,9 @@ from ..errors import (
     ServerError,
 )
 from ..models.capabilities import ModelCapabilities
-from ..net.readers import read_usage
+from ..net.readers import async_read_body, read_usage
 from ..net.request import RequestSettings, ToolSet, without_keys
 from ..net.shapes import JsonObject, ResponseFormat, WireBody, WireItem
-from ..net.sse import async_read_body
 from ..net.transport import Budget, Transport, parse_json
 from ..window.context_window import observe_usage
 from ..window.prompt_fit import PromptItem

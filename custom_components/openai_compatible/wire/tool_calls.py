@@ -1,25 +1,60 @@
-"""Tool calls in an answer, assembled from stream fragments (written ones: written_calls.py).
+"""Tool calls in an answer: assembled from fragments, named, answered if they cannot run.
 
-Every step takes time linear in the answer, so no server can block the event loop.
+Each step is linear in the answer (calls written as text: written_calls.py). A
+call that cannot run (arguments no JSON or without a required key, a tool not
+offered) goes into the chat log as a call Home Assistant does not run
+(`external`) with a result saying what was wrong, for the model to call again;
+the user hears of it only when the rounds run out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+import difflib
 import json
-from typing import Any
+from typing import Any, Final
 
+from homeassistant.components import conversation
+from homeassistant.helpers import llm
 from homeassistant.helpers.json import json_dumps
 from homeassistant.util.json import json_loads
 
 from ..const import LOGGER
 from ..errors import ModelError
 from ..net.readers import CallFragment, read_call_fragment
+from ..net.request import OwnCalls, ToolSet
 from ..net.shapes import JsonObject
+
+type Answer = conversation.ToolResultContentDeltaDict
 
 # The most tool calls one answer may ask for.
 MAX_TOOL_CALLS = 32
+
+# The errors our own tool results name, and what the model is asked to do.
+_HINTS: Final = {
+    "invalid_tool_arguments": "Call the tool again with arguments that are one "
+    "JSON object matching its parameters.",
+    "unknown_tool": "Call one of the offered tools, by its exact name.",
+}
+# The call Home Assistant's default agent adds for a sentence trigger it answered.
+_TRIGGER: Final = "trigger_sentence"
+# Home Assistant's intents for what a name's verb asks (its prompt says to
+# lock with HassTurnOn and unlock with HassTurnOff).
+_VERBS: Final = {
+    "open": "turnon",
+    "close": "turnoff",
+    "lock": "turnon",
+    "unlock": "turnoff",
+    "switchon": "turnon",
+    "switchoff": "turnoff",
+}
+# The shortest name that counts as part of another.
+_LEAST_PART: Final = 6
+# How alike a misspelt tool name must be to an offered one, and how much less
+# alike the next one.
+_NEAR: Final = 0.8
+_MARGIN: Final = 0.1
 
 
 @dataclass(slots=True)
@@ -39,10 +74,7 @@ class PendingCall:
         self._size += len(text)
 
     def arguments_complete(self) -> bool:
-        """Tell whether the arguments so far form a whole JSON value.
-
-        A failed check is repeated only once the arguments have doubled: linear time.
-        """
+        """Tell whether the arguments form a whole JSON value (rechecked once doubled)."""
         if self.decoded is not None:
             return True
         if self._size < self._next_check:
@@ -117,11 +149,6 @@ class ToolCallAssembler:
         elif fragment.arguments:
             current.add_arguments(fragment.arguments)
 
-    def adopt(self, calls: list[PendingCall]) -> None:
-        """Take calls written as text, unless the server sent calls of its own."""
-        if not self.calls:
-            self.calls.extend(calls)
-
     def named_calls(self) -> Iterator[PendingCall]:
         """Yield the calls that name a tool, each call id once."""
         seen: set[str] = set()
@@ -156,3 +183,184 @@ def _starts_new(current: PendingCall, fragment: CallFragment) -> bool:
         and (isinstance(arguments, dict) or (arguments or "").lstrip()[:1] == "{")
         and current.arguments_complete()
     )
+
+
+@dataclass(frozen=True, slots=True)
+class AnsweredCalls:
+    """The native value of a message whose calls were answered here, by id."""
+
+    ids: frozenset[str]
+
+
+def call_input(
+    call: PendingCall,
+    call_id: str,
+    tool_names: Mapping[str, str],
+    own_calls: OwnCalls | None = None,
+) -> tuple[llm.ToolInput, Answer | None]:
+    """Return the input of a call, and the answer to the model if it is not run.
+
+    `own_calls` may answer a call that could run (a lookup, a call past the cap).
+    """
+    wire_name = offered_name(call.name, tool_names)
+    if wire_name is None:
+        offered = ", ".join(tool_names) or "none"
+        problem = f"No tool is named {call.name}; the tools are: {offered}"
+        return _answered(call_id, str(call.name), "unknown_tool", problem)
+    name = tool_names[wire_name]
+    try:
+        arguments = call.arguments()
+    except ModelError as err:
+        problem = (err.translation_placeholders or {}).get("message", "")
+        return _answered(call_id, name, "invalid_tool_arguments", problem)
+    tool_input = llm.ToolInput(name, arguments, id=call_id)
+    if own_calls is not None and (result := own_calls(tool_input)) is not None:
+        return _answered_with(tool_input, result)
+    return tool_input, None
+
+
+def checked_calls(tool_set: ToolSet) -> OwnCalls:
+    """Return the set's own calls, first answering calls that lack a required key.
+
+    Home Assistant does not check a tool's arguments; only required keys are
+    held to, as tools coerce the rest (an intent takes one domain for a list).
+    """
+    required = {
+        tool_set.from_wire[tool["function"]["name"]]: required_keys(
+            tool["function"].get("parameters")
+        )
+        for tool in tool_set.tools
+    }
+
+    def answer(call: llm.ToolInput) -> llm.ToolResult | None:
+        if missing := [
+            key
+            for key in sorted(required.get(call.tool_name, ()))
+            if call.tool_args.get(key) is None
+        ]:
+            names = ", ".join(repr(key) for key in missing)
+            return _error_result(
+                "invalid_tool_arguments", f"required keys missing or null: {names}"
+            )
+        return tool_set.own_calls(call) if tool_set.own_calls else None
+
+    return answer
+
+
+def required_keys(parameters: object) -> frozenset[str]:
+    """Return the keys a tool's parameters require."""
+    keys = parameters.get("required") if isinstance(parameters, Mapping) else None
+    return frozenset(map(str, keys)) if isinstance(keys, list) else frozenset()
+
+
+def _answered(
+    call_id: str, name: str, error: str, problem: str
+) -> tuple[llm.ToolInput, Answer]:
+    """Return a call Home Assistant does not run, and the result that answers it."""
+    return _answered_with(
+        llm.ToolInput(name, {}, id=call_id), _error_result(error, problem)
+    )
+
+
+def _error_result(error: str, problem: str) -> llm.ToolResult:
+    """Return a result telling the model what was wrong with its call."""
+    return llm.ToolResult(
+        {"error": error, "error_text": problem, "hint": _HINTS[error]}, error=True
+    )
+
+
+def _answered_with(
+    call: llm.ToolInput, result: llm.ToolResult
+) -> tuple[llm.ToolInput, Answer]:
+    """Return a call as one Home Assistant does not run, and its given result."""
+    answer: Answer = {
+        "role": "tool_result",
+        "tool_call_id": call.id,
+        "tool_name": call.tool_name,
+        "result": result,
+    }
+    external = llm.ToolInput(call.tool_name, call.tool_args, id=call.id, external=True)
+    return external, answer
+
+
+def model_calls(content: conversation.AssistantContent) -> list[llm.ToolInput]:
+    """Return the calls of a message that go to the server as calls.
+
+    Those the model made and the sentence triggers Home Assistant answered (the
+    model reads them as its own); not the calls a provider ran itself.
+    """
+    native = content.native
+    answered = native.ids if isinstance(native, AnsweredCalls) else frozenset()
+    return [
+        call
+        for call in content.tool_calls or ()
+        if not call.external or call.id in answered or call.tool_name == _TRIGGER
+    ]
+
+
+def unanswerable_error(chat_log: conversation.ChatLog) -> ModelError | None:
+    """Return the error of the last round's call that could not run, if any."""
+    for content in reversed(chat_log.content):
+        if not isinstance(content, conversation.ToolResultContent):
+            return None
+        data = content.result.data
+        if content.result.error and data.get("error") in _HINTS:
+            return ModelError(
+                str(data["error"]),
+                name=content.tool_name,
+                message=str(data.get("error_text", "")),
+            )
+    return None
+
+
+def offered_name(name: object, tool_names: Mapping[str, str]) -> str | None:
+    """Return the offered tool a name the model gave means, if only one fits.
+
+    Tried in turn: the name itself; the part after `__` and without `Hass`,
+    whatever the case, so a missing or wrong prefix does not matter; that
+    part within one offered name or holding it whole; a verb Home Assistant
+    does with one intent (`HassCloseEntity`: HassTurnOff); then a near
+    spelling, when no other offered name comes close.
+    """
+    if not isinstance(name, str) or len(name) > 128:
+        return None
+    if name in tool_names:
+        return name
+    key = _key(name)
+    if any(_key(wire) == key for wire in tool_names):
+        return _only_key(key, tool_names)
+    if len(matches := [wire for wire in tool_names if _within(key, _key(wire))]) == 1:
+        return matches[0]
+    if matches:
+        return None
+    if (verb := next((v for v in _VERBS if key.startswith(v)), None)) is not None:
+        return _only_key(_VERBS[verb], tool_names)
+    scores = sorted(
+        (
+            (difflib.SequenceMatcher(None, key, _key(wire)).ratio(), wire)
+            for wire in tool_names
+        ),
+        reverse=True,
+    )
+    if not scores or scores[0][0] < _NEAR:
+        return None
+    if len(scores) > 1 and scores[1][0] > scores[0][0] - _MARGIN:
+        return None
+    return scores[0][1]
+
+
+def _only_key(key: str, tool_names: Mapping[str, str]) -> str | None:
+    """Return the one offered name of this key, if there is one."""
+    matches = [wire for wire in tool_names if _key(wire) == key]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _key(name: str) -> str:
+    """Return a tool name without its prefix, case or `Hass`."""
+    return name.rpartition("__")[2].casefold().removeprefix("hass")
+
+
+def _within(given: str, offered: str) -> bool:
+    """Tell whether one name holds the other whole (`additem`, `listadditem`)."""
+    shorter = min(given, offered, key=len)
+    return len(shorter) >= _LEAST_PART and (given in offered or offered in given)

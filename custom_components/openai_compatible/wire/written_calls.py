@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator, Mapping
-import difflib
 import json
 import re
 from typing import Any, Final
 
 from homeassistant.util.json import json_loads
 
-from .tool_calls import MAX_TOOL_CALLS, PendingCall, too_many_calls
+from .tool_calls import MAX_TOOL_CALLS, PendingCall, offered_name, too_many_calls
 
 # Blocks that hold calls: Qwen's tags and fences, either cut short at the end.
 _BLOCK: Final = re.compile(
@@ -41,22 +40,6 @@ _START_REACH: Final = 80
 _MAX_CODE: Final = 4000
 # The keys a written call gives its arguments under.
 _ARGUMENT_KEYS: Final = ("arguments", "parameters", "args")
-# Home Assistant's intents for what a name's verb asks (its prompt says to
-# lock with HassTurnOn and unlock with HassTurnOff).
-_VERBS: Final = {
-    "open": "turnon",
-    "close": "turnoff",
-    "lock": "turnon",
-    "unlock": "turnoff",
-    "switchon": "turnon",
-    "switchoff": "turnoff",
-}
-# The shortest name that counts as part of another.
-_LEAST_PART: Final = 6
-# How alike a misspelt tool name must be to an offered one, and how much less
-# alike the next one.
-_NEAR: Final = 0.8
-_MARGIN: Final = 0.1
 
 
 class WrittenCallWatch:
@@ -335,56 +318,3 @@ def _written_call(item: object, tool_names: Mapping[str, str]) -> PendingCall | 
     if not isinstance(arguments, dict):
         return None
     return PendingCall(None, name, decoded=arguments)
-
-
-def offered_name(name: object, tool_names: Mapping[str, str]) -> str | None:
-    """Return the offered tool a name the model gave means, if only one fits.
-
-    Tried in turn: the name itself; the part after `__` and without `Hass`,
-    whatever the case, so a missing or wrong prefix does not matter; that
-    part within one offered name or holding it whole; a verb Home Assistant
-    does with one intent (`HassCloseEntity`: HassTurnOff); then a near
-    spelling, when no other offered name comes close.
-    """
-    if not isinstance(name, str) or len(name) > 128:
-        return None
-    if name in tool_names:
-        return name
-    key = _key(name)
-    if any(_key(wire) == key for wire in tool_names):
-        return _only_key(key, tool_names)
-    if len(matches := [wire for wire in tool_names if _within(key, _key(wire))]) == 1:
-        return matches[0]
-    if matches:
-        return None
-    if (verb := next((v for v in _VERBS if key.startswith(v)), None)) is not None:
-        return _only_key(_VERBS[verb], tool_names)
-    scores = sorted(
-        (
-            (difflib.SequenceMatcher(None, key, _key(wire)).ratio(), wire)
-            for wire in tool_names
-        ),
-        reverse=True,
-    )
-    if not scores or scores[0][0] < _NEAR:
-        return None
-    if len(scores) > 1 and scores[1][0] > scores[0][0] - _MARGIN:
-        return None
-    return scores[0][1]
-
-
-def _only_key(key: str, tool_names: Mapping[str, str]) -> str | None:
-    """Return the one offered name of this key, if there is one."""
-    matches = [wire for wire in tool_names if _key(wire) == key]
-    return matches[0] if len(matches) == 1 else None
-
-
-def _key(name: str) -> str:
-    """Return a tool name without its prefix, case or `Hass`."""
-    return name.rpartition("__")[2].casefold().removeprefix("hass")
-
-
-def _within(given: str, offered: str) -> bool:
-    """Tell whether one name holds the other whole (`additem`, `listadditem`)."""
-    shorter = min(given, offered, key=len)
-    return len(shorter) >= _LEAST_PART and (given in offered or offered in given)
