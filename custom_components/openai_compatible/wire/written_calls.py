@@ -31,6 +31,8 @@ _MARKER_START: Final = re.compile(
     + r"|`{1,2}|\[\s{0,8}(?:\{\s{0,8})?|\{\s{0,8})\Z"
 )
 _MARKER_REACH: Final = 24
+# Where JSON outside blocks starts: an object, or a list of them.
+_JSON_START: Final = re.compile(r"\[?\{")
 # A call written as code starts with a name and its parenthesis.
 _CODE_NAME: Final = re.compile(r"[A-Za-z_][\w.]{0,63}")
 # A call labelled with its name, as `functions.Name:`.
@@ -43,14 +45,9 @@ _MAX_CODE: Final = 4000
 _ARGUMENT_KEYS: Final = ("arguments", "parameters", "args")
 # Home Assistant's intents for what a name's verb asks (its prompt says to
 # lock with HassTurnOn and unlock with HassTurnOff).
-_VERBS: Final = {
-    "open": "turnon",
-    "close": "turnoff",
-    "lock": "turnon",
-    "unlock": "turnoff",
-    "switchon": "turnon",
-    "switchoff": "turnoff",
-}
+_VERBS: Final = dict.fromkeys(("open", "lock", "switchon"), "turnon") | dict.fromkeys(
+    ("close", "unlock", "switchoff"), "turnoff"
+)
 # The shortest name that counts as part of another.
 _LEAST_PART: Final = 6
 # How alike a misspelt tool name must be to an offered one, and how much less
@@ -102,7 +99,15 @@ class WrittenCallWatch:
             if verdict:
                 self._held = [text]
                 return ""
-        return self._scan(text)
+        # The words before any marker go; from one on, the rest is held.
+        buffer = self._tail + text
+        if (found := _MARKER.search(buffer)) is not None:
+            self._held, self._tail = [buffer[found.start() :]], ""
+            return buffer[: found.start()]
+        partial = _MARKER_START.search(buffer, max(0, len(buffer) - _MARKER_REACH))
+        end = len(buffer) if partial is None else partial.start()
+        self._tail = buffer[end:]
+        return buffer[:end]
 
     def finish(self, *, called: bool = False) -> tuple[str, list[PendingCall]]:
         """Return the words still to say and the calls written, at the end.
@@ -129,24 +134,12 @@ class WrittenCallWatch:
         self._tail, self._held, self._start = "", None, None
         return said, (calls_in_text(held, self._names) or []) if held else []
 
-    def _scan(self, text: str) -> str:
-        """Return the words before any marker; hold the rest from one on."""
-        buffer = self._tail + text
-        if (found := _MARKER.search(buffer)) is not None:
-            self._held, self._tail = [buffer[found.start() :]], ""
-            return buffer[: found.start()]
-        partial = _MARKER_START.search(buffer, max(0, len(buffer) - _MARKER_REACH))
-        end = len(buffer) if partial is None else partial.start()
-        self._tail = buffer[end:]
-        return buffer[:end]
-
 
 def call_start(text: str, tool_names: Mapping[str, str]) -> bool | None:
-    """Tell whether an answer starting with this text is a call written out.
+    """Tell whether an answer starting with this text (no space first) is a call.
 
-    The text starts with the answer's first non-space character. None while
-    the start may still become one. Only the first characters are
-    read: a start that is still undecided past them is held as a call.
+    None while the start may still become one; a start still undecided past
+    the first characters read is held as a call.
     """
     start = text[:_START_REACH]
     compact = "".join(start.split())
@@ -170,12 +163,10 @@ def call_start(text: str, tool_names: Mapping[str, str]) -> bool | None:
 def calls_in_text(text: str, tool_names: Mapping[str, str]) -> list[PendingCall] | None:
     """Return the calls a model wrote in the text, if its blocks are calls.
 
-    A block is a tagged or fenced one, or a JSON value or code call between
-    them; other words are left aside, and so is JSON beside calls (a result
-    the model wrote before it came). A JSON object naming a tool and its
-    arguments is a call even of a tool not offered (the model is then told
-    the offered names); a call written as code must name an offered tool.
-    A block cut short gives the calls written whole before the cut.
+    A block is a tagged or fenced one, or JSON or code between them; words and
+    JSON beside calls (a result the model made up) are left aside. A JSON call
+    may name a tool not offered (the model is then told the offered names);
+    code must name an offered one. A block cut short gives the calls before it.
     """
     calls: list[PendingCall] = []
     for items in _blocks(text, tool_names):
@@ -229,19 +220,14 @@ def _loose(text: str, tool_names: Mapping[str, str]) -> Iterator[list[object] | 
     if code := _code_calls(stripped, tool_names) or _labelled(stripped, tool_names):
         yield code
         return
-    start = min(
-        (found for found in (stripped.find("{"), stripped.find("[{")) if found >= 0),
-        default=-1,
-    )
-    if start >= 0:
-        yield _json_values(stripped[start:]) or None
+    if (found := _JSON_START.search(stripped)) is not None:
+        yield _json_values(stripped[found.start() :]) or None
 
 
 def _json_values(text: str) -> list[object]:
-    """Return the JSON values at the start of the text, one after another.
+    """Return the JSON values at the start of the text, a list as its items.
 
-    A list counts as its items. Reading stops at the first thing that is no
-    JSON, so each character is read once.
+    Reading stops at the first thing that is no JSON: each character is read once.
     """
     decoder = json.JSONDecoder(strict=False)
     values: list[object] = []
@@ -269,11 +255,25 @@ def _code_calls(text: str, tool_names: Mapping[str, str]) -> list[object] | None
     items: list[object] = []
     for statement in tree.body:
         call = statement.value if isinstance(statement, ast.Expr) else None
-        if not isinstance(call, ast.Call) or (item := _code_call(call)) is None:
+        if not isinstance(call, ast.Call):
             return None
-        if offered_name(item["name"], tool_names) is None:
+        name = ast.unparse(call.func).rpartition(".")[2]
+        try:
+            arguments = {
+                keyword.arg: ast.literal_eval(keyword.value)
+                for keyword in call.keywords
+                if keyword.arg is not None
+            }
+            if call.args:
+                only = ast.literal_eval(call.args[0])
+                if len(call.args) > 1 or arguments or not isinstance(only, dict):
+                    return None
+                arguments = only
+        except ValueError, TypeError, SyntaxError, RecursionError, MemoryError:
             return None
-        items.append(item)
+        if offered_name(name, tool_names) is None:
+            return None
+        items.append({"name": name, "arguments": arguments})
     return items or None
 
 
@@ -292,25 +292,6 @@ def _labelled(text: str, tool_names: Mapping[str, str]) -> list[object] | None:
     return [{"name": name, "arguments": values[0]}]
 
 
-def _code_call(call: ast.Call) -> dict[str, Any] | None:
-    """Return one call written as code as a written call's object."""
-    name = ast.unparse(call.func).rpartition(".")[2]
-    try:
-        arguments = {
-            keyword.arg: ast.literal_eval(keyword.value)
-            for keyword in call.keywords
-            if keyword.arg is not None
-        }
-        if call.args:
-            only = ast.literal_eval(call.args[0])
-            if len(call.args) > 1 or arguments or not isinstance(only, dict):
-                return None
-            arguments = only
-    except ValueError, TypeError, SyntaxError, RecursionError, MemoryError:
-        return None
-    return {"name": name, "arguments": arguments}
-
-
 def _written_call(item: object, tool_names: Mapping[str, str]) -> PendingCall | None:
     """Return the call one written object stands for, if it is one."""
     if not isinstance(item, dict):
@@ -321,12 +302,9 @@ def _written_call(item: object, tool_names: Mapping[str, str]) -> PendingCall | 
     key = next((key for key in _ARGUMENT_KEYS if key in call), None)
     if not isinstance(name, str) or not name:
         return None
-    if key is None:
-        # Only a name: a call with no arguments, if it names an offered tool.
-        if len(call) > 1 or offered_name(name, tool_names) is None:
-            return None
-        return PendingCall(None, name, decoded={})
-    arguments = call[key]
+    if key is None and (len(call) > 1 or offered_name(name, tool_names) is None):
+        return None  # only a name: a call with no arguments, of an offered tool
+    arguments = call[key] if key is not None else {}
     if isinstance(arguments, str):
         try:
             arguments = json_loads(arguments) if arguments.strip() else {}
@@ -351,18 +329,21 @@ def offered_name(name: object, tool_names: Mapping[str, str]) -> str | None:
     if name in tool_names:
         return name
     key = _key(name)
-    if any(_key(wire) == key for wire in tool_names):
-        return _only_key(key, tool_names)
-    if len(matches := [wire for wire in tool_names if _within(key, _key(wire))]) == 1:
-        return matches[0]
-    if matches:
+    keys = {wire: _key(wire) for wire in tool_names}
+    verb = next((_VERBS[v] for v in _VERBS if key.startswith(v)), None)
+    for fits in (
+        [wire for wire, offered in keys.items() if offered == key],
+        [wire for wire, offered in keys.items() if _within(key, offered)],
+        [wire for wire, offered in keys.items() if offered == verb],
+    ):
+        if fits:
+            return fits[0] if len(fits) == 1 else None
+    if verb is not None:
         return None
-    if (verb := next((v for v in _VERBS if key.startswith(v)), None)) is not None:
-        return _only_key(_VERBS[verb], tool_names)
     scores = sorted(
         (
-            (difflib.SequenceMatcher(None, key, _key(wire)).ratio(), wire)
-            for wire in tool_names
+            (difflib.SequenceMatcher(None, key, offered).ratio(), wire)
+            for wire, offered in keys.items()
         ),
         reverse=True,
     )
@@ -371,12 +352,6 @@ def offered_name(name: object, tool_names: Mapping[str, str]) -> str | None:
     if len(scores) > 1 and scores[1][0] > scores[0][0] - _MARGIN:
         return None
     return scores[0][1]
-
-
-def _only_key(key: str, tool_names: Mapping[str, str]) -> str | None:
-    """Return the one offered name of this key, if there is one."""
-    matches = [wire for wire in tool_names if _key(wire) == key]
-    return matches[0] if len(matches) == 1 else None
 
 
 def _key(name: str) -> str:
