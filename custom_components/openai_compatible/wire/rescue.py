@@ -68,13 +68,8 @@ class _Message:
         if "content" not in delta:
             return
         text = delta["content"] or ""
-        echo = not self.said and text.lstrip().startswith(_NOT_SPOKEN)
-        if (
-            self.sentence is not None
-            or self.words
-            or self.tools
-            or (self.after_result and echo)
-        ):
+        echo = self.after_result and not self.said and text.lstrip()[:1] in _NOT_SPOKEN
+        if self.sentence is not None or self.words or self.tools or echo:
             self.words.append(delta.pop("content") or "")
         self.said = self.said or bool(text.strip())
         if not self.tools:
@@ -144,11 +139,9 @@ class TurnRescue:
         )
         asked = [c for c in chat_log.content if isinstance(c, conversation.UserContent)]
         self._asked = asked[-1] if asked else None
+        words = self._asked.content if self._asked else ""
         self._cleaner = ArgumentCleaner(
-            hass,
-            tool_set,
-            asked=self._asked.content if self._asked else "",
-            intents=self._intents,
+            hass, tool_set, asked=words, intents=self._intents
         )
         self._speaks = speaks
         # The offered tools' names, whole and after their prefix, as no word is.

@@ -59,9 +59,8 @@ _MARGIN: Final = 0.1
 class WrittenCallWatch:
     """An answer's text, let through while no call is written in it.
 
-    An answer that starts like a call is held whole; a call that starts
-    later is held from its marker on. At the end, what was held is calls or
-    words to say.
+    Held whole where it starts like a call, else from a call's marker on; at
+    the end, what was held is calls or words to say.
     """
 
     def __init__(self, tool_names: Mapping[str, str]) -> None:
@@ -155,9 +154,8 @@ def call_start(text: str, tool_names: Mapping[str, str]) -> bool | None:
         return False
     if name.end() == len(start):
         return None if len(text) < _START_REACH else False
-    following = start[name.end()]
     named = offered_name(name.group().rpartition(".")[2], tool_names)
-    return following in "(:" and named is not None
+    return start[name.end()] in "(:" and named is not None
 
 
 def calls_in_text(text: str, tool_names: Mapping[str, str]) -> list[PendingCall] | None:
