@@ -90,10 +90,7 @@ class _Message:
         return not self.tools.isdisjoint(re.findall(r"\w+", text))
 
     def end(self) -> conversation.AssistantContentDeltaDict | None:
-        """Return the words held, or the sentence where they say nothing.
-
-        Raise on data answering a tool's result (never spoken), or a call described.
-        """
+        """Return the words held, or the sentence where they say nothing."""
         said = "".join(self.words)
         if self.described or self.names_tool(said):
             if self.calls:

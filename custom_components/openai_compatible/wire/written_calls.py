@@ -316,11 +316,9 @@ def _written_call(item: object, tool_names: Mapping[str, str]) -> PendingCall | 
 def offered_name(name: object, tool_names: Mapping[str, str]) -> str | None:
     """Return the offered tool a name the model gave means, if only one fits.
 
-    Tried in turn: the name itself; the part after `__` and without `Hass`,
-    whatever the case, so a missing or wrong prefix does not matter; that
-    part within one offered name or holding it whole; a verb Home Assistant
-    does with one intent (`HassCloseEntity`: HassTurnOff); then a near
-    spelling, when no other offered name comes close.
+    Tried in turn: the name; its part after `__` without `Hass`, in any case;
+    that part within one offered name or holding it whole; a verb Home Assistant
+    does with one intent (`HassCloseEntity`: HassTurnOff); a spelling near one alone.
     """
     if not isinstance(name, str) or len(name) > 128:
         return None
