@@ -65,10 +65,8 @@ class ArgumentCleaner:
         self._numbers = frozenset(_NUMBER.findall(asked))
         self._intents = intents
         self._tools = {
-            tool_set.from_wire[tool["function"]["name"]]: _Parameters.of(
-                tool["function"].get("parameters")
-            )
-            for tool in tool_set.tools
+            tool_set.from_wire[function["name"]]: _Parameters.of(function)
+            for function in (tool["function"] for tool in tool_set.tools)
         }
 
     @cached_property
@@ -298,8 +296,9 @@ class _Parameters:
     numbers: set[str]
 
     @classmethod
-    def of(cls, schema: object) -> _Parameters:
+    def of(cls, function: Mapping[str, Any]) -> _Parameters:
         """Read a tool's parameters schema."""
+        schema = function.get("parameters")
         given = schema.get("properties") if isinstance(schema, Mapping) else None
         read = cls(required_keys(schema), set(), {}, set(), set())
         for key, value in given.items() if isinstance(given, Mapping) else ():

@@ -76,7 +76,7 @@ class _Message:
             return
         # Words naming a tool are held; the opening goes once it names none.
         held = "".join(self.words)
-        if self.names_tool(held):
+        if not self.tools.isdisjoint(re.findall(r"\w+", held)):
             self.tools, self.described = frozenset(), True
         elif _speaks(held) and (
             _OPENING_END.search(held) or len(held) > _OPENING_REACH
@@ -85,14 +85,10 @@ class _Message:
             delta["content"] = held
             self.words.clear()
 
-    def names_tool(self, text: str) -> bool:
-        """Tell whether words name one of the tools."""
-        return not self.tools.isdisjoint(re.findall(r"\w+", text))
-
     def end(self) -> conversation.AssistantContentDeltaDict | None:
         """Return the words held, or the sentence where they say nothing."""
         said = "".join(self.words)
-        if self.described or self.names_tool(said):
+        if self.described or not self.tools.isdisjoint(re.findall(r"\w+", said)):
             if self.calls:
                 return None
             raise ModelError("call_described")

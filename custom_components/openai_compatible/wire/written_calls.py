@@ -276,10 +276,7 @@ def _code_calls(text: str, tool_names: Mapping[str, str]) -> list[object] | None
 
 
 def _labelled(text: str, tool_names: Mapping[str, str]) -> list[object] | None:
-    """Return a call written as `functions.Name:` and its JSON arguments, if any.
-
-    This is the form llama-cpp-python's `chatml-function-calling` asks for.
-    """
+    """Return a call as `functions.Name:` and JSON, as chatml-function-calling writes."""
     if (label := _LABEL.match(text)) is None:
         return None
     name = label.group(1).rpartition(".")[2]
