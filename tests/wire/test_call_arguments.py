@@ -10,8 +10,10 @@ from homeassistant.helpers import area_registry as ar, entity_registry as er, ll
 import pytest
 
 from custom_components.openai_compatible.net.request import ToolSet
-from custom_components.openai_compatible.wire.call_arguments import ArgumentCleaner
-from custom_components.openai_compatible.wire.home_names import words
+from custom_components.openai_compatible.wire.call_arguments import (
+    ArgumentCleaner,
+    words,
+)
 
 pytestmark = pytest.mark.usefixtures("small_home")
 

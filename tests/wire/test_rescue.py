@@ -14,7 +14,7 @@ from homeassistant.setup import async_setup_component
 import pytest
 
 from custom_components.openai_compatible.const import CONF_ONE_ROUND
-from custom_components.openai_compatible.wire.done_sentence import async_done_sentence
+from custom_components.openai_compatible.wire.rescue import async_done_sentence
 from simulator import OpenAISimulator, chunk, sse_text, sse_tool_calls
 
 from ..conftest import AGENT, SetupEntry, converse, speech, stored_chat_log

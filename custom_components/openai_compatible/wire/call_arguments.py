@@ -1,42 +1,51 @@
-"""A call's arguments cleaned before it runs: placeholders out, names matched.
+"""A call's arguments cleaned before it runs, against the home's names.
 
 Small models fill optional arguments with placeholders (`"floor": "unknown"`),
 write names in code style (`garageDoor`), in part or in another form, put a
 kind of device where an area goes, and add places, classes or settings the
-device does not have; Home Assistant's intents then match nothing. Each
-method below reads one such miss as meant; a required argument is never
-dropped. The home is read once per turn, when a call first needs it.
+device does not have; Home Assistant's intents then match nothing. Each such
+miss is read as meant; a required argument is never dropped.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 import re
 from typing import Any, Final
 
+from homeassistant.components.conversation import DOMAIN as CONVERSATION_DOMAIN
+from homeassistant.components.homeassistant.exposed_entities import async_should_expose
 from homeassistant.core import HomeAssistant
-from homeassistant.helpers import llm
+from homeassistant.helpers import (
+    area_registry as ar,
+    device_registry as dr,
+    entity_registry as er,
+    floor_registry as fr,
+    llm,
+)
 
 from ..net.request import ToolSet
-from .home_names import Home, in_domains, only, read_home, words
 from .tool_calls import required_keys
 
 # What small models write for "no value".
 _PLACEHOLDERS: Final = frozenset(
     {"", "unknown", "none", "null", "nil", "n/a", "na", "0", "undefined", "-", "?"}
 )
-# The arguments that name places, and the argument of kinds of device.
-_PLACES: Final = ("area", "floor")
 _DOMAIN: Final = "domain"
 # An intent's arguments that say what it acts on; the others are settings.
-_TARGETS: Final = frozenset({"name", *_PLACES, _DOMAIN, "device_class"})
-# A setting is asked for when the user's words hold its value, or a word
-# starting as its name's words do ("brightness": "bright").
+_TARGETS: Final = frozenset({"name", "area", "floor", _DOMAIN, "device_class"})
+# Two forms of one word (`curtain`, `curtains`; `Lampe`, `Lampen`): the same
+# start of at least this many letters, and an ending of at most two. A setting
+# is asked for by its value, or its name's stem ("brightness": "bright").
 _STEM: Final = 4
+_ENDING: Final = 2
 _NUMBER: Final = re.compile(r"\d+(?:\.\d+)?")
 # The keys of a schema a small model copies where the value goes.
 _SCHEMA_KEYS: Final = frozenset({"type", "allOf", "anyOf", "oneOf", "description"})
+# Where a word starts inside a name written in code style.
+_WORD_BREAK: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-.\s]+")
 
 
 class ArgumentCleaner:
@@ -56,19 +65,43 @@ class ArgumentCleaner:
         self._numbers = frozenset(_NUMBER.findall(asked))
         self._intents = intents
         self._tools = {
-            tool_set.from_wire[tool["function"]["name"]]: _Parameters.of(
-                tool["function"].get("parameters")
-            )
-            for tool in tool_set.tools
+            tool_set.from_wire[function["name"]]: _Parameters.of(function)
+            for function in (tool["function"] for tool in tool_set.tools)
         }
-        self._home: Home | None = None
 
-    @property
-    def home(self) -> Home:
-        """Return what the home is called, read at the first need this turn."""
-        if self._home is None:
-            self._home = read_home(self._hass)
-        return self._home
+    @cached_property
+    def home(self) -> _Home:
+        """Read the home's names, at the first need this turn."""
+        hass, home = self._hass, _Home()
+        areas, floors = ar.async_get(hass), fr.async_get(hass)
+        entities, devices = er.async_get(hass), dr.async_get(hass)
+        for state in hass.states.async_all():
+            if not async_should_expose(hass, CONVERSATION_DOMAIN, state.entity_id):
+                continue
+            home.entity_names[state.entity_id] = state.name
+            home.domains.setdefault(state.domain, set()).add(state.name)
+            entry = entities.async_get(state.entity_id)
+            others = [a for a in (entry.aliases if entry else ()) if isinstance(a, str)]
+            _add(home.entities, state.name, *others, domain=state.domain)
+            # The words of the entity's area and floor, by name, id and alias.
+            area_id = entry.area_id if entry is not None else None
+            if area_id is None and entry is not None and entry.device_id is not None:
+                device = devices.async_get(entry.device_id)
+                area_id = device.area_id if device is not None else None
+            located = home.located.setdefault(state.name, set())
+            if area := areas.async_get_area(area_id) if area_id else None:
+                names = {area.name, area.id, *area.aliases}
+                if area.floor_id and (floor := floors.async_get_floor(area.floor_id)):
+                    names |= {floor.name, floor.floor_id, *floor.aliases}
+                located.update(words(name) for name in names)
+            classes = home.classes.setdefault(state.name, set())
+            if isinstance(device_class := state.attributes.get("device_class"), str):
+                classes.add(device_class)
+        for area in areas.async_list_areas():
+            _add(home.places["area"], area.name, area.id, *area.aliases)
+        for floor in floors.async_list_floors():
+            _add(home.places["floor"], floor.name, floor.floor_id, *floor.aliases)
+        return home
 
     def clean(self, call: llm.ToolInput) -> llm.ToolInput:
         """Return the call with its arguments cleaned; the same call if none changed."""
@@ -80,11 +113,13 @@ class ArgumentCleaner:
         for key, value in call.tool_args.items():
             cleaned = _without_blanks(value, words=key in parameters.words)
             if (isinstance(cleaned, str) and words(cleaned) == words(key)) or (
-                key in parameters.numbers and _is_schema(cleaned)
+                key in parameters.numbers
+                and isinstance(cleaned, Mapping)
+                and not _SCHEMA_KEYS.isdisjoint(cleaned)
             ):
-                cleaned = None
-            if cleaned is not None and key in parameters.choices:
-                cleaned = _chosen(cleaned, parameters.choices[key])
+                cleaned = None  # the key or its schema copied in its place
+            if key in parameters.choices:
+                cleaned = _kept(cleaned, parameters.choices[key])
             if cleaned is not None:
                 arguments[key] = cleaned
             elif key in required:
@@ -117,158 +152,106 @@ class ArgumentCleaner:
     def _named(self, arguments: dict[str, Any], parameters: _Parameters) -> None:
         """Give the domains, places and name as the home has them."""
         home, required = self.home, parameters.required
-        if _DOMAIN in parameters.words and _DOMAIN not in arguments:
-            self._places_as_domains(arguments, parameters)
-        self._kind_in_place(arguments, parameters)
+        if _DOMAIN in parameters.words:
+            self._kinds(arguments, required)
         if _DOMAIN in arguments:
-            arguments[_DOMAIN] = _known_domains(arguments[_DOMAIN], home.domains)
-        domains = frozenset(_listed(arguments.get(_DOMAIN))) & home.domains
-        places = tuple(zip(_PLACES, (home.areas, home.floors), strict=True))
+            given = arguments[_DOMAIN]
+            found = [_domain(item, home.domains) for item in _listed(given)]
+            arguments[_DOMAIN] = found if isinstance(given, list) else found[0]
+        domains = frozenset(_listed(arguments.get(_DOMAIN))) & home.domains.keys()
         if isinstance(value := arguments.get("name"), str):
-            found = self._entity_name(value, domains)
-            if not found and domains and _DOMAIN not in required:
+            found_name = home.entity_name(value, domains)
+            if not found_name and domains and _DOMAIN not in required:
                 # A device named, of another domain than the one given.
-                if found := self._entity_name(value, frozenset()):
+                if found_name := home.entity_name(value, frozenset()):
                     del arguments[_DOMAIN]
-            arguments["name"] = found or value
-            if not found and "name" not in required:
+            arguments["name"] = found_name or value
+            if not found_name and "name" not in required:
                 # A name no device has but a place has (or that repeats it) is that place.
-                for key, names in places:
-                    given, place = arguments.get(key), names.match(value)
-                    if place and (given is None or names.match(str(given)) == place):
+                for key, names in home.places.items():
+                    given, place = arguments.get(key), _match(names, value)
+                    if place and (given is None or _match(names, str(given)) == place):
                         del arguments["name"]
                         arguments[key] = place
                         break
-        for key, names in places:
+        # What the named device lacks goes; without a name, the places the
+        # home lacks (`floor: all`) where one it has says where.
+        named = "name" in arguments
+        located = home.located.get(arguments["name"]) if named else None
+        known: dict[str, bool] = {}
+        for key, names in home.places.items():
             if isinstance(value := arguments.get(key), str):
-                arguments[key] = names.match(value) or value
-        self._drop_places(arguments, required)
-
-    def _is_asked(self, key: str, value: Any) -> bool:
-        """Tell whether the user's words name a setting or hold its value."""
-        stems = {part[:_STEM] for part in words(key).split()}
-        if any(word[:_STEM] in stems for word in self._asked.split()):
-            return True
-        for item in _listed(value):
-            if isinstance(item, (int, float)):
-                if f"{item:g}" in self._numbers:
-                    return True
-            elif (said := words(str(item))) and said in self._asked:
-                return True
-        return False
-
-    def _kind_in_place(
-        self, arguments: dict[str, Any], parameters: _Parameters
-    ) -> None:
-        """Read a kind of device in a known place (`light` + Kitchen) as what is there.
-
-        The device the place and the name name together, else the place's
-        devices of that domain.
-        """
-        home, name = self.home, arguments.get("name")
-        if (
-            not isinstance(name, str)
-            or "name" in parameters.required
-            or _DOMAIN not in parameters.words
-            or home.entities.knows(name)
-        ):
-            return
-        domain = _domain(name, home.domains)
-        for key, names in zip(_PLACES, (home.areas, home.floors), strict=True):
-            place = arguments.get(key)
-            if not isinstance(place, str) or not names.match(place):
-                continue
-            together = f"{place} {name}"
-            if domain not in home.domains:
-                # A curtain in the bedroom: the bedroom's curtains.
-                found = home.entities.match(together)
-            else:
-                kind = frozenset({domain})
-                named = home.entities.by_words.get(words(together), set())
-                if not (found := only(in_domains(named, kind))):
-                    del arguments["name"]
-                    arguments[_DOMAIN] = [domain]
-            if found:
-                arguments["name"] = found
-            return
-
-    def _entity_name(self, value: str, domains: frozenset[str]) -> str | None:
-        """Return the entity a name means: by id, words, or domain (the one vacuum)."""
-        home = self.home
-        if value in home.entity_names:
-            return home.entity_names[value]
-        domain = _domain(value, home.domains)
-        if domain not in home.domains:
-            return home.entities.match(value, domains)
-        return home.entities.match(value, domains, whole=True) or (
-            home.entities.only_of(domain)
-        )
-
-    def _places_as_domains(
-        self, arguments: dict[str, Any], parameters: _Parameters
-    ) -> None:
-        """Take an area or floor the home lacks that names a domain as the domain."""
-        home = self.home
-        for key, names in zip(_PLACES, (home.areas, home.floors), strict=True):
-            value = arguments.get(key)
-            if not isinstance(value, str) or names.knows(value):
-                continue
-            if (domain := _domain(value, home.domains)) in home.domains:
-                arguments[_DOMAIN] = [domain]
-                if key not in parameters.required:
+                arguments[key] = value = _match(names, value) or value
+                known[key] = words(value) in names and (
+                    located is None or words(value) in located
+                )
+        if named or any(known.values()):
+            for key, is_known in known.items():
+                if not is_known and key not in required:
                     del arguments[key]
-                return
-
-    def _drop_places(self, arguments: dict[str, Any], required: frozenset[str]) -> None:
-        """Drop the places, domains and device classes the named device lacks.
-
-        Without a name, drop the places the home lacks (`floor: all`) where
-        one it has says where.
-        """
-        home = self.home
-        if "name" not in arguments:
-            known = {
-                key: names.knows(value)
-                for key, names in zip(_PLACES, (home.areas, home.floors), strict=True)
-                if isinstance(value := arguments.get(key), str)
-            }
-            if any(known.values()):
-                for key in [k for k, is_known in known.items() if not is_known]:
-                    if key not in required:
-                        del arguments[key]
+        if not named:
             return
-        name = arguments["name"]
-        classes = home.classes.get(name)
+        classes = home.classes.get(arguments["name"])
         if classes is not None and "device_class" not in required:
             given = _listed(arguments.get("device_class"))
             if given and not classes.intersection(given):
                 del arguments["device_class"]
-        places = home.places.get(name)
-        for key, names in zip(_PLACES, (home.areas, home.floors), strict=True):
-            value = arguments.get(key)
-            if key in required or not isinstance(value, str):
-                continue
-            if not names.knows(value) or (
-                places is not None and words(value) not in places
-            ):
-                del arguments[key]
-        if _DOMAIN not in arguments or _DOMAIN in required:
+        if _DOMAIN in arguments and _DOMAIN not in required:
+            arguments[_DOMAIN] = _kept(arguments[_DOMAIN], home.domains)
+            if arguments[_DOMAIN] is None:
+                del arguments[_DOMAIN]
+
+    def _is_asked(self, key: str, value: Any) -> bool:
+        """Tell whether the user's words name a setting or hold its value."""
+        stems = {part[:_STEM] for part in words(key).split()}
+        return any(word[:_STEM] in stems for word in self._asked.split()) or any(
+            f"{item:g}" in self._numbers
+            if isinstance(item, (int, float))
+            else bool(said := words(str(item))) and said in self._asked
+            for item in _listed(value)
+        )
+
+    def _kinds(self, arguments: dict[str, Any], required: frozenset[str]) -> None:
+        """Read a kind of device where a place or a name goes as the home has it.
+
+        A place the home lacks is the domain it names; a kind in a known place
+        (`light` + Kitchen) is the device both name, else the place's devices.
+        """
+        home, name = self.home, arguments.get("name")
+        if _DOMAIN not in arguments:
+            for key, names in home.places.items():
+                value = arguments.get(key)
+                if isinstance(value, str) and words(value) not in names:
+                    if (domain := _domain(value, home.domains)) in home.domains:
+                        arguments[_DOMAIN] = [domain]
+                        if key not in required:
+                            del arguments[key]
+                        break
+        if (
+            not isinstance(name, str)
+            or "name" in required
+            or words(name) in home.entities
+        ):
             return
-        domains = arguments[_DOMAIN]
-        if kept := [item for item in _listed(domains) if item in home.domains]:
-            arguments[_DOMAIN] = kept if isinstance(domains, list) else kept[0]
-        else:
-            del arguments[_DOMAIN]
+        domain = _domain(name, home.domains)
+        for key, names in home.places.items():
+            place = arguments.get(key)
+            if not isinstance(place, str) or not _match(names, place):
+                continue
+            together = f"{place} {name}"
+            if domain not in home.domains:
+                # A curtain in the bedroom: the bedroom's curtains.
+                found = _match(home.entities, together)
+            elif not (found := _match(home.entities, together, {domain}, whole=True)):
+                del arguments["name"]
+                arguments[_DOMAIN] = [domain]
+            if found:
+                arguments["name"] = found
+            return
 
 
-def _known_domains(value: Any, known: frozenset[str]) -> Any:
-    """Return the domains as the home has them: `lights` is `light`."""
-    found = [_domain(item, known) for item in _listed(value)]
-    return found if isinstance(value, list) else found[0]
-
-
-def _domain(item: Any, known: frozenset[str]) -> Any:
-    """Return the domain of the home a value names, else the value."""
+def _domain(item: Any, known: Collection[str]) -> Any:
+    """Return the home's domain a value names (`lights`: `light`), else the value."""
     if not isinstance(item, str):
         return item
     domain = words(item).replace(" ", "_")
@@ -279,92 +262,138 @@ def _domain(item: Any, known: frozenset[str]) -> Any:
 
 def _listed(value: Any) -> list[Any]:
     """Return a value as a list of its items (none for no value)."""
-    if value is None:
-        return []
-    return value if isinstance(value, list) else [value]
+    return [] if value is None else value if isinstance(value, list) else [value]
 
 
-def _chosen(value: Any, choices: frozenset[str]) -> Any:
-    """Return the value without the items its schema does not offer; None if none is."""
+def _kept(value: Any, choices: Collection[str]) -> Any:
+    """Return the value without the items not among the choices; None if none is."""
     kept = [item for item in _listed(value) if item in choices]
-    if not kept:
-        return None
-    return kept if isinstance(value, list) else kept[0]
-
-
-def _is_schema(value: Any) -> bool:
-    """Tell whether a value is a schema copied in its place."""
-    return isinstance(value, Mapping) and bool(_SCHEMA_KEYS.intersection(value))
+    return (kept if isinstance(value, list) else kept[0]) if kept else None
 
 
 def _without_blanks(value: Any, *, words: bool) -> Any:
-    """Return the value without empty parts; None where nothing is left.
-
-    In arguments that are words, placeholders count as empty.
-    """
-    if isinstance(value, str):
-        blank = value.strip().casefold() in _PLACEHOLDERS if words else not value
-        return None if blank else value
+    """Return the value without empty parts (in words, placeholders); or None."""
+    if isinstance(value, str) and words:
+        return None if value.strip().casefold() in _PLACEHOLDERS else value
     if isinstance(value, list):
-        kept = [
+        value = [
             item for item in value if _without_blanks(item, words=words) is not None
         ]
-        return kept or None
-    return None if value is None or value == {} else value
+    return None if value in (None, "", [], {}) else value
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Parameters:
     """What a tool's parameters say of its arguments."""
 
     required: frozenset[str]
     # Arguments given as text or lists of text (names, areas, domains).
-    words: frozenset[str]
+    words: set[str]
     # The values an argument takes, where its schema lists them.
-    choices: Mapping[str, frozenset[str]] = field(default_factory=dict)
-    keys: frozenset[str] = frozenset()
-    # Arguments that are numbers.
-    numbers: frozenset[str] = frozenset()
+    choices: dict[str, frozenset[str]]
+    keys: set[str]
+    # Arguments that are numbers, also as one of all a schema must be.
+    numbers: set[str]
 
     @classmethod
-    def of(cls, schema: object) -> _Parameters:
+    def of(cls, function: Mapping[str, Any]) -> _Parameters:
         """Read a tool's parameters schema."""
-        if not isinstance(schema, Mapping):
-            return cls(frozenset(), frozenset())
-        properties = schema.get("properties")
-        properties = properties if isinstance(properties, Mapping) else {}
-        properties = {
-            key: value
-            for key, value in properties.items()
-            if isinstance(value, Mapping)
+        schema = function.get("parameters")
+        given = schema.get("properties") if isinstance(schema, Mapping) else None
+        read = cls(required_keys(schema), set(), {}, set(), set())
+        for key, value in given.items() if isinstance(given, Mapping) else ():
+            if not isinstance(value, Mapping):
+                continue
+            read.keys.add(key)
+            if value.get("type") in ("string", "array"):
+                read.words.add(key)
+            items = value.get("items")
+            listed = items if isinstance(items, Mapping) and items else value
+            if isinstance(enum := listed.get("enum"), list):
+                read.choices[key] = frozenset(map(str, enum))
+            all_of = [p for p in value.get("allOf") or () if isinstance(p, Mapping)]
+            if any(p.get("type") in ("integer", "number") for p in (value, *all_of)):
+                read.numbers.add(key)
+        return read
+
+
+def words(name: str) -> str:
+    """Return a name as lower-case words: `garageDoor`, `garage_door`: `garage door`."""
+    return " ".join(part for part in _WORD_BREAK.split(name) if part).casefold()
+
+
+# Names of one kind the home has (with their domains), by their words.
+type _Names = dict[str, set[tuple[str, str]]]
+
+
+def _add(names: _Names, name: str, *others: str, domain: str = "") -> None:
+    """Add a name as the home writes it, found by it and by its other names."""
+    for found_by in (name, *others):
+        names.setdefault(words(found_by), set()).add((name, domain))
+
+
+def _match(
+    names: _Names, value: str, domains: Collection[str] = (), *, whole: bool = False
+) -> str | None:
+    """Return the one name (of the domains) the words are, or (not `whole`) are in."""
+    key = words(value)
+    if not key:
+        return None
+    if (found := _in_domains(names.get(key, set()), domains)) or whole:
+        return _only(found)
+    return _only(
+        {
+            name
+            for phrase, entries in names.items()
+            if all(
+                any(_same_word(word, other) for other in phrase.split())
+                for word in key.split()
+            )
+            for name in _in_domains(entries, domains)
         }
-        return cls(
-            required_keys(schema),
-            frozenset(
-                key
-                for key, value in properties.items()
-                if value.get("type") in ("string", "array")
-            ),
-            {
-                key: frozenset(map(str, enum))
-                for key, value in properties.items()
-                if isinstance(enum := (_items(value) or value).get("enum"), list)
-            },
-            frozenset(properties),
-            frozenset(key for key, value in properties.items() if _is_number(value)),
+    )
+
+
+def _same_word(word: str, other: str) -> bool:
+    """Tell whether two words are one, also in two forms (`curtain`, `curtains`)."""
+    return word == other or (
+        min(len(word), len(other)) >= _STEM
+        and abs(len(word) - len(other)) <= _ENDING
+        and (other.startswith(word) or word.startswith(other))
+    )
+
+
+def _in_domains(entries: set[tuple[str, str]], domains: Collection[str]) -> set[str]:
+    """Return the names of the entries in the domains (all, if none given)."""
+    return {name for name, domain in entries if not domains or domain in domains}
+
+
+def _only(names: set[str]) -> str | None:
+    """Return the one name, if there is exactly one."""
+    return next(iter(names)) if len(names) == 1 else None
+
+
+@dataclass(slots=True)
+class _Home:
+    """The names the home's exposed entities, areas and floors go by."""
+
+    entities: _Names = field(default_factory=dict)
+    # The names of the areas and floors, by the argument that names them.
+    places: dict[str, _Names] = field(default_factory=lambda: {"area": {}, "floor": {}})
+    # The names of the entities of each domain.
+    domains: dict[str, set[str]] = field(default_factory=dict)
+    entity_names: dict[str, str] = field(default_factory=dict)
+    # By entity name: the words of the areas and floors they are in, their classes.
+    located: dict[str, set[str]] = field(default_factory=dict)
+    classes: dict[str, set[str]] = field(default_factory=dict)
+
+    def entity_name(self, value: str, domains: frozenset[str]) -> str | None:
+        """Return the entity a name means: by id, words, or domain (the one vacuum)."""
+        if value in self.entity_names:
+            return self.entity_names[value]
+        domain = _domain(value, self.domains)
+        if domain not in self.domains:
+            return _match(self.entities, value, domains)
+        return _match(self.entities, value, domains, whole=True) or _only(
+            self.domains[domain]
         )
-
-
-def _is_number(schema: Mapping[str, Any]) -> bool:
-    """Tell whether a schema is of a number, also as one of all it must be."""
-    parts = [
-        schema,
-        *(part for part in schema.get("allOf") or () if isinstance(part, Mapping)),
-    ]
-    return any(part.get("type") in ("integer", "number") for part in parts)
-
-
-def _items(schema: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """Return the schema of an array's items, if it gives one."""
-    items = schema.get("items")
-    return items if isinstance(items, Mapping) else None

@@ -6,20 +6,15 @@ from typing import Any, Final
 
 from ..net.readers import JSONObject
 
-# The chat log's name of each provider-run tool, by the type of its call.
-PROVIDER_CALLS: Final = {
-    "web_search_call": "web_search",
-    "code_interpreter_call": "code_interpreter",
-    "image_generation_call": "image_generation",
-}
-# What of each call goes back to the server.
-_STATUS: Final = ("type", "id", "status")
+# What of each provider-run call goes back to the server besides its type, id
+# and status, by the type of its call (a generated image without its bytes).
 _REPLAYED_KEYS: Final = {
-    "web_search_call": (*_STATUS, "action"),
-    "code_interpreter_call": (*_STATUS, "code", "container_id", "outputs"),
-    # A generated image goes back without its bytes.
-    "image_generation_call": _STATUS,
+    "web_search_call": ("action",),
+    "code_interpreter_call": ("code", "container_id", "outputs"),
+    "image_generation_call": (),
 }
+# The chat log's name of each provider-run tool, by the type of its call.
+PROVIDER_CALLS: Final = {kind: kind.removesuffix("_call") for kind in _REPLAYED_KEYS}
 
 
 def provider_view(kind: str, item: JSONObject) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -50,7 +45,8 @@ def provider_view(kind: str, item: JSONObject) -> tuple[dict[str, Any], dict[str
 
 def replayed_call(kind: str, item: JSONObject) -> JSONObject:
     """Return a provider-run call as it goes back to the server."""
-    kept = {key: item[key] for key in _REPLAYED_KEYS[kind] if key in item}
+    keys = ("type", "id", "status", *_REPLAYED_KEYS[kind])
+    kept = {key: item[key] for key in keys if key in item}
     if kind == "image_generation_call":
         kept["result"] = None
     return kept

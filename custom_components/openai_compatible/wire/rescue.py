@@ -1,23 +1,14 @@
-"""A turn of a small model, its near misses turned into what was meant.
+"""A small model's turn (entity.py), its near misses turned into what was meant.
 
-One `TurnRescue` watches the rounds of one turn (entity.py):
-- each call's arguments are cleaned before it runs (call_arguments.py);
-- a call made again with the same arguments is not run again: the turn ends
-  with what the first one said;
-- once an intent said what it did, the model's words are held until they are
-  whole, and JSON, markup, nothing, or words cut at the answer's limit give
-  way to Home Assistant's own sentence for that intent;
-- with one-round answers, a round whose only act was one intent call that did
-  what was asked ends the turn with that sentence, without asking the model
-  again, and the third round is the last: asked for words, it runs no call;
-  without them, the third round is the last once an intent did something;
-- words that describe a call instead of making it ("you can use the
-  `intent__HassTurnOn` function…") are not spoken: the model is told, once.
+Calls are cleaned (call_arguments.py) and not run twice; after a done intent,
+words that say nothing give way to Home Assistant's sentence; with one-round
+answers one intent call that did what was asked ends the turn, and the third
+round is the last; a call described in words is asked for, once.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from itertools import takewhile
 import json
@@ -25,14 +16,15 @@ import re
 from typing import Any, Final, cast
 
 from homeassistant.components import conversation
+from homeassistant.components.conversation.default_agent import DefaultAgent
 from homeassistant.core import HomeAssistant
-from homeassistant.helpers import llm
+from homeassistant.exceptions import TemplateError
+from homeassistant.helpers import intent, llm, template, translation
 
 from ..errors import ModelError
 from ..net.request import ToolSet
 from .call_arguments import ArgumentCleaner
 from .chat_stream import ANSWER_CUT
-from .done_sentence import async_done_sentence
 from .tool_calls import unanswerable_error
 
 type Delta = (
@@ -76,25 +68,15 @@ class _Message:
         if "content" not in delta:
             return
         text = delta["content"] or ""
-        if (
-            self.sentence is not None
-            or self.words
-            or self.tools
-            or (
-                self.after_result
-                and not self.said
-                and text.lstrip().startswith(_NOT_SPOKEN)
-            )
-        ):
+        echo = self.after_result and not self.said and text.lstrip()[:1] in _NOT_SPOKEN
+        if self.sentence is not None or self.words or self.tools or echo:
             self.words.append(delta.pop("content") or "")
         self.said = self.said or bool(text.strip())
-        if self.tools:
-            self._read_opening(delta)
-
-    def _read_opening(self, delta: dict[str, Any]) -> None:
-        """Hold words naming a tool; let the opening go once it names none."""
+        if not self.tools:
+            return
+        # Words naming a tool are held; the opening goes once it names none.
         held = "".join(self.words)
-        if self.names_tool(held):
+        if not self.tools.isdisjoint(re.findall(r"\w+", held)):
             self.tools, self.described = frozenset(), True
         elif _speaks(held) and (
             _OPENING_END.search(held) or len(held) > _OPENING_REACH
@@ -103,38 +85,23 @@ class _Message:
             delta["content"] = held
             self.words.clear()
 
-    def names_tool(self, text: str) -> bool:
-        """Tell whether words name one of the tools."""
-        return not self.tools.isdisjoint(re.findall(r"\w+", text))
-
     def end(self) -> conversation.AssistantContentDeltaDict | None:
-        """Return the words held, or the sentence where they say nothing.
-
-        Raise where the model answered a tool's result with data and no
-        sentence can stand for it (a tool's JSON is never spoken), or
-        described a call it did not make.
-        """
+        """Return the words held, or the sentence where they say nothing."""
         said = "".join(self.words)
-        if self.described or self.names_tool(said):
+        if self.described or not self.tools.isdisjoint(re.findall(r"\w+", said)):
             if self.calls:
                 return None
             raise ModelError("call_described")
         if self.sentence is None:
             if said and self.after_result and not self.calls and not _speaks(said):
                 raise ModelError("answer_not_speech")
-            return {"content": said} if said else None
-        if not self.calls and (self.cut or not _speaks(said)):
+        elif not self.calls and (self.cut or not _speaks(said)):
             return {"content": self.sentence}
         return {"content": said} if said else None
 
 
 class TurnRescue:
-    """The rounds of one turn, watched for what small models get wrong.
-
-    `speaks`: the turn is a conversation, answered in sentences (an AI task's
-    answer is left as the model gave it). `one_round`: a successful intent
-    call is answered without a second round.
-    """
+    """The rounds of one turn, watched for what small models get wrong."""
 
     def __init__(
         self,
@@ -146,30 +113,41 @@ class TurnRescue:
         speaks: bool,
         one_round: bool,
     ) -> None:
-        """Watch a turn that starts now."""
+        """Watch a turn that starts now.
+
+        `speaks`: a conversation's turn, answered in sentences (an AI task's
+        answer is left as given). `one_round`: a done intent call ends the turn.
+        """
         self._hass = hass
         self._chat_log = chat_log
         self._agent_id = agent_id
-        self._intents = _intent_names(chat_log)
-        self._asked = next(
-            (
-                content
-                for content in reversed(chat_log.content)
-                if isinstance(content, conversation.UserContent)
-            ),
-            None,
+        # The offered tools that are Home Assistant's intents.
+        self._intents = frozenset(
+            tool.name
+            for tool in (chat_log.llm_api.tools if chat_log.llm_api else ())
+            if isinstance(
+                tool.tool if isinstance(tool, llm.NamespacedTool) else tool,
+                llm.IntentTool,
+            )
         )
+        asked = [c for c in chat_log.content if isinstance(c, conversation.UserContent)]
+        self._asked = asked[-1] if asked else None
+        words = self._asked.content if self._asked else ""
         self._cleaner = ArgumentCleaner(
-            hass,
-            tool_set,
-            asked=self._asked.content if self._asked else "",
-            intents=self._intents,
+            hass, tool_set, asked=words, intents=self._intents
         )
         self._speaks = speaks
-        self._tool_words = _tool_words(tool_set) if speaks else frozenset()
+        # The offered tools' names, whole and after their prefix, as no word is.
+        self._tool_words = frozenset(
+            part
+            for name in tool_set.from_wire
+            for part in (name, name.rpartition("__")[2])
+            if speaks and _TOOL_WORD.fullmatch(part)
+        )
         # Text added to the user's message once the model described a call.
         self.instructions: tuple[conversation.UserContent, str] | None = None
-        self._described = False
+        # The round the model described a call in.
+        self._described_in = 0
         self._one_round = one_round and speaks
         self._rounds = 0
         # This round is the last and runs no call; whether it made one.
@@ -180,9 +158,8 @@ class TurnRescue:
         # the answers given here to calls that could not run.
         self._seen: dict[str, str] = {}
         self._answers: set[str] = set()
-        # The name of a call the round made again, and whether it was answered.
-        self._repeated: str | None = None
-        self._repeated_answered = False
+        # Whether the round made a call again (False) or gave an answer again (True).
+        self._repeated: bool | None = None
 
     async def watched(self, stream: AsyncIterator[Delta]) -> AsyncGenerator[Delta]:
         """Yield a round's deltas: calls cleaned, repeats dropped, words checked."""
@@ -193,11 +170,7 @@ class TurnRescue:
         # Data the model writes now would echo a tool's result.
         echoes = self._speaks and self._rounds > 1
         # Words after a call may name it; before any, they describe one.
-        called = any(
-            isinstance(content, conversation.ToolResultContent)
-            for content in self._this_turn()
-        )
-        tools = frozenset() if called else self._tool_words
+        tools = frozenset() if self._results() else self._tool_words
         message: _Message | None = None
         given = False
         try:
@@ -227,7 +200,7 @@ class TurnRescue:
             if not described or self.instructions or self._asked is None or self._last:
                 raise
         self.instructions = (self._asked, _CALL_IT)
-        self._described = True
+        self._described_in = self._rounds
         return None
 
     @property
@@ -235,35 +208,52 @@ class TurnRescue:
         """Tell whether the next round is a small model's last: words, no calls."""
         return self._one_round and self._rounds + 1 >= _LAST_ROUND
 
-    def _this_turn(self) -> Iterator[conversation.Content]:
-        """Yield the contents since the user's words, the latest first."""
-        return takewhile(
-            lambda content: not isinstance(content, conversation.UserContent),
-            reversed(self._chat_log.content),
-        )
+    def _results(self) -> list[conversation.ToolResultContent]:
+        """Return the tool results since the user's words, the latest first."""
+        return [
+            content
+            for content in takewhile(
+                lambda content: not isinstance(content, conversation.UserContent),
+                reversed(self._chat_log.content),
+            )
+            if isinstance(content, conversation.ToolResultContent)
+        ]
 
     async def async_ended(self) -> bool:
         """Tell whether the turn is over after a round; answer it where it is.
 
         Raise when the model repeated a call that said nothing to say.
         """
-        if self._described:
-            self._described = False
+        if self._described_in == self._rounds:
             return False
         repeated, self._repeated = self._repeated, None
-        answered, self._repeated_answered = self._repeated_answered, False
-        added = self._chat_log.content[self._round_start :]
-        if repeated is not None and (answered or not _has_answer(added)):
+        # Whether the round gave words, or ran a call (it may answer next round).
+        has_answer = any(
+            isinstance(content, conversation.ToolResultContent)
+            or (isinstance(content, conversation.AssistantContent) and content.content)
+            for content in self._chat_log.content[self._round_start :]
+        )
+        if repeated is not None and (repeated or not has_answer):
             raise unanswerable_error(self._chat_log) or ModelError("tool_call_repeated")
         if self._last:
-            if self._dropped and not _has_answer(added):
+            if self._dropped and not has_answer:
                 raise unanswerable_error(self._chat_log) or ModelError(
                     "max_tool_rounds", rounds=str(_LAST_ROUND)
                 )
             return True
         if not self._chat_log.unresponded_tool_results:
             return True
-        sentence = await self._async_one_round_sentence()
+        sentence = None
+        result, asked = self._chat_log.content[-1], self._chat_log.content[-2]
+        if (
+            self._one_round
+            and isinstance(result, conversation.ToolResultContent)
+            and isinstance(asked, conversation.AssistantContent)
+            and len(asked.tool_calls or ()) == 1
+            and result.tool_name in self._intents
+        ):
+            # Words before the call ("To turn on the lights, call ...") are no act.
+            sentence = await async_done_sentence(self._hass, result.result)
         if sentence is None and self._speaks and self._rounds >= _LAST_ROUND:
             sentence = await self._async_done_sentence()
         if sentence is None:
@@ -284,62 +274,33 @@ class TurnRescue:
         checked: dict[str, Any] = dict(delta)
         if calls := checked.pop("tool_calls", None):
             self._dropped = self._dropped or self._last
-            if kept := [] if self._last else self._new_calls(calls):
+            kept: list[llm.ToolInput] = []
+            for call in () if self._last else map(self._cleaner.clean, calls):
+                key = _key(call.tool_name, call.tool_args)
+                if call.external or self._seen.setdefault(key, call.id) == call.id:
+                    kept.append(call)
+                else:
+                    self._repeated = bool(self._repeated)
+            if kept:
                 checked["tool_calls"] = kept
-            if message is not None:
-                message.calls = message.calls or bool(kept)
         if message is not None:
+            message.calls = message.calls or bool(checked.get("tool_calls"))
             message.cut = message.cut or checked.get("native") is ANSWER_CUT
             message.hold(checked)
         if checked.get("role") == "tool_result" and checked["result"].error:
             # An answer given here; the same one again is a repeat.
             key = _key(checked["tool_name"], checked["result"].data)
             if key in self._answers:
-                self._repeated = checked["tool_name"]
-                self._repeated_answered = True
+                self._repeated = True
             self._answers.add(key)
         return checked or None
 
-    def _new_calls(self, calls: list[llm.ToolInput]) -> list[llm.ToolInput]:
-        """Return the calls cleaned, without those already made this turn.
-
-        A call answered here (a tool not offered) stays: its answer follows.
-        """
-        kept: list[llm.ToolInput] = []
-        for call in map(self._cleaner.clean, calls):
-            key = _key(call.tool_name, call.tool_args)
-            if call.external or self._seen.setdefault(key, call.id) == call.id:
-                kept.append(call)
-            else:
-                self._repeated = call.tool_name
-        return kept
-
     async def _async_done_sentence(self) -> str | None:
         """Return the sentence of the last intent this turn that did what was asked."""
-        for content in self._this_turn():
-            if isinstance(content, conversation.ToolResultContent) and (
-                sentence := await async_done_sentence(self._hass, content.result)
-            ):
+        for content in self._results():
+            if sentence := await async_done_sentence(self._hass, content.result):
                 return sentence
         return None
-
-    async def _async_one_round_sentence(self) -> str | None:
-        """Return the sentence that answers a round of one intent call, if it did.
-
-        Words before the call (a small model's "To turn on the lights, call
-        ...") are no act of their own.
-        """
-        contents = self._chat_log.content
-        if (
-            not self._one_round
-            or len(contents) < 2
-            or not isinstance(result := contents[-1], conversation.ToolResultContent)
-            or not isinstance(asked := contents[-2], conversation.AssistantContent)
-            or len(asked.tool_calls or ()) != 1
-            or result.tool_name not in self._intents
-        ):
-            return None
-        return await async_done_sentence(self._hass, result.result)
 
 
 def _key(name: str, value: Any) -> str:
@@ -355,32 +316,71 @@ def _speaks(text: str) -> bool:
     )
 
 
-def _has_answer(added: list[conversation.Content]) -> bool:
-    """Tell whether a round gave words, or ran a call (it may answer next round)."""
-    return any(
-        isinstance(content, conversation.ToolResultContent)
-        or (isinstance(content, conversation.AssistantContent) and content.content)
-        for content in added
+async def async_done_sentence(
+    hass: HomeAssistant, result: llm.ToolResult
+) -> str | None:
+    """Return what Home Assistant says of an intent that did what was asked.
+
+    Its own speech, else its default agent's sentence for that intent, else
+    "Done", in the intent's language; None for any other result.
+    """
+    data = result.data
+    if (
+        result.error
+        or not isinstance(data, dict)
+        or data.get("response_type") != "action_done"
+        or not isinstance(targets := data.get("data"), dict)
+        or not targets.get("success")
+        or targets.get("failed")
+    ):
+        return None
+    speech = data.get("speech")
+    plain = speech.get("plain") if isinstance(speech, dict) else None
+    own = plain.get("speech") if isinstance(plain, dict) else None
+    if isinstance(own, str) and own.strip():
+        return own
+    response = getattr(data, "original", None)
+    if not isinstance(response, intent.IntentResponse):
+        return None
+    if sentence := await _async_intent_sentence(hass, response):
+        return sentence
+    texts = await translation.async_get_translations(
+        hass, response.language, "conversation", [conversation.DOMAIN]
     )
+    return texts.get("component.conversation.conversation.agent.done", "Done")
 
 
-def _tool_words(tool_set: ToolSet) -> frozenset[str]:
-    """Return the offered tools' names, whole and after their prefix, as no word is."""
-    return frozenset(
-        part
-        for name in tool_set.from_wire
-        for part in (name, name.rpartition("__")[2])
-        if _TOOL_WORD.fullmatch(part)
+async def _async_intent_sentence(
+    hass: HomeAssistant, response: intent.IntentResponse
+) -> str | None:
+    """Return the default agent's sentence for a done intent, if it has one."""
+    agent = conversation.async_get_agent(hass)
+    if response.intent is None or not isinstance(agent, DefaultAgent):
+        return None
+    intents = await agent.async_get_or_load_intents(response.language)
+    if not intents or not isinstance(
+        responses := intents.intent_responses.get(response.intent.intent_type), dict
+    ):
+        return None
+    slots = {key: slot.get("value") for key, slot in response.intent.slots.items()}
+    states = [template.TemplateState(hass, state) for state in response.matched_states]
+    # The response the default agent would say: by domain, slot, default.
+    domain = response.matched_states[0].domain if states else None
+    key = next(
+        (key for key in (domain, *slots, "default") if key in responses),
+        next(iter(responses)) if len(responses) == 1 else None,
     )
-
-
-def _intent_names(chat_log: conversation.ChatLog) -> frozenset[str]:
-    """Return the names of the offered tools that are Home Assistant's intents."""
-    names = set()
-    for tool in chat_log.llm_api.tools if chat_log.llm_api else ():
-        inner = tool
-        while isinstance(inner, llm.NamespacedTool):
-            inner = inner.tool
-        if isinstance(inner, llm.IntentTool):
-            names.add(tool.name)
-    return frozenset(names)
+    if key is None:
+        return None
+    try:
+        rendered = template.Template(responses[key], hass).async_render(
+            {
+                "slots": slots | response.speech_slots,
+                "state": states[0] if states else None,
+                "query": {"matched": states, "unmatched": []},
+            },
+            parse_result=False,
+        )
+    except TemplateError:
+        return None
+    return " ".join(str(rendered).split()) or None

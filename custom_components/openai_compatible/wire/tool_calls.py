@@ -41,14 +41,9 @@ _HINTS: Final = {
 _TRIGGER: Final = "trigger_sentence"
 # Home Assistant's intents for what a name's verb asks (its prompt says to
 # lock with HassTurnOn and unlock with HassTurnOff).
-_VERBS: Final = {
-    "open": "turnon",
-    "close": "turnoff",
-    "lock": "turnon",
-    "unlock": "turnoff",
-    "switchon": "turnon",
-    "switchoff": "turnoff",
-}
+_VERBS: Final = dict.fromkeys(("open", "lock", "switchon"), "turnon") | dict.fromkeys(
+    ("close", "unlock", "switchoff"), "turnoff"
+)
 # The shortest name that counts as part of another.
 _LEAST_PART: Final = 6
 # How alike a misspelt tool name must be to an offered one, and how much less
@@ -316,29 +311,30 @@ def unanswerable_error(chat_log: conversation.ChatLog) -> ModelError | None:
 def offered_name(name: object, tool_names: Mapping[str, str]) -> str | None:
     """Return the offered tool a name the model gave means, if only one fits.
 
-    Tried in turn: the name itself; the part after `__` and without `Hass`,
-    whatever the case, so a missing or wrong prefix does not matter; that
-    part within one offered name or holding it whole; a verb Home Assistant
-    does with one intent (`HassCloseEntity`: HassTurnOff); then a near
-    spelling, when no other offered name comes close.
+    Tried in turn: the name; its part after `__` without `Hass`, in any case;
+    that part within one offered name or holding it whole; a verb Home Assistant
+    does with one intent (`HassCloseEntity`: HassTurnOff); a spelling near one alone.
     """
     if not isinstance(name, str) or len(name) > 128:
         return None
     if name in tool_names:
         return name
     key = _key(name)
-    if any(_key(wire) == key for wire in tool_names):
-        return _only_key(key, tool_names)
-    if len(matches := [wire for wire in tool_names if _within(key, _key(wire))]) == 1:
-        return matches[0]
-    if matches:
+    keys = {wire: _key(wire) for wire in tool_names}
+    verb = next((_VERBS[v] for v in _VERBS if key.startswith(v)), None)
+    for fits in (
+        [wire for wire, offered in keys.items() if offered == key],
+        [wire for wire, offered in keys.items() if _within(key, offered)],
+        [wire for wire, offered in keys.items() if offered == verb],
+    ):
+        if fits:
+            return fits[0] if len(fits) == 1 else None
+    if verb is not None:
         return None
-    if (verb := next((v for v in _VERBS if key.startswith(v)), None)) is not None:
-        return _only_key(_VERBS[verb], tool_names)
     scores = sorted(
         (
-            (difflib.SequenceMatcher(None, key, _key(wire)).ratio(), wire)
-            for wire in tool_names
+            (difflib.SequenceMatcher(None, key, offered).ratio(), wire)
+            for wire, offered in keys.items()
         ),
         reverse=True,
     )
@@ -347,12 +343,6 @@ def offered_name(name: object, tool_names: Mapping[str, str]) -> str | None:
     if len(scores) > 1 and scores[1][0] > scores[0][0] - _MARGIN:
         return None
     return scores[0][1]
-
-
-def _only_key(key: str, tool_names: Mapping[str, str]) -> str | None:
-    """Return the one offered name of this key, if there is one."""
-    matches = [wire for wire in tool_names if _key(wire) == key]
-    return matches[0] if len(matches) == 1 else None
 
 
 def _key(name: str) -> str:

@@ -30,6 +30,8 @@ _MARKER_START: Final = re.compile(
     + r"|`{1,2}|\[\s{0,8}(?:\{\s{0,8})?|\{\s{0,8})\Z"
 )
 _MARKER_REACH: Final = 24
+# Where JSON outside blocks starts: an object, or a list of them.
+_JSON_START: Final = re.compile(r"\[?\{")
 # A call written as code starts with a name and its parenthesis.
 _CODE_NAME: Final = re.compile(r"[A-Za-z_][\w.]{0,63}")
 # A call labelled with its name, as `functions.Name:`.
@@ -45,9 +47,8 @@ _ARGUMENT_KEYS: Final = ("arguments", "parameters", "args")
 class WrittenCallWatch:
     """An answer's text, let through while no call is written in it.
 
-    An answer that starts like a call is held whole; a call that starts
-    later is held from its marker on. At the end, what was held is calls or
-    words to say.
+    Held whole where it starts like a call, else from a call's marker on; at
+    the end, what was held is calls or words to say.
     """
 
     def __init__(self, tool_names: Mapping[str, str]) -> None:
@@ -85,7 +86,15 @@ class WrittenCallWatch:
             if verdict:
                 self._held = [text]
                 return ""
-        return self._scan(text)
+        # The words before any marker go; from one on, the rest is held.
+        buffer = self._tail + text
+        if (found := _MARKER.search(buffer)) is not None:
+            self._held, self._tail = [buffer[found.start() :]], ""
+            return buffer[: found.start()]
+        partial = _MARKER_START.search(buffer, max(0, len(buffer) - _MARKER_REACH))
+        end = len(buffer) if partial is None else partial.start()
+        self._tail = buffer[end:]
+        return buffer[:end]
 
     def finish(self, *, called: bool = False) -> tuple[str, list[PendingCall]]:
         """Return the words still to say and the calls written, at the end.
@@ -112,24 +121,12 @@ class WrittenCallWatch:
         self._tail, self._held, self._start = "", None, None
         return said, (calls_in_text(held, self._names) or []) if held else []
 
-    def _scan(self, text: str) -> str:
-        """Return the words before any marker; hold the rest from one on."""
-        buffer = self._tail + text
-        if (found := _MARKER.search(buffer)) is not None:
-            self._held, self._tail = [buffer[found.start() :]], ""
-            return buffer[: found.start()]
-        partial = _MARKER_START.search(buffer, max(0, len(buffer) - _MARKER_REACH))
-        end = len(buffer) if partial is None else partial.start()
-        self._tail = buffer[end:]
-        return buffer[:end]
-
 
 def call_start(text: str, tool_names: Mapping[str, str]) -> bool | None:
-    """Tell whether an answer starting with this text is a call written out.
+    """Tell whether an answer starting with this text (no space first) is a call.
 
-    The text starts with the answer's first non-space character. None while
-    the start may still become one. Only the first characters are
-    read: a start that is still undecided past them is held as a call.
+    None while the start may still become one; a start still undecided past
+    the first characters read is held as a call.
     """
     start = text[:_START_REACH]
     compact = "".join(start.split())
@@ -145,20 +142,17 @@ def call_start(text: str, tool_names: Mapping[str, str]) -> bool | None:
         return False
     if name.end() == len(start):
         return None if len(text) < _START_REACH else False
-    following = start[name.end()]
     named = offered_name(name.group().rpartition(".")[2], tool_names)
-    return following in "(:" and named is not None
+    return start[name.end()] in "(:" and named is not None
 
 
 def calls_in_text(text: str, tool_names: Mapping[str, str]) -> list[PendingCall] | None:
     """Return the calls a model wrote in the text, if its blocks are calls.
 
-    A block is a tagged or fenced one, or a JSON value or code call between
-    them; other words are left aside, and so is JSON beside calls (a result
-    the model wrote before it came). A JSON object naming a tool and its
-    arguments is a call even of a tool not offered (the model is then told
-    the offered names); a call written as code must name an offered tool.
-    A block cut short gives the calls written whole before the cut.
+    A block is a tagged or fenced one, or JSON or code between them; words and
+    JSON beside calls (a result the model made up) are left aside. A JSON call
+    may name a tool not offered (the model is then told the offered names);
+    code must name an offered one. A block cut short gives the calls before it.
     """
     calls: list[PendingCall] = []
     for items in _blocks(text, tool_names):
@@ -212,19 +206,14 @@ def _loose(text: str, tool_names: Mapping[str, str]) -> Iterator[list[object] | 
     if code := _code_calls(stripped, tool_names) or _labelled(stripped, tool_names):
         yield code
         return
-    start = min(
-        (found for found in (stripped.find("{"), stripped.find("[{")) if found >= 0),
-        default=-1,
-    )
-    if start >= 0:
-        yield _json_values(stripped[start:]) or None
+    if (found := _JSON_START.search(stripped)) is not None:
+        yield _json_values(stripped[found.start() :]) or None
 
 
 def _json_values(text: str) -> list[object]:
-    """Return the JSON values at the start of the text, one after another.
+    """Return the JSON values at the start of the text, a list as its items.
 
-    A list counts as its items. Reading stops at the first thing that is no
-    JSON, so each character is read once.
+    Reading stops at the first thing that is no JSON: each character is read once.
     """
     decoder = json.JSONDecoder(strict=False)
     values: list[object] = []
@@ -252,19 +241,30 @@ def _code_calls(text: str, tool_names: Mapping[str, str]) -> list[object] | None
     items: list[object] = []
     for statement in tree.body:
         call = statement.value if isinstance(statement, ast.Expr) else None
-        if not isinstance(call, ast.Call) or (item := _code_call(call)) is None:
+        if not isinstance(call, ast.Call):
             return None
-        if offered_name(item["name"], tool_names) is None:
+        name = ast.unparse(call.func).rpartition(".")[2]
+        try:
+            arguments = {
+                keyword.arg: ast.literal_eval(keyword.value)
+                for keyword in call.keywords
+                if keyword.arg is not None
+            }
+            if call.args:
+                only = ast.literal_eval(call.args[0])
+                if len(call.args) > 1 or arguments or not isinstance(only, dict):
+                    return None
+                arguments = only
+        except ValueError, TypeError, SyntaxError, RecursionError, MemoryError:
             return None
-        items.append(item)
+        if offered_name(name, tool_names) is None:
+            return None
+        items.append({"name": name, "arguments": arguments})
     return items or None
 
 
 def _labelled(text: str, tool_names: Mapping[str, str]) -> list[object] | None:
-    """Return a call written as `functions.Name:` and its JSON arguments, if any.
-
-    This is the form llama-cpp-python's `chatml-function-calling` asks for.
-    """
+    """Return a call as `functions.Name:` and JSON, as chatml-function-calling writes."""
     if (label := _LABEL.match(text)) is None:
         return None
     name = label.group(1).rpartition(".")[2]
@@ -273,25 +273,6 @@ def _labelled(text: str, tool_names: Mapping[str, str]) -> list[object] | None:
     if offered_name(name, tool_names) is None or not values:
         return None
     return [{"name": name, "arguments": values[0]}]
-
-
-def _code_call(call: ast.Call) -> dict[str, Any] | None:
-    """Return one call written as code as a written call's object."""
-    name = ast.unparse(call.func).rpartition(".")[2]
-    try:
-        arguments = {
-            keyword.arg: ast.literal_eval(keyword.value)
-            for keyword in call.keywords
-            if keyword.arg is not None
-        }
-        if call.args:
-            only = ast.literal_eval(call.args[0])
-            if len(call.args) > 1 or arguments or not isinstance(only, dict):
-                return None
-            arguments = only
-    except ValueError, TypeError, SyntaxError, RecursionError, MemoryError:
-        return None
-    return {"name": name, "arguments": arguments}
 
 
 def _written_call(item: object, tool_names: Mapping[str, str]) -> PendingCall | None:
@@ -304,12 +285,9 @@ def _written_call(item: object, tool_names: Mapping[str, str]) -> PendingCall | 
     key = next((key for key in _ARGUMENT_KEYS if key in call), None)
     if not isinstance(name, str) or not name:
         return None
-    if key is None:
-        # Only a name: a call with no arguments, if it names an offered tool.
-        if len(call) > 1 or offered_name(name, tool_names) is None:
-            return None
-        return PendingCall(None, name, decoded={})
-    arguments = call[key]
+    if key is None and (len(call) > 1 or offered_name(name, tool_names) is None):
+        return None  # only a name: a call with no arguments, of an offered tool
+    arguments = call[key] if key is not None else {}
     if isinstance(arguments, str):
         try:
             arguments = json_loads(arguments) if arguments.strip() else {}
