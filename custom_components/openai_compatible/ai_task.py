@@ -27,8 +27,8 @@ from .fallback import (
 )
 from .media.images import async_generate_image
 from .models.fit import check_model_takes, learning_refusals
-from .net.request import build_tool_set
 from .net.shapes import JsonSchema
+from .net.transport import build_tool_set
 from .structured.rungs import (
     StructuredRequest,
     StructureMismatch,

@@ -23,7 +23,7 @@ from .entity import OpenAICompatibleEntity
 from .errors import ModelError
 from .fallback import async_converse_with, handover
 from .features import WireApi, api_setting
-from .net.request import RequestSettings, ToolSet
+from .net.transport import RequestSettings, ToolSet
 from .wire.round_trip import Dialect
 
 PARALLEL_UPDATES = 0

@@ -40,9 +40,8 @@ from .models.capabilities import ModelCapabilities
 from .models.fit import chat_log_attachments, check_model_takes, learning_refusals
 from .models.provider_tools import responses_options
 from .models.providers import provider_for
-from .net.request import RequestSettings, ToolSet, build_tool_set
 from .net.shapes import ResponseFormat, WireBody
-from .net.transport import Budget
+from .net.transport import Budget, RequestSettings, ToolSet, build_tool_set
 from .tool_offer import ToolOffer
 from .window.context_window import ContextWindow, RequestFit, default_answer_limit
 from .wire.chat_completions import ChatCompletionsDialect

@@ -33,7 +33,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from custom_components.openai_compatible.const import CONF_API, CONF_HISTORY_TURNS
 from custom_components.openai_compatible.features import Feature, WireApi
-from custom_components.openai_compatible.net.request import build_tool_set
+from custom_components.openai_compatible.net.transport import build_tool_set
 from custom_components.openai_compatible.wire.chat_completions import (
     fold_system,
     split_instructions,

@@ -18,7 +18,7 @@ from custom_components.openai_compatible.models.capabilities import ModelCapabil
 from custom_components.openai_compatible.models.lessons import Lessons
 from custom_components.openai_compatible.models.providers import PROVIDERS
 from custom_components.openai_compatible.models.server_info import ModelReport
-from custom_components.openai_compatible.net.request import RequestSettings, ToolSet
+from custom_components.openai_compatible.net.transport import RequestSettings, ToolSet
 from custom_components.openai_compatible.wire.responses import (
     ResponsesDialect,
     ResponsesOptions,

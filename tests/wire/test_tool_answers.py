@@ -7,7 +7,7 @@ from typing import Any
 from homeassistant.helpers import llm
 import pytest
 
-from custom_components.openai_compatible.net.request import ToolSet
+from custom_components.openai_compatible.net.transport import ToolSet
 from custom_components.openai_compatible.wire.tool_answers import checked_calls
 
 TOOL_SET = ToolSet(

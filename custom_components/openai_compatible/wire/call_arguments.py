@@ -18,7 +18,7 @@ from typing import Any, Final
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 
-from ..net.request import ToolSet
+from ..net.transport import ToolSet
 from .home_names import Home, in_domains, only, read_home, words
 from .tool_answers import required_keys
 

@@ -22,8 +22,8 @@ from homeassistant.helpers.llm import DATE_TIME_PROMPT
 
 from ..features import Feature
 from ..media.attachments import LoadedFile, async_load_attachments
-from ..net.request import RequestSettings, ToolSet, without_keys
 from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject, ResponseFormat
+from ..net.transport import RequestSettings, ToolSet, without_keys
 from ..window.prompt_fit import CallRef, ItemKind, PromptItem, split_turns
 from .chat_stream import ChatStreamParser
 from .round_trip import Instructions

@@ -28,8 +28,8 @@ from ..net.readers import (
     read_object,
     read_usage,
 )
-from ..net.request import OwnCalls
 from ..net.sse import EventStream, async_read_body
+from ..net.transport import OwnCalls
 from ..server_errors.answers import answer_error
 from .think_tags import ThinkTagSplitter
 from .tool_answers import answered_calls, tool_inputs

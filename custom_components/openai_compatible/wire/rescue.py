@@ -29,7 +29,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 
 from ..errors import ModelError
-from ..net.request import ToolSet
+from ..net.transport import ToolSet
 from .call_arguments import ArgumentCleaner
 from .chat_stream import ANSWER_CUT
 from .done_sentence import async_done_sentence

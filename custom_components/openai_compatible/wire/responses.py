@@ -20,7 +20,6 @@ from ..features import PROVIDER_TOOLS, Feature
 from ..media.attachments import LoadedFile
 from ..models.capabilities import ModelCapabilities
 from ..models.provider_tools import ResponsesOptions
-from ..net.request import RequestSettings, ToolSet, without_keys
 from ..net.shapes import (
     InputPart,
     JsonObject,
@@ -29,6 +28,7 @@ from ..net.shapes import (
     ResponsesItem,
     TextParams,
 )
+from ..net.transport import RequestSettings, ToolSet, without_keys
 from ..window.prompt_fit import CallRef, ItemKind, PromptItem
 from .chat_completions import DROPPED_KEYS, ChatLogRenderer, part_features
 from .responses_stream import ResponsesReplay, ResponsesStreamParser

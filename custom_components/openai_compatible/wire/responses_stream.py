@@ -30,8 +30,7 @@ from ..net.readers import (
     read_usage,
     string_or_none,
 )
-from ..net.request import OwnCalls
-from ..net.transport import parse_json
+from ..net.transport import OwnCalls, parse_json
 from ..server_errors.answers import answer_error
 from .chat_stream import Delta
 from .provider_calls import PROVIDER_CALLS, provider_view, replayed_call

@@ -28,10 +28,16 @@ from ..errors import (
 from ..features import Feature
 from ..models.capabilities import ModelCapabilities
 from ..net.readers import read_usage
-from ..net.request import RequestSettings, ToolSet, without_keys
 from ..net.shapes import JsonObject, ResponseFormat, WireBody, WireItem
 from ..net.sse import async_read_body
-from ..net.transport import Budget, Transport, parse_json
+from ..net.transport import (
+    Budget,
+    RequestSettings,
+    ToolSet,
+    Transport,
+    parse_json,
+    without_keys,
+)
 from ..window.context_window import observe_usage
 from ..window.prompt_fit import PromptItem
 from .chat_stream import Delta, async_read_answer

@@ -16,8 +16,8 @@ from ..const import LOGGER
 from ..errors import RequestRejectedError
 from ..features import Feature
 from ..models.capabilities import ModelCapabilities
-from ..net.request import ToolSet
 from ..net.shapes import WireBody
+from ..net.transport import ToolSet
 from .chat_stream import Delta
 from .round_trip import BodyAsk, RoundTrip
 

@@ -17,7 +17,7 @@ from homeassistant.components import conversation
 from homeassistant.helpers import llm
 
 from ..errors import ModelError
-from ..net.request import OwnCalls, ToolSet
+from ..net.transport import OwnCalls, ToolSet
 from .tool_calls import PendingCall
 from .written_calls import offered_name
 
