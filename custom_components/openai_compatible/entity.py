@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from contextlib import aclosing, contextmanager, nullcontext
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, cast, override
+from typing import TYPE_CHECKING, Any, ClassVar, override
 
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
@@ -40,16 +40,15 @@ from .models.capabilities import ModelCapabilities
 from .models.fit import chat_log_attachments, check_model_takes, learning_refusals
 from .models.provider_tools import responses_options
 from .models.providers import provider_for
-from .net.shapes import ResponseFormat, WireBody
+from .net.shapes import ResponseFormat
 from .net.transport import Budget, RequestSettings, ToolSet, build_tool_set
 from .tool_offer import ToolOffer
 from .window.context_window import ContextWindow, RequestFit, default_answer_limit
 from .wire.chat_completions import ChatCompletionsDialect
 from .wire.extra_fields import request_fields
 from .wire.rescue import TurnRescue
-from .wire.responses import ResponsesDialect
+from .wire.responses import Adapter, FallbackAdapter, ResponsesDialect
 from .wire.round_trip import Dialect, RoundTrip
-from .wire.route_fallback import Adapter, FallbackAdapter
 from .wire.tool_answers import unanswerable_error
 
 if TYPE_CHECKING:
@@ -258,17 +257,13 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
                 if adapter.tool_set is not offer.tool_set():
                     # A lookup found tools: they go at the end of the list.
                     adapter = self.adapter(offer.tool_set(), chat_log)
-                body = await adapter.async_build_body(
+                stream = adapter.async_stream(
                     chat_log,
                     response_format=response_format,
                     instructions=rescue.instructions or instructions,
+                    last_round=rescue.last_round,
                 )
-                if rescue.last_round and body.get("tools"):
-                    # A small model answers in words by its third round.
-                    body = cast("WireBody", {**body, "tool_choice": "none"})
-                deltas = rescue.watched(
-                    _holding(slots, adapter.async_stream(chat_log, body))
-                )
+                deltas = rescue.watched(_holding(slots, stream))
                 async with aclosing(deltas):
                     async for _content in chat_log.async_add_delta_content_stream(
                         self.entity_id, deltas

@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypedDict, Unpack, cast
 
 from homeassistant.components import conversation
 
@@ -60,6 +60,8 @@ class BodyAsk(TypedDict, total=False):
 
     response_format: ResponseFormat | None
     instructions: Instructions | None
+    # A small model's last round: words, no calls.
+    last_round: bool
 
 
 class Dialect[P, B: WireBody, M: WireItem](Protocol):
@@ -161,27 +163,33 @@ class RoundTrip:
         *,
         response_format: ResponseFormat | None = None,
         instructions: Instructions | None = None,
+        last_round: bool = False,
     ) -> WireBody:
         """Return the request body for the chat log as it is now."""
         dialect = self._dialect
         rendered = await dialect.async_render(chat_log.content, instructions)
         if self._fit is None:
-            return dialect.body(rendered, response_format)
-        messages, limit = self._fit.fitted(
-            dialect.prompt_items(rendered), dialect.tools
-        )
-        return self._limited(dialect.body(messages, response_format), limit)
+            body = dialect.body(rendered, response_format)
+        else:
+            messages, limit = self._fit.fitted(
+                dialect.prompt_items(rendered), dialect.tools
+            )
+            body = self._limited(dialect.body(messages, response_format), limit)
+        if last_round and body.get("tools"):
+            return cast("WireBody", {**body, "tool_choice": "none"})
+        return body
 
     async def async_stream(
-        self, chat_log: conversation.ChatLog, body: WireBody
+        self, chat_log: conversation.ChatLog, **ask: Unpack[BodyAsk]
     ) -> AsyncIterator[Delta]:
-        """Send the request and yield the answer as chat log deltas.
+        """Build the request, send it and yield the answer as chat log deltas.
 
         Where the dialect says so, an empty stream next to tools (a server that
         cannot stream when it may choose a tool) is asked again unstreamed, and
         the refusal learned when that answers; so is a refusal while reading
         (unlearned). An empty answer to tool results is the model's own.
         """
+        body = await self.async_build_body(chat_log, **ask)
         yield {"role": "assistant"}
         body = self._shaped(body, self._dialect.settings.stream)
         tries = self._tries()
