@@ -49,12 +49,17 @@ _FIELD_FEATURES: Final = {
     "prompt_cache_key": Feature.PROMPT_CACHE_KEY,
     "tool_choice": Feature.TOOL_CHOICE,
 }
-# The feature each attachment part stands for, in either dialect's form.
-_PART_FEATURES: Final = {
+# The feature each type of attachment part (in either dialect's form) or of
+# provider-run tool stands for.
+TYPE_FEATURES: Final = {
     "image_url": Feature.IMAGE_INPUT,
     "file": Feature.FILE_INPUT,
     "input_image": Feature.IMAGE_INPUT,
     "input_file": Feature.FILE_INPUT,
+    "web_search": Feature.WEB_SEARCH,
+    "web_search_preview": Feature.WEB_SEARCH,
+    "code_interpreter": Feature.CODE_INTERPRETER,
+    "image_generation": Feature.IMAGE_GENERATION,
 }
 # The fields that go with a feature that can go, in either dialect.
 DROPPED_KEYS: Final = {
@@ -252,11 +257,11 @@ def body_features(body: ChatBody) -> frozenset[Feature]:
 def part_features(items: Iterable[Mapping[str, object]]) -> set[Feature]:
     """Return the features the attachments of messages or input items stand for."""
     return {
-        _PART_FEATURES[str(part["type"])]
+        TYPE_FEATURES[str(part["type"])]
         for item in items
         if isinstance(content := item.get("content"), list)
         for part in content
-        if part.get("type") in _PART_FEATURES
+        if part.get("type") in TYPE_FEATURES
     }
 
 

@@ -34,7 +34,12 @@ from ..net.shapes import (
 )
 from ..net.transport import RequestSettings, ToolSet, without_keys
 from ..window.prompt_fit import CallRef, ItemKind, PromptItem
-from .chat_completions import DROPPED_KEYS, ChatLogRenderer, part_features
+from .chat_completions import (
+    DROPPED_KEYS,
+    TYPE_FEATURES,
+    ChatLogRenderer,
+    part_features,
+)
 from .chat_stream import Delta
 from .responses_stream import ResponsesReplay, ResponsesStreamParser
 from .round_trip import BodyAsk, RoundTrip
@@ -43,20 +48,14 @@ from .tool_answers import checked_calls, model_calls
 ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
 # OpenAI refuses a smaller limit on the answer's tokens.
 MIN_OUTPUT_TOKENS: Final = 16
-# The feature each provider-run tool type stands for; what the request includes
-# of its calls; the feature each include stands for.
-_TOOL_FEATURES: Final = {
-    "web_search": Feature.WEB_SEARCH,
-    "web_search_preview": Feature.WEB_SEARCH,
-    "code_interpreter": Feature.CODE_INTERPRETER,
-    "image_generation": Feature.IMAGE_GENERATION,
-}
+# What the request includes of a provider-run tool's calls; the feature each
+# include stands for.
 _TOOL_INCLUDES: Final = {
     "web_search": "web_search_call.action.sources",
     "code_interpreter": "code_interpreter_call.outputs",
 }
 _INCLUDE_FEATURES: Final = {ENCRYPTED_REASONING: Feature.REASONING} | {
-    include: _TOOL_FEATURES[tool] for tool, include in _TOOL_INCLUDES.items()
+    include: TYPE_FEATURES[tool] for tool, include in _TOOL_INCLUDES.items()
 }
 _FIELD_FEATURES: Final = dict.fromkeys(("temperature", "top_p"), Feature.SAMPLING) | {
     "prompt_cache_key": Feature.PROMPT_CACHE_KEY,
@@ -129,7 +128,7 @@ def body_features(body: ResponsesBody) -> frozenset[Feature]:
             features.add(Feature.TOOLS)
             if body.get("stream"):
                 features.add(Feature.STREAM_WITH_TOOLS)
-        elif feature := _TOOL_FEATURES.get(str(tool["type"])):
+        elif feature := TYPE_FEATURES.get(str(tool["type"])):
             features.add(feature)
     features.update(
         _INCLUDE_FEATURES[value]
@@ -161,7 +160,7 @@ def without_feature(body: ResponsesBody, feature: Feature) -> ResponsesBody | No
         kept = [
             tool
             for tool in fields.get("tools") or ()
-            if _TOOL_FEATURES.get(str(tool["type"])) is not feature
+            if TYPE_FEATURES.get(str(tool["type"])) is not feature
         ]
         changed = {"tools": kept}
     else:
