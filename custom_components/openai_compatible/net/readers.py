@@ -8,7 +8,7 @@ import math
 from typing import Final
 
 from ..errors import MalformedAnswerError
-from ..server_errors.text import plain
+from ..server_errors.answers import plain
 from .shapes import JsonObject
 
 type JSONObject = JsonObject
