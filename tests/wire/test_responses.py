@@ -584,8 +584,8 @@ def test_settings_and_options_in_the_body() -> None:
         "gpt-5-mini", PROVIDERS["openai"], ModelReport(), Lessons(), lambda: None
     )
 
+    # The answer's limit is the round trip's to put.
     assert settings_body(settings, options, capabilities) == {
-        "max_output_tokens": 16,
         "reasoning": {"effort": "low", "summary": "auto"},
         "text": {"verbosity": "high"},
         "include": ["reasoning.encrypted_content"],

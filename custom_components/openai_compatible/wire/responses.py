@@ -68,11 +68,8 @@ def settings_body(
     options: ResponsesOptions,
     capabilities: ModelCapabilities,
 ) -> JsonObject:
-    """Return the request parameters of the settings and options."""
-    params: JsonObject = {}
-    if settings.max_tokens is not None:
-        params["max_output_tokens"] = max(settings.max_tokens, MIN_OUTPUT_TOKENS)
-    params.update(settings.sampling())
+    """Return the request parameters of the settings and options, but the limit."""
+    params: JsonObject = settings.sampling()
     # The thinking switch's effort goes where this API takes it; the
     # subentry's own reasoning effort comes first.
     params.update(without_keys(settings.extra, ("reasoning_effort",)))

@@ -165,16 +165,14 @@ class RoundTrip:
         instructions: Instructions | None = None,
         last_round: bool = False,
     ) -> WireBody:
-        """Return the request body for the chat log as it is now."""
+        """Return the request body for the chat log as it is now, its limit put here."""
         dialect = self._dialect
-        rendered = await dialect.async_render(chat_log.content, instructions)
-        if self._fit is None:
-            body = dialect.body(rendered, response_format)
-        else:
-            messages, limit = self._fit.fitted(
-                dialect.prompt_items(rendered), dialect.tools
-            )
-            body = self._limited(dialect.body(messages, response_format), limit)
+        messages = await dialect.async_render(chat_log.content, instructions)
+        limit = dialect.settings.max_tokens
+        if self._fit is not None:
+            items = dialect.prompt_items(messages)
+            messages, limit = self._fit.fitted(items, dialect.tools)
+        body = self._limited(dialect.body(messages, response_format), limit)
         if last_round and body.get("tools"):
             return cast("WireBody", {**body, "tool_choice": "none"})
         return body
@@ -245,13 +243,13 @@ class RoundTrip:
         return _Tries(self._budget, loop.time() + self._budget.deadline, MAX_TRIES)
 
     def _streams_with_tools(self, body: WireBody) -> bool:
-        """Tell whether an empty answer to the body is asked again unstreamed."""
+        # Whether an empty answer to the body is asked again unstreamed.
         return self._dialect.retries_unstreamed and bool(
             body.get("stream") and body.get("tools")
         )
 
     def _shaped(self, body: WireBody, stream: bool) -> WireBody:
-        """Return the body as the model takes it, streamed when it may be."""
+        # As the model takes it, streamed when it may be.
         dialect = self._dialect
         if stream:
             body = dialect.streamed(body)
@@ -266,7 +264,6 @@ class RoundTrip:
     def _refitted(
         self, body: WireBody, err: ContextOverflowError, tries: _Tries
     ) -> WireBody:
-        """Return the body fitted again after an overflow, as the model takes it."""
         if self._fit is None:
             raise err
         tries.again(err)
@@ -277,7 +274,6 @@ class RoundTrip:
         return self._shaped(self._limited(refitted, limit), stream=False)
 
     def _limited(self, body: WireBody, limit: int | None) -> WireBody:
-        """Return the body with the answer's limit where the dialect puts it."""
         body = without_keys(body, LIMIT_KEYS)
         if limit is None:
             return body
@@ -287,7 +283,7 @@ class RoundTrip:
     async def _async_answer(
         self, chat_log: conversation.ChatLog, body: WireBody, tries: _Tries
     ) -> AsyncIterator[Delta]:
-        """Send one request and yield its answer's deltas; trace its usage."""
+        # One request's answer (refitted once after an overflow); usage traced.
         while True:
             parser = self._dialect.parser(body)
             said = False
@@ -311,7 +307,7 @@ class RoundTrip:
     async def _async_open(
         self, body: WireBody, tries: _Tries
     ) -> AsyncIterator[tuple[AsyncIterator[bytes], bool]]:
-        """Open the answer: its bytes, and whether it is streamed."""
+        # The answer's bytes, and whether it is streamed.
         async with AsyncExitStack() as stack:
             while True:
                 self._on_request()
@@ -390,7 +386,6 @@ class RoundTrip:
 async def _prepended(
     first: bytes | None, rest: AsyncIterator[bytes]
 ) -> AsyncIterator[bytes]:
-    """Yield the first chunk of a body read ahead, then the rest."""
     if first is not None:
         yield first
     async for chunk in rest:
