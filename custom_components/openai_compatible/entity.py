@@ -47,7 +47,7 @@ from .window.context_window import ContextWindow, RequestFit, default_answer_lim
 from .wire.chat_completions import ChatCompletionsDialect
 from .wire.extra_fields import request_fields
 from .wire.rescue import TurnRescue
-from .wire.responses import Adapter, FallbackAdapter, ResponsesDialect
+from .wire.responses import ResponsesDialect
 from .wire.round_trip import Dialect, RoundTrip
 from .wire.tool_answers import unanswerable_error
 
@@ -165,16 +165,16 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
             extra=request_fields(options, capabilities) if tuned else {},
         )
 
-    def adapter(self, tool_set: ToolSet, chat_log: conversation.ChatLog) -> Adapter:
+    def adapter(self, tool_set: ToolSet, chat_log: conversation.ChatLog) -> RoundTrip:
         """Return the wire adapter for a run of rounds, fitted to the window."""
         setting = api_setting(self.entry.options.get(CONF_API))
-        chat = partial(self._round_trip, self._chat_dialect, tool_set, chat_log)
         if self.capabilities.api(setting) is WireApi.CHAT_COMPLETIONS:
-            return chat()
+            return self._round_trip(self._chat_dialect, tool_set, chat_log)
         responses = self._round_trip(self._responses_dialect, tool_set, chat_log)
-        if setting is not WireApi.AUTOMATIC:
-            return responses
-        return FallbackAdapter(responses, chat, self.capabilities)
+        if setting is WireApi.AUTOMATIC:
+            settings = self.request_settings()
+            responses.fallback = partial(self._chat_dialect, settings, tool_set)
+        return responses
 
     def _chat_dialect(
         self, settings: RequestSettings, tool_set: ToolSet

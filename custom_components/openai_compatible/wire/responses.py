@@ -4,22 +4,18 @@ Stateless: the whole conversation goes each round, reasoning encrypted, so the
 prefix stays for the prompt cache; nothing is stored unless the subentry opts in.
 The agent's own answers go back as the server gave them (`ResponsesReplay`);
 any other's as messages and function calls: another server cannot read the
-first one's reasoning. With the automatic setting, a server that refuses
-`/responses` is answered over Chat Completions, and the refusal learned.
+first one's reasoning.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final, Unpack, cast
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, cast
 
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.json import json_dumps
 
-from ..const import LOGGER
-from ..errors import RequestRejectedError
 from ..features import PROVIDER_TOOLS, Feature
 from ..media.attachments import LoadedFile
 from ..models.capabilities import ModelCapabilities
@@ -40,9 +36,7 @@ from .chat_completions import (
     ChatLogRenderer,
     part_features,
 )
-from .chat_stream import Delta
 from .responses_stream import ResponsesReplay, ResponsesStreamParser
-from .round_trip import BodyAsk, RoundTrip
 from .tool_answers import checked_calls, model_calls
 
 ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
@@ -310,43 +304,3 @@ class ResponsesDialect(ChatLogRenderer[ResponsesItem, InputPart]):
             }
             for call in calls
         ]
-
-
-@dataclass(eq=False)
-class FallbackAdapter:
-    """The Responses API, or Chat Completions (`_chat`) once the server refused it."""
-
-    _current: RoundTrip
-    _chat: Callable[[], RoundTrip]
-    _capabilities: ModelCapabilities
-
-    @property
-    def tool_set(self) -> ToolSet:
-        """Return the tools of the round trip in use (both offer the same)."""
-        return self._current.tool_set
-
-    async def async_stream(
-        self, chat_log: conversation.ChatLog, **ask: Unpack[BodyAsk]
-    ) -> AsyncIterator[Delta]:
-        """Stream the answer; over Chat Completions if the route is refused."""
-        try:
-            async for delta in self._current.async_stream(chat_log, **ask):
-                yield delta
-        except RequestRejectedError as err:
-            if err.feature is not Feature.RESPONSES_API:
-                raise
-            LOGGER.debug(
-                "%s has no Responses API (%s); using Chat Completions",
-                self._capabilities.model,
-                err.server_message,
-            )
-            self._capabilities.learn_refused(Feature.RESPONSES_API, err.lesson_source)
-        else:
-            return
-        self._current = self._chat()
-        async for delta in self._current.async_stream(chat_log, **ask):
-            yield delta
-
-
-# What the entities run their requests through.
-type Adapter = RoundTrip | FallbackAdapter
