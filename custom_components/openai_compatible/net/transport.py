@@ -329,7 +329,6 @@ class Transport:
     async def _async_send(
         self, method: str, path: str, payload: Payload, deadline_at: float
     ) -> httpx2.Response:
-        """Send the request and return the answer once its headers are in."""
         remaining = max(deadline_at - asyncio.get_running_loop().time(), 0.001)
         headers = dict(self._headers)
         if payload.get("content") is not None:

@@ -134,7 +134,6 @@ class ChatLogRenderer[Item, Part](ABC):
     async def _async_convert(
         self, content: conversation.Content, extra: str | None
     ) -> list[Item]:
-        """Convert one piece of content; a user's with any text added to it."""
         if isinstance(content, conversation.SystemContent):
             if not self.tool_set.tools:
                 return [self._message("system", content.content)]
@@ -230,35 +229,47 @@ def fold_system(messages: list[ChatMessage]) -> list[ChatMessage]:
 
 def body_features(body: ChatBody) -> frozenset[Feature]:
     """Return the request features a Chat Completions body holds."""
-    features: set[Feature] = set()
-    response_format = body.get("response_format") or ResponseFormat(type="")
-    kind = response_format.get("type")
-    if kind == "json_schema":
-        features.add(Feature.JSON_SCHEMA)
-        if response_format.get("json_schema", {}).get("strict"):
-            features.add(Feature.STRICT_SCHEMA)
-    elif kind == "json_object":
-        features.add(Feature.JSON_OBJECT)
-        if "schema" in response_format:
-            features.add(Feature.JSON_OBJECT_SCHEMA)
-    if body.get("tools"):
-        features.add(Feature.TOOLS)
-        if body.get("stream"):
-            features.add(Feature.STREAM_WITH_TOOLS)
-    features.update(feature for key, feature in _FIELD_FEATURES.items() if key in body)
+    response_format: Mapping[str, Any] = body.get("response_format") or {}
+    features = shared_features(body, response_format, _FIELD_FEATURES)
     for message in body.get("messages") or ():
         if ItemKind.of_role(message.get("role")) is ItemKind.INSTRUCTIONS:
             features.add(Feature.SYSTEM_MESSAGES)
         if "reasoning_content" in message:
             features.add(Feature.REASONING_CONTENT)
-    return frozenset(features | part_features(body.get("messages") or ()))
+    return frozenset(features)
 
 
-def part_features(items: Iterable[Mapping[str, object]]) -> set[Feature]:
-    """Return the features the attachments of messages or input items stand for."""
-    return {
+def shared_features(
+    body: Mapping[str, Any],
+    response_format: Mapping[str, Any],
+    fields: Mapping[str, Feature],
+) -> set[Feature]:
+    """Return the features either dialect's body holds alike.
+
+    Its format (strict mode in Chat Completions' `json_schema`, in the format
+    itself over Responses), tools, fields and attachment parts.
+    """
+    features: set[Feature] = set()
+    kind = response_format.get("type")
+    if kind == "json_schema":
+        features.add(Feature.JSON_SCHEMA)
+        if (response_format.get("json_schema") or response_format).get("strict"):
+            features.add(Feature.STRICT_SCHEMA)
+    elif kind == "json_object":
+        features.add(Feature.JSON_OBJECT)
+        if "schema" in response_format:
+            features.add(Feature.JSON_OBJECT_SCHEMA)
+    for tool in body.get("tools") or ():
+        if tool["type"] == "function":
+            features.add(Feature.TOOLS)
+            if body.get("stream"):
+                features.add(Feature.STREAM_WITH_TOOLS)
+        elif feature := TYPE_FEATURES.get(str(tool["type"])):
+            features.add(feature)
+    features.update(feature for key, feature in fields.items() if key in body)
+    return features | {
         TYPE_FEATURES[str(part["type"])]
-        for item in items
+        for item in body.get("messages") or body.get("input") or ()
         if isinstance(content := item.get("content"), list)
         for part in content
         if part.get("type") in TYPE_FEATURES
@@ -350,7 +361,6 @@ class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
         }
 
     def _assistant(self, content: conversation.AssistantContent) -> list[ChatMessage]:
-        """Convert an answer: its text, and its calls."""
         calls = model_calls(content)
         if not calls and not content.content:
             # Only provider-run calls leave nothing to replay.

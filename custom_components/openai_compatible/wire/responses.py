@@ -34,7 +34,7 @@ from .chat_completions import (
     DROPPED_KEYS,
     TYPE_FEATURES,
     ChatLogRenderer,
-    part_features,
+    shared_features,
 )
 from .responses_stream import ResponsesReplay, ResponsesStreamParser
 from .tool_answers import checked_calls, model_calls
@@ -97,16 +97,9 @@ def handling_body(options: ResponsesOptions) -> JsonObject:
 
 def body_features(body: ResponsesBody) -> frozenset[Feature]:
     """Return the request features a Responses body holds."""
-    features: set[Feature] = {Feature.RESPONSES_API}
     text = body.get("text") or {}
-    text_format = text.get("format") or {}
-    kind = text_format.get("type")
-    if kind == "json_schema":
-        features.add(Feature.JSON_SCHEMA)
-        if text_format.get("strict"):
-            features.add(Feature.STRICT_SCHEMA)
-    elif kind == "json_object":
-        features.add(Feature.JSON_OBJECT)
+    features = shared_features(body, text.get("format") or {}, _FIELD_FEATURES)
+    features.add(Feature.RESPONSES_API)
     if "verbosity" in text:
         features.add(Feature.VERBOSITY)
     reasoning = body.get("reasoning") or {}
@@ -114,20 +107,12 @@ def body_features(body: ResponsesBody) -> frozenset[Feature]:
         features.add(Feature.REASONING)
     if "summary" in reasoning:
         features.add(Feature.REASONING_SUMMARY)
-    for tool in body.get("tools") or ():
-        if tool["type"] == "function":
-            features.add(Feature.TOOLS)
-            if body.get("stream"):
-                features.add(Feature.STREAM_WITH_TOOLS)
-        elif feature := TYPE_FEATURES.get(str(tool["type"])):
-            features.add(feature)
     features.update(
         _INCLUDE_FEATURES[value]
         for value in body.get("include") or ()
         if value in _INCLUDE_FEATURES
     )
-    features.update(feature for key, feature in _FIELD_FEATURES.items() if key in body)
-    return frozenset(features | part_features(body.get("input") or ()))
+    return frozenset(features)
 
 
 def without_feature(body: ResponsesBody, feature: Feature) -> ResponsesBody | None:
