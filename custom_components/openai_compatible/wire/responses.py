@@ -177,14 +177,6 @@ def _responses_item(item: ResponsesItem) -> PromptItem:
     return PromptItem(ItemKind.of_role(item.get("role")), item, summary=summary)
 
 
-def function_tools(tool_set: ToolSet) -> list[JsonObject]:
-    """Return the tools in the Responses form, not strict (the API's default is)."""
-    return [
-        {"type": "function", **tool["function"], "strict": False}
-        for tool in tool_set.tools
-    ]
-
-
 def input_attachment(file: LoadedFile) -> InputPart:
     """Return the content part of one attachment."""
     if file.mime_type.startswith("image/"):
@@ -220,7 +212,14 @@ class ResponsesDialect(ChatLogRenderer[ResponsesItem, InputPart]):
         super().__init__(hass, tool_set)
         self._agent_id = agent_id
         self.settings = settings
-        self.tools = [*function_tools(tool_set), *options.provider_tools]
+        # Function tools are not strict (the API's default is).
+        self.tools = [
+            *(
+                {"type": "function", **tool["function"], "strict": False}
+                for tool in tool_set.tools
+            ),
+            *options.provider_tools,
+        ]
         self._capabilities = capabilities
         self._options = options
 
