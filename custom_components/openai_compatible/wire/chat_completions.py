@@ -22,7 +22,7 @@ from homeassistant.helpers.llm import DATE_TIME_PROMPT
 
 from ..features import Feature
 from ..media.attachments import LoadedFile, async_load_attachments
-from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject, ResponseFormat
+from ..net.shapes import ChatBody, ChatMessage, ChatPart, ResponseFormat
 from ..net.transport import RequestSettings, ToolSet, without_keys
 from ..window.prompt_fit import CallRef, ItemKind, PromptItem, split_turns
 from .chat_stream import ChatStreamParser
@@ -330,15 +330,11 @@ class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
         self, conversation: list[ChatMessage], response_format: ResponseFormat | None
     ) -> ChatBody:
         """Return the request body around the messages."""
-        body: JsonObject = {"model": self.settings.model, "messages": conversation}
-        if self.tools:
-            body["tools"] = self.tools
-            # The default with tools, which some servers only follow when told.
-            body["tool_choice"] = "auto"
-        body.update(self.settings.body())
-        if response_format:
-            body["response_format"] = response_format
-        return cast("ChatBody", body)
+        # `auto` is the default with tools, which some servers only follow when told.
+        tools = {"tools": self.tools, "tool_choice": "auto"} if self.tools else {}
+        asked = {"response_format": response_format} if response_format else {}
+        body = {"model": self.settings.model, "messages": conversation, **tools}
+        return cast("ChatBody", body | self.settings.body() | asked)
 
     def streamed(self, body: ChatBody) -> ChatBody:
         """Return the body asking for a stream that ends with the usage."""
