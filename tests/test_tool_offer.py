@@ -19,7 +19,7 @@ from custom_components.openai_compatible.const import (
     CONF_TOOLS_ON_DEMAND,
 )
 from custom_components.openai_compatible.models.capabilities import WireApi
-from custom_components.openai_compatible.net.request import ToolSet
+from custom_components.openai_compatible.net.transport import ToolSet
 from custom_components.openai_compatible.tool_offer import (
     LOOKUP_TOOL,
     MAX_LOOKED_UP,

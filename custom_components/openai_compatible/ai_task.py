@@ -21,8 +21,8 @@ from .evaluate.evaluation import async_evaluate
 from .evaluate.questions import Ask
 from .fallback import async_generate_data_with, async_generate_image_with, makes_images
 from .media.images import async_generate_image
-from .net.request import build_tool_set
 from .net.shapes import JsonSchema
+from .net.transport import build_tool_set
 from .structured.rungs import (
     StructuredRequest,
     StructureMismatch,

@@ -19,7 +19,6 @@ from . import OpenAICompatibleConfigEntry
 from .const import CONF_STREAMING, DOMAIN, LOGGER, SUBENTRY_CONVERSATION
 from .entity import OpenAICompatibleEntity, handover
 from .errors import ModelError
-from .wire.round_trip import RoundTrip
 
 PARALLEL_UPDATES = 0
 
@@ -112,8 +111,7 @@ class OpenAICompatibleConversationEntity(
                 _spoken(options.get(CONF_PROMPT)),
             )
             tool_set = self._offer(chat_log).tool_set()
-            round_trip = self.adapter(tool_set, chat_log, fallback=False)
-            assert isinstance(round_trip, RoundTrip)
+            round_trip = self.adapter(tool_set, chat_log)
             body = await round_trip.async_build_body(chat_log)
             digest = hash(json_dumps(body))
             if self._warmed and self._warmed[0] == digest:

@@ -8,7 +8,7 @@ from contextlib import aclosing, contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, Final, cast, override
+from typing import TYPE_CHECKING, Any, ClassVar, Final, override
 
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
@@ -43,9 +43,8 @@ from .errors import AuthError, ConnectError, ModelError, RateLimitedError, Serve
 from .models.capabilities import ModelCapabilities, WireApi, api_setting
 from .models.provider_tools import responses_options
 from .models.providers import provider_for
-from .net.request import RequestSettings, ToolSet, build_tool_set
-from .net.shapes import JsonObject, ResponseFormat, WireBody
-from .net.transport import Budget
+from .net.shapes import JsonObject, ResponseFormat
+from .net.transport import Budget, RequestSettings, ToolSet, build_tool_set
 from .tool_offer import ToolOffer
 from .window.context_window import (
     ContextWindow,
@@ -60,7 +59,6 @@ from .wire.extra_fields import request_fields
 from .wire.rescue import TurnRescue
 from .wire.responses import ResponsesDialect
 from .wire.round_trip import Dialect, RoundTrip
-from .wire.route_fallback import Adapter, FallbackAdapter
 from .wire.tool_calls import unanswerable_error
 
 if TYPE_CHECKING:
@@ -269,37 +267,30 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
             extra=request_fields(options, capabilities) if tuned else {},
         )
 
-    def adapter(
-        self,
-        tool_set: ToolSet,
-        chat_log: conversation.ChatLog,
-        *,
-        fallback: bool = True,
-    ) -> Adapter:
-        """Return the wire adapter for a run of rounds, fitted to the window.
-
-        Without `fallback`, the round trip over the API the setting and model choose.
-        """
+    def adapter(self, tool_set: ToolSet, chat_log: conversation.ChatLog) -> RoundTrip:
+        """Return the wire adapter for a run of rounds, fitted to the window."""
         setting = api_setting(self.entry.options.get(CONF_API))
-        chat = partial(self._round_trip, self._chat_dialect, tool_set, chat_log)
         if self.capabilities.api(setting) is WireApi.CHAT_COMPLETIONS:
-            return chat()
-        options = responses_options(self.hass, self.subentry.data)
-        responses = self._round_trip(
-            lambda settings, tools: ResponsesDialect(
-                self.hass, self.capabilities, settings, options, tools, self.entity_id
-            ),
-            tool_set,
-            chat_log,
-        )
-        if setting is not WireApi.AUTOMATIC or not fallback:
-            return responses
-        return FallbackAdapter(responses, chat, self.capabilities)
+            return self._round_trip(self._chat_dialect, tool_set, chat_log)
+        responses = self._round_trip(self._responses_dialect, tool_set, chat_log)
+        if setting is WireApi.AUTOMATIC:
+            settings = self.request_settings()
+            responses.fallback = partial(self._chat_dialect, settings, tool_set)
+        return responses
 
     def _chat_dialect(
         self, settings: RequestSettings, tool_set: ToolSet
     ) -> ChatCompletionsDialect:
         return ChatCompletionsDialect(self.hass, settings, tool_set)
+
+    def _responses_dialect(
+        self, settings: RequestSettings, tool_set: ToolSet
+    ) -> ResponsesDialect:
+        """Return the Responses dialect, with the subentry's Responses options."""
+        options = responses_options(self.hass, self.subentry.data)
+        return ResponsesDialect(
+            self.hass, self.capabilities, settings, options, tool_set, self.entity_id
+        )
 
     def _round_trip(
         self,
@@ -367,17 +358,13 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
                 if adapter.tool_set is not offer.tool_set():
                     # A lookup found tools: they go at the end of the list.
                     adapter = self.adapter(offer.tool_set(), chat_log)
-                body = await adapter.async_build_body(
+                stream = adapter.async_stream(
                     chat_log,
                     response_format=response_format,
                     instructions=rescue.instructions or instructions,
+                    last_round=rescue.last_round,
                 )
-                if rescue.last_round and body.get("tools"):
-                    # A small model answers in words by its third round.
-                    body = cast("WireBody", {**body, "tool_choice": "none"})
-                deltas = rescue.watched(
-                    _holding(slots, adapter.async_stream(chat_log, body))
-                )
+                deltas = rescue.watched(_holding(slots, stream))
                 async with aclosing(deltas):
                     async for _content in chat_log.async_add_delta_content_stream(
                         self.entity_id, deltas

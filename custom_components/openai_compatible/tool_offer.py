@@ -13,8 +13,8 @@ from homeassistant.helpers import llm
 from homeassistant.util.json import JsonValueType
 
 from .const import CONF_MAX_TOOL_CALLS, CONF_TOOLS, CONF_TOOLS_ON_DEMAND
-from .net.request import ToolSet
 from .net.shapes import ChatTool
+from .net.transport import ToolSet
 
 LOOKUP_TOOL: Final = "find_tools"
 # Tools one conversation may look up, and tools one lookup names at most.

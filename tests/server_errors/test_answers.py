@@ -21,9 +21,9 @@ from custom_components.openai_compatible.server_errors.answers import (
     Rejection,
     classify_rejection,
     error_for_status,
+    error_text,
     retry_after,
 )
-from custom_components.openai_compatible.server_errors.text import error_text
 
 FORMAT = frozenset({Feature.STRICT_SCHEMA, Feature.JSON_SCHEMA})
 STREAMED_TOOLS = frozenset(

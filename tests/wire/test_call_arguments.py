@@ -9,7 +9,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import area_registry as ar, entity_registry as er, llm
 import pytest
 
-from custom_components.openai_compatible.net.request import ToolSet
+from custom_components.openai_compatible.net.transport import ToolSet
 from custom_components.openai_compatible.wire.call_arguments import (
     ArgumentCleaner,
     words,

@@ -37,7 +37,7 @@ from custom_components.openai_compatible.const import (
     Feature,
 )
 from custom_components.openai_compatible.models.capabilities import WireApi
-from custom_components.openai_compatible.net.request import build_tool_set
+from custom_components.openai_compatible.net.transport import build_tool_set
 from custom_components.openai_compatible.wire.chat_completions import (
     fold_system,
     split_instructions,

@@ -79,6 +79,24 @@ async def test_an_overflow_is_fitted_to_the_window_it_names_and_sent_again(
 
 
 @APIS
+async def test_the_answer_limit_is_put_where_the_api_takes_it(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_entry: SetupEntry,
+    provider: str,
+    route: str,
+) -> None:
+    """The round trip puts the limit, no less than the API takes."""
+    await setup_entry(provider=provider, conversation={**TUNED, CONF_MAX_TOKENS: 5})
+
+    await converse(hass, "Hello")
+
+    chat = route == "/chat/completions"
+    key, limit = ("max_tokens", 5) if chat else ("max_output_tokens", 16)
+    assert posted(simulator, route)[-1][key] == limit
+
+
+@APIS
 async def test_a_second_overflow_is_the_translated_error(
     hass: HomeAssistant,
     simulator: OpenAISimulator,

@@ -9,7 +9,7 @@ from homeassistant.helpers import llm
 import pytest
 
 from custom_components.openai_compatible.errors import ModelError, ServerError
-from custom_components.openai_compatible.net.request import ToolSet
+from custom_components.openai_compatible.net.transport import ToolSet
 from custom_components.openai_compatible.wire.tool_calls import (
     MAX_TOOL_CALLS,
     PendingCall,

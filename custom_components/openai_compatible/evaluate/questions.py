@@ -14,9 +14,8 @@ from ..errors import ModelError
 from ..media.attachments import LoadedFile
 from ..models.capabilities import ModelCapabilities
 from ..net.readers import read_number
-from ..net.request import RequestSettings
 from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject
-from ..net.transport import Budget, Transport
+from ..net.transport import Budget, RequestSettings, Transport
 from ..redact import shown
 from ..wire.chat_completions import attachment_part
 from ..wire.round_trip import RoundTrip

@@ -23,9 +23,8 @@ from ..errors import (
     ServerError,
 )
 from ..net.transport import Answer, Budget, Transport
-from ..server_errors.answers import error_for_status
+from ..server_errors.answers import error_for_status, error_text
 from ..server_errors.routes import names_unknown_model
-from ..server_errors.text import error_text
 
 # Answers to the probe that mean "no such route here", not "the server failed".
 MISSING_ENDPOINT_STATUSES = frozenset({400, 404, 405, 415, 422, 501})

@@ -19,7 +19,7 @@ from homeassistant.util.json import json_loads
 from ..const import LOGGER
 from ..errors import MalformedAnswerError, ServerError
 from ..redact import redact
-from ..server_errors.text import plain
+from ..server_errors.answers import plain
 from .shapes import JsonObject
 
 type JSONObject = JsonObject

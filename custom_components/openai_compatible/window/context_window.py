@@ -54,7 +54,7 @@ from .prompt_fit import (
 
 if TYPE_CHECKING:
     from ..models.capabilities import Capabilities, ModelCapabilities
-    from ..net.request import RequestSettings
+    from ..net.transport import RequestSettings
 
 # A request's messages as sent, and the answer's limit; None: no limit.
 type Fit = tuple[list[Message], int | None]

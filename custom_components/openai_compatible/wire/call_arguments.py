@@ -26,7 +26,7 @@ from homeassistant.helpers import (
     llm,
 )
 
-from ..net.request import ToolSet
+from ..net.transport import ToolSet
 from .tool_calls import required_keys
 
 # What small models write for "no value".

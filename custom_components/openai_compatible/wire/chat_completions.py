@@ -22,8 +22,8 @@ from homeassistant.helpers.llm import DATE_TIME_PROMPT
 
 from ..const import Feature
 from ..media.attachments import LoadedFile, async_load_attachments
-from ..net.request import RequestSettings, ToolSet, without_keys
-from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject, ResponseFormat
+from ..net.shapes import ChatBody, ChatMessage, ChatPart, ResponseFormat
+from ..net.transport import RequestSettings, ToolSet, without_keys
 from ..window.prompt_fit import CallRef, ItemKind, PromptItem, split_turns
 from .chat_stream import ChatStreamParser
 from .round_trip import Instructions
@@ -49,12 +49,17 @@ _FIELD_FEATURES: Final = {
     "prompt_cache_key": Feature.PROMPT_CACHE_KEY,
     "tool_choice": Feature.TOOL_CHOICE,
 }
-# The feature each attachment part stands for, in either dialect's form.
-_PART_FEATURES: Final = {
+# The feature each type of attachment part (in either dialect's form) or of
+# provider-run tool stands for.
+TYPE_FEATURES: Final = {
     "image_url": Feature.IMAGE_INPUT,
     "file": Feature.FILE_INPUT,
     "input_image": Feature.IMAGE_INPUT,
     "input_file": Feature.FILE_INPUT,
+    "web_search": Feature.WEB_SEARCH,
+    "web_search_preview": Feature.WEB_SEARCH,
+    "code_interpreter": Feature.CODE_INTERPRETER,
+    "image_generation": Feature.IMAGE_GENERATION,
 }
 # The fields that go with a feature that can go, in either dialect.
 DROPPED_KEYS: Final = {
@@ -129,7 +134,6 @@ class ChatLogRenderer[Item, Part](ABC):
     async def _async_convert(
         self, content: conversation.Content, extra: str | None
     ) -> list[Item]:
-        """Convert one piece of content; a user's with any text added to it."""
         if isinstance(content, conversation.SystemContent):
             if not self.tool_set.tools:
                 return [self._message("system", content.content)]
@@ -225,38 +229,50 @@ def fold_system(messages: list[ChatMessage]) -> list[ChatMessage]:
 
 def body_features(body: ChatBody) -> frozenset[Feature]:
     """Return the request features a Chat Completions body holds."""
-    features: set[Feature] = set()
-    response_format = body.get("response_format") or ResponseFormat(type="")
-    kind = response_format.get("type")
-    if kind == "json_schema":
-        features.add(Feature.JSON_SCHEMA)
-        if response_format.get("json_schema", {}).get("strict"):
-            features.add(Feature.STRICT_SCHEMA)
-    elif kind == "json_object":
-        features.add(Feature.JSON_OBJECT)
-        if "schema" in response_format:
-            features.add(Feature.JSON_OBJECT_SCHEMA)
-    if body.get("tools"):
-        features.add(Feature.TOOLS)
-        if body.get("stream"):
-            features.add(Feature.STREAM_WITH_TOOLS)
-    features.update(feature for key, feature in _FIELD_FEATURES.items() if key in body)
+    response_format: Mapping[str, Any] = body.get("response_format") or {}
+    features = shared_features(body, response_format, _FIELD_FEATURES)
     for message in body.get("messages") or ():
         if ItemKind.of_role(message.get("role")) is ItemKind.INSTRUCTIONS:
             features.add(Feature.SYSTEM_MESSAGES)
         if "reasoning_content" in message:
             features.add(Feature.REASONING_CONTENT)
-    return frozenset(features | part_features(body.get("messages") or ()))
+    return frozenset(features)
 
 
-def part_features(items: Iterable[Mapping[str, object]]) -> set[Feature]:
-    """Return the features the attachments of messages or input items stand for."""
-    return {
-        _PART_FEATURES[str(part["type"])]
-        for item in items
+def shared_features(
+    body: Mapping[str, Any],
+    response_format: Mapping[str, Any],
+    fields: Mapping[str, Feature],
+) -> set[Feature]:
+    """Return the features either dialect's body holds alike.
+
+    Its format (strict mode in Chat Completions' `json_schema`, in the format
+    itself over Responses), tools, fields and attachment parts.
+    """
+    features: set[Feature] = set()
+    kind = response_format.get("type")
+    if kind == "json_schema":
+        features.add(Feature.JSON_SCHEMA)
+        if (response_format.get("json_schema") or response_format).get("strict"):
+            features.add(Feature.STRICT_SCHEMA)
+    elif kind == "json_object":
+        features.add(Feature.JSON_OBJECT)
+        if "schema" in response_format:
+            features.add(Feature.JSON_OBJECT_SCHEMA)
+    for tool in body.get("tools") or ():
+        if tool["type"] == "function":
+            features.add(Feature.TOOLS)
+            if body.get("stream"):
+                features.add(Feature.STREAM_WITH_TOOLS)
+        elif feature := TYPE_FEATURES.get(str(tool["type"])):
+            features.add(feature)
+    features.update(feature for key, feature in fields.items() if key in body)
+    return features | {
+        TYPE_FEATURES[str(part["type"])]
+        for item in body.get("messages") or body.get("input") or ()
         if isinstance(content := item.get("content"), list)
         for part in content
-        if part.get("type") in _PART_FEATURES
+        if part.get("type") in TYPE_FEATURES
     }
 
 
@@ -314,15 +330,11 @@ class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
         self, conversation: list[ChatMessage], response_format: ResponseFormat | None
     ) -> ChatBody:
         """Return the request body around the messages."""
-        body: JsonObject = {"model": self.settings.model, "messages": conversation}
-        if self.tools:
-            body["tools"] = self.tools
-            # The default with tools, which some servers only follow when told.
-            body["tool_choice"] = "auto"
-        body.update(self.settings.body())
-        if response_format:
-            body["response_format"] = response_format
-        return cast("ChatBody", body)
+        # `auto` is the default with tools, which some servers only follow when told.
+        tools = {"tools": self.tools, "tool_choice": "auto"} if self.tools else {}
+        asked = {"response_format": response_format} if response_format else {}
+        body = {"model": self.settings.model, "messages": conversation, **tools}
+        return cast("ChatBody", body | self.settings.body() | asked)
 
     def streamed(self, body: ChatBody) -> ChatBody:
         """Return the body asking for a stream that ends with the usage."""
@@ -345,7 +357,6 @@ class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
         }
 
     def _assistant(self, content: conversation.AssistantContent) -> list[ChatMessage]:
-        """Convert an answer: its text, and its calls."""
         calls = model_calls(content)
         if not calls and not content.content:
             # Only provider-run calls leave nothing to replay.

@@ -31,7 +31,7 @@ from ..net.readers import (
     read_object,
     read_usage,
 )
-from ..net.request import OwnCalls
+from ..net.transport import OwnCalls
 from ..server_errors.answers import answer_error
 from .tool_calls import AnsweredCalls, PendingCall, ToolCallAssembler, call_input
 from .written_calls import WrittenCallWatch

@@ -13,7 +13,7 @@ from typing import Any, Final
 from ..const import CONF_EXTRA_FIELDS, CONF_THINKING
 from ..models.capabilities import ModelCapabilities
 from ..models.names import thinking_fields, thinking_setting
-from ..net.request import without_keys
+from ..net.transport import without_keys
 
 # What the integration sets itself, over either wire API.
 OWNED_FIELDS: Final = frozenset(

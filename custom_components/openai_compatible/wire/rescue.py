@@ -22,7 +22,7 @@ from homeassistant.exceptions import TemplateError
 from homeassistant.helpers import intent, llm, template, translation
 
 from ..errors import ModelError
-from ..net.request import ToolSet
+from ..net.transport import ToolSet
 from .call_arguments import ArgumentCleaner
 from .chat_stream import ANSWER_CUT
 from .tool_calls import unanswerable_error

@@ -20,7 +20,6 @@ from ..const import PROVIDER_TOOLS, Feature
 from ..media.attachments import LoadedFile
 from ..models.capabilities import ModelCapabilities
 from ..models.provider_tools import ResponsesOptions
-from ..net.request import RequestSettings, ToolSet, without_keys
 from ..net.shapes import (
     InputPart,
     JsonObject,
@@ -29,28 +28,28 @@ from ..net.shapes import (
     ResponsesItem,
     TextParams,
 )
+from ..net.transport import RequestSettings, ToolSet, without_keys
 from ..window.prompt_fit import CallRef, ItemKind, PromptItem
-from .chat_completions import DROPPED_KEYS, ChatLogRenderer, part_features
+from .chat_completions import (
+    DROPPED_KEYS,
+    TYPE_FEATURES,
+    ChatLogRenderer,
+    shared_features,
+)
 from .responses_stream import ResponsesReplay, ResponsesStreamParser
 from .tool_calls import checked_calls, model_calls
 
 ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
 # OpenAI refuses a smaller limit on the answer's tokens.
 MIN_OUTPUT_TOKENS: Final = 16
-# The feature each provider-run tool type stands for; what the request includes
-# of its calls; the feature each include stands for.
-_TOOL_FEATURES: Final = {
-    "web_search": Feature.WEB_SEARCH,
-    "web_search_preview": Feature.WEB_SEARCH,
-    "code_interpreter": Feature.CODE_INTERPRETER,
-    "image_generation": Feature.IMAGE_GENERATION,
-}
+# What the request includes of a provider-run tool's calls; the feature each
+# include stands for.
 _TOOL_INCLUDES: Final = {
     "web_search": "web_search_call.action.sources",
     "code_interpreter": "code_interpreter_call.outputs",
 }
 _INCLUDE_FEATURES: Final = {ENCRYPTED_REASONING: Feature.REASONING} | {
-    include: _TOOL_FEATURES[tool] for tool, include in _TOOL_INCLUDES.items()
+    include: TYPE_FEATURES[tool] for tool, include in _TOOL_INCLUDES.items()
 }
 _FIELD_FEATURES: Final = dict.fromkeys(("temperature", "top_p"), Feature.SAMPLING) | {
     "prompt_cache_key": Feature.PROMPT_CACHE_KEY,
@@ -63,11 +62,8 @@ def settings_body(
     options: ResponsesOptions,
     capabilities: ModelCapabilities,
 ) -> JsonObject:
-    """Return the request parameters of the settings and options."""
-    params: JsonObject = {}
-    if settings.max_tokens is not None:
-        params["max_output_tokens"] = max(settings.max_tokens, MIN_OUTPUT_TOKENS)
-    params.update(settings.sampling())
+    """Return the request parameters of the settings and options, but the limit."""
+    params: JsonObject = settings.sampling()
     # The thinking switch's effort goes where this API takes it; the
     # subentry's own reasoning effort comes first.
     params.update(without_keys(settings.extra, ("reasoning_effort",)))
@@ -101,16 +97,9 @@ def handling_body(options: ResponsesOptions) -> JsonObject:
 
 def body_features(body: ResponsesBody) -> frozenset[Feature]:
     """Return the request features a Responses body holds."""
-    features: set[Feature] = {Feature.RESPONSES_API}
     text = body.get("text") or {}
-    text_format = text.get("format") or {}
-    kind = text_format.get("type")
-    if kind == "json_schema":
-        features.add(Feature.JSON_SCHEMA)
-        if text_format.get("strict"):
-            features.add(Feature.STRICT_SCHEMA)
-    elif kind == "json_object":
-        features.add(Feature.JSON_OBJECT)
+    features = shared_features(body, text.get("format") or {}, _FIELD_FEATURES)
+    features.add(Feature.RESPONSES_API)
     if "verbosity" in text:
         features.add(Feature.VERBOSITY)
     reasoning = body.get("reasoning") or {}
@@ -118,20 +107,12 @@ def body_features(body: ResponsesBody) -> frozenset[Feature]:
         features.add(Feature.REASONING)
     if "summary" in reasoning:
         features.add(Feature.REASONING_SUMMARY)
-    for tool in body.get("tools") or ():
-        if tool["type"] == "function":
-            features.add(Feature.TOOLS)
-            if body.get("stream"):
-                features.add(Feature.STREAM_WITH_TOOLS)
-        elif feature := _TOOL_FEATURES.get(str(tool["type"])):
-            features.add(feature)
     features.update(
         _INCLUDE_FEATURES[value]
         for value in body.get("include") or ()
         if value in _INCLUDE_FEATURES
     )
-    features.update(feature for key, feature in _FIELD_FEATURES.items() if key in body)
-    return frozenset(features | part_features(body.get("input") or ()))
+    return frozenset(features)
 
 
 def without_feature(body: ResponsesBody, feature: Feature) -> ResponsesBody | None:
@@ -155,7 +136,7 @@ def without_feature(body: ResponsesBody, feature: Feature) -> ResponsesBody | No
         kept = [
             tool
             for tool in fields.get("tools") or ()
-            if _TOOL_FEATURES.get(str(tool["type"])) is not feature
+            if TYPE_FEATURES.get(str(tool["type"])) is not feature
         ]
         changed = {"tools": kept}
     else:
@@ -196,14 +177,6 @@ def _responses_item(item: ResponsesItem) -> PromptItem:
     return PromptItem(ItemKind.of_role(item.get("role")), item, summary=summary)
 
 
-def function_tools(tool_set: ToolSet) -> list[JsonObject]:
-    """Return the tools in the Responses form, not strict (the API's default is)."""
-    return [
-        {"type": "function", **tool["function"], "strict": False}
-        for tool in tool_set.tools
-    ]
-
-
 def input_attachment(file: LoadedFile) -> InputPart:
     """Return the content part of one attachment."""
     if file.mime_type.startswith("image/"):
@@ -239,7 +212,14 @@ class ResponsesDialect(ChatLogRenderer[ResponsesItem, InputPart]):
         super().__init__(hass, tool_set)
         self._agent_id = agent_id
         self.settings = settings
-        self.tools = [*function_tools(tool_set), *options.provider_tools]
+        # Function tools are not strict (the API's default is).
+        self.tools = [
+            *(
+                {"type": "function", **tool["function"], "strict": False}
+                for tool in tool_set.tools
+            ),
+            *options.provider_tools,
+        ]
         self._capabilities = capabilities
         self._options = options
 

@@ -30,8 +30,7 @@ from ..net.readers import (
     read_usage,
     string_or_none,
 )
-from ..net.request import OwnCalls
-from ..net.transport import parse_json
+from ..net.transport import OwnCalls, parse_json
 from ..server_errors.answers import answer_error
 from .chat_stream import Delta, ThinkTagSplitter
 from .provider_calls import PROVIDER_CALLS, provider_view, replayed_call
@@ -126,11 +125,11 @@ class ResponsesStreamParser:
         self._think = ThinkTagSplitter()
         self._citations = CitationFilter() if remove_citations else None
         self._deltas: list[Delta] = []  # not yet handed over
-        # The items of the current chat log message, to be sent back.
+        # The current chat log message's items to send back, its function
+        # calls (handed over when the answer is complete) and the answers to
+        # those that cannot run.
         self._replay: list[Item] = []
-        # Function calls, handed over when the answer is complete.
         self._calls: list[llm.ToolInput] = []
-        # The answers to calls that cannot run, handed over after them.
         self._answers: list[Delta] = []
         self._call_count = 0
         self._spoken: list[str] = []  # of the message item being read
@@ -143,8 +142,7 @@ class ResponsesStreamParser:
         self._cut: str | None = "answer_cut_short"
         # Nothing was said yet, or since the last provider-run call.
         self._silent = True
-        # The token usage in the Chat Completions form, if the server reported it.
-        self.usage: JSONObject | None = None
+        self.usage: JSONObject | None = None  # in the Chat Completions form
 
     def feed(self, event: JSONObject) -> list[Delta]:
         """Return the deltas one event adds."""
@@ -196,11 +194,7 @@ class ResponsesStreamParser:
         return deltas
 
     def _text(self, text: str | None = None) -> None:
-        """Add spoken text, or without it what the filters held back.
-
-        Thinking in `<think>` tags and citations are split off; what is spoken
-        is kept for the message item.
-        """
+        """Add spoken text, think tags and citations split off; None: what was held."""
         thinking, spoken = (
             self._think.flush() if text is None else self._think.feed(text)
         )
@@ -215,7 +209,7 @@ class ResponsesStreamParser:
             self._deltas.append({"content": spoken})
 
     def _item_done(self, index: int, item: Item) -> None:
-        """Take one finished output item, once: the same item or call id is skipped."""
+        # Once: the same item or call id is skipped.
         seen: set[tuple[str, object]] = {
             (key, value)
             for key in ("id", "call_id")
@@ -236,7 +230,6 @@ class ResponsesStreamParser:
             self._provider_call_done(item)
 
     def _message_done(self, item: Item, streamed: bool) -> None:
-        """Finish a message: its text, said once, goes back as it was spoken."""
         if not streamed:
             for part in read_list(item.get("content"), "message.content"):
                 part = read_object(part, "message.content")
@@ -255,7 +248,6 @@ class ResponsesStreamParser:
             self._spoken = []
 
     def _reasoning_done(self, item: Item, streamed: bool) -> None:
-        """Keep a reasoning item to send back; show its summary as thinking."""
         if not streamed:
             texts = [
                 part.get("text")
@@ -272,7 +264,6 @@ class ResponsesStreamParser:
             )
 
     def _call_done(self, item: Item) -> None:
-        """Keep a function call until the answer is complete."""
         name = read_string(item.get("name"), "function_call.name")
         call_id = read_string(item.get("call_id"), "function_call.call_id")
         arguments = item.get("arguments")
@@ -305,7 +296,7 @@ class ResponsesStreamParser:
         )
 
     def _provider_call_done(self, item: Item) -> None:
-        """Show a call the provider ran as an external tool call and its result."""
+        # An external tool call and its result.
         kind = str(item["type"])
         call_id = read_string(item.get("id"), f"{kind}.id")
         if not call_id:
@@ -332,7 +323,6 @@ class ResponsesStreamParser:
         self._silent = True
 
     def _end_message(self) -> None:
-        """Hand over what the current chat log message holds before it ends."""
         self._close_message()
         if self._calls:
             self._deltas.append({"tool_calls": self._calls})
@@ -342,7 +332,6 @@ class ResponsesStreamParser:
         self._calls, self._replay, self._answers = [], [], []
 
     def _finish(self, response: JSONObject) -> None:
-        """End the answer: items never streamed, usage, calls, and the status."""
         output = response.get("output")
         if response.get("status") == "failed" or (response.get("error") and not output):
             raise _failure({"response": response})
@@ -358,8 +347,7 @@ class ResponsesStreamParser:
             return
         self._cut = None
         if self._silent and not self._calls:
-            # The model chose to say nothing (after a provider-run call, or at
-            # all): a silent answer.
+            # The model chose to say nothing (after a provider-run call, or at all).
             self._deltas.append({"content": ""})
         self._end_message()
 
@@ -378,7 +366,6 @@ def chat_usage(usage: Mapping[str, object]) -> JSONObject:
 
 
 def _failure(event: JSONObject) -> ServerError:
-    """Return the error of a failed answer or an error event."""
     response = event.get("response")
     error = response.get("error") if isinstance(response, dict) else event
     details = error if isinstance(error, dict) else {}

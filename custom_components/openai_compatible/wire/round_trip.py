@@ -3,9 +3,10 @@
 A `Dialect` (chat_completions.py, responses.py) renders the chat log, tells
 the features a body holds and how each can go, and parses the answer.
 `RoundTrip` shapes the body as the model takes it, sends it again without a
-refused feature (learned when it holds for any request) or fitted again after
-a context overflow (also one told in the stream before anything was said),
-within one deadline and a count of tries, and reads the answer into deltas.
+refused feature (learned when it holds for any request), fitted again after a
+context overflow (also one told in the stream before anything was said) or
+over Chat Completions where the Responses route is refused, within one
+deadline and a count of tries, and reads the answer into deltas.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypedDict, Unpack, cast
 
 from homeassistant.components import conversation
 
@@ -27,15 +28,23 @@ from ..errors import (
 )
 from ..models.capabilities import ModelCapabilities
 from ..net.readers import async_read_body, read_usage
-from ..net.request import RequestSettings, ToolSet, without_keys
 from ..net.shapes import JsonObject, ResponseFormat, WireBody, WireItem
-from ..net.transport import Budget, Transport, parse_json
+from ..net.transport import (
+    Budget,
+    RequestSettings,
+    ToolSet,
+    Transport,
+    parse_json,
+    without_keys,
+)
 from ..window.context_window import observe_usage
 from ..window.prompt_fit import PromptItem
 from .chat_stream import Delta, async_read_answer
 from .extra_fields import named_fields
 
 if TYPE_CHECKING:
+    from ..errors import ServerError
+    from ..net.transport import RequestSettings, ToolSet
     from ..window.context_window import RequestFit
 
 # Text added to one user message (the task's own), so it stays in place.
@@ -52,6 +61,8 @@ class BodyAsk(TypedDict, total=False):
 
     response_format: ResponseFormat | None
     instructions: Instructions | None
+    # A small model's last round: words, no calls.
+    last_round: bool
 
 
 class Dialect[P, B: WireBody, M: WireItem](Protocol):
@@ -106,12 +117,11 @@ class _Tries:
     dropped: set[Feature] = field(default_factory=set)
 
     def next_budget(self) -> Budget:
-        """Return the time the next request has left of the round trip's."""
         remaining = max(self.deadline_at - asyncio.get_running_loop().time(), 0.0)
         return Budget(remaining, min(self.budget.retry_wait, remaining))
 
     def again(self, err: ServerError) -> None:
-        """Count a request sent again after `err`; raise it when none is left."""
+        # One more request after `err`; none left: `err` it is.
         self.left -= 1
         if self.left <= 0:
             raise err
@@ -146,6 +156,9 @@ class RoundTrip:
         self._on_usage = on_usage
         self._fit = fit
         self.tool_set = dialect.tool_set
+        # Where the server refuses the route (Responses, with the automatic
+        # setting): the dialect of Chat Completions, learned.
+        self.fallback: Callable[[], Dialect[Any, Any, Any]] | None = None
 
     async def async_build_body(
         self,
@@ -153,27 +166,53 @@ class RoundTrip:
         *,
         response_format: ResponseFormat | None = None,
         instructions: Instructions | None = None,
+        last_round: bool = False,
     ) -> WireBody:
-        """Return the request body for the chat log as it is now."""
+        """Return the request body for the chat log as it is now, with its limit."""
         dialect = self._dialect
-        rendered = await dialect.async_render(chat_log.content, instructions)
-        if self._fit is None:
-            return dialect.body(rendered, response_format)
-        messages, limit = self._fit.fitted(
-            dialect.prompt_items(rendered), dialect.tools
-        )
-        return self._limited(dialect.body(messages, response_format), limit)
+        messages = await dialect.async_render(chat_log.content, instructions)
+        limit = dialect.settings.max_tokens
+        if self._fit is not None:
+            items = dialect.prompt_items(messages)
+            messages, limit = self._fit.fitted(items, dialect.tools)
+        body = self._limited(dialect.body(messages, response_format), limit)
+        if last_round and body.get("tools"):
+            return cast("WireBody", {**body, "tool_choice": "none"})
+        return body
 
     async def async_stream(
-        self, chat_log: conversation.ChatLog, body: WireBody
+        self, chat_log: conversation.ChatLog, **ask: Unpack[BodyAsk]
     ) -> AsyncIterator[Delta]:
-        """Send the request and yield the answer as chat log deltas.
+        """Build the request, send it and yield the answer as chat log deltas.
 
-        Where the dialect says so, an empty stream next to tools (a server that
+        A refused Responses route goes over the fallback's from then on. Where
+        the dialect says so, an empty stream next to tools (a server that
         cannot stream when it may choose a tool) is asked again unstreamed, and
         the refusal learned when that answers; so is a refusal while reading
         (unlearned). An empty answer to tool results is the model's own.
         """
+        try:
+            async for delta in self._async_stream(chat_log, **ask):
+                yield delta
+        except RequestRejectedError as err:
+            if self.fallback is None or err.feature is not Feature.RESPONSES_API:
+                raise
+            LOGGER.debug(
+                "%s has no Responses API (%s); using Chat Completions",
+                self._capabilities.model,
+                err.server_message,
+            )
+            self._capabilities.learn_refused(err.feature, err.lesson_source)
+            self._dialect, self.fallback = self.fallback(), None
+        else:
+            return
+        async for delta in self._async_stream(chat_log, **ask):
+            yield delta
+
+    async def _async_stream(
+        self, chat_log: conversation.ChatLog, **ask: Unpack[BodyAsk]
+    ) -> AsyncIterator[Delta]:
+        body = await self.async_build_body(chat_log, **ask)
         yield {"role": "assistant"}
         body = self._shaped(body, self._dialect.settings.stream)
         tries = self._tries()
@@ -215,9 +254,7 @@ class RoundTrip:
 
     async def async_warm(self, body: WireBody) -> None:
         """Send a request for its prompt alone, so that the server caches it."""
-        dialect = self._dialect
-        least = {**body, dialect.limit_key: dialect.least_limit}
-        await self._async_whole(cast("WireBody", least))
+        await self._async_whole(self._limited(body, 0))  # the least limit
 
     async def _async_whole(self, body: WireBody) -> bytes:
         shaped = self._shaped(body, stream=False)
@@ -229,13 +266,12 @@ class RoundTrip:
         return _Tries(self._budget, loop.time() + self._budget.deadline, MAX_TRIES)
 
     def _streams_with_tools(self, body: WireBody) -> bool:
-        """Tell whether an empty answer to the body is asked again unstreamed."""
+        # Whether an empty answer to the body is asked again unstreamed.
         return self._dialect.retries_unstreamed and bool(
             body.get("stream") and body.get("tools")
         )
 
     def _shaped(self, body: WireBody, stream: bool) -> WireBody:
-        """Return the body as the model takes it, streamed when it may be."""
         dialect = self._dialect
         if stream:
             body = dialect.streamed(body)
@@ -250,7 +286,6 @@ class RoundTrip:
     def _refitted(
         self, body: WireBody, err: ContextOverflowError, tries: _Tries
     ) -> WireBody:
-        """Return the body fitted again after an overflow, as the model takes it."""
         if self._fit is None:
             raise err
         tries.again(err)
@@ -261,7 +296,6 @@ class RoundTrip:
         return self._shaped(self._limited(refitted, limit), stream=False)
 
     def _limited(self, body: WireBody, limit: int | None) -> WireBody:
-        """Return the body with the answer's limit where the dialect puts it."""
         body = without_keys(body, LIMIT_KEYS)
         if limit is None:
             return body
@@ -271,7 +305,7 @@ class RoundTrip:
     async def _async_answer(
         self, chat_log: conversation.ChatLog, body: WireBody, tries: _Tries
     ) -> AsyncIterator[Delta]:
-        """Send one request and yield its answer's deltas; trace its usage."""
+        # One request's answer (refitted once after an overflow); usage traced.
         while True:
             parser = self._dialect.parser(body)
             said = False
@@ -295,7 +329,6 @@ class RoundTrip:
     async def _async_open(
         self, body: WireBody, tries: _Tries
     ) -> AsyncIterator[tuple[AsyncIterator[bytes], bool]]:
-        """Open the answer: its bytes, and whether it is streamed."""
         async with AsyncExitStack() as stack:
             while True:
                 self._on_request()
@@ -312,11 +345,9 @@ class RoundTrip:
     async def _async_attempt(
         self, stack: AsyncExitStack, body: WireBody, budget: Budget
     ) -> AsyncIterator[bytes]:
-        """Send the request; return its body, whose closing `stack` takes on.
-
-        A stream next to tools that ends before its first byte (llama-cpp-python
-        may choose a tool) is a refusal of streaming with tools.
-        """
+        # The answer's body, whose closing `stack` takes on. A stream next to
+        # tools that ends before its first byte (llama-cpp-python may choose a
+        # tool) is a refusal of streaming with tools.
         dialect = self._dialect
         async with AsyncExitStack() as attempt:
             opened = await attempt.enter_async_context(
@@ -344,12 +375,9 @@ class RoundTrip:
     def _without_refused(
         self, body: WireBody, err: RequestRejectedError, dropped: set[Feature]
     ) -> WireBody:
-        """Return the body without what the server refused; else raise.
-
-        Extra fields it names go first, learned at once. A feature in `dropped`
-        is not sent again (an answer naming both answer limits would swap them
-        for ever).
-        """
+        # Extra fields it names go first, learned at once. A feature in
+        # `dropped` is not sent again (an answer naming both answer limits
+        # would swap them for ever). Nothing to drop: `err` it is.
         extra = [key for key in self._dialect.settings.extra if key in body]
         if named := named_fields(err.server_message, extra):
             LOGGER.debug("Sending again without %s: %s", named, err.server_message)
@@ -374,7 +402,6 @@ class RoundTrip:
 async def _prepended(
     first: bytes | None, rest: AsyncIterator[bytes]
 ) -> AsyncIterator[bytes]:
-    """Yield the first chunk of a body read ahead, then the rest."""
     if first is not None:
         yield first
     async for chunk in rest:

@@ -23,8 +23,8 @@ from homeassistant.util.json import json_loads
 from ..const import LOGGER
 from ..errors import ModelError
 from ..net.readers import CallFragment, read_call_fragment
-from ..net.request import OwnCalls, ToolSet
 from ..net.shapes import JsonObject
+from ..net.transport import OwnCalls, ToolSet
 
 type Answer = conversation.ToolResultContentDeltaDict
 
