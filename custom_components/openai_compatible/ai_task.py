@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import asdict
 from functools import partial
 from typing import Any, Final, override
 
 from homeassistant.components import ai_task, conversation
-from homeassistant.core import HomeAssistant
+from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.util import slugify
 import probatio
@@ -66,15 +66,33 @@ def schema_name(task_name: str) -> str:
     return slugify(task_name, separator="_")[:_SCHEMA_NAME_LENGTH] or "result"
 
 
-@dataclass(frozen=True, slots=True)
-class GeneratedImageInfo:
-    """What the chat log keeps of a generated image: a description, no bytes."""
+type _TaskRun[T, R] = Callable[
+    [OpenAICompatibleTaskEntity, T, conversation.ChatLog], Coroutine[Any, Any, R]
+]
 
-    model: str
-    mime_type: str
-    width: int | None
-    height: int | None
-    revised_prompt: str | None
+
+def _here_or_fallback[T, R](
+    other: Callable[[HomeAssistant, T, Context | None, str], Awaitable[R]],
+    takes: Callable[[HomeAssistant, str], bool] = lambda hass, target: True,
+) -> Callable[[_TaskRun[T, R]], _TaskRun[T, R]]:
+    """Run a task here, or give it to the subentry's fallback (one that `takes` it)."""
+
+    def decorate(own: _TaskRun[T, R]) -> _TaskRun[T, R]:
+        async def run(
+            self: OpenAICompatibleTaskEntity, task: T, chat_log: conversation.ChatLog
+        ) -> R:
+            fallback = handover(self.entity_id, self.subentry, chat_log)
+            if fallback is None or not takes(self.hass, fallback.target):
+                return await own(self, task, chat_log)
+            return await fallback.async_run(
+                self.available,
+                partial(own, self, task, chat_log),
+                partial(other, self.hass, task, self._context),
+            )
+
+        return run
+
+    return decorate
 
 
 class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
@@ -103,16 +121,8 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         return str(self.subentry.data.get(CONF_IMAGE_MODEL) or "").strip()
 
     @override
+    @_here_or_fallback(async_generate_data_with)
     async def _async_generate_data(
-        self, task: ai_task.GenDataTask, chat_log: conversation.ChatLog
-    ) -> ai_task.GenDataTaskResult:
-        return await self._async_here_or_fallback(
-            chat_log,
-            partial(self._async_own_data, task, chat_log),
-            partial(async_generate_data_with, self.hass, task, self._context),
-        )
-
-    async def _async_own_data(
         self, task: ai_task.GenDataTask, chat_log: conversation.ChatLog
     ) -> ai_task.GenDataTaskResult:
         if task.structure is not None:
@@ -197,52 +207,25 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
             )
 
     @override
+    @_here_or_fallback(async_generate_image_with, makes_images)
     async def _async_generate_image(
         self, task: ai_task.GenImageTask, chat_log: conversation.ChatLog
     ) -> ai_task.GenImageTaskResult:
-        return await self._async_here_or_fallback(
-            chat_log,
-            partial(self._async_own_image, task, chat_log),
-            partial(async_generate_image_with, self.hass, task, self._context),
-            partial(makes_images, self.hass),
-        )
-
-    async def _async_here_or_fallback[T](
-        self,
-        chat_log: conversation.ChatLog,
-        own: Callable[[], Awaitable[T]],
-        other: Callable[[str], Awaitable[T]],
-        does_it: Callable[[str], bool] = bool,
-    ) -> T:
-        fallback = handover(self.entity_id, self.subentry, chat_log)
-        if fallback is None or not does_it(fallback.target):
-            return await own()
-        return await fallback.async_run(self.available, own, other)
-
-    async def _async_own_image(
-        self, task: ai_task.GenImageTask, chat_log: conversation.ChatLog
-    ) -> ai_task.GenImageTaskResult:
         """Generate an image, or edit the attached ones, with the image model."""
-        model = self.image_model
         with self._server_errors():
-            image = await async_generate_image(
+            data, info = await async_generate_image(
                 self.hass,
                 self.runtime.transport,
-                self.runtime.capabilities.model(model),
+                self.runtime.capabilities.model(self.image_model),
                 prompt=task.instructions,
                 attachments=task.attachments,
                 budget=self.budget(),
             )
-        info = GeneratedImageInfo(
-            model, image.mime_type, image.width, image.height, image.revised_prompt
-        )
         chat_log.async_add_assistant_content_without_tools(
             conversation.AssistantContent(agent_id=self.entity_id, native=info)
         )
         return ai_task.GenImageTaskResult(
-            image_data=image.data,
-            conversation_id=chat_log.conversation_id,
-            **asdict(info),
+            image_data=data, conversation_id=chat_log.conversation_id, **asdict(info)
         )
 
 

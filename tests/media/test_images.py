@@ -18,7 +18,7 @@ from custom_components.openai_compatible.media.image_fetch import IMAGE_MAX_BYTE
 from custom_components.openai_compatible.media.images import (
     IMAGE_ANSWER_MAX_BYTES,
     IMAGE_MAX_BASE64_CHARS,
-    GeneratedImage,
+    GeneratedImageInfo,
     async_generate_image,
     image_size,
 )
@@ -66,7 +66,7 @@ async def generate(
     transport: Transport,
     model: ModelCapabilities | None = None,
     attachments: list[conversation.Attachment] | None = None,
-) -> GeneratedImage:
+) -> tuple[bytes, GeneratedImageInfo]:
     """Ask for one image of the model (gpt-image-1 by default)."""
     if model is None:
         model = Capabilities(
@@ -132,7 +132,7 @@ async def test_edits_route_learned_apart(
 
     assert err.value.translation_key == "image_generation_unsupported"
     assert model.refuses(Feature.IMAGES_EDITS)
-    assert (await generate(hass, transport, model)).mime_type == "image/png"
+    assert (await generate(hass, transport, model))[1].mime_type == "image/png"
     assert not model.refuses(Feature.IMAGES_GENERATIONS)
 
 
@@ -185,10 +185,10 @@ async def test_base64_at_the_limit(
     encoded = base64.b64encode(data).decode()
     simulator.enqueue(GENERATIONS, json={"created": 1, "data": [{"b64_json": encoded}]})
 
-    image = await generate(hass, transport)
+    image, info = await generate(hass, transport)
 
-    assert image.data == data
-    assert image.mime_type == "image/png"
+    assert image == data
+    assert info.mime_type == "image/png"
 
 
 @pytest.mark.parametrize("field", ["b64_json", "url"])
@@ -219,10 +219,10 @@ async def test_url_from_the_servers_network(
     url = simulator.serve_file("fox", PNG_HEADER + bytes(16))
     simulator.enqueue(GENERATIONS, json={"created": 1, "data": [{"url": url}]})
 
-    image = await generate(hass, transport)
+    image, info = await generate(hass, transport)
 
-    assert image.data == PNG_HEADER + bytes(16)
-    assert (image.width, image.height) == (3, 2)
+    assert image == PNG_HEADER + bytes(16)
+    assert (info.width, info.height) == (3, 2)
     fetched = [r for r in simulator.requests if r.path == "/files/fox.png"]
     assert len(fetched) == 1
     assert "Authorization" not in fetched[0].headers

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
 from dataclasses import dataclass
 import io
 from typing import Final
@@ -17,26 +16,27 @@ import PIL.Image
 from ..errors import RequestRejectedError, ServerError
 from ..features import Feature
 from ..models.capabilities import ModelCapabilities
+from ..net.readers import string_or_none
 from ..net.sse import async_read_body
 from ..net.transport import Budget, FormFiles, Transport
 from .attachments import IMAGE_TYPES, async_load_attachments, sniff_mime_type
 from .image_fetch import IMAGE_MAX_BYTES, async_fetch_image
 
+GENERATIONS_ROUTE: Final = "/images/generations"
+EDITS_ROUTE: Final = "/images/edits"
 IMAGE_MAX_BASE64_CHARS: Final = (IMAGE_MAX_BYTES + 2) // 3 * 4
 # The base64 of the largest image taken (42.7 MiB), and room for the JSON around it.
 IMAGE_ANSWER_MAX_BYTES: Final = 45 * 1024 * 1024
-GENERATIONS_ROUTE: Final = "/images/generations"
-EDITS_ROUTE: Final = "/images/edits"
 
 
 @dataclass(frozen=True, slots=True)
-class GeneratedImage:
-    """One image as the server made it."""
+class GeneratedImageInfo:
+    """What the chat log keeps of a generated image: a description, no bytes."""
 
-    data: bytes
+    model: str
     mime_type: str
-    width: int
-    height: int
+    width: int | None
+    height: int | None
     revised_prompt: str | None
 
 
@@ -48,7 +48,7 @@ async def async_generate_image(
     prompt: str,
     attachments: list[conversation.Attachment] | None,
     budget: Budget,
-) -> GeneratedImage:
+) -> tuple[bytes, GeneratedImageInfo]:
     """Generate an image, or edit the attached ones; a refused route is learned."""
     files = (
         await async_load_attachments(hass, attachments, allowed=IMAGE_TYPES)
@@ -58,11 +58,11 @@ async def async_generate_image(
     route = Feature.IMAGES_EDITS if files else Feature.IMAGES_GENERATIONS
     if capabilities.refuses(route):
         raise ServerError("image_generation_unsupported")
-    uploads: FormFiles | None = None
-    if files:
-        # One image goes as a single file: older models and servers take no list.
-        field = "image" if len(files) == 1 else "image[]"
-        uploads = [(field, (file.name, file.data, file.mime_type)) for file in files]
+    # One image goes as a single file: older models and servers take no list.
+    field = "image" if len(files) == 1 else "image[]"
+    uploads: FormFiles | None = [
+        (field, (file.name, file.data, file.mime_type)) for file in files
+    ] or None
     try:
         async with transport.async_open(
             "POST",
@@ -78,13 +78,7 @@ async def async_generate_image(
             raise
         capabilities.learn_refused(route, err.lesson_source)
         raise ServerError("image_generation_unsupported") from err
-    return await _async_read_image(hass, transport, raw)
-
-
-async def _async_read_image(
-    hass: HomeAssistant, transport: Transport, raw: bytes
-) -> GeneratedImage:
-    """Return the first usable image of the answer; raise image_generation_failed."""
+    # The first usable image of the answer, else image_generation_failed.
     data, revised_prompt = await hass.async_add_executor_job(_read_answer, raw)
     if isinstance(data, str):
         data = await async_fetch_image(hass, data, transport.base_url)
@@ -93,7 +87,8 @@ async def _async_read_image(
         raise _failed("the server sent data that is no image")
     if (size := await hass.async_add_executor_job(image_size, data)) is None:
         raise _failed("the server sent an image whose size cannot be read")
-    return GeneratedImage(data, mime_type, *size, revised_prompt)
+    info = GeneratedImageInfo(capabilities.model, mime_type, *size, revised_prompt)
+    return data, info
 
 
 def _failed(message: str) -> ServerError:
@@ -110,26 +105,17 @@ def _read_answer(raw: bytes) -> tuple[bytes | str, str | None]:
     if not isinstance(answer, dict):
         raise _failed("the server sent an answer that is no image response")
     items = answer.get("data")
-    images = [
-        item
-        for item in (items if isinstance(items, list) else [])
-        if isinstance(item, dict) and (_text(item, "b64_json") or _text(item, "url"))
-    ]
-    if not images:
-        raise _failed("the server sent no image")
-    item = images[0]
-    revised_prompt = _text(item, "revised_prompt") or None
-    if encoded := _text(item, "b64_json"):
-        return _decode_base64(encoded), revised_prompt
-    url = _text(item, "url")
-    if url.startswith("data:"):
-        return _decode_base64(url.partition(",")[2]), revised_prompt
-    return url, revised_prompt
-
-
-def _text(item: Mapping[str, object], key: str) -> str:
-    value = item.get(key)
-    return value if isinstance(value, str) else ""
+    for item in items if isinstance(items, list) else ():
+        if not isinstance(item, dict):
+            continue
+        revised_prompt = string_or_none(item.get("revised_prompt")) or None
+        if encoded := string_or_none(item.get("b64_json")):
+            return _decode_base64(encoded), revised_prompt
+        if url := string_or_none(item.get("url")):
+            if url.startswith("data:"):
+                return _decode_base64(url.partition(",")[2]), revised_prompt
+            return url, revised_prompt
+    raise _failed("the server sent no image")
 
 
 def _decode_base64(text: str) -> bytes:
