@@ -174,15 +174,15 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         try:
             return _structured_answer(chat_log, structure, schema)
         except StructureMismatch as err:
-            LOGGER.debug("Asking again for the structure: %s", err.problem)
+            LOGGER.debug("Asking again for the structure: %s", err)
             chat_log.async_add_user_content(
-                conversation.UserContent(_REPAIR.format(problem=err.problem))
+                conversation.UserContent(_REPAIR.format(problem=err))
             )
         await attempt(request)
         try:
             return _structured_answer(chat_log, structure, schema)
         except StructureMismatch as err:
-            raise ModelError("structured_output_invalid", problem=err.problem) from err
+            raise ModelError("structured_output_invalid", problem=str(err)) from err
 
     @override
     async def _async_evaluate(

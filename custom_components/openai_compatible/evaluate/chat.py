@@ -41,14 +41,8 @@ STATED_REPAIR: Final = (
     "to 1, the numbers adding up to 1, in a JSON object with only the keys asked "
     "for. Answer again with only the JSON."
 )
-REPAIRABLE: Final = frozenset(
-    {
-        "evaluate_failed",
-        "evaluate_wrong_options",
-        "evaluate_probability_out_of_range",
-        "evaluate_not_normalized",
-    }
-)
+# Not asked again: the model refused, or said nothing.
+FINAL: Final = frozenset({"evaluate_refused", "no_answer"})
 
 
 async def async_answer(ask: Ask, question: Question) -> Outcome:
@@ -219,20 +213,20 @@ async def async_state(ask: Ask, question: Question) -> Outcome:
     }
 
     async def attempt(request: StructuredRequest) -> JsonObject:
-        return await ask.async_choice(_body(ask, question, request))
+        try:
+            return await ask.async_choice(_body(ask, question, request))
+        except RequestRejectedError as err:
+            # Shown only if a lower rung answers: else the evaluation fails.
+            rung = RUNG_NAMES[request.rung]
+            ask.skip(question, f"stated: {rung} refused: {err.server_message}")
+            raise
 
-    def on_rejected(request: StructuredRequest, err: RequestRejectedError) -> None:
-        rung = RUNG_NAMES[request.rung]
-        ask.skip(question, f"stated: {rung} refused: {err.server_message}")
-
-    request, choice = await async_climb(
-        ask.capabilities, "evaluation", schema, attempt, on_rejected
-    )
+    request, choice = await async_climb(ask.capabilities, "evaluation", schema, attempt)
     extra = {"format": RUNG_NAMES[request.rung]}
     try:
         return _outcome(question, choice, extra)
     except ModelError as err:
-        if err.translation_key not in REPAIRABLE:
+        if err.translation_key in FINAL:
             raise
         LOGGER.debug("Asking again for the probabilities: %s", err)
     answer = stated_text(choice, question)
@@ -241,9 +235,8 @@ async def async_state(ask: Ask, question: Question) -> Outcome:
     try:
         return _outcome(question, choice, extra)
     except ModelError as err:
-        if (
-            err.translation_key not in REPAIRABLE
-            or (weights := stated_weights(choice, question)) is None
+        if err.translation_key in FINAL or not (
+            weights := stated_weights(choice, question)
         ):
             raise
     # Still out of range: the numbers are weights, a negative one none.
@@ -334,7 +327,7 @@ def _stated_values(choice: JsonObject, question: Question) -> JsonObject:
     try:
         value = parse_json_answer(stated_text(choice, question))
     except StructureMismatch as err:
-        raise ModelError("evaluate_failed", problem=err.problem) from err
+        raise ModelError("evaluate_failed", problem=str(err)) from err
     if not isinstance(value, dict):
         raise ModelError(
             "evaluate_failed", problem="the stated probabilities are not a JSON object"

@@ -62,13 +62,9 @@ async def async_evaluate(
         # One failed question fails the task: the others are cancelled.
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(async_answer(ask, q)) for q in rest]
-    except ExceptionGroup as errors:
-        if (translated := errors.subgroup(TranslatedError)) is None:
-            raise
-        error: BaseException = translated
-        while isinstance(error, BaseExceptionGroup):
-            error = error.exceptions[0]
+    except* TranslatedError as errors:
         # Its own cause, not the group, is what explains it.
+        error = errors.exceptions[0]
         raise error from error.__cause__
     outcomes.update((q.key, task.result()) for q, task in zip(rest, tasks, strict=True))
     _trace(task.name, ask, questions, outcomes)
