@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import asdict
 from functools import partial
@@ -10,21 +11,23 @@ from typing import Any, Final, override
 from homeassistant.components import ai_task, conversation
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+from homeassistant.helpers.json import json_dumps
 from homeassistant.util import slugify
 import probatio
 
 from . import OpenAICompatibleConfigEntry
 from .const import CONF_IMAGE_MODEL, LOGGER, MAX_TOOL_ROUNDS_AI_TASK, SUBENTRY_AI_TASK
 from .entity import OpenAICompatibleEntity
-from .errors import ModelError
-from .evaluate.evaluation import async_evaluate
-from .evaluate.questions import Ask
+from .errors import InputError, ModelError, TranslatedError
+from .evaluate.chat import async_answer
+from .evaluate.evaluation import MAX_QUESTIONS, Ask, Question, async_decide, trace
 from .fallback import (
     async_generate_data_with,
     async_generate_image_with,
     handover,
     makes_images,
 )
+from .media.attachments import async_load_attachments
 from .media.images import async_generate_image
 from .models.fit import check_model_takes, learning_refusals
 from .net.request import build_tool_set
@@ -188,23 +191,49 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
     async def _async_evaluate(
         self, task: ai_task.EvaluationTask
     ) -> ai_task.EvaluationTaskResult:
+        """Each question to the first path that answers it: `/decisions`, then chat."""
         capabilities = self.capabilities
         check_model_takes(capabilities, tools=False, attachments=task.attachments or ())
         # Chat Completions, which every server has, whatever the entry's API.
         round_trip = self._round_trip(self._chat_dialect, build_tool_set(None), None)
+        questions = [Question.from_task(key, q) for key, q in task.questions.items()]
+        evidence = f"Task: {task.name}"
+        if isinstance(task.state, str):
+            evidence += f"\n\nState:\n{task.state}"
+        elif task.state is not None:
+            evidence += f"\n\nState (JSON):\n{json_dumps(task.state)}"
         with self._server_errors(), learning_refusals(capabilities):
-            return await async_evaluate(
-                self.hass,
-                task,
-                Ask(
-                    round_trip=round_trip,
-                    transport=self.runtime.transport,
-                    capabilities=capabilities,
-                    settings=self.request_settings(),
-                    budget=self.budget(),
-                    slots=self.runtime.task_slots,
-                ),
+            if len(questions) > MAX_QUESTIONS:
+                raise InputError(
+                    "evaluate_too_many_questions",
+                    count=str(len(questions)),
+                    limit=str(MAX_QUESTIONS),
+                )
+            ask = Ask(
+                round_trip=round_trip,
+                transport=self.runtime.transport,
+                capabilities=capabilities,
+                settings=self.request_settings(),
+                budget=self.budget(),
+                slots=self.runtime.task_slots,
+                evidence=evidence,
+                files=await async_load_attachments(self.hass, task.attachments),
             )
+            outcomes = await async_decide(ask, questions)
+            rest = [q for q in questions if q.key not in outcomes]
+            try:
+                # One failed question fails the task: the others are cancelled.
+                async with asyncio.TaskGroup() as group:
+                    answers = [group.create_task(async_answer(ask, q)) for q in rest]
+            except* TranslatedError as errors:
+                # Its own cause, not the group, is what explains it.
+                error = errors.exceptions[0]
+                raise error from error.__cause__
+        outcomes.update((q.key, a.result()) for q, a in zip(rest, answers, strict=True))
+        trace(task.name, ask, questions, outcomes)
+        return ai_task.EvaluationTaskResult(
+            answers={q.key: q.answer(outcomes[q.key].probabilities) for q in questions}
+        )
 
     @override
     @_here_or_fallback(async_generate_image_with, makes_images)

@@ -18,7 +18,7 @@ from ..structured.rungs import (
     async_climb,
     parse_json_answer,
 )
-from .questions import Ask, Outcome, Question, finite, normalised, probability
+from .evaluation import Ask, Outcome, Question, finite, normalised, probability
 
 TOP_LOGPROBS: Final = 20
 # Below this share on the labels, their odds say little: ask again, held to them.

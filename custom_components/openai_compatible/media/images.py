@@ -50,11 +50,7 @@ async def async_generate_image(
     budget: Budget,
 ) -> tuple[bytes, GeneratedImageInfo]:
     """Generate an image, or edit the attached ones; a refused route is learned."""
-    files = (
-        await async_load_attachments(hass, attachments, allowed=IMAGE_TYPES)
-        if attachments
-        else []
-    )
+    files = await async_load_attachments(hass, attachments, allowed=IMAGE_TYPES)
     route = Feature.IMAGES_EDITS if files else Feature.IMAGES_GENERATIONS
     if capabilities.refuses(route):
         raise ServerError("image_generation_unsupported")
