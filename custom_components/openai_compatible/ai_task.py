@@ -31,7 +31,6 @@ from .media.attachments import async_load_attachments
 from .media.images import async_generate_image
 from .models.fit import check_model_takes, learning_refusals
 from .net.request import build_tool_set
-from .net.shapes import JsonSchema
 from .structured.rungs import (
     StructuredRequest,
     StructureMismatch,
@@ -175,7 +174,9 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
             learn=llm_api is None,
         )
         try:
-            return _structured_answer(chat_log, structure, schema)
+            return checked_answer(
+                parse_json_answer(_answer(chat_log)), structure, schema
+            )
         except StructureMismatch as err:
             LOGGER.debug("Asking again for the structure: %s", err)
             chat_log.async_add_user_content(
@@ -183,7 +184,9 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
             )
         await attempt(request)
         try:
-            return _structured_answer(chat_log, structure, schema)
+            return checked_answer(
+                parse_json_answer(_answer(chat_log)), structure, schema
+            )
         except StructureMismatch as err:
             raise ModelError("structured_output_invalid", problem=str(err)) from err
 
@@ -263,9 +266,3 @@ def _answer(chat_log: conversation.ChatLog) -> str:
     if isinstance(last, conversation.AssistantContent) and last.content:
         return last.content
     return ""
-
-
-def _structured_answer(
-    chat_log: conversation.ChatLog, structure: probatio.Schema, schema: JsonSchema
-) -> Any:
-    return checked_answer(parse_json_answer(_answer(chat_log)), structure, schema)
