@@ -200,6 +200,20 @@ async def test_base64_at_the_limit(
     assert info.mime_type == "image/png"
 
 
+async def test_first_usable_image(
+    hass: HomeAssistant, simulator: OpenAISimulator, transport: Transport
+) -> None:
+    """Items that are no objects, or hold no image, are passed over."""
+    encoded = base64.b64encode(PNG_HEADER).decode()
+    items = ["junk", {"url": ""}, {"b64_json": encoded, "revised_prompt": "A fox"}]
+    simulator.enqueue(GENERATIONS, json={"created": 1, "data": items})
+
+    image, info = await generate(hass, transport)
+
+    assert image == PNG_HEADER
+    assert info.revised_prompt == "A fox"
+
+
 @pytest.mark.parametrize("field", ["b64_json", "url"])
 async def test_base64_over_the_limit(
     hass: HomeAssistant,
