@@ -18,7 +18,7 @@ from ..structured.rungs import (
     async_climb,
     parse_json_answer,
 )
-from .evaluation import Ask, Outcome, Question, finite, normalised, probability
+from .evaluation import Ask, Outcome, Question, normalised, probability
 
 TOP_LOGPROBS: Final = 20
 # Below this share on the labels, their odds say little: ask again, held to them.
@@ -302,9 +302,11 @@ def stated_weights(choice: JsonObject, question: Question) -> list[float] | None
     except ModelError:
         return None
     numbers = [value[name] for name in question.names]
-    if not all(finite(n) or n == -math.inf for n in numbers):
+    if not all(read_number(n) is not None or n == -math.inf for n in numbers):
         return None
-    weights = [float(max(n, 0.0)) if finite(n) else 0.0 for n in numbers]
+    weights = [
+        max(x, 0.0) if (x := read_number(n)) is not None else 0.0 for n in numbers
+    ]
     total = sum(weights)
     if not math.isfinite(total) or total <= 0:
         return None

@@ -6,7 +6,7 @@ import asyncio
 from collections import defaultdict
 from dataclasses import dataclass, field
 import string
-from typing import Any, Final, Literal, TypeGuard, cast
+from typing import Any, Final, Literal, cast
 
 from homeassistant.components import ai_task, conversation
 
@@ -117,20 +117,15 @@ class Outcome:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def finite(value: object) -> TypeGuard[float]:
-    """Tell whether a value is a finite number a float holds (not a bool)."""
-    return read_number(value) is not None
-
-
 def probability(value: Any, question: Question) -> float:
     """Return a probability, refusing anything but a number from 0 to 1."""
-    if not finite(value) or not 0 <= value <= 1:
+    if (number := read_number(value)) is None or not 0 <= number <= 1:
         raise ModelError(
             "evaluate_probability_out_of_range",
             question=question.key,
             value=shown(str(value)),
         )
-    return float(value)
+    return number
 
 
 def normalised(
