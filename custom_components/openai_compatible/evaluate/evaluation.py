@@ -39,11 +39,8 @@ MAX_QUESTIONS: Final = 32
 DECISIONS_MAX_LEVELS: Final = 10
 DECISIONS_MAX_IMAGES: Final = 128
 DECISIONS_TOLERANCE: Final = 0.01
-_TYPES: Final[dict[Kind, str]] = {
-    "noul": "predicate",
-    "choice": "choice",
-    "score": "score",
-}
+# The Decisions API's name of a kind, where it is not ours.
+_TYPES: Final[dict[Kind, str]] = {"noul": "predicate"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,7 +273,7 @@ def _not_decided(
 
 def _question(question: Question) -> JsonObject:
     base: JsonObject = {
-        "type": _TYPES[question.kind],
+        "type": _TYPES.get(question.kind, question.kind),
         "name": question.key,
         "instructions": question.instructions,
     }
@@ -318,7 +315,7 @@ def _outcome(question: Question, answer: JsonObject) -> Outcome:
     kind = answer.get("type")
     if kind == "refusal":
         raise ModelError("evaluate_refused", question=question.key)
-    if kind != _TYPES[question.kind]:
+    if kind != _TYPES.get(question.kind, question.kind):
         raise ModelError(
             "evaluate_wrong_answer_type", question=question.key, type=str(kind)[:100]
         )
