@@ -22,7 +22,7 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
 
-from custom_components.openai_compatible.ai_task import GeneratedImageInfo, schema_name
+from custom_components.openai_compatible.ai_task import schema_name
 from custom_components.openai_compatible.const import (
     CONF_CHAT_MODEL,
     CONF_IMAGE_MODEL,
@@ -30,6 +30,7 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_AI_TASK,
     Feature,
 )
+from custom_components.openai_compatible.media.images import GeneratedImageInfo
 from custom_components.openai_compatible.structured.rungs import (
     RUNG_INSTRUCTIONS,
     RUNG_JSON_OBJECT,

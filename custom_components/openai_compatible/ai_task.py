@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import asdict
 from functools import partial
 from typing import Any, Final, override
 
 from homeassistant.components import ai_task, conversation
-from homeassistant.core import HomeAssistant
+from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+from homeassistant.helpers.json import json_dumps
 from homeassistant.util import slugify
 import probatio
 
 from . import OpenAICompatibleConfigEntry
 from .const import CONF_IMAGE_MODEL, LOGGER, MAX_TOOL_ROUNDS_AI_TASK, SUBENTRY_AI_TASK
 from .entity import OpenAICompatibleEntity, handover
-from .errors import ModelError
-from .evaluate.evaluation import async_evaluate
-from .evaluate.questions import Ask
+from .errors import InputError, ModelError, TranslatedError
+from .evaluate.chat import async_answer
+from .evaluate.evaluation import MAX_QUESTIONS, Ask, Question, async_decide, trace
 from .fallback import async_generate_data_with, async_generate_image_with, makes_images
+from .media.attachments import async_load_attachments
 from .media.images import async_generate_image
-from .net.shapes import JsonSchema
 from .net.transport import build_tool_set
 from .structured.rungs import (
     StructuredRequest,
@@ -61,15 +63,33 @@ def schema_name(task_name: str) -> str:
     return slugify(task_name, separator="_")[:_SCHEMA_NAME_LENGTH] or "result"
 
 
-@dataclass(frozen=True, slots=True)
-class GeneratedImageInfo:
-    """What the chat log keeps of a generated image: a description, no bytes."""
+type _TaskRun[T, R] = Callable[
+    [OpenAICompatibleTaskEntity, T, conversation.ChatLog], Coroutine[Any, Any, R]
+]
 
-    model: str
-    mime_type: str
-    width: int | None
-    height: int | None
-    revised_prompt: str | None
+
+def _here_or_fallback[T, R](
+    other: Callable[[HomeAssistant, T, Context | None, str], Awaitable[R]],
+    takes: Callable[[HomeAssistant, str], bool] = lambda hass, target: True,
+) -> Callable[[_TaskRun[T, R]], _TaskRun[T, R]]:
+    """Run a task here, or give it to the subentry's fallback (one that `takes` it)."""
+
+    def decorate(own: _TaskRun[T, R]) -> _TaskRun[T, R]:
+        async def run(
+            self: OpenAICompatibleTaskEntity, task: T, chat_log: conversation.ChatLog
+        ) -> R:
+            fallback = handover(self.entity_id, self.subentry, chat_log)
+            if fallback is None or not takes(self.hass, fallback.target):
+                return await own(self, task, chat_log)
+            return await fallback.async_run(
+                self.available,
+                partial(own, self, task, chat_log),
+                partial(other, self.hass, task, self._context),
+            )
+
+        return run
+
+    return decorate
 
 
 class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
@@ -98,16 +118,8 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         return str(self.subentry.data.get(CONF_IMAGE_MODEL) or "").strip()
 
     @override
+    @_here_or_fallback(async_generate_data_with)
     async def _async_generate_data(
-        self, task: ai_task.GenDataTask, chat_log: conversation.ChatLog
-    ) -> ai_task.GenDataTaskResult:
-        return await self._async_here_or_fallback(
-            chat_log,
-            partial(self._async_own_data, task, chat_log),
-            partial(async_generate_data_with, self.hass, task, self._context),
-        )
-
-    async def _async_own_data(
         self, task: ai_task.GenDataTask, chat_log: conversation.ChatLog
     ) -> ai_task.GenDataTaskResult:
         if task.structure is not None:
@@ -157,87 +169,90 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
             learn=llm_api is None,
         )
         try:
-            return _structured_answer(chat_log, structure, schema)
+            return checked_answer(
+                parse_json_answer(_answer(chat_log)), structure, schema
+            )
         except StructureMismatch as err:
-            LOGGER.debug("Asking again for the structure: %s", err.problem)
+            LOGGER.debug("Asking again for the structure: %s", err)
             chat_log.async_add_user_content(
-                conversation.UserContent(_REPAIR.format(problem=err.problem))
+                conversation.UserContent(_REPAIR.format(problem=err))
             )
         await attempt(request)
         try:
-            return _structured_answer(chat_log, structure, schema)
+            return checked_answer(
+                parse_json_answer(_answer(chat_log)), structure, schema
+            )
         except StructureMismatch as err:
-            raise ModelError("structured_output_invalid", problem=err.problem) from err
+            raise ModelError("structured_output_invalid", problem=str(err)) from err
 
     @override
     async def _async_evaluate(
         self, task: ai_task.EvaluationTask
     ) -> ai_task.EvaluationTaskResult:
+        """Each question to the first path that answers it: `/decisions`, then chat."""
         capabilities = self.capabilities
         check_model_takes(capabilities, tools=False, attachments=task.attachments or ())
         # Chat Completions, which every server has, whatever the entry's API.
         round_trip = self._round_trip(self._chat_dialect, build_tool_set(None), None)
+        questions = [Question.from_task(key, q) for key, q in task.questions.items()]
+        evidence = f"Task: {task.name}"
+        if isinstance(task.state, str):
+            evidence += f"\n\nState:\n{task.state}"
+        elif task.state is not None:
+            evidence += f"\n\nState (JSON):\n{json_dumps(task.state)}"
         with self._server_errors(), learning_refusals(capabilities):
-            return await async_evaluate(
-                self.hass,
-                task,
-                Ask(
-                    round_trip=round_trip,
-                    transport=self.runtime.transport,
-                    capabilities=capabilities,
-                    settings=self.request_settings(),
-                    budget=self.budget(),
-                    slots=self.runtime.task_slots,
-                ),
+            if len(questions) > MAX_QUESTIONS:
+                raise InputError(
+                    "evaluate_too_many_questions",
+                    count=str(len(questions)),
+                    limit=str(MAX_QUESTIONS),
+                )
+            ask = Ask(
+                round_trip=round_trip,
+                transport=self.runtime.transport,
+                capabilities=capabilities,
+                settings=self.request_settings(),
+                budget=self.budget(),
+                slots=self.runtime.task_slots,
+                evidence=evidence,
+                files=await async_load_attachments(self.hass, task.attachments),
             )
+            outcomes = await async_decide(ask, questions)
+            rest = [q for q in questions if q.key not in outcomes]
+            try:
+                # One failed question fails the task: the others are cancelled.
+                async with asyncio.TaskGroup() as group:
+                    answers = [group.create_task(async_answer(ask, q)) for q in rest]
+            except* TranslatedError as errors:
+                # Its own cause, not the group, is what explains it.
+                error = errors.exceptions[0]
+                raise error from error.__cause__
+        outcomes.update((q.key, a.result()) for q, a in zip(rest, answers, strict=True))
+        trace(task.name, ask, questions, outcomes)
+        return ai_task.EvaluationTaskResult(
+            answers={q.key: q.answer(outcomes[q.key].probabilities) for q in questions}
+        )
 
     @override
+    @_here_or_fallback(async_generate_image_with, makes_images)
     async def _async_generate_image(
         self, task: ai_task.GenImageTask, chat_log: conversation.ChatLog
     ) -> ai_task.GenImageTaskResult:
-        return await self._async_here_or_fallback(
-            chat_log,
-            partial(self._async_own_image, task, chat_log),
-            partial(async_generate_image_with, self.hass, task, self._context),
-            partial(makes_images, self.hass),
-        )
-
-    async def _async_here_or_fallback[T](
-        self,
-        chat_log: conversation.ChatLog,
-        own: Callable[[], Awaitable[T]],
-        other: Callable[[str], Awaitable[T]],
-        does_it: Callable[[str], bool] = bool,
-    ) -> T:
-        fallback = handover(self.entity_id, self.subentry, chat_log)
-        if fallback is None or not does_it(fallback.target):
-            return await own()
-        return await fallback.async_run(self.available, own, other)
-
-    async def _async_own_image(
-        self, task: ai_task.GenImageTask, chat_log: conversation.ChatLog
-    ) -> ai_task.GenImageTaskResult:
         """Generate an image, or edit the attached ones, with the image model."""
-        model = self.image_model
         with self._server_errors():
-            image = await async_generate_image(
+            data, info = await async_generate_image(
                 self.hass,
                 self.runtime.transport,
-                self.runtime.capabilities.model(model),
+                self.runtime.capabilities.model(self.image_model),
                 prompt=task.instructions,
                 attachments=task.attachments,
                 budget=self.budget(),
             )
-        info = GeneratedImageInfo(
-            model, image.mime_type, image.width, image.height, image.revised_prompt
-        )
         chat_log.async_add_assistant_content_without_tools(
             conversation.AssistantContent(agent_id=self.entity_id, native=info)
         )
         return ai_task.GenImageTaskResult(
-            image_data=image.data,
-            conversation_id=chat_log.conversation_id,
-            **asdict(info),
+            image_data=data, conversation_id=chat_log.conversation_id, **asdict(info)
         )
 
 
@@ -246,9 +261,3 @@ def _answer(chat_log: conversation.ChatLog) -> str:
     if isinstance(last, conversation.AssistantContent) and last.content:
         return last.content
     return ""
-
-
-def _structured_answer(
-    chat_log: conversation.ChatLog, structure: probatio.Schema, schema: JsonSchema
-) -> Any:
-    return checked_answer(parse_json_answer(_answer(chat_log)), structure, schema)

@@ -10,16 +10,14 @@ from homeassistant.exceptions import HomeAssistantError
 import pytest
 
 from custom_components.openai_compatible.const import CONF_TIMEOUT
-from custom_components.openai_compatible.media import image_fetch
-from custom_components.openai_compatible.media.image_fetch import (
-    IMAGE_FETCH_SECONDS,
-    IMAGE_MAX_BYTES,
-    IMAGE_MAX_REDIRECTS,
-)
+from custom_components.openai_compatible.media import images
 from custom_components.openai_compatible.media.images import (
     GENERATIONS_ROUTE,
     IMAGE_ANSWER_MAX_BYTES,
+    IMAGE_FETCH_SECONDS,
     IMAGE_MAX_BASE64_CHARS,
+    IMAGE_MAX_BYTES,
+    IMAGE_MAX_REDIRECTS,
 )
 from custom_components.openai_compatible.server_errors.answers import MAX_ERROR_BYTES
 from simulator import OpenAISimulator, Pause
@@ -142,7 +140,7 @@ async def test_image_that_never_ends(
 ) -> None:
     """A download that trickles on ends at the deadline (shortened here)."""
     assert IMAGE_FETCH_SECONDS == 60.0
-    monkeypatch.setattr(image_fetch, "IMAGE_FETCH_SECONDS", SHORT_DEADLINE)
+    monkeypatch.setattr(images, "IMAGE_FETCH_SECONDS", SHORT_DEADLINE)
     harness = await fault_harness()
     answer = served("slow", PNG * 100, trickle=True)
     harness.faulty.enqueue("/images/generations", **answer(harness.faulty))

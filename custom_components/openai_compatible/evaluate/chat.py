@@ -17,7 +17,7 @@ from ..structured.rungs import (
     async_climb,
     parse_json_answer,
 )
-from .questions import Ask, Outcome, Question, finite, normalised, probability
+from .evaluation import Ask, Outcome, Question, normalised, probability
 
 TOP_LOGPROBS: Final = 20
 # Below this share on the labels, their odds say little: ask again, held to them.
@@ -40,14 +40,8 @@ STATED_REPAIR: Final = (
     "to 1, the numbers adding up to 1, in a JSON object with only the keys asked "
     "for. Answer again with only the JSON."
 )
-REPAIRABLE: Final = frozenset(
-    {
-        "evaluate_failed",
-        "evaluate_wrong_options",
-        "evaluate_probability_out_of_range",
-        "evaluate_not_normalized",
-    }
-)
+# Not asked again: the model refused, or said nothing.
+FINAL: Final = frozenset({"evaluate_refused", "no_answer"})
 
 
 async def async_answer(ask: Ask, question: Question) -> Outcome:
@@ -218,20 +212,20 @@ async def async_state(ask: Ask, question: Question) -> Outcome:
     }
 
     async def attempt(request: StructuredRequest) -> JsonObject:
-        return await ask.async_choice(_body(ask, question, request))
+        try:
+            return await ask.async_choice(_body(ask, question, request))
+        except RequestRejectedError as err:
+            # Shown only if a lower rung answers: else the evaluation fails.
+            rung = RUNG_NAMES[request.rung]
+            ask.skip(question, f"stated: {rung} refused: {err.server_message}")
+            raise
 
-    def on_rejected(request: StructuredRequest, err: RequestRejectedError) -> None:
-        rung = RUNG_NAMES[request.rung]
-        ask.skip(question, f"stated: {rung} refused: {err.server_message}")
-
-    request, choice = await async_climb(
-        ask.capabilities, "evaluation", schema, attempt, on_rejected
-    )
+    request, choice = await async_climb(ask.capabilities, "evaluation", schema, attempt)
     extra = {"format": RUNG_NAMES[request.rung]}
     try:
         return _outcome(question, choice, extra)
     except ModelError as err:
-        if err.translation_key not in REPAIRABLE:
+        if err.translation_key in FINAL:
             raise
         LOGGER.debug("Asking again for the probabilities: %s", err)
     answer = stated_text(choice, question)
@@ -240,9 +234,8 @@ async def async_state(ask: Ask, question: Question) -> Outcome:
     try:
         return _outcome(question, choice, extra)
     except ModelError as err:
-        if (
-            err.translation_key not in REPAIRABLE
-            or (weights := stated_weights(choice, question)) is None
+        if err.translation_key in FINAL or not (
+            weights := stated_weights(choice, question)
         ):
             raise
     # Still out of range: the numbers are weights, a negative one none.
@@ -308,9 +301,11 @@ def stated_weights(choice: JsonObject, question: Question) -> list[float] | None
     except ModelError:
         return None
     numbers = [value[name] for name in question.names]
-    if not all(finite(n) or n == -math.inf for n in numbers):
+    if not all(read_number(n) is not None or n == -math.inf for n in numbers):
         return None
-    weights = [float(max(n, 0.0)) if finite(n) else 0.0 for n in numbers]
+    weights = [
+        max(x, 0.0) if (x := read_number(n)) is not None else 0.0 for n in numbers
+    ]
     total = sum(weights)
     if not math.isfinite(total) or total <= 0:
         return None
@@ -333,7 +328,7 @@ def _stated_values(choice: JsonObject, question: Question) -> JsonObject:
     try:
         value = parse_json_answer(stated_text(choice, question))
     except StructureMismatch as err:
-        raise ModelError("evaluate_failed", problem=err.problem) from err
+        raise ModelError("evaluate_failed", problem=str(err)) from err
     if not isinstance(value, dict):
         raise ModelError(
             "evaluate_failed", problem="the stated probabilities are not a JSON object"

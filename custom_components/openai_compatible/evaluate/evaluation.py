@@ -1,85 +1,186 @@
-"""ai_task.evaluate: each question to the first path that answers it, `/decisions` first."""
+"""ai_task.evaluate: the questions, what asking them shares, and OpenAI's `/decisions`."""
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
-from typing import Any, Final
+from collections import defaultdict
+from dataclasses import dataclass, field
+import string
+from typing import Any, Final, Literal, cast
 
 from homeassistant.components import ai_task, conversation
-from homeassistant.core import HomeAssistant
-from homeassistant.helpers.json import json_dumps
 
 from ..const import LOGGER, Feature
-from ..errors import (
-    InputError,
-    ModelError,
-    RequestRejectedError,
-    ServerError,
-    TranslatedError,
+from ..errors import ModelError, RequestRejectedError, ServerError
+from ..media.attachments import LoadedFile
+from ..models.capabilities import ModelCapabilities
+from ..net.readers import read_number
+from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject
+from ..net.transport import Budget, RequestSettings, Transport, parse_json
+from ..redact import shown
+from ..wire.chat_completions import attachment_part
+from ..wire.round_trip import RoundTrip
+
+type Path = Literal["decisions", "logprobs", "stated"]
+type Kind = Literal["noul", "choice", "score"]
+
+# Enough, and readable: 0.3, not 0.30000000000000004.
+DECIMALS: Final = 4
+SYSTEM_PROMPT: Final = (
+    "You evaluate evidence from a smart home: its state, given as JSON or text, "
+    "and any attached images. Answer the question exactly in the form it asks for."
 )
-from ..media.attachments import async_load_attachments
-from ..net.shapes import JsonObject
-from ..net.transport import parse_json
-from .chat import async_answer
-from .questions import Ask, Kind, Outcome, Question, normalised, probability
+
 
 # More questions than this in one task are refused, not queued.
 MAX_QUESTIONS: Final = 32
 DECISIONS_MAX_LEVELS: Final = 10
 DECISIONS_MAX_IMAGES: Final = 128
 DECISIONS_TOLERANCE: Final = 0.01
-_TYPES: Final[dict[Kind, str]] = {
-    "noul": "predicate",
-    "choice": "choice",
-    "score": "score",
-}
+# The Decisions API's name of a kind, where it is not ours.
+_TYPES: Final[dict[Kind, str]] = {"noul": "predicate"}
 
 
-async def async_evaluate(
-    hass: HomeAssistant, task: ai_task.EvaluationTask, server: Ask
-) -> ai_task.EvaluationTaskResult:
-    """Answer all questions: the Decisions API first, then chat completions."""
-    if len(task.questions) > MAX_QUESTIONS:
-        raise InputError(
-            "evaluate_too_many_questions",
-            count=str(len(task.questions)),
-            limit=str(MAX_QUESTIONS),
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One question with its options in order: yes/no, alternatives or levels."""
+
+    key: str
+    kind: Kind
+    instructions: str
+    # (name, description): ("yes", ""), ("no", ""); a choice's keys; ("0", level), ...
+    options: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def from_task(cls, key: str, question: ai_task.EvaluationQuestion) -> Question:
+        """Return the question in the form every path uses."""
+        if question["type"] == "noul":
+            options: tuple[tuple[str, str], ...] = (("yes", ""), ("no", ""))
+        elif question["type"] == "choice":
+            options = tuple(question["criteria"].items())
+        else:
+            options = tuple(
+                (str(i), text) for i, text in enumerate(question["criteria"])
+            )
+        return cls(key, question["type"], question["instructions"], options)
+
+    @property
+    def names(self) -> list[str]:
+        """Return the option names: the keys of stated answers."""
+        return [name for name, _ in self.options]
+
+    def labels(self) -> list[str] | None:
+        """Return the one-token labels of the options, if there are enough."""
+        if self.kind == "noul":
+            return ["Yes", "No"]
+        if self.kind == "choice":
+            letters = list(string.ascii_uppercase[: len(self.options)])
+            return letters if len(self.options) <= 26 else None
+        return self.names if len(self.options) <= 10 else None
+
+    def levels(self) -> str:
+        """Return the levels of a score question, lowest first, with their numbers."""
+        lines = "\n".join(f"{name}: {text}" for name, text in self.options)
+        return f"Levels, from lowest to highest:\n{lines}"
+
+    def answer(self, probabilities: list[float]) -> ai_task.EvaluationAnswer:
+        """Return Home Assistant's answer for a distribution over the options."""
+        if self.kind == "noul":
+            return ai_task.NoulAnswer(noul=round(probabilities[0], DECIMALS))
+        # Each rounded alone: the sum stays 1 within rounding.
+        shown_probabilities = [round(p, DECIMALS) for p in probabilities]
+        if self.kind == "choice":
+            best = max(range(len(probabilities)), key=probabilities.__getitem__)
+            return ai_task.ChoiceAnswer(
+                choice=self.names[best],
+                probabilities=dict(zip(self.names, shown_probabilities, strict=True)),
+            )
+        score = sum(index * p for index, p in enumerate(probabilities))
+        return ai_task.ScoreAnswer(
+            score=round(score, DECIMALS), probabilities=shown_probabilities
         )
-    questions = [Question.from_task(key, q) for key, q in task.questions.items()]
-    evidence = f"Task: {task.name}"
-    if isinstance(task.state, str):
-        evidence += f"\n\nState:\n{task.state}"
-    elif task.state is not None:
-        evidence += f"\n\nState (JSON):\n{json_dumps(task.state)}"
-    ask = replace(server, evidence=evidence)
-    if task.attachments:
-        ask = replace(ask, files=await async_load_attachments(hass, task.attachments))
-    outcomes = await async_decide(ask, questions)
-    rest = [q for q in questions if q.key not in outcomes]
-    try:
-        # One failed question fails the task: the others are cancelled.
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(async_answer(ask, q)) for q in rest]
-    except ExceptionGroup as errors:
-        if (translated := errors.subgroup(TranslatedError)) is None:
-            raise
-        error: BaseException = translated
-        while isinstance(error, BaseExceptionGroup):
-            error = error.exceptions[0]
-        # Its own cause, not the group, is what explains it.
-        raise error from error.__cause__
-    outcomes.update((q.key, task.result()) for q, task in zip(rest, tasks, strict=True))
-    _trace(task.name, ask, questions, outcomes)
-    return ai_task.EvaluationTaskResult(
-        answers={q.key: q.answer(outcomes[q.key].probabilities) for q in questions}
+
+
+@dataclass(slots=True)
+class Outcome:
+    """How one question was answered: the distribution and where it came from."""
+
+    probabilities: list[float]
+    path: Path
+    # The distribution as the server or model gave it, per label, before checks.
+    raw: dict[str, float]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def probability(value: Any, question: Question) -> float:
+    """Return a probability, refusing anything but a number from 0 to 1."""
+    if (number := read_number(value)) is None or not 0 <= number <= 1:
+        raise ModelError(
+            "evaluate_probability_out_of_range",
+            question=question.key,
+            value=shown(str(value)),
+        )
+    return number
+
+
+def normalised(
+    question: Question, probabilities: list[float], tolerance: float
+) -> list[float]:
+    """Return the distribution scaled to add up to 1; refuse one far from it."""
+    total = sum(probabilities)
+    if abs(total - 1) > tolerance:
+        raise ModelError(
+            "evaluate_not_normalized", question=question.key, total=f"{total:g}"
+        )
+    return [p / total for p in probabilities]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ask:
+    """What every request of one evaluation shares; `skipped`: why paths were not."""
+
+    round_trip: RoundTrip
+    transport: Transport
+    capabilities: ModelCapabilities
+    settings: RequestSettings
+    budget: Budget
+    slots: asyncio.Semaphore
+    evidence: str
+    files: list[LoadedFile]
+    skipped: defaultdict[str, list[str]] = field(
+        default_factory=lambda: defaultdict(list)
     )
 
+    def skip(self, question: Question, reason: str) -> None:
+        """Note why a path did not answer the question."""
+        self.skipped[question.key].append(reason)
 
-def _trace(
+    async def async_choice(self, body: ChatBody) -> JsonObject:
+        """Send one chat request when a slot of the entry is free; return its choice."""
+        async with self.slots:
+            answer = await self.round_trip.async_complete(body)
+        choices = answer.get("choices")
+        if not (isinstance(choices, list) and choices and isinstance(choices[0], dict)):
+            raise ModelError("no_answer")
+        return cast("JsonObject", choices[0])
+
+    def messages(self, prompt: str) -> list[ChatMessage]:
+        """Return the messages: evidence first (shared by all questions), then one."""
+        content: str | list[ChatPart] = f"{self.evidence}\n\n{prompt}"
+        if self.files:
+            content = [
+                {"type": "text", "text": self.evidence},
+                *map(attachment_part, self.files),
+                {"type": "text", "text": prompt},
+            ]
+        user: ChatMessage = {"role": "user", "content": content}
+        return [{"role": "system", "content": SYSTEM_PROMPT}, user]
+
+
+def trace(
     name: str, ask: Ask, questions: list[Question], outcomes: dict[str, Outcome]
 ) -> None:
-    """Tell the debug log and an active conversation trace how it went."""
+    """Tell the debug log and an active conversation trace how an evaluation went."""
     detail = {
         "task_name": name,
         "model": ask.settings.model,
@@ -170,7 +271,7 @@ def _not_decided(
 
 def _question(question: Question) -> JsonObject:
     base: JsonObject = {
-        "type": _TYPES[question.kind],
+        "type": _TYPES.get(question.kind, question.kind),
         "name": question.key,
         "instructions": question.instructions,
     }
@@ -212,7 +313,7 @@ def _outcome(question: Question, answer: JsonObject) -> Outcome:
     kind = answer.get("type")
     if kind == "refusal":
         raise ModelError("evaluate_refused", question=question.key)
-    if kind != _TYPES[question.kind]:
+    if kind != _TYPES.get(question.kind, question.kind):
         raise ModelError(
             "evaluate_wrong_answer_type", question=question.key, type=str(kind)[:100]
         )

@@ -99,10 +99,12 @@ def _check_size(path: Path, size: int, room: int) -> None:
 
 async def async_load_attachments(
     hass: HomeAssistant,
-    attachments: list[conversation.Attachment],
+    attachments: list[conversation.Attachment] | None,
     allowed: frozenset[str] = IMAGE_TYPES | {PDF_TYPE},
 ) -> list[LoadedFile]:
     """Read attachments in the executor; refuse types the server cannot take."""
+    if not attachments:
+        return []
 
     def read_all() -> list[LoadedFile]:
         loaded: list[LoadedFile] = []

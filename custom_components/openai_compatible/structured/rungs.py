@@ -33,12 +33,7 @@ _FENCED: Final = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 
 
 class StructureMismatch(Exception):
-    """The model's answer does not fit the task's structure."""
-
-    def __init__(self, problem: str) -> None:
-        """Keep the short description of what is wrong."""
-        super().__init__(problem)
-        self.problem = problem
+    """The model's answer does not fit the task's structure: the short problem."""
 
 
 def checked_answer(data: Any, structure: probatio.Schema, schema: JsonSchema) -> Any:
@@ -224,8 +219,6 @@ async def async_climb[T](
     name: str,
     schema: JsonSchema,
     attempt: Callable[[StructuredRequest], Awaitable[T]],
-    on_rejected: Callable[[StructuredRequest, RequestRejectedError], None]
-    | None = None,
     *,
     learn: bool = True,
 ) -> tuple[StructuredRequest, T]:
@@ -251,8 +244,6 @@ async def async_climb[T](
                 RUNG_NAMES[rung],
                 err.server_message,
             )
-            if on_rejected is not None:
-                on_rejected(request, err)
             if err.feature is not None:  # a response format: step below it
                 if learn and err.general:
                     capabilities.learn_refused(err.feature, err.lesson_source)
