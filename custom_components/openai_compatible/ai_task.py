@@ -223,9 +223,15 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
                 # One failed question fails the task: the others are cancelled.
                 async with asyncio.TaskGroup() as group:
                     answers = [group.create_task(async_answer(ask, q)) for q in rest]
-            except* TranslatedError as errors:
+            except ExceptionGroup as errors:
+                # A translated error is what the user is told, alone: the
+                # group would reach Home Assistant untranslated.
+                if (translated := errors.subgroup(TranslatedError)) is None:
+                    raise
+                error: BaseException = translated
+                while isinstance(error, BaseExceptionGroup):
+                    error = error.exceptions[0]
                 # Its own cause, not the group, is what explains it.
-                error = errors.exceptions[0]
                 raise error from error.__cause__
         outcomes.update((q.key, a.result()) for q, a in zip(rest, answers, strict=True))
         trace(task.name, ask, questions, outcomes)

@@ -1472,6 +1472,27 @@ async def test_failed_question_cancels_the_others(
     assert len(simulator.chat_requests()) == 1
 
 
+async def test_a_translated_failure_is_told_beside_another_at_once(
+    hass: HomeAssistant,
+    setup: SetupEntry,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two questions failing together: the user is told the translated one alone."""
+    await setup(provider="ollama", ai_task={CONF_CHAT_MODEL: "gpt-5-mini"})
+
+    async def fail(ask: Ask, body: dict[str, Any]) -> dict[str, Any]:
+        if VEHICLE["instructions"] in prompt(body):
+            raise ValueError("not ours")
+        raise ModelError("evaluate_refused", question="door")
+
+    monkeypatch.setattr(Ask, "async_choice", fail)
+
+    err = await evaluate_error(hass, {"door": DOOR, "vehicle": VEHICLE})
+
+    assert err.translation_key == "evaluate_refused"
+    assert err.translation_placeholders == {"question": "door"}
+
+
 async def test_stated_rejected_on_every_rung(
     hass: HomeAssistant, simulator: OpenAISimulator, setup: SetupEntry
 ) -> None:
