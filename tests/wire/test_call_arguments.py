@@ -10,10 +10,8 @@ from homeassistant.helpers import area_registry as ar, entity_registry as er, ll
 import pytest
 
 from custom_components.openai_compatible.net.transport import ToolSet
-from custom_components.openai_compatible.wire.call_arguments import (
-    ArgumentCleaner,
-    words,
-)
+from custom_components.openai_compatible.wire.call_arguments import ArgumentCleaner
+from custom_components.openai_compatible.wire.tool_calls import words
 
 pytestmark = pytest.mark.usefixtures("small_home")
 
@@ -415,3 +413,22 @@ async def test_what_the_user_asked_for_is_what_runs(
         intents={"intent__HassTurnOn", "light__HassLightSet", "fan__HassFanSetSpeed"},
     )
     assert cleaner.clean(llm.ToolInput(tool, arguments)).tool_args == expected
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"name": ["Kitchen"]},
+        {"name": {"value": "Kitchen"}},
+        {"domain": [{"value": "light"}]},
+        {"domain": [["light"]]},
+    ],
+)
+def test_arguments_that_are_not_words_are_left_as_given(
+    hass: HomeAssistant, arguments: dict[str, Any]
+) -> None:
+    """A name or domain given as an object or nested list goes as it came.
+
+    Home Assistant's own check of the call then answers the model.
+    """
+    assert cleaned(hass, arguments) == arguments

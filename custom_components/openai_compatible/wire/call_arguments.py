@@ -27,7 +27,7 @@ from homeassistant.helpers import (
 )
 
 from ..net.transport import ToolSet
-from .tool_calls import required_keys
+from .tool_calls import required_keys, words
 
 # What small models write for "no value".
 _PLACEHOLDERS: Final = frozenset(
@@ -44,8 +44,6 @@ _ENDING: Final = 2
 _NUMBER: Final = re.compile(r"\d+(?:\.\d+)?")
 # The keys of a schema a small model copies where the value goes.
 _SCHEMA_KEYS: Final = frozenset({"type", "allOf", "anyOf", "oneOf", "description"})
-# Where a word starts inside a name written in code style.
-_WORD_BREAK: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-.\s]+")
 
 
 class ArgumentCleaner:
@@ -108,6 +106,13 @@ class ArgumentCleaner:
         parameters = self._tools.get(call.tool_name)
         if call.external or parameters is None:
             return call
+        given = call.tool_args
+        if not isinstance(given.get("name", ""), str) or any(
+            isinstance(item, (dict, list))
+            for key in parameters.words.intersection(given)
+            for item in _listed(given[key])
+        ):
+            return call  # not words: Home Assistant's check answers the model
         required = parameters.required
         arguments: dict[str, Any] = {}
         for key, value in call.tool_args.items():
@@ -315,11 +320,6 @@ class _Parameters:
             if any(p.get("type") in ("integer", "number") for p in (value, *all_of)):
                 read.numbers.add(key)
         return read
-
-
-def words(name: str) -> str:
-    """Return a name as lower-case words: `garageDoor`, `garage_door`: `garage door`."""
-    return " ".join(part for part in _WORD_BREAK.split(name) if part).casefold()
 
 
 # Names of one kind the home has (with their domains), by their words.

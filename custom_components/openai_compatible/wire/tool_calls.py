@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 import difflib
 import json
+import re
 from typing import Any, Final
 
 from homeassistant.components import conversation
@@ -50,6 +51,8 @@ _LEAST_PART: Final = 6
 # alike the next one.
 _NEAR: Final = 0.8
 _MARGIN: Final = 0.1
+# Where a word starts inside a name written in code style.
+_WORD_BREAK: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-.\s]+")
 
 
 @dataclass(slots=True)
@@ -343,6 +346,11 @@ def offered_name(name: object, tool_names: Mapping[str, str]) -> str | None:
     if len(scores) > 1 and scores[1][0] > scores[0][0] - _MARGIN:
         return None
     return scores[0][1]
+
+
+def words(name: str) -> str:
+    """Return a name as lower-case words: `garageDoor`, `garage_door`: `garage door`."""
+    return " ".join(part for part in _WORD_BREAK.split(name) if part).casefold()
 
 
 def _key(name: str) -> str:
