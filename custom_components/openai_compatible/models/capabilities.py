@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import InitVar, asdict, dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
 from datetime import date
 from enum import StrEnum
-import hashlib
 from typing import Any, Final
 
-from homeassistant.core import HomeAssistant
-from homeassistant.helpers.storage import Store
-
-from ..const import DOMAIN, LOGGER, PROVIDER_TOOLS, RESPONSE_FORMATS, Feature
+from ..const import LOGGER, PROVIDER_TOOLS, RESPONSE_FORMATS, Feature
 from .lessons import (
     FALLBACK_LIFETIME,
     WINDOW_LIFETIME,
@@ -57,7 +53,6 @@ class ModelCapabilities:
     provider: Provider
     report: ModelReport
     lessons: Lessons
-    _on_learn: Callable[[], None]
     # What the server as a whole taught (its routes), and its software.
     _server: Lessons = field(default_factory=Lessons)
     kind: ServerKind | None = None
@@ -137,7 +132,6 @@ class ModelCapabilities:
         self.lessons.proven.pop(feature, None)
         if feature in SERVER_ROUTES:
             self._server.refused[feature] = lesson
-        self._on_learn()
 
     def refused_fields(self) -> frozenset[str]:
         """Return the extra request fields the model is known to refuse."""
@@ -148,7 +142,6 @@ class ModelCapabilities:
         lesson = Lesson.now(source, FALLBACK_LIFETIME)
         self.lessons.fields.update(dict.fromkeys(names, lesson))
         LOGGER.debug("%s refuses %s (%s)", self.model, ", ".join(names), source)
-        self._on_learn()
 
     def learn_proven(self, feature: Feature) -> None:
         """Remember that the model handled the feature."""
@@ -157,7 +150,6 @@ class ModelCapabilities:
         self.lessons.proven[feature] = Lesson.now(
             "an answer to a request with it", lifetime(feature)
         )
-        self._on_learn()
 
     def accepted_prompt(self, tokens: int) -> None:
         """Remember a prompt the server answered: the window holds at least that."""
@@ -184,38 +176,17 @@ class ModelCapabilities:
             self.lessons.window = Lesson.now(
                 "the server's context overflow error", WINDOW_LIFETIME
             )
-            self._on_learn()
-
-
-STORAGE_VERSION: Final = 1
-_SAVE_DELAY: Final = 5.0
-
-
-def server_fingerprint(
-    base_url: str, api_key: str | None, report: ServerReport, models: list[str]
-) -> str:
-    """Return what identifies the server whose lessons we keep; never the key."""
-    text = "\n".join([base_url, api_key or "", report.version or "", *sorted(models)])
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(eq=False)
 class Capabilities:
-    """Everything known about one entry's server, per model, kept across restarts."""
+    """Everything known about one entry's server, per model, while it is loaded."""
 
-    hass: InitVar[HomeAssistant]
-    entry_id: InitVar[str]
     provider: Provider
     report: ServerReport
-    fingerprint: str
-    # No lessons until `async_load` brings back the stored ones.
+    # What identifies the server (coordinator.Survey.server): lessons are about it.
+    server: object = None
     _lessons: dict[str, Lessons] = field(default_factory=dict)
-    # Set once the entry unloads: a request still running writes nothing.
-    _closed: bool = False
-
-    def __post_init__(self, hass: HomeAssistant, entry_id: str) -> None:
-        """Open the entry's store."""
-        self._store = _store(hass, entry_id)
 
     @property
     def local(self) -> bool:
@@ -229,7 +200,6 @@ class Capabilities:
             self.provider,
             self.report.models.get(name, ModelReport()),
             self._lessons.setdefault(name, Lessons()),
-            self._schedule_save,
             self._lessons.setdefault(SERVER_LESSONS, Lessons()),
             self.report.kind or self.provider.kind,
         )
@@ -239,49 +209,24 @@ class Capabilities:
         report = self.report.models.get(name)
         return (report and report.shutdown) or self.provider.shutdowns.get(name)
 
-    def update_report(self, report: ServerReport, fingerprint: str) -> None:
+    def update_report(self, report: ServerReport, server: object) -> None:
         """Take a newer report; forget the lessons when the server changed."""
         self.report = report
-        if fingerprint == self.fingerprint:
+        if server == self.server:
             return
         LOGGER.debug("The server changed; forgetting what was learned about it")
-        self.fingerprint = fingerprint
+        self.server = server
         self.forget()
 
     def forget(self) -> list[str]:
-        """Forget every lesson, in the store too; return what held, a line per model."""
+        """Forget every lesson; return what held, a line per model."""
         forgotten = [
             _told(name, lessons.diagnostics())
             for name, lessons in sorted(self._lessons.items())
             if lessons.any()
         ]
         self._lessons.clear()
-        self._schedule_save()
         return forgotten
-
-    async def async_load(self) -> None:
-        """Bring back the lessons stored for this very server, if any."""
-        stored = await self._store.async_load()
-        if isinstance(stored, dict) and stored.get("fingerprint") != self.fingerprint:
-            LOGGER.debug("The server changed; forgetting what was learned about it")
-            await self._store.async_remove()
-        elif isinstance(stored, dict) and isinstance(
-            models := stored.get("models"), dict
-        ):
-            self._lessons = {
-                str(name): Lessons.from_dict(data) for name, data in models.items()
-            }
-
-    async def async_close(self) -> None:
-        """Write the lessons a last time, then no more: the entry is unloading."""
-        self._closed = True
-        await self._store.async_save(self.as_dict())
-
-    def as_dict(self) -> dict[str, object]:
-        """Return the lessons that outlast a restart, in their stored form."""
-        stored = {name: self._lessons[name].as_dict() for name in sorted(self._lessons)}
-        models = {name: kept for name, kept in stored.items() if any(kept.values())}
-        return {"fingerprint": self.fingerprint, "models": models}
 
     def diagnostics(self, models: Iterable[str]) -> dict[str, object]:
         """Return what is known, for the given models and those with lessons."""
@@ -306,11 +251,6 @@ class Capabilities:
             },
         }
 
-    def _schedule_save(self) -> None:
-        """Save the lessons soon, once for a burst of them; never once closed."""
-        if not self._closed:
-            self._store.async_delay_save(self.as_dict, _SAVE_DELAY)
-
 
 def _told(model: str, lessons: Mapping[str, object]) -> str:
     """Return what a model's lessons say, in one line, from their diagnostics."""
@@ -326,12 +266,3 @@ def _told(model: str, lessons: Mapping[str, object]) -> str:
     if window := lessons["context_window"]:
         parts.append(f"read at most {window} tokens")
     return f"{model}: {'; '.join(parts)}"
-
-
-def _store(hass: HomeAssistant, entry_id: str) -> Store[dict[str, object]]:
-    return Store(hass, STORAGE_VERSION, f"{DOMAIN}.{entry_id}.capabilities")
-
-
-async def async_forget(hass: HomeAssistant, entry_id: str) -> None:
-    """Forget everything learned for a removed entry."""
-    await _store(hass, entry_id).async_remove()

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final
 
 from homeassistant.util import dt as dt_util
 
-from ..const import LOGGER, Feature
+from ..const import Feature
 
 BLOCKING_LIFETIME: Final = timedelta(hours=1)
 FALLBACK_LIFETIME: Final = timedelta(days=1)
 WINDOW_LIFETIME: Final = FALLBACK_LIFETIME
 _SOURCE_LENGTH: Final = 80
 # Lessons that only refuse: without what the model refused, nothing can go out.
-# They hold an hour, in memory only; a lesson that enables a fallback is stored.
+# They hold an hour, to ask again soon; a lesson that enables a fallback, a day.
 BLOCKING: Final = frozenset(
     {
         Feature.TOOLS,
@@ -41,25 +41,9 @@ class Lesson:
         """Return a lesson learned now."""
         return cls(dt_util.utcnow(), short(source), lifetime)
 
-    @classmethod
-    def from_dict(cls, data: Any, lifetime: timedelta) -> Lesson | None:
-        """Return a stored lesson; None where its date is unreadable."""
-        try:
-            learned = dt_util.parse_datetime(str(data["learned"]))
-        except ValueError, TypeError, KeyError:
-            learned = None
-        if learned is None or learned.tzinfo is None:
-            LOGGER.debug("Dropping a stored lesson with no readable date: %s", data)
-            return None
-        return cls(learned, short(str(data.get("source", ""))), lifetime)
-
     def holds(self) -> bool:
         """Tell whether the lesson is younger than its lifetime, and not dated ahead."""
         return timedelta(0) <= dt_util.utcnow() - self.learned < self.lifetime
-
-    def as_dict(self) -> dict[str, str]:
-        """Return the lesson in its stored form."""
-        return {"learned": self.learned.isoformat(), "source": self.source}
 
     def diagnostics(self) -> dict[str, int | str]:
         """Return the lesson's age in whole seconds, and its source."""
@@ -79,7 +63,7 @@ class Lessons:
     context_window: int | None = None
     reported_window: int | None = None
     window: Lesson | None = None
-    # In memory only: the largest prompt answered; whether tools seemed dropped.
+    # The largest prompt answered; whether tools seemed dropped.
     accepted_prompt: int = 0
     tools_doubted: bool = False
 
@@ -99,23 +83,11 @@ class Lessons:
         """Tell whether a window an overflow named was learned and still holds."""
         return bool(self.context_window and self.window and self.window.holds())
 
-    def as_dict(self) -> dict[str, object]:
-        """Return the lessons that outlast a reload, in their stored form."""
-        return self._view(Lesson.as_dict, kept_only=True)
-
     def diagnostics(self) -> dict[str, object]:
         """Return each lesson that holds with its age and source."""
-        return self._view(Lesson.diagnostics)
 
-    def _view(
-        self, show: Callable[[Lesson], Mapping[str, object]], kept_only: bool = False
-    ) -> dict[str, object]:
         def each(lessons: Mapping[Any, Lesson]) -> dict[str, object]:
-            return {
-                str(f): show(one)
-                for f, one in holding(lessons).items()
-                if not kept_only or one.lifetime > BLOCKING_LIFETIME
-            }
+            return {str(f): one.diagnostics() for f, one in holding(lessons).items()}
 
         learned = self.window if self.holds_window() else None
         return {
@@ -124,27 +96,8 @@ class Lessons:
             "fields": each(self.fields),
             "context_window": self.context_window if learned else None,
             "reported_window": self.reported_window if learned else None,
-            "window": show(learned) if learned else None,
+            "window": learned.diagnostics() if learned else None,
         }
-
-    @classmethod
-    def from_dict(cls, data: Any) -> Lessons:
-        """Return a model's lessons from their stored form, skipping what is unknown."""
-        if not isinstance(data, dict):
-            return cls()
-        kept = {str(f) for f in Feature if f not in BLOCKING}
-        refused, proven = (
-            {Feature(f): one for f, one in _read(data.get(key), kept).items()}
-            for key in ("refused", "proven")
-        )
-        window, reported = (
-            value if isinstance(value, int) and value > 0 else None
-            for value in (data.get("context_window"), data.get("reported_window"))
-        )
-        lesson = (
-            Lesson.from_dict(data.get("window"), WINDOW_LIFETIME) if window else None
-        )
-        return cls(refused, proven, _read(data.get("fields")), window, reported, lesson)
 
 
 def holding[K: str](lessons: Mapping[K, Lesson]) -> dict[K, Lesson]:
@@ -163,17 +116,3 @@ def short(text: str) -> str:
 def lifetime(feature: Feature) -> timedelta:
     """Return how long a lesson about a feature holds before it is asked again."""
     return BLOCKING_LIFETIME if feature in BLOCKING else FALLBACK_LIFETIME
-
-
-def _read(values: Any, known: set[str] | None = None) -> dict[str, Lesson]:
-    """Return the stored lessons that hold, of the known names if given."""
-    if not isinstance(values, dict):
-        return {}
-    return holding(
-        {
-            str(name): lesson
-            for name, data in values.items()
-            if (known is None or name in known)
-            and (lesson := Lesson.from_dict(data, FALLBACK_LIFETIME))
-        }
-    )
