@@ -48,8 +48,11 @@ class Lesson:
 
     @classmethod
     def now(cls, source: str, lifetime: timedelta) -> Lesson:
-        """Return a lesson learned now."""
-        return cls(dt_util.utcnow(), short(source), lifetime)
+        """Return a lesson learned now, its source on one line of a readable length."""
+        line = " ".join(source.split())
+        if len(line) > _SOURCE_LENGTH:
+            line = line[: _SOURCE_LENGTH - 1] + "…"
+        return cls(dt_util.utcnow(), line, lifetime)
 
     def holds(self) -> bool:
         """Tell whether the lesson is younger than its lifetime, and not dated ahead."""
@@ -113,14 +116,6 @@ class Lessons:
 def holding[K: str](lessons: Mapping[K, Lesson]) -> dict[K, Lesson]:
     """Return the lessons that still hold, by feature or field, in order."""
     return {f: lessons[f] for f in sorted(lessons) if lessons[f].holds()}
-
-
-def short(text: str) -> str:
-    """Return a source on one line, cut to a readable length."""
-    line = " ".join(text.split())
-    if len(line) <= _SOURCE_LENGTH:
-        return line
-    return line[: _SOURCE_LENGTH - 1] + "…"
 
 
 def lifetime(feature: Feature) -> timedelta:
