@@ -95,4 +95,3 @@ async def test_a_refusal_quoting_the_prompt_is_not_kept(
     assert lesson.source == "HTTP 400 refusing stream_options"
     text = json.dumps(await async_get_config_entry_diagnostics(hass, entry))
     assert "4711" not in text
-    assert "4711" not in json.dumps(entry.runtime_data.capabilities.as_dict())

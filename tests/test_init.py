@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 import json
 import logging
 import threading
@@ -26,12 +25,8 @@ from homeassistant.const import (
 )
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import device_registry as dr
-from homeassistant.util import dt as dt_util
 import pytest
-from pytest_homeassistant_custom_component.common import (
-    MockConfigEntry,
-    async_fire_time_changed,
-)
+from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.openai_compatible import coordinator
 from custom_components.openai_compatible.const import (
@@ -353,68 +348,18 @@ async def test_reload_during_a_turn(
     assert setup_integration.state is ConfigEntryState.LOADED
 
 
-async def test_removed_entry_writes_nothing(
-    hass: HomeAssistant,
-    hass_storage: dict[str, Any],
-    simulator: OpenAISimulator,
-    setup_entry: SetupEntry,
+async def test_removal_leaves_no_stored_lessons(
+    hass: HomeAssistant, hass_storage: dict[str, Any], setup_entry: SetupEntry
 ) -> None:
-    """A turn under way when the entry is removed learns, but saves nothing.
-
-    The server refuses prompt_cache_key only after the entry is gone; the
-    lesson would have brought the removed entry's store back.
-    """
-    entry = await setup_entry(
-        provider="openai",
-        conversation={CONF_LLM_HASS_API: []},
-        options={CONF_API: WireApi.CHAT_COMPLETIONS},
-    )
+    """The lessons file that earlier builds kept goes with the entry."""
+    entry = await setup_entry()
     key = f"{DOMAIN}.{entry.entry_id}.capabilities"
-    simulator.settings.prompt_cache_key = False
-    simulator.settings.latency = 0.3
-    turn = hass.async_create_task(converse(hass, "Hello"))
-    await asyncio.sleep(0.1)
+    hass_storage[key] = {"version": 1, "key": key, "data": {"models": {}}}
 
     assert await hass.config_entries.async_remove(entry.entry_id)
-    assert key not in hass_storage
-    result = await turn
-    async_fire_time_changed(hass, dt_util.utcnow() + timedelta(minutes=1))
     await hass.async_block_till_done()
 
-    assert speech(result)
-    assert ["prompt_cache_key" in body for body in simulator.chat_requests()] == [
-        True,
-        False,
-    ]
     assert key not in hass_storage
-
-
-async def test_unloaded_entry_keeps_its_last_save(
-    hass: HomeAssistant,
-    hass_storage: dict[str, Any],
-    simulator: OpenAISimulator,
-    setup_entry: SetupEntry,
-) -> None:
-    """Unloading writes the lessons once; a turn still running adds nothing."""
-    entry = await setup_entry(
-        provider="openai",
-        conversation={CONF_LLM_HASS_API: []},
-        options={CONF_API: WireApi.CHAT_COMPLETIONS},
-    )
-    key = f"{DOMAIN}.{entry.entry_id}.capabilities"
-    simulator.settings.prompt_cache_key = False
-    simulator.settings.latency = 0.3
-    turn = hass.async_create_task(converse(hass, "Hello"))
-    await asyncio.sleep(0.1)
-
-    assert await hass.config_entries.async_unload(entry.entry_id)
-    saved = hass_storage[key]["data"]
-    await turn
-    async_fire_time_changed(hass, dt_util.utcnow() + timedelta(minutes=1))
-    await hass.async_block_till_done()
-
-    assert saved == {"fingerprint": saved["fingerprint"], "models": {}}
-    assert hass_storage[key]["data"] == saved
 
 
 async def test_a_key_that_may_not_list_models_still_loads(
@@ -445,8 +390,7 @@ async def test_a_long_model_list_is_read_off_the_event_loop(
 ) -> None:
     """The models page is parsed and summarised in the executor, once per entry.
 
-    The server's fingerprint and the lookup of listed models, which read the
-    whole list, are made there too.
+    The lookup of listed models, which reads the whole list, is made there too.
     """
     simulator.models = [*DEFAULT_MODELS, *(f"model-{n}" for n in range(5000))]
     threads: list[int] = []
@@ -461,9 +405,6 @@ async def test_a_long_model_list_is_read_off_the_event_loop(
     with (
         patch.object(listing, "read_listing", recorded(listing.read_listing)),
         patch.object(server_info, "listed_report", recorded(server_info.listed_report)),
-        patch.object(
-            coordinator, "server_fingerprint", recorded(coordinator.server_fingerprint)
-        ),
         patch.object(coordinator, "listed_models", recorded(coordinator.listed_models)),
     ):
         assert await hass.config_entries.async_setup(mock_config_entry.entry_id)
@@ -471,8 +412,8 @@ async def test_a_long_model_list_is_read_off_the_event_loop(
 
     survey = mock_config_entry.runtime_data.coordinator.data
     assert len(survey.models) == len(simulator.models)
-    # One page read, one report per entry, one fingerprint, one lookup.
-    assert len(threads) == 1 + len(simulator.models) + 1 + 1
+    # One page read, one report per entry, one lookup.
+    assert len(threads) == 1 + len(simulator.models) + 1
     assert threading.get_ident() not in threads
 
 

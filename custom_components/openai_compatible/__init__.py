@@ -9,11 +9,12 @@ from dataclasses import dataclass, field
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.const import Platform
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers.storage import Store
 
-from .const import CONF_PROVIDER, LOGGER
+from .const import CONF_PROVIDER, DOMAIN, LOGGER
 from .coordinator import ServerCoordinator
 from .flows.common import LEGACY_TITLES, subentry_title
-from .models.capabilities import Capabilities, async_forget
+from .models.capabilities import Capabilities
 from .models.names import offered
 from .models.providers import provider_for
 from .net.transport import Transport
@@ -62,15 +63,10 @@ async def async_setup_entry(
     await coordinator.async_config_entry_first_refresh()
     provider = provider_for(entry.data.get(CONF_PROVIDER))
     survey = coordinator.data
-    capabilities = Capabilities(
-        hass, entry.entry_id, provider, survey.report, survey.fingerprint
-    )
-    await capabilities.async_load()
-    entry.async_on_unload(capabilities.async_close)
     entry.runtime_data = RuntimeData(
         coordinator=coordinator,
         transport=coordinator.transport,
-        capabilities=capabilities,
+        capabilities=Capabilities(provider, survey.report, survey.server),
         task_slots=asyncio.Semaphore(provider.concurrency),
         basis=setup_basis(entry),
     )
@@ -125,5 +121,6 @@ async def async_unload_entry(
 async def async_remove_entry(
     hass: HomeAssistant, entry: OpenAICompatibleConfigEntry
 ) -> None:
-    """Forget what was learned about the entry's server."""
-    await async_forget(hass, entry.entry_id)
+    """Remove the lessons earlier builds stored, so removal leaves nothing behind."""
+    key = f"{DOMAIN}.{entry.entry_id}.capabilities"
+    await Store[dict[str, object]](hass, 1, key).async_remove()

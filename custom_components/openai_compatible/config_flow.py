@@ -59,7 +59,7 @@ from .flows.connection import (
     server_schema,
 )
 from .flows.voice_subentry import VoiceSubentryFlowHandler, voice_defaults
-from .models.capabilities import WireApi, api_setting, async_forget
+from .models.capabilities import WireApi, api_setting
 from .models.listing import lasting_models
 from .models.names import chat_models_first, pick_chat_model
 from .models.providers import (
@@ -232,7 +232,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
                 elif provider_for(provider_key).api_key_required:
                     errors[CONF_API_KEY] = "api_key_required"
             if data and await self._check(data, errors, placeholders) is not None:
-                return await self._async_reconfigure(entry, data)
+                return self._async_reconfigure(entry, data)
         return self.async_show_form(
             step_id="reconfigure",
             data_schema=self.add_suggested_values_to_schema(
@@ -243,7 +243,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             description_placeholders=placeholders,
         )
 
-    async def _async_reconfigure(
+    def _async_reconfigure(
         self, entry: ConfigEntry, data: dict[str, Any]
     ) -> ConfigFlowResult:
         """Save a server's new settings; titles the integration gave follow it."""
@@ -255,11 +255,9 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             self.hass.config_entries.async_update_subentry(
                 entry, subentry, title=followed
             )
-        # What was learned was about the old server.
+        # What was learned was about the old server; an entry not loaded holds none.
         if entry.state is ConfigEntryState.LOADED:
             entry.runtime_data.capabilities.forget()
-        else:
-            await async_forget(self.hass, entry.entry_id)
         return self._async_update_entry(entry, data, title)
 
     def _others(self) -> list[ConfigEntry]:

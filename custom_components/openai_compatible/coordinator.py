@@ -22,7 +22,6 @@ from .const import (
     LOGGER,
 )
 from .errors import AuthError, ServerError
-from .models.capabilities import server_fingerprint
 from .models.listing import (
     MAX_LISTED_MODELS,
     MAX_LISTING_BYTES,
@@ -44,14 +43,18 @@ CHECK_INTERVAL: Final = timedelta(minutes=1)
 
 @dataclass(frozen=True, slots=True)
 class Survey:
-    """What the server has: its models, its report, and their fingerprint."""
+    """What the server has: its models and its report."""
 
     models: list[str]
     report: ServerReport
-    fingerprint: str
     listed: ListedModels
     # Why the model list was not read whole (it is too large), if it was not.
     unread: str | None = None
+
+    @property
+    def server(self) -> tuple[str | None, frozenset[str]]:
+        """Return what identifies the server: what was learned holds while it stays."""
+        return self.report.version, frozenset(self.models)
 
 
 def entry_kind(data: Mapping[str, Any]) -> ServerKind | None:
@@ -148,15 +151,8 @@ class ServerCoordinator(DataUpdateCoordinator[Survey]):
         report = await async_server_report(
             self.transport, entry_kind(entry.data), listing, in_use
         )
-        # In the executor: it reads the whole list.
-        fingerprint = await self.hass.async_add_executor_job(
-            server_fingerprint,
-            entry.data[CONF_BASE_URL],
-            entry.data.get(CONF_API_KEY),
-            report,
-            models,
-        )
         listed = await self.hass.async_add_executor_job(listed_models, models)
+        survey = Survey(models, report, listed, unread)
         if not at_setup:
-            entry.runtime_data.capabilities.update_report(report, fingerprint)
-        return Survey(models, report, fingerprint, listed, unread)
+            entry.runtime_data.capabilities.update_report(report, survey.server)
+        return survey

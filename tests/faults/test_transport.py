@@ -316,7 +316,7 @@ async def test_a_lesson_taught_by_a_text_quoting_the_key_keeps_no_key(
 
     assert failed(result)
     capabilities = harness.faulty_entry.runtime_data.capabilities
-    learned = json.dumps([capabilities.diagnostics([]), capabilities.as_dict()])
+    learned = json.dumps(capabilities.diagnostics([]))
     assert "HTTP 400 refusing tools" in learned
     assert "gemma" not in learned
     assert SECRET_KEY not in learned

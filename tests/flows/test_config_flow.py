@@ -1117,7 +1117,7 @@ async def test_reconfigure_forgets_what_was_learned(
         Feature.LOGPROBS, "HTTP 400: refused"
     )
     if not loaded:
-        # Unloading stores the lesson.
+        # Unloading forgets the lesson; reconfigure finds nothing to forget.
         assert await hass.config_entries.async_unload(entry.entry_id)
 
     result = await entry.start_reconfigure_flow(hass)
@@ -1127,10 +1127,6 @@ async def test_reconfigure_forgets_what_was_learned(
     assert result["reason"] == "reconfigure_successful"
     await hass.async_block_till_done()
     assert entry.state is ConfigEntryState.LOADED
-    assert not entry.runtime_data.capabilities.model("gpt-4o-mini").lessons.refused
-    # Nor does a restart bring the lesson back.
-    assert await hass.config_entries.async_reload(entry.entry_id)
-    await hass.async_block_till_done()
     assert not entry.runtime_data.capabilities.model("gpt-4o-mini").lessons.refused
 
 

@@ -65,9 +65,7 @@ def transport(hass: HomeAssistant, simulator: OpenAISimulator) -> Transport:
 @pytest.fixture
 def capabilities(hass: HomeAssistant) -> Capabilities:
     """Return what an entry of a custom server knows: nothing yet."""
-    return Capabilities(
-        hass, "entry", PROVIDERS["custom"], ServerReport(), "fingerprint"
-    )
+    return Capabilities(PROVIDERS["custom"], ServerReport())
 
 
 async def generate(
@@ -78,9 +76,7 @@ async def generate(
 ) -> tuple[bytes, GeneratedImageInfo]:
     """Ask for one image of the model (gpt-image-1 by default)."""
     if model is None:
-        model = Capabilities(
-            hass, "entry", PROVIDERS["custom"], ServerReport(), "fingerprint"
-        ).model("gpt-image-1")
+        model = Capabilities(PROVIDERS["custom"], ServerReport()).model("gpt-image-1")
     return await async_generate_image(
         hass,
         transport,

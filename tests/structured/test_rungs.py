@@ -136,20 +136,21 @@ async def test_a_refused_json_schema_steps_down_once_and_is_learned(
     assert formats(simulator) == ["json_schema", "json_object", "json_object"]
 
 
-async def test_what_was_learned_survives_a_restart(
+async def test_a_restart_forgets_what_was_learned(
     hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:
-    """After a reload, the stored lesson makes the first task ask the right way."""
+    """Lessons live while the entry is loaded: after a reload, one refusal again."""
     entry = await setup_entry()
     simulator.enqueue(CHAT, status=500, **SHAPES["llama_cpp_python"])
     await generate(hass)
-    # Unloading writes the lessons; setting up again reads them.
     assert await hass.config_entries.async_reload(entry.entry_id)
     await hass.async_block_till_done()
+    simulator.enqueue(CHAT, status=500, **SHAPES["llama_cpp_python"])
 
     await generate(hass, "After restart")
+    await generate(hass, "And again")
 
-    assert formats(simulator) == ["json_schema", "json_object", "json_object"]
+    assert formats(simulator) == ["json_schema", "json_object"] * 2 + ["json_object"]
 
 
 async def test_an_outage_is_not_walked_down(

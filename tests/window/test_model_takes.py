@@ -49,7 +49,7 @@ LIST_CONTENT_REFUSED = {
 def model_with(report: ModelReport, hass: HomeAssistant) -> ModelCapabilities:
     """Return a model of a custom server that reports `report` about it."""
     server = ServerReport(models={MODEL: report})
-    return Capabilities(hass, "entry", PROVIDERS["custom"], server, "fp").model(MODEL)
+    return Capabilities(PROVIDERS["custom"], server).model(MODEL)
 
 
 def attachment(name: str, mime_type: str) -> conversation.Attachment:

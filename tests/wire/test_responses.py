@@ -17,10 +17,10 @@ from syrupy.assertion import SnapshotAssertion
 
 from custom_components.openai_compatible.const import CONF_API, CONF_STREAMING, Feature
 from custom_components.openai_compatible.models.capabilities import (
+    Lessons,
     ModelCapabilities,
     WireApi,
 )
-from custom_components.openai_compatible.models.lessons import Lessons
 from custom_components.openai_compatible.models.providers import PROVIDERS
 from custom_components.openai_compatible.models.server_info import ModelReport
 from custom_components.openai_compatible.net.transport import RequestSettings, ToolSet

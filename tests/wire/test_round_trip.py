@@ -223,7 +223,7 @@ def _overflow_naming(n_ctx: int, **counted: int) -> dict[str, Any]:
 async def test_a_window_of_400_digits_is_taken_as_the_largest_believed(
     hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
 ) -> None:
-    """The turn is answered, the next one too, and the lessons can be saved."""
+    """The turn is answered, the next one too, and the lessons can be shown."""
     entry = await setup_entry(conversation=NO_TOOLS)
     simulator.enqueue(
         "/chat/completions",
@@ -238,7 +238,7 @@ async def test_a_window_of_400_digits_is_taken_as_the_largest_believed(
     assert speech(second) == "You said: Again"
     capabilities = entry.runtime_data.capabilities
     assert capabilities.model("gpt-4o-mini").context_window == MAX_TOKENS
-    assert json_bytes(capabilities.as_dict())
+    assert json_bytes(capabilities.diagnostics([]))
 
 
 async def test_a_window_of_one_token_is_taken_as_the_least_believed(

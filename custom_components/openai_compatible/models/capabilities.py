@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import InitVar, asdict, dataclass, field
-from datetime import date
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime, timedelta
 from enum import StrEnum
-import hashlib
 from typing import Any, Final
 
-from homeassistant.core import HomeAssistant
-from homeassistant.helpers.storage import Store
+from homeassistant.util import dt as dt_util
 
-from ..const import DOMAIN, LOGGER, PROVIDER_TOOLS, RESPONSE_FORMATS, Feature
-from .lessons import (
-    FALLBACK_LIFETIME,
-    WINDOW_LIFETIME,
-    Lesson,
-    Lessons,
-    holding,
-    lifetime,
-)
+from ..const import LOGGER, PROVIDER_TOOLS, RESPONSE_FORMATS, Feature
 from .names import (
     is_reasoning_model,
     saved_choice,
@@ -30,6 +20,108 @@ from .names import (
 )
 from .providers import Provider
 from .server_info import ModelReport, ServerKind, ServerReport
+
+BLOCKING_LIFETIME: Final = timedelta(hours=1)
+FALLBACK_LIFETIME: Final = timedelta(days=1)
+WINDOW_LIFETIME: Final = FALLBACK_LIFETIME
+_SOURCE_LENGTH: Final = 80
+# Lessons that only refuse: without what the model refused, nothing can go out.
+# They hold an hour, to ask again soon; a lesson that enables a fallback, a day.
+BLOCKING: Final = frozenset(
+    {
+        Feature.TOOLS,
+        Feature.IMAGE_INPUT,
+        Feature.FILE_INPUT,
+        Feature.IMAGES_GENERATIONS,
+        Feature.IMAGES_EDITS,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Lesson:
+    """One lesson's date, source and lifetime."""
+
+    learned: datetime
+    source: str
+    lifetime: timedelta
+
+    @classmethod
+    def now(cls, source: str, lifetime: timedelta) -> Lesson:
+        """Return a lesson learned now, its source on one line of a readable length."""
+        line = " ".join(source.split())
+        if len(line) > _SOURCE_LENGTH:
+            line = line[: _SOURCE_LENGTH - 1] + "…"
+        return cls(dt_util.utcnow(), line, lifetime)
+
+    def holds(self) -> bool:
+        """Tell whether the lesson is younger than its lifetime, and not dated ahead."""
+        return timedelta(0) <= dt_util.utcnow() - self.learned < self.lifetime
+
+    def diagnostics(self) -> dict[str, int | str]:
+        """Return the lesson's age in whole seconds, and its source."""
+        age = dt_util.utcnow() - self.learned
+        return {"age_seconds": int(age.total_seconds()), "source": self.source}
+
+
+@dataclass(slots=True)
+class Lessons:
+    """What one model taught us: features refused in general, or proven."""
+
+    refused: dict[Feature, Lesson] = field(default_factory=dict)
+    proven: dict[Feature, Lesson] = field(default_factory=dict)
+    # The user's extra request fields refused, by name.
+    fields: dict[str, Lesson] = field(default_factory=dict)
+    # The window an overflow named (learned at `window`), and the report's then.
+    context_window: int | None = None
+    reported_window: int | None = None
+    window: Lesson | None = None
+    # The largest prompt answered; whether tools seemed dropped.
+    accepted_prompt: int = 0
+    tools_doubted: bool = False
+
+    def refuses(self, feature: Feature) -> bool:
+        """Tell whether a refusal of the feature was learned and still holds."""
+        return feature in holding(self.refused)
+
+    def proved(self, feature: Feature) -> bool:
+        """Tell whether the feature was proven and that still holds."""
+        return feature in holding(self.proven)
+
+    def any(self) -> bool:
+        """Tell whether anything learned still holds."""
+        return any(self.diagnostics().values())
+
+    def holds_window(self) -> bool:
+        """Tell whether a window an overflow named was learned and still holds."""
+        return bool(self.context_window and self.window and self.window.holds())
+
+    def diagnostics(self) -> dict[str, object]:
+        """Return each lesson that holds with its age and source."""
+
+        def each(lessons: Mapping[Any, Lesson]) -> dict[str, object]:
+            return {str(f): one.diagnostics() for f, one in holding(lessons).items()}
+
+        learned = self.window if self.holds_window() else None
+        return {
+            "refused": each(self.refused),
+            "proven": each(self.proven),
+            "fields": each(self.fields),
+            "context_window": self.context_window if learned else None,
+            "reported_window": self.reported_window if learned else None,
+            "window": learned.diagnostics() if learned else None,
+        }
+
+
+def holding[K: str](lessons: Mapping[K, Lesson]) -> dict[K, Lesson]:
+    """Return the lessons that still hold, by feature or field, in order."""
+    return {f: lessons[f] for f in sorted(lessons) if lessons[f].holds()}
+
+
+def lifetime(feature: Feature) -> timedelta:
+    """Return how long a lesson about a feature holds before it is asked again."""
+    return BLOCKING_LIFETIME if feature in BLOCKING else FALLBACK_LIFETIME
+
 
 SERVER_LESSONS: Final = "*"
 # Routes of the server, not of one model: a refusal holds for every model.
@@ -57,7 +149,6 @@ class ModelCapabilities:
     provider: Provider
     report: ModelReport
     lessons: Lessons
-    _on_learn: Callable[[], None]
     # What the server as a whole taught (its routes), and its software.
     _server: Lessons = field(default_factory=Lessons)
     kind: ServerKind | None = None
@@ -137,7 +228,6 @@ class ModelCapabilities:
         self.lessons.proven.pop(feature, None)
         if feature in SERVER_ROUTES:
             self._server.refused[feature] = lesson
-        self._on_learn()
 
     def refused_fields(self) -> frozenset[str]:
         """Return the extra request fields the model is known to refuse."""
@@ -148,7 +238,6 @@ class ModelCapabilities:
         lesson = Lesson.now(source, FALLBACK_LIFETIME)
         self.lessons.fields.update(dict.fromkeys(names, lesson))
         LOGGER.debug("%s refuses %s (%s)", self.model, ", ".join(names), source)
-        self._on_learn()
 
     def learn_proven(self, feature: Feature) -> None:
         """Remember that the model handled the feature."""
@@ -157,7 +246,6 @@ class ModelCapabilities:
         self.lessons.proven[feature] = Lesson.now(
             "an answer to a request with it", lifetime(feature)
         )
-        self._on_learn()
 
     def accepted_prompt(self, tokens: int) -> None:
         """Remember a prompt the server answered: the window holds at least that."""
@@ -184,38 +272,17 @@ class ModelCapabilities:
             self.lessons.window = Lesson.now(
                 "the server's context overflow error", WINDOW_LIFETIME
             )
-            self._on_learn()
-
-
-STORAGE_VERSION: Final = 1
-_SAVE_DELAY: Final = 5.0
-
-
-def server_fingerprint(
-    base_url: str, api_key: str | None, report: ServerReport, models: list[str]
-) -> str:
-    """Return what identifies the server whose lessons we keep; never the key."""
-    text = "\n".join([base_url, api_key or "", report.version or "", *sorted(models)])
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(eq=False)
 class Capabilities:
-    """Everything known about one entry's server, per model, kept across restarts."""
+    """Everything known about one entry's server, per model, while it is loaded."""
 
-    hass: InitVar[HomeAssistant]
-    entry_id: InitVar[str]
     provider: Provider
     report: ServerReport
-    fingerprint: str
-    # No lessons until `async_load` brings back the stored ones.
+    # What identifies the server (coordinator.Survey.server): lessons are about it.
+    server: object = None
     _lessons: dict[str, Lessons] = field(default_factory=dict)
-    # Set once the entry unloads: a request still running writes nothing.
-    _closed: bool = False
-
-    def __post_init__(self, hass: HomeAssistant, entry_id: str) -> None:
-        """Open the entry's store."""
-        self._store = _store(hass, entry_id)
 
     @property
     def local(self) -> bool:
@@ -229,7 +296,6 @@ class Capabilities:
             self.provider,
             self.report.models.get(name, ModelReport()),
             self._lessons.setdefault(name, Lessons()),
-            self._schedule_save,
             self._lessons.setdefault(SERVER_LESSONS, Lessons()),
             self.report.kind or self.provider.kind,
         )
@@ -239,49 +305,24 @@ class Capabilities:
         report = self.report.models.get(name)
         return (report and report.shutdown) or self.provider.shutdowns.get(name)
 
-    def update_report(self, report: ServerReport, fingerprint: str) -> None:
+    def update_report(self, report: ServerReport, server: object) -> None:
         """Take a newer report; forget the lessons when the server changed."""
         self.report = report
-        if fingerprint == self.fingerprint:
+        if server == self.server:
             return
         LOGGER.debug("The server changed; forgetting what was learned about it")
-        self.fingerprint = fingerprint
+        self.server = server
         self.forget()
 
     def forget(self) -> list[str]:
-        """Forget every lesson, in the store too; return what held, a line per model."""
+        """Forget every lesson; return what held, a line per model."""
         forgotten = [
             _told(name, lessons.diagnostics())
             for name, lessons in sorted(self._lessons.items())
             if lessons.any()
         ]
         self._lessons.clear()
-        self._schedule_save()
         return forgotten
-
-    async def async_load(self) -> None:
-        """Bring back the lessons stored for this very server, if any."""
-        stored = await self._store.async_load()
-        if isinstance(stored, dict) and stored.get("fingerprint") != self.fingerprint:
-            LOGGER.debug("The server changed; forgetting what was learned about it")
-            await self._store.async_remove()
-        elif isinstance(stored, dict) and isinstance(
-            models := stored.get("models"), dict
-        ):
-            self._lessons = {
-                str(name): Lessons.from_dict(data) for name, data in models.items()
-            }
-
-    async def async_close(self) -> None:
-        """Write the lessons a last time, then no more: the entry is unloading."""
-        self._closed = True
-        await self._store.async_save(self.as_dict())
-
-    def as_dict(self) -> dict[str, object]:
-        """Return the lessons that outlast a restart, in their stored form."""
-        stored = {name: self._lessons[name].as_dict() for name in sorted(self._lessons)}
-        models = {name: kept for name, kept in stored.items() if any(kept.values())}
-        return {"fingerprint": self.fingerprint, "models": models}
 
     def diagnostics(self, models: Iterable[str]) -> dict[str, object]:
         """Return what is known, for the given models and those with lessons."""
@@ -306,11 +347,6 @@ class Capabilities:
             },
         }
 
-    def _schedule_save(self) -> None:
-        """Save the lessons soon, once for a burst of them; never once closed."""
-        if not self._closed:
-            self._store.async_delay_save(self.as_dict, _SAVE_DELAY)
-
 
 def _told(model: str, lessons: Mapping[str, object]) -> str:
     """Return what a model's lessons say, in one line, from their diagnostics."""
@@ -326,12 +362,3 @@ def _told(model: str, lessons: Mapping[str, object]) -> str:
     if window := lessons["context_window"]:
         parts.append(f"read at most {window} tokens")
     return f"{model}: {'; '.join(parts)}"
-
-
-def _store(hass: HomeAssistant, entry_id: str) -> Store[dict[str, object]]:
-    return Store(hass, STORAGE_VERSION, f"{DOMAIN}.{entry_id}.capabilities")
-
-
-async def async_forget(hass: HomeAssistant, entry_id: str) -> None:
-    """Forget everything learned for a removed entry."""
-    await _store(hass, entry_id).async_remove()
