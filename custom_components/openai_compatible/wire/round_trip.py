@@ -4,9 +4,9 @@ A `Dialect` (chat_completions.py, responses.py) renders the chat log, tells
 the features a body holds and how each can go, and parses the answer.
 `RoundTrip` shapes the body as the model takes it, sends it again without a
 refused feature (learned when it holds for any request), fitted again after a
-context overflow (also one told in the stream before anything was said) or
-over Chat Completions where the Responses route is refused, within one
-deadline and a count of tries, and reads the answer into deltas.
+context overflow (also one told in the stream before anything was said), or
+over Chat Completions where Responses is refused, within one deadline and a
+count of tries, and reads the answer into deltas.
 """
 
 from __future__ import annotations
@@ -43,8 +43,6 @@ from .chat_stream import Delta, async_read_answer
 from .extra_fields import named_fields
 
 if TYPE_CHECKING:
-    from ..errors import ServerError
-    from ..net.transport import RequestSettings, ToolSet
     from ..window.context_window import RequestFit
 
 # Text added to one user message (the task's own), so it stays in place.
@@ -156,8 +154,7 @@ class RoundTrip:
         self._on_usage = on_usage
         self._fit = fit
         self.tool_set = dialect.tool_set
-        # Where the server refuses the route (Responses, with the automatic
-        # setting): the dialect of Chat Completions, learned.
+        # Chat Completions' dialect, where the Responses route may be refused.
         self.fallback: Callable[[], Dialect[Any, Any, Any]] | None = None
 
     async def async_build_body(
@@ -226,10 +223,9 @@ class RoundTrip:
             if said or not (refused and self._dialect.retries_unstreamed):
                 raise
             learn = False
-        answers_results = isinstance(
-            chat_log.content[-1], conversation.ToolResultContent
-        )
-        if said or not self._streams_with_tools(body) or answers_results:
+        if said or not self._streams_with_tools(body):
+            return
+        if isinstance(chat_log.content[-1], conversation.ToolResultContent):
             return
         LOGGER.debug("Empty streamed answer next to tools; asking unstreamed")
         unstreamed = self._dialect.without_feature(body, Feature.STREAM_WITH_TOOLS)
@@ -375,9 +371,8 @@ class RoundTrip:
     def _without_refused(
         self, body: WireBody, err: RequestRejectedError, dropped: set[Feature]
     ) -> WireBody:
-        # Extra fields it names go first, learned at once. A feature in
-        # `dropped` is not sent again (an answer naming both answer limits
-        # would swap them for ever). Nothing to drop: `err` it is.
+        # Extra fields it names go first, learned at once. A feature in `dropped`
+        # is not sent again (an answer naming both limits would swap them for ever).
         extra = [key for key in self._dialect.settings.extra if key in body]
         if named := named_fields(err.server_message, extra):
             LOGGER.debug("Sending again without %s: %s", named, err.server_message)
@@ -385,12 +380,9 @@ class RoundTrip:
             return without_keys(body, named)
         feature = err.feature
         changed = self._dialect.without_feature(body, feature) if feature else None
-        if (
-            feature is None
-            or changed is None
-            or changed == body
-            or dropped & self._dialect.body_features(changed)
-        ):
+        if not feature or not changed or changed == body:
+            raise err
+        if dropped & self._dialect.body_features(changed):
             raise err
         dropped.add(feature)
         LOGGER.debug("Sending again without %s: %s", feature, err.server_message)
