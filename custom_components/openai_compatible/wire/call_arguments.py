@@ -70,9 +70,18 @@ class ArgumentCleaner:
     @cached_property
     def home(self) -> _Home:
         """Read the home's names, at the first need this turn."""
-        hass, home = self._hass, _Home()
+        hass = self._hass
         areas, floors = ar.async_get(hass), fr.async_get(hass)
-        entities, devices = er.async_get(hass), dr.async_get(hass)
+        home = _Home(hass)
+        for floor in floors.async_list_floors():
+            _add(home.places["floor"], floor.name, floor.floor_id, *floor.aliases)
+        for area in areas.async_list_areas():
+            _add(home.places["area"], area.name, area.id, *area.aliases)
+            names = {area.name, area.id, *area.aliases}
+            if area.floor_id and (floor := floors.async_get_floor(area.floor_id)):
+                names |= {floor.name, floor.floor_id, *floor.aliases}
+            home.area_words[area.id] = {words(name) for name in names}
+        entities = er.async_get(hass)
         for state in hass.states.async_all():
             if not async_should_expose(hass, CONVERSATION_DOMAIN, state.entity_id):
                 continue
@@ -81,24 +90,6 @@ class ArgumentCleaner:
             entry = entities.async_get(state.entity_id)
             others = [a for a in (entry.aliases if entry else ()) if isinstance(a, str)]
             _add(home.entities, state.name, *others, domain=state.domain)
-            # The words of the entity's area and floor, by name, id and alias.
-            area_id = entry.area_id if entry is not None else None
-            if area_id is None and entry is not None and entry.device_id is not None:
-                device = devices.async_get(entry.device_id)
-                area_id = device.area_id if device is not None else None
-            located = home.located.setdefault(state.name, set())
-            if area := areas.async_get_area(area_id) if area_id else None:
-                names = {area.name, area.id, *area.aliases}
-                if area.floor_id and (floor := floors.async_get_floor(area.floor_id)):
-                    names |= {floor.name, floor.floor_id, *floor.aliases}
-                located.update(words(name) for name in names)
-            classes = home.classes.setdefault(state.name, set())
-            if isinstance(device_class := state.attributes.get("device_class"), str):
-                classes.add(device_class)
-        for area in areas.async_list_areas():
-            _add(home.places["area"], area.name, area.id, *area.aliases)
-        for floor in floors.async_list_floors():
-            _add(home.places["floor"], floor.name, floor.floor_id, *floor.aliases)
         return home
 
     def clean(self, call: llm.ToolInput) -> llm.ToolInput:
@@ -148,7 +139,7 @@ class ArgumentCleaner:
             if len(missing) == 1 and len(self._numbers) == 1:
                 number = float(next(iter(self._numbers)))
                 arguments[missing[0]] = int(number) if number.is_integer() else number
-        if arguments:
+        if not _TARGETS.isdisjoint(parameters.keys):
             self._named(arguments, parameters)
         if arguments == call.tool_args:
             return call
@@ -182,7 +173,7 @@ class ArgumentCleaner:
         # What the named device lacks goes; without a name, the places the
         # home lacks (`floor: all`) where one it has says where.
         named = "name" in arguments
-        located = home.located.get(arguments["name"]) if named else None
+        located = home.located(arguments["name"]) if named else None
         known: dict[str, bool] = {}
         for key, names in home.places.items():
             if isinstance(value := arguments.get(key), str):
@@ -196,7 +187,7 @@ class ArgumentCleaner:
                     del arguments[key]
         if not named:
             return
-        classes = home.classes.get(arguments["name"])
+        classes = home.classes(arguments["name"])
         if classes is not None and "device_class" not in required:
             given = _listed(arguments.get("device_class"))
             if given and not classes.intersection(given):
@@ -377,15 +368,43 @@ def _only(names: set[str]) -> str | None:
 class _Home:
     """The names the home's exposed entities, areas and floors go by."""
 
+    hass: HomeAssistant
     entities: _Names = field(default_factory=dict)
     # The names of the areas and floors, by the argument that names them.
     places: dict[str, _Names] = field(default_factory=lambda: {"area": {}, "floor": {}})
     # The names of the entities of each domain.
     domains: dict[str, set[str]] = field(default_factory=dict)
     entity_names: dict[str, str] = field(default_factory=dict)
-    # By entity name: the words of the areas and floors they are in, their classes.
-    located: dict[str, set[str]] = field(default_factory=dict)
-    classes: dict[str, set[str]] = field(default_factory=dict)
+    # The words of each area and its floor, by name, id and alias.
+    area_words: dict[str, set[str]] = field(default_factory=dict)
+
+    def _ids(self, name: str) -> list[str]:
+        """Return the exposed entities of that name."""
+        return [entity_id for entity_id, of in self.entity_names.items() if of == name]
+
+    def located(self, name: str) -> set[str] | None:
+        """Return the words of the areas and floors the entities of that name are in."""
+        if not (ids := self._ids(name)):
+            return None
+        entities, devices = er.async_get(self.hass), dr.async_get(self.hass)
+        located: set[str] = set()
+        for entry in filter(None, map(entities.async_get, ids)):
+            area_id = entry.area_id
+            if area_id is None and entry.device_id is not None:
+                device = devices.async_get(entry.device_id)
+                area_id = device.area_id if device is not None else None
+            located |= self.area_words.get(area_id or "", set())
+        return located
+
+    def classes(self, name: str) -> set[str] | None:
+        """Return the device classes of the entities of that name."""
+        if not (ids := self._ids(name)):
+            return None
+        return {
+            device_class
+            for state in filter(None, map(self.hass.states.get, ids))
+            if isinstance(device_class := state.attributes.get("device_class"), str)
+        }
 
     def entity_name(self, value: str, domains: frozenset[str]) -> str | None:
         """Return the entity a name means: by id, words, or domain (the one vacuum)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 import difflib
+from functools import lru_cache
 import json
 import re
 from typing import Any, Final
@@ -348,6 +349,8 @@ def offered_name(name: object, tool_names: Mapping[str, str]) -> str | None:
     return scores[0][1]
 
 
+# Bounded: a turn asks for the words of every exposed name, again each turn.
+@lru_cache(maxsize=8192)
 def words(name: str) -> str:
     """Return a name as lower-case words: `garageDoor`, `garage_door`: `garage door`."""
     return " ".join(part for part in _WORD_BREAK.split(name) if part).casefold()
