@@ -49,6 +49,7 @@ TOOL_SET = tool_set(
             "properties": {"item": {"type": "string"}, "name": TARGETS["name"]},
             "required": ["item", "name"],
         },
+        "script__notify": {"properties": {"message": {"type": "string"}}},
     }
 )
 
@@ -202,6 +203,18 @@ async def test_a_call_that_needs_nothing_is_the_same_call(hass: HomeAssistant) -
     answered = llm.ToolInput("intent__HassTurnOn", {"floor": "0"}, external=True)
     for call in (right, other, answered):
         assert cleaner.clean(call) is call
+
+
+async def test_names_are_read_only_for_tools_that_take_them(
+    hass: HomeAssistant,
+) -> None:
+    """A tool that takes no name, place or domain gets them as the model wrote them."""
+    arguments = {"message": "hi", "name": "kitchen_lights", "domain": "lights"}
+    assert cleaned(hass, arguments, "script__notify") == arguments
+    assert cleaned(hass, {"name": "kitchen_lights", "domain": "lights"}) == {
+        "name": "Kitchen Lights",
+        "domain": "light",
+    }
 
 
 async def test_two_names_that_read_alike_are_left_as_written(
