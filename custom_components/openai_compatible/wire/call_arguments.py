@@ -81,15 +81,17 @@ class ArgumentCleaner:
             if area.floor_id and (floor := floors.async_get_floor(area.floor_id)):
                 names |= {floor.name, floor.floor_id, *floor.aliases}
             home.area_words[area.id] = {words(name) for name in names}
-        entities = er.async_get(hass)
+        entities, by_words = er.async_get(hass), home.entities
         for state in hass.states.async_all():
-            if not async_should_expose(hass, CONVERSATION_DOMAIN, state.entity_id):
+            entity_id, name, domain = state.entity_id, state.name, state.domain
+            if not async_should_expose(hass, CONVERSATION_DOMAIN, entity_id):
                 continue
-            home.entity_names[state.entity_id] = state.name
-            home.domains.setdefault(state.domain, set()).add(state.name)
-            entry = entities.async_get(state.entity_id)
-            others = [a for a in (entry.aliases if entry else ()) if isinstance(a, str)]
-            _add(home.entities, state.name, *others, domain=state.domain)
+            home.entity_names[entity_id] = name
+            home.domains.setdefault(domain, set()).add(name)
+            entry = entities.async_get(entity_id)
+            for found_by in (name, *(entry.aliases if entry else ())):
+                if isinstance(found_by, str):
+                    by_words.setdefault(words(found_by), set()).add((name, domain))
         return home
 
     def clean(self, call: llm.ToolInput) -> llm.ToolInput:
