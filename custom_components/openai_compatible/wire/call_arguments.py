@@ -57,13 +57,13 @@ class ArgumentCleaner:
         asked: str = "",
         intents: Collection[str] = (),
     ) -> None:
-        """Learn each offered tool's arguments; `asked`: the user's words."""
+        """Know the offered tools; `asked`: the user's words."""
         self._hass = hass
         self._asked = words(asked)
         self._numbers = frozenset(_NUMBER.findall(asked))
         self._intents = intents
         self._tools = {
-            tool_set.from_wire[function["name"]]: _Parameters.of(function)
+            tool_set.from_wire[function["name"]]: function
             for function in (tool["function"] for tool in tool_set.tools)
         }
 
@@ -73,8 +73,8 @@ class ArgumentCleaner:
         hass = self._hass
         areas, floors = ar.async_get(hass), fr.async_get(hass)
         home = _Home(hass)
-        for floor in floors.async_list_floors():
-            _add(home.places["floor"], floor.name, floor.floor_id, *floor.aliases)
+        for level in floors.async_list_floors():
+            _add(home.places["floor"], level.name, level.floor_id, *level.aliases)
         for area in areas.async_list_areas():
             _add(home.places["area"], area.name, area.id, *area.aliases)
             names = {area.name, area.id, *area.aliases}
@@ -96,9 +96,10 @@ class ArgumentCleaner:
 
     def clean(self, call: llm.ToolInput) -> llm.ToolInput:
         """Return the call with its arguments cleaned; the same call if none changed."""
-        parameters = self._tools.get(call.tool_name)
-        if call.external or parameters is None:
+        function = self._tools.get(call.tool_name)
+        if call.external or function is None:
             return call
+        parameters = _Parameters.of(function)
         given = call.tool_args
         if not isinstance(given.get("name", ""), str) or any(
             isinstance(item, (dict, list))
