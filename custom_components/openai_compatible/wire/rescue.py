@@ -121,7 +121,6 @@ class TurnRescue:
         self._hass = hass
         self._chat_log = chat_log
         self._agent_id = agent_id
-        # The offered tools that are Home Assistant's intents.
         self._intents = frozenset(
             tool.name
             for tool in (chat_log.llm_api.tools if chat_log.llm_api else ())
@@ -146,7 +145,6 @@ class TurnRescue:
         )
         # Text added to the user's message once the model described a call.
         self.instructions: tuple[conversation.UserContent, str] | None = None
-        # The round the model described a call in.
         self._described_in = 0
         self._one_round = one_round and speaks
         self._rounds = 0

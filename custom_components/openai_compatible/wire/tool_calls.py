@@ -256,7 +256,6 @@ def required_keys(parameters: object) -> frozenset[str]:
 
 
 def _error_result(error: str, problem: str) -> llm.ToolResult:
-    """Return a result telling the model what was wrong with its call."""
     return llm.ToolResult(
         {"error": error, "error_text": problem, "hint": _HINTS[error]}, error=True
     )

@@ -45,18 +45,13 @@ _ARGUMENT_KEYS: Final = ("arguments", "parameters", "args")
 
 
 class WrittenCallWatch:
-    """An answer's text, let through while no call is written in it.
-
-    Held whole where it starts like a call, else from a call's marker on; at
-    the end, what was held is calls or words to say.
-    """
+    """An answer's text, let through until it starts like a call or shows a call's marker."""
 
     def __init__(self, tool_names: Mapping[str, str]) -> None:
         """Watch for calls of the offered tools (wire name to Home Assistant's)."""
         self._names = tool_names
         # The answer's start while it may still be a call; None once told.
         self._start: str | None = ""
-        # The whitespace before the start.
         self._lead = ""
         # Words held back because they may begin a marker.
         self._tail = ""
@@ -123,11 +118,7 @@ class WrittenCallWatch:
 
 
 def call_start(text: str, tool_names: Mapping[str, str]) -> bool | None:
-    """Tell whether an answer starting with this text (no space first) is a call.
-
-    None while the start may still become one; a start still undecided past
-    the first characters read is held as a call.
-    """
+    """Tell whether an answer starting with this text (no space first) is a call; None: not yet."""
     start = text[:_START_REACH]
     compact = "".join(start.split())
     rest = compact.lstrip("[")
@@ -211,10 +202,7 @@ def _loose(text: str, tool_names: Mapping[str, str]) -> Iterator[list[object] | 
 
 
 def _json_values(text: str) -> list[object]:
-    """Return the JSON values at the start of the text, a list as its items.
-
-    Reading stops at the first thing that is no JSON: each character is read once.
-    """
+    """Return the JSON values at the start of the text (a list as its items), read once."""
     decoder = json.JSONDecoder(strict=False)
     values: list[object] = []
     position = 0
@@ -276,7 +264,6 @@ def _labelled(text: str, tool_names: Mapping[str, str]) -> list[object] | None:
 
 
 def _written_call(item: object, tool_names: Mapping[str, str]) -> PendingCall | None:
-    """Return the call one written object stands for, if it is one."""
     if not isinstance(item, dict):
         return None
     function = item.get("function")
