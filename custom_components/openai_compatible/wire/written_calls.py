@@ -120,8 +120,7 @@ class WrittenCallWatch:
 def call_start(text: str, tool_names: Mapping[str, str]) -> bool | None:
     """Tell whether an answer starting with this text (no space first) is a call; None: not yet."""
     start = text[:_START_REACH]
-    compact = "".join(start.split())
-    rest = compact.lstrip("[")
+    rest = "".join(start.split()).lstrip("[")
     if rest[:1] == "{":
         return None if len(rest) == 1 else rest[1] == '"'
     for tag in ("<tool_call>", "```"):
@@ -140,10 +139,8 @@ def call_start(text: str, tool_names: Mapping[str, str]) -> bool | None:
 def calls_in_text(text: str, tool_names: Mapping[str, str]) -> list[PendingCall] | None:
     """Return the calls a model wrote in the text, if its blocks are calls.
 
-    A block is a tagged or fenced one, or JSON or code between them; words and
-    JSON beside calls (a result the model made up) are left aside. A JSON call
-    may name a tool not offered (the model is then told the offered names);
-    code must name an offered one. A block cut short gives the calls before it.
+    A JSON call may name a tool not offered (the model is then told the offered
+    names); code must name an offered one. A block cut short gives the calls before it.
     """
     calls: list[PendingCall] = []
     for items in _blocks(text, tool_names):
