@@ -34,7 +34,7 @@ _MARKER_REACH: Final = 24
 _JSON_START: Final = re.compile(r"\[?\{")
 # A call written as code starts with a name and its parenthesis.
 _CODE_NAME: Final = re.compile(r"[A-Za-z_][\w.]{0,63}")
-# A call labelled with its name, as `functions.Name:`.
+# A call labelled `functions.Name:`, its JSON after, as chatml-function-calling writes.
 _LABEL: Final = re.compile(r"([A-Za-z_][\w.]{0,63}):\s*")
 # How much of an answer's start is read to tell whether it is a call.
 _START_REACH: Final = 80
@@ -189,11 +189,18 @@ def _blocks(text: str, tool_names: Mapping[str, str]) -> Iterator[list[object] |
 
 
 def _loose(text: str, tool_names: Mapping[str, str]) -> Iterator[list[object] | None]:
-    """Yield the calls written outside blocks: JSON values, or code at the start."""
+    """Yield the calls written outside blocks: code or a labelled call, else JSON values."""
     stripped = text.strip()
-    if code := _code_calls(stripped, tool_names) or _labelled(stripped, tool_names):
+    if code := _code_calls(stripped, tool_names):
         yield code
         return
+    if (label := _LABEL.match(stripped)) is not None:
+        name = label.group(1).rpartition(".")[2]
+        rest = stripped[label.end() :]
+        values = _json_values(rest) if rest else [{}]
+        if offered_name(name, tool_names) is not None and values:
+            yield [{"name": name, "arguments": values[0]}]
+            return
     if (found := _JSON_START.search(stripped)) is not None:
         yield _json_values(stripped[found.start() :]) or None
 
@@ -246,18 +253,6 @@ def _code_calls(text: str, tool_names: Mapping[str, str]) -> list[object] | None
             return None
         items.append({"name": name, "arguments": arguments})
     return items or None
-
-
-def _labelled(text: str, tool_names: Mapping[str, str]) -> list[object] | None:
-    """Return a call as `functions.Name:` and JSON, as chatml-function-calling writes."""
-    if (label := _LABEL.match(text)) is None:
-        return None
-    name = label.group(1).rpartition(".")[2]
-    rest = text[label.end() :]
-    values = _json_values(rest) if rest else [{}]
-    if offered_name(name, tool_names) is None or not values:
-        return None
-    return [{"name": name, "arguments": values[0]}]
 
 
 def _written_call(item: object, tool_names: Mapping[str, str]) -> PendingCall | None:
