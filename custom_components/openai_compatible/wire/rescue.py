@@ -152,8 +152,7 @@ class TurnRescue:
         self._last = False
         self._dropped = False
         self._round_start = 0
-        # The id of the first call of each call made this turn, by its key;
-        # the answers given here to calls that could not run.
+        # By key: each call's first id this turn; the answers given to calls that could not run.
         self._seen: dict[str, str] = {}
         self._answers: set[str] = set()
         # Whether the round made a call again (False) or gave an answer again (True).
@@ -218,10 +217,7 @@ class TurnRescue:
         ]
 
     async def async_ended(self) -> bool:
-        """Tell whether the turn is over after a round; answer it where it is.
-
-        Raise when the model repeated a call that said nothing to say.
-        """
+        """Tell whether the turn is over after a round, answering it where it is; raise on a repeat."""
         if self._described_in == self._rounds:
             return False
         repeated, self._repeated = self._repeated, None
