@@ -121,7 +121,6 @@ class TurnRescue:
         self._hass = hass
         self._chat_log = chat_log
         self._agent_id = agent_id
-        # The offered tools that are Home Assistant's intents.
         self._intents = frozenset(
             tool.name
             for tool in (chat_log.llm_api.tools if chat_log.llm_api else ())
@@ -146,7 +145,6 @@ class TurnRescue:
         )
         # Text added to the user's message once the model described a call.
         self.instructions: tuple[conversation.UserContent, str] | None = None
-        # The round the model described a call in.
         self._described_in = 0
         self._one_round = one_round and speaks
         self._rounds = 0
@@ -154,8 +152,7 @@ class TurnRescue:
         self._last = False
         self._dropped = False
         self._round_start = 0
-        # The id of the first call of each call made this turn, by its key;
-        # the answers given here to calls that could not run.
+        # By key: each call's first id this turn; the answers given to calls that could not run.
         self._seen: dict[str, str] = {}
         self._answers: set[str] = set()
         # Whether the round made a call again (False) or gave an answer again (True).
@@ -220,10 +217,7 @@ class TurnRescue:
         ]
 
     async def async_ended(self) -> bool:
-        """Tell whether the turn is over after a round; answer it where it is.
-
-        Raise when the model repeated a call that said nothing to say.
-        """
+        """Tell whether the turn is over after a round, answering it where it is; raise on a repeat."""
         if self._described_in == self._rounds:
             return False
         repeated, self._repeated = self._repeated, None

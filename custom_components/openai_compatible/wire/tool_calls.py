@@ -1,10 +1,8 @@
 """Tool calls in an answer: assembled from fragments, named, answered if they cannot run.
 
-Each step is linear in the answer (calls written as text: written_calls.py). A
-call that cannot run (arguments no JSON or without a required key, a tool not
-offered) goes into the chat log as a call Home Assistant does not run
-(`external`) with a result saying what was wrong, for the model to call again;
-the user hears of it only when the rounds run out.
+A call that cannot run (arguments no JSON or lacking a required key, a tool not
+offered) goes into the chat log as `external`, with a result saying what was wrong
+for the model to call again; the user hears of it only when the rounds run out.
 """
 
 from __future__ import annotations
@@ -39,7 +37,8 @@ _HINTS: Final = {
     "JSON object matching its parameters.",
     "unknown_tool": "Call one of the offered tools, by its exact name.",
 }
-# The call Home Assistant's default agent adds for a sentence trigger it answered.
+# The call Home Assistant's default agent adds for a sentence trigger it answered;
+# the model reads it as its own.
 _TRIGGER: Final = "trigger_sentence"
 # Home Assistant's intents for what a name's verb asks (its prompt says to
 # lock with HassTurnOn and unlock with HassTurnOff).
@@ -48,8 +47,7 @@ _VERBS: Final = dict.fromkeys(("open", "lock", "switchon"), "turnon") | dict.fro
 )
 # The shortest name that counts as part of another.
 _LEAST_PART: Final = 6
-# How alike a misspelt tool name must be to an offered one, and how much less
-# alike the next one.
+# How alike a misspelt tool name must be to an offered one, and the next one less.
 _NEAR: Final = 0.8
 _MARGIN: Final = 0.1
 # Where a word starts inside a name written in code style.
@@ -96,7 +94,17 @@ class PendingCall:
                     break
                 if not value.strip():
                     return {}
-                value = self._decode(value)
+                try:
+                    value = json_loads(value)
+                except ValueError as err:
+                    try:  # raw control characters taken
+                        value = json.loads(value, strict=False)
+                    except ValueError, RecursionError:
+                        raise ModelError(
+                            "invalid_tool_arguments",
+                            name=str(self.name),
+                            message=str(err),
+                        ) from err
         if not isinstance(value, dict):
             return {}
         try:
@@ -107,18 +115,6 @@ class PendingCall:
                 "invalid_tool_arguments", name=str(self.name), message=str(err)
             ) from err
         return value
-
-    def _decode(self, text: str) -> Any:
-        """Return the JSON value of the text, raw control characters taken; else raise."""
-        try:
-            return json_loads(text)
-        except ValueError as err:
-            try:
-                return json.loads(text, strict=False)
-            except ValueError, RecursionError:
-                raise ModelError(
-                    "invalid_tool_arguments", name=str(self.name), message=str(err)
-                ) from err
 
 
 class ToolCallAssembler:
@@ -168,11 +164,9 @@ def too_many_calls() -> ModelError:
 
 
 def _starts_new(current: PendingCall, fragment: CallFragment) -> bool:
-    """Tell whether a fragment under a used index starts a call of its own.
-
-    Some servers put several calls under one index: a new id tells, and so
-    does a new name with fresh arguments after complete ones.
-    """
+    """Tell whether a fragment under a used index starts a call of its own."""
+    # Some servers put several calls under one index: a new id tells, and so
+    # does a new name with fresh arguments after complete ones.
     if fragment.call_id is not None:
         return current.call_id not in (None, fragment.call_id)
     arguments = fragment.arguments
@@ -197,25 +191,34 @@ def call_input(
     tool_names: Mapping[str, str],
     own_calls: OwnCalls | None = None,
 ) -> tuple[llm.ToolInput, Answer | None]:
-    """Return the input of a call, and the answer to the model if it is not run.
-
-    `own_calls` may answer a call that could run (a lookup, a call past the cap).
-    """
+    """Return the input of a call, and the answer to the model if it is not run."""
     wire_name = offered_name(call.name, tool_names)
     if wire_name is None:
         offered = ", ".join(tool_names) or "none"
+        tool_input = llm.ToolInput(str(call.name), {}, id=call_id)
         problem = f"No tool is named {call.name}; the tools are: {offered}"
-        return _answered(call_id, str(call.name), "unknown_tool", problem)
-    name = tool_names[wire_name]
-    try:
-        arguments = call.arguments()
-    except ModelError as err:
-        problem = (err.translation_placeholders or {}).get("message", "")
-        return _answered(call_id, name, "invalid_tool_arguments", problem)
-    tool_input = llm.ToolInput(name, arguments, id=call_id)
-    if own_calls is not None and (result := own_calls(tool_input)) is not None:
-        return _answered_with(tool_input, result)
-    return tool_input, None
+        result: llm.ToolResult | None = _error_result("unknown_tool", problem)
+    else:
+        try:
+            arguments = call.arguments()
+        except ModelError as err:
+            tool_input = llm.ToolInput(tool_names[wire_name], {}, id=call_id)
+            problem = (err.translation_placeholders or {}).get("message", "")
+            result = _error_result("invalid_tool_arguments", problem)
+        else:
+            tool_input = llm.ToolInput(tool_names[wire_name], arguments, id=call_id)
+            result = own_calls(tool_input) if own_calls is not None else None
+    if result is None:
+        return tool_input, None
+    answer: Answer = {
+        "role": "tool_result",
+        "tool_call_id": call_id,
+        "tool_name": tool_input.tool_name,
+        "result": result,
+    }
+    return llm.ToolInput(
+        tool_input.tool_name, tool_input.tool_args, id=call_id, external=True
+    ), answer
 
 
 def checked_calls(tool_set: ToolSet) -> OwnCalls:
@@ -252,42 +255,14 @@ def required_keys(parameters: object) -> frozenset[str]:
     return frozenset(map(str, keys)) if isinstance(keys, list) else frozenset()
 
 
-def _answered(
-    call_id: str, name: str, error: str, problem: str
-) -> tuple[llm.ToolInput, Answer]:
-    """Return a call Home Assistant does not run, and the result that answers it."""
-    return _answered_with(
-        llm.ToolInput(name, {}, id=call_id), _error_result(error, problem)
-    )
-
-
 def _error_result(error: str, problem: str) -> llm.ToolResult:
-    """Return a result telling the model what was wrong with its call."""
     return llm.ToolResult(
         {"error": error, "error_text": problem, "hint": _HINTS[error]}, error=True
     )
 
 
-def _answered_with(
-    call: llm.ToolInput, result: llm.ToolResult
-) -> tuple[llm.ToolInput, Answer]:
-    """Return a call as one Home Assistant does not run, and its given result."""
-    answer: Answer = {
-        "role": "tool_result",
-        "tool_call_id": call.id,
-        "tool_name": call.tool_name,
-        "result": result,
-    }
-    external = llm.ToolInput(call.tool_name, call.tool_args, id=call.id, external=True)
-    return external, answer
-
-
 def model_calls(content: conversation.AssistantContent) -> list[llm.ToolInput]:
-    """Return the calls of a message that go to the server as calls.
-
-    Those the model made and the sentence triggers Home Assistant answered (the
-    model reads them as its own); not the calls a provider ran itself.
-    """
+    """Return the calls of a message that go to the server as calls, not a provider's."""
     native = content.native
     answered = native.ids if isinstance(native, AnsweredCalls) else frozenset()
     return [
@@ -342,11 +317,8 @@ def offered_name(name: object, tool_names: Mapping[str, str]) -> str | None:
         ),
         reverse=True,
     )
-    if not scores or scores[0][0] < _NEAR:
-        return None
-    if len(scores) > 1 and scores[1][0] > scores[0][0] - _MARGIN:
-        return None
-    return scores[0][1]
+    (best, wire), (second, _) = [*scores, (0.0, None), (0.0, None)][:2]
+    return wire if best >= _NEAR and second <= best - _MARGIN else None
 
 
 # Bounded: a turn asks for the words of every exposed name, again each turn.
@@ -357,7 +329,6 @@ def words(name: str) -> str:
 
 
 def _key(name: str) -> str:
-    """Return a tool name without its prefix, case or `Hass`."""
     return name.rpartition("__")[2].casefold().removeprefix("hass")
 
 

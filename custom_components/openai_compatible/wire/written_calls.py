@@ -34,7 +34,7 @@ _MARKER_REACH: Final = 24
 _JSON_START: Final = re.compile(r"\[?\{")
 # A call written as code starts with a name and its parenthesis.
 _CODE_NAME: Final = re.compile(r"[A-Za-z_][\w.]{0,63}")
-# A call labelled with its name, as `functions.Name:`.
+# A call labelled `functions.Name:`, its JSON after, as chatml-function-calling writes.
 _LABEL: Final = re.compile(r"([A-Za-z_][\w.]{0,63}):\s*")
 # How much of an answer's start is read to tell whether it is a call.
 _START_REACH: Final = 80
@@ -45,18 +45,13 @@ _ARGUMENT_KEYS: Final = ("arguments", "parameters", "args")
 
 
 class WrittenCallWatch:
-    """An answer's text, let through while no call is written in it.
-
-    Held whole where it starts like a call, else from a call's marker on; at
-    the end, what was held is calls or words to say.
-    """
+    """An answer's text, let through until it starts like a call or shows a call's marker."""
 
     def __init__(self, tool_names: Mapping[str, str]) -> None:
         """Watch for calls of the offered tools (wire name to Home Assistant's)."""
         self._names = tool_names
         # The answer's start while it may still be a call; None once told.
         self._start: str | None = ""
-        # The whitespace before the start.
         self._lead = ""
         # Words held back because they may begin a marker.
         self._tail = ""
@@ -123,14 +118,9 @@ class WrittenCallWatch:
 
 
 def call_start(text: str, tool_names: Mapping[str, str]) -> bool | None:
-    """Tell whether an answer starting with this text (no space first) is a call.
-
-    None while the start may still become one; a start still undecided past
-    the first characters read is held as a call.
-    """
+    """Tell whether an answer starting with this text (no space first) is a call; None: not yet."""
     start = text[:_START_REACH]
-    compact = "".join(start.split())
-    rest = compact.lstrip("[")
+    rest = "".join(start.split()).lstrip("[")
     if rest[:1] == "{":
         return None if len(rest) == 1 else rest[1] == '"'
     for tag in ("<tool_call>", "```"):
@@ -149,10 +139,8 @@ def call_start(text: str, tool_names: Mapping[str, str]) -> bool | None:
 def calls_in_text(text: str, tool_names: Mapping[str, str]) -> list[PendingCall] | None:
     """Return the calls a model wrote in the text, if its blocks are calls.
 
-    A block is a tagged or fenced one, or JSON or code between them; words and
-    JSON beside calls (a result the model made up) are left aside. A JSON call
-    may name a tool not offered (the model is then told the offered names);
-    code must name an offered one. A block cut short gives the calls before it.
+    A JSON call may name a tool not offered (the model is then told the offered
+    names); code must name an offered one. A block cut short gives the calls before it.
     """
     calls: list[PendingCall] = []
     for items in _blocks(text, tool_names):
@@ -201,20 +189,24 @@ def _blocks(text: str, tool_names: Mapping[str, str]) -> Iterator[list[object] |
 
 
 def _loose(text: str, tool_names: Mapping[str, str]) -> Iterator[list[object] | None]:
-    """Yield the calls written outside blocks: JSON values, or code at the start."""
+    """Yield the calls written outside blocks: code or a labelled call, else JSON values."""
     stripped = text.strip()
-    if code := _code_calls(stripped, tool_names) or _labelled(stripped, tool_names):
+    if code := _code_calls(stripped, tool_names):
         yield code
         return
+    if (label := _LABEL.match(stripped)) is not None:
+        name = label.group(1).rpartition(".")[2]
+        rest = stripped[label.end() :]
+        values = _json_values(rest) if rest else [{}]
+        if offered_name(name, tool_names) is not None and values:
+            yield [{"name": name, "arguments": values[0]}]
+            return
     if (found := _JSON_START.search(stripped)) is not None:
         yield _json_values(stripped[found.start() :]) or None
 
 
 def _json_values(text: str) -> list[object]:
-    """Return the JSON values at the start of the text, a list as its items.
-
-    Reading stops at the first thing that is no JSON: each character is read once.
-    """
+    """Return the JSON values at the start of the text (a list as its items), read once."""
     decoder = json.JSONDecoder(strict=False)
     values: list[object] = []
     position = 0
@@ -263,20 +255,7 @@ def _code_calls(text: str, tool_names: Mapping[str, str]) -> list[object] | None
     return items or None
 
 
-def _labelled(text: str, tool_names: Mapping[str, str]) -> list[object] | None:
-    """Return a call as `functions.Name:` and JSON, as chatml-function-calling writes."""
-    if (label := _LABEL.match(text)) is None:
-        return None
-    name = label.group(1).rpartition(".")[2]
-    rest = text[label.end() :]
-    values = _json_values(rest) if rest else [{}]
-    if offered_name(name, tool_names) is None or not values:
-        return None
-    return [{"name": name, "arguments": values[0]}]
-
-
 def _written_call(item: object, tool_names: Mapping[str, str]) -> PendingCall | None:
-    """Return the call one written object stands for, if it is one."""
     if not isinstance(item, dict):
         return None
     function = item.get("function")
