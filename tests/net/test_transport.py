@@ -122,6 +122,29 @@ async def test_a_body_stalled_mid_stream_ends_at_the_deadline(
     assert loop.time() - started < 5
 
 
+async def test_a_body_cut_mid_stream_cannot_connect(
+    hass: HomeAssistant, socket_enabled: None
+) -> None:
+    """A server that closes the connection before its body's end is told as such."""
+
+    async def answer(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    transport = Transport(hass, f"http://127.0.0.1:{port}/v1", None)
+    try:
+        with pytest.raises(ConnectError) as err:
+            await transport.async_read("GET", "/models", budget=Budget(5))
+    finally:
+        server.close()
+        await server.wait_closed()
+
+    assert err.value.translation_key == "cannot_connect"
+
+
 @pytest.mark.parametrize(
     ("location", "key", "placeholders"),
     [
