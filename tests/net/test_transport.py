@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from homeassistant.core import HomeAssistant
 import httpx2
 import pytest
 
-from custom_components.openai_compatible.errors import RequestRejectedError, ServerError
+from custom_components.openai_compatible.errors import (
+    ConnectError,
+    RequestRejectedError,
+    ServerError,
+)
 from custom_components.openai_compatible.net import transport as transport_module
 from custom_components.openai_compatible.net.transport import Budget, Transport
-from simulator import OpenAISimulator
+from simulator import OpenAISimulator, Pause
 
 
 @pytest.mark.parametrize(
@@ -95,6 +100,49 @@ async def test_error_bodies_of_any_shape(
         assert err.value.translation_placeholders == {"message": message}
     if status in (400, 404, 422):
         assert isinstance(err.value, RequestRejectedError)
+
+
+async def test_a_body_stalled_mid_stream_ends_at_the_deadline(
+    hass: HomeAssistant, simulator: OpenAISimulator
+) -> None:
+    """A server that sends part of an answer, then nothing, is given up at the deadline."""
+    transport = Transport(hass, simulator.base_url, None)
+    simulator.enqueue("/models", sse=['data: {"a": 1}\n\n', Pause(30)], done=False)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    async with transport.async_open("GET", "/models", budget=Budget(0.5)) as opened:
+        chunks = opened.aiter_bytes()
+        first = await anext(chunks)
+        with pytest.raises(ConnectError) as err:
+            await anext(chunks)
+
+    assert first == b'data: {"a": 1}\n\n'  # what came before the stall
+    assert err.value.translation_key == "timeout_answer"
+    assert loop.time() - started < 5
+
+
+async def test_a_body_cut_mid_stream_cannot_connect(
+    hass: HomeAssistant, socket_enabled: None
+) -> None:
+    """A server that closes the connection before its body's end is told as such."""
+
+    async def answer(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    transport = Transport(hass, f"http://127.0.0.1:{port}/v1", None)
+    try:
+        with pytest.raises(ConnectError) as err:
+            await transport.async_read("GET", "/models", budget=Budget(5))
+    finally:
+        server.close()
+        await server.wait_closed()
+
+    assert err.value.translation_key == "cannot_connect"
 
 
 @pytest.mark.parametrize(

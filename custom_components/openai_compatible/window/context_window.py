@@ -130,11 +130,9 @@ def known_window(
 def default_answer_limit(
     server: Capabilities, options: Mapping[str, Any]
 ) -> int | None:
-    """Return the answer limit of a subentry whose settings set none.
-
-    Only a local server gets one, so a model that does not stop ends there
-    rather than at the end of its window: at most a quarter of the window.
-    """
+    """Return the answer limit of a subentry whose settings set none."""
+    # Only a local server's, so a model that does not stop ends there, not at
+    # the end of its window.
     if not server.local:
         return None
     window = known_window(options, server.model(str(options.get(CONF_CHAT_MODEL))))
@@ -296,7 +294,6 @@ class RequestFit:
         )
 
     def _fitted(self, messages: list[PromptItem], tools: Tools) -> Fit:
-        """Fit the messages, trace what was done, and keep the repair current."""
         limits, estimate = self._limits(), self._owner.estimate
         try:
             fitted = fit(messages, tools, limits, estimate, self._cut)

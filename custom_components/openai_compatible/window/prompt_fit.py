@@ -227,11 +227,7 @@ def fit(
     estimate: TokenEstimate,
     cut: ConversationCut,
 ) -> Fitted:
-    """Return the messages that fit the window, and remember what was cut.
-
-    Raises ContextWindowError when the system prompt and tools, or the current
-    turn, cannot fit however much history is dropped.
-    """
+    """Return the messages that fit the window, and remember what was cut."""
     head, turns = split_turns(messages)
     history, current = turns[:-1], turns[-1:]
     keep = limits.history_turns
@@ -335,7 +331,6 @@ class _ResultCutter:
     def _result(
         self, item: PromptItem, budget: int, words: frozenset[str]
     ) -> PromptItem:
-        """Return a tool result cut to the budget, or the item as it is."""
         content = item.text
         if item.kind is not ItemKind.RESULT or not isinstance(content, str):
             return item
