@@ -67,7 +67,7 @@ from ..models.providers import Provider
 from ..window.context_window import default_answer_limit
 from ..wire.extra_fields import owned_fields
 from .common import SubentryFlow, choice, dropdown, whole_number
-from .responses_step import responses_data, responses_schema, suggested_values
+from .responses_step import RESPONSES_KEYS, responses_schema
 
 ADVANCED_KEYS: Final = (
     CONF_MAX_TOKENS,
@@ -280,12 +280,20 @@ class ModelSubentryFlowHandler(SubentryFlow):
         if (schema := self._responses_schema()) is None:
             return self._async_store(self.options)
         if user_input is not None:
-            return self._async_store(responses_data(self.options, user_input))
+            kept = {k: v for k, v in self.options.items() if k not in RESPONSES_KEYS}
+            given = {k: v for k, v in user_input.items() if v is not None}
+            return self._async_store(kept | given)
+        # Saved values the step cannot show (a tier of another model) are left out.
+        suggested = dict(self.options)
+        for key, validator in schema.schema.items():
+            if (name := str(key)) in suggested:
+                try:
+                    validator(suggested[name])
+                except probatio.Invalid:
+                    del suggested[name]
         return self.async_show_form(
             step_id="responses",
-            data_schema=self.add_suggested_values_to_schema(
-                schema, suggested_values(schema, self.options)
-            ),
+            data_schema=self.add_suggested_values_to_schema(schema, suggested),
             last_step=True,
         )
 
