@@ -26,7 +26,6 @@ from homeassistant.helpers.selector import (
     SelectSelectorMode,
     TemplateSelector,
 )
-from homeassistant.helpers.typing import VolDictType
 import probatio
 from slugify import slugify
 
@@ -147,21 +146,15 @@ async def async_tool_options(
         for tool in api.tools:
             sources.setdefault(tool.name, api.api.name)
             sources[f"{slugify(api.api.id)}__{tool.name}"] = api.api.name
-    return [
-        SelectOptionDict(
-            value=tool.name,
-            label=f"{_readable(tool)} ({sources.get(tool.name, merged.api.name)})",
-        )
-        for tool in merged.tools
-    ]
-
-
-def _readable(tool: llm.Tool) -> str:
-    text = tool.title or (tool.description or "").split(". ")[0].split("\n")[0]
-    text = text.strip().rstrip(".")
-    if len(text) > LABEL_CHARACTERS:
-        text = text[:LABEL_CHARACTERS].rsplit(" ", 1)[0] + "…"
-    return text or tool.name
+    options: list[SelectOptionDict] = []
+    for tool in merged.tools:
+        text = tool.title or (tool.description or "").split(". ")[0].split("\n")[0]
+        text = text.strip().rstrip(".")
+        if len(text) > LABEL_CHARACTERS:
+            text = text[:LABEL_CHARACTERS].rsplit(" ", 1)[0] + "…"
+        label = f"{text or tool.name} ({sources.get(tool.name, merged.api.name)})"
+        options.append(SelectOptionDict(value=tool.name, label=label))
+    return options
 
 
 class ModelSubentryFlowHandler(SubentryFlow):
@@ -316,13 +309,7 @@ class ModelSubentryFlowHandler(SubentryFlow):
         return responses_schema(entry.options, capabilities, self._subentry_type)
 
     def _schema(self, models: list[str]) -> probatio.Schema:
-        schema: VolDictType = {}
-        if self._is_new:
-            # Left empty, the name is made of server and model.
-            schema[probatio.Optional(CONF_NAME)] = str
-        schema[probatio.Required(CONF_CHAT_MODEL)] = dropdown(
-            chat_models_first(models), self.options.get(CONF_CHAT_MODEL)
-        )
+        schema = self._model_fields(CONF_CHAT_MODEL, chat_models_first(models))
         if self._subentry_type == SUBENTRY_CONVERSATION:
             apis = [
                 SelectOptionDict(value=api.id, label=api.name)

@@ -24,6 +24,7 @@ from homeassistant.helpers.selector import (
     SelectSelectorConfig,
     SelectSelectorMode,
 )
+from homeassistant.helpers.typing import VolDictType
 from homeassistant.util.network import is_ip_address
 import probatio
 from yarl import URL
@@ -181,6 +182,11 @@ class SubentryFlow(ConfigSubentryFlow):
     @property
     def _is_new(self) -> bool:
         return self.source == SOURCE_USER
+
+    def _model_fields(self, key: str, models: list[str]) -> VolDictType:
+        # A new subentry's name, left empty, is made of server and model.
+        name: VolDictType = {probatio.Optional(CONF_NAME): str} if self._is_new else {}
+        return name | {probatio.Required(key): dropdown(models, self.options.get(key))}
 
     def _entry(self) -> ConfigEntry:
         """Return the entry; abort the flow unless it is loaded (its models known)."""
