@@ -225,17 +225,14 @@ class ModelSubentryFlowHandler(SubentryFlow):
         local = bool(self._entry().runtime_data.capabilities.local)
         if user_input is not None:
             # One round and call examples are on for a local server; defaults go.
+            unsaved = {CONF_TOOLS_ON_DEMAND: False, CONF_ONE_ROUND: local}
+            unsaved[CONF_CALL_EXAMPLES] = local
             data = {k: v for k, v in self.options.items() if k not in TOOL_KEYS}
-            if tools := user_input.get(CONF_TOOLS):
-                data[CONF_TOOLS] = list(tools)
-            if user_input.get(CONF_TOOLS_ON_DEMAND):
-                data[CONF_TOOLS_ON_DEMAND] = True
-            if (cap := user_input.get(CONF_MAX_TOOL_CALLS)) is not None:
-                data[CONF_MAX_TOOL_CALLS] = int(cap)
-            for key in (CONF_ONE_ROUND, CONF_CALL_EXAMPLES):
-                if (value := user_input.get(key, local)) != local:
-                    data[key] = value
-            self.options = data
+            self.options = data | {
+                key: value
+                for key, value in user_input.items()
+                if value not in (None, []) and unsaved.get(key) != value
+            }
         if user_input is not None or not apis:
             return await self.async_step_responses()
         options = await async_tool_options(self.hass, apis)
@@ -291,9 +288,8 @@ class ModelSubentryFlowHandler(SubentryFlow):
         )
 
     def _entity_domain(self) -> str:
-        if self._subentry_type == SUBENTRY_CONVERSATION:
-            return CONVERSATION_DOMAIN
-        return AI_TASK_DOMAIN
+        agent = self._subentry_type == SUBENTRY_CONVERSATION
+        return CONVERSATION_DOMAIN if agent else AI_TASK_DOMAIN
 
     def _own_entity_id(self) -> str | None:
         if self._is_new:
