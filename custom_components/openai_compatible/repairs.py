@@ -44,11 +44,6 @@ MODEL_KEYS: Final[dict[str, tuple[str, ...]]] = {
     SUBENTRY_TTS: (CONF_AUDIO_MODEL,),
 }
 
-# What the fix flow is told about its issue.
-ISSUE_ENTRY: Final = "entry_id"
-ISSUE_SUBENTRY: Final = "subentry_id"
-ISSUE_MODEL_KEY: Final = "model_key"
-
 
 def model_issue_id(subentry_id: str, model_key: str) -> str:
     """Return the id of the repair issue about one model setting of a subentry."""
@@ -77,10 +72,10 @@ def async_track_model_issues(
                     DOMAIN,
                     issue_id,
                     config_entry_id=entry.entry_id,
-                    data={
-                        ISSUE_ENTRY: entry.entry_id,
-                        ISSUE_SUBENTRY: subentry.subentry_id,
-                        ISSUE_MODEL_KEY: key,
+                    data={  # what the fix flow is told
+                        "entry_id": entry.entry_id,
+                        "subentry_id": subentry.subentry_id,
+                        "model_key": key,
                     },
                     is_fixable=True,
                     severity=ir.IssueSeverity.WARNING
@@ -129,7 +124,7 @@ class ModelRepairFlow(RepairsFlow):
     async def async_step_init(
         self, user_input: dict[str, Any] | None = None
     ) -> RepairsFlowResult:
-        """Show the form."""
+        """Show the form; the input here is the issue's id, not an answer."""
         return await self.async_step_model()
 
     async def async_step_model(
@@ -137,11 +132,11 @@ class ModelRepairFlow(RepairsFlow):
     ) -> RepairsFlowResult:
         """Offer the server's models; save the one picked or typed."""
         data = self.data or {}
-        entry = self.hass.config_entries.async_get_entry(str(data.get(ISSUE_ENTRY)))
+        entry = self.hass.config_entries.async_get_entry(str(data.get("entry_id")))
         if entry is None or entry.state is not ConfigEntryState.LOADED:
             return self.async_abort(reason="not_loaded")
-        subentry = entry.subentries.get(str(data.get(ISSUE_SUBENTRY)))
-        key = str(data.get(ISSUE_MODEL_KEY))
+        subentry = entry.subentries.get(str(data.get("subentry_id")))
+        key = str(data.get("model_key"))
         if subentry is None or key not in MODEL_KEYS.get(subentry.subentry_type, ()):
             return self.async_abort(reason="not_loaded")
         current = str(subentry.data.get(key) or "")
