@@ -182,17 +182,13 @@ class ModelSubentryFlowHandler(SubentryFlow):
                 placeholders["fields"] = ", ".join(owned)
         if user_input is not None and not errors:
             # Tuning only with recommended off; what asks for nothing is not saved.
-            data = {k: v for k, v in self.options.items() if k not in SETTINGS_KEYS}
-            for key, value in user_input.items():
-                if isinstance(value, str) and key != CONF_PROMPT:
-                    value = value.strip()
-                if not (
-                    (key in ADVANCED_KEYS and user_input[CONF_RECOMMENDED])
-                    or value in (None, "", [], {})
-                    or _UNSAVED.get(key) == value
-                ):
-                    data[key] = value
-            self.options = data
+            tuning = not user_input[CONF_RECOMMENDED]
+            given = {
+                k: v.strip() if isinstance(v, str) and k != CONF_PROMPT else v
+                for k, v in user_input.items()
+                if (tuning or k not in ADVANCED_KEYS) and _UNSAVED.get(k) != v
+            }
+            self.options = self._taken(given, SETTINGS_KEYS)
             target = self.options.get(CONF_FALLBACK)
             if not (target and closes_loop(self.hass, self._own_entity_id(), target)):
                 return await self.async_step_tools()
@@ -227,12 +223,8 @@ class ModelSubentryFlowHandler(SubentryFlow):
             # One round and call examples are on for a local server; defaults go.
             unsaved = {CONF_TOOLS_ON_DEMAND: False, CONF_ONE_ROUND: local}
             unsaved[CONF_CALL_EXAMPLES] = local
-            data = {k: v for k, v in self.options.items() if k not in TOOL_KEYS}
-            self.options = data | {
-                key: value
-                for key, value in user_input.items()
-                if value not in (None, []) and unsaved.get(key) != value
-            }
+            given = {k: v for k, v in user_input.items() if unsaved.get(k) != v}
+            self.options = self._taken(given, TOOL_KEYS)
         if user_input is not None or not apis:
             return await self.async_step_responses()
         options = await async_tool_options(self.hass, apis)
@@ -270,9 +262,7 @@ class ModelSubentryFlowHandler(SubentryFlow):
         if (schema := self._responses_schema()) is None:
             return self._async_store(self.options)
         if user_input is not None:
-            kept = {k: v for k, v in self.options.items() if k not in RESPONSES_KEYS}
-            given = {k: v for k, v in user_input.items() if v is not None}
-            return self._async_store(kept | given)
+            return self._async_store(self._taken(user_input, RESPONSES_KEYS))
         # Saved values the step cannot show (a tier of another model) are left out.
         suggested = dict(self.options)
         for key, validator in schema.schema.items():

@@ -188,6 +188,13 @@ class SubentryFlow(ConfigSubentryFlow):
         name: VolDictType = {probatio.Optional(CONF_NAME): str} if self._is_new else {}
         return name | {probatio.Required(key): dropdown(models, self.options.get(key))}
 
+    def _taken(
+        self, given: Mapping[str, Any], owned: Collection[str]
+    ) -> dict[str, Any]:
+        """Return the options with a form's values for the keys it owns; blanks go."""
+        kept = {key: value for key, value in self.options.items() if key not in owned}
+        return kept | {k: v for k, v in given.items() if v not in (None, "", [], {})}
+
     def _entry(self) -> ConfigEntry:
         """Return the entry; abort the flow unless it is loaded (its models known)."""
         entry = self._get_entry()

@@ -111,11 +111,7 @@ class VoiceSubentryFlowHandler(SubentryFlow):
         }
         if not values.get(required):
             return False
-        for key in map(str, keys):
-            if (value := values.get(key, "")) == "":
-                self.options.pop(key, None)
-            else:
-                self.options[key] = value
+        self.options = self._taken(values, {*map(str, keys)})
         return True
 
     async def async_step_init(
