@@ -52,10 +52,7 @@ from .flows.connection import (
     API_KEY_SELECTOR,
     api_key_field,
     async_check_server,
-    connect_step,
     entry_data,
-    same_origin,
-    same_server,
     server_schema,
 )
 from .flows.voice_subentry import VoiceSubentryFlowHandler, voice_defaults
@@ -75,6 +72,14 @@ TIMEOUT_SELECTOR: Final = NumberSelector(
         min=10, max=3600, step=1, unit_of_measurement="s", mode=NumberSelectorMode.BOX
     )
 )
+
+
+def _server(base_url: str) -> tuple[str, str, int | None, str]:
+    url = URL(base_url)
+    host = (url.host or "").lower()
+    # The loopback's names reach the same server.
+    host = "localhost" if host in ("localhost", "127.0.0.1", "::1") else host
+    return url.scheme, host, url.port, url.path.rstrip("/")
 
 
 class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
@@ -134,8 +139,17 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
                 if chat_model is None and not voice_defaults(models):
                     return await self.async_step_model()
                 return self._async_create(None)
+        step_id = (
+            "connect_custom"
+            if self._provider_key == PROVIDER_CUSTOM
+            else "connect_local"
+            if preset.listen_command
+            else "connect_azure"
+            if preset.asks_for_resource
+            else "connect"
+        )
         return self.async_show_form(
-            step_id=connect_step(self._provider_key),
+            step_id=step_id,
             data_schema=self.add_suggested_values_to_schema(
                 server_schema(preset.api_key_required),
                 {CONF_BASE_URL: preset.base_url or None, **(user_input or {})},
@@ -144,7 +158,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             description_placeholders=placeholders,
         )
 
-    # The connect step's variants differ in their hints only (see connect_step).
+    # The connect step's variants differ in their hints only.
     async_step_connect_azure = async_step_connect
     async_step_connect_custom = async_step_connect
     async_step_connect_local = async_step_connect
@@ -227,12 +241,25 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             data = entry_data(user_input, provider_key, errors)
             # An empty key keeps the old one, but only on the same origin.
             if data and CONF_API_KEY not in data and entry.data.get(CONF_API_KEY):
-                if same_origin(data[CONF_BASE_URL], entry.data[CONF_BASE_URL]):
+                new, old = URL(data[CONF_BASE_URL]), URL(entry.data[CONF_BASE_URL])
+                if (new.scheme, new.host, new.port) == (old.scheme, old.host, old.port):
                     data[CONF_API_KEY] = entry.data[CONF_API_KEY]
                 elif provider_for(provider_key).api_key_required:
                     errors[CONF_API_KEY] = "api_key_required"
             if data and await self._check(data, errors, placeholders) is not None:
-                return self._async_reconfigure(entry, data)
+                # Titles the integration gave follow the server.
+                title = entry.title
+                if is_generated_entry_title(title, entry.data):
+                    title = entry_title(data, {other.title for other in self._others()})
+                for subentry in entry.subentries.values():
+                    followed = followed_title(subentry, entry, new_entry=(title, data))
+                    self.hass.config_entries.async_update_subentry(
+                        entry, subentry, title=followed
+                    )
+                # What was learned was about the old server; one not loaded holds none.
+                if entry.state is ConfigEntryState.LOADED:
+                    entry.runtime_data.capabilities.forget()
+                return self._async_update_entry(entry, data, title)
         return self.async_show_form(
             step_id="reconfigure",
             data_schema=self.add_suggested_values_to_schema(
@@ -242,23 +269,6 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             errors=errors,
             description_placeholders=placeholders,
         )
-
-    def _async_reconfigure(
-        self, entry: ConfigEntry, data: dict[str, Any]
-    ) -> ConfigFlowResult:
-        """Save a server's new settings; titles the integration gave follow it."""
-        title = entry.title
-        if is_generated_entry_title(title, entry.data):
-            title = entry_title(data, {other.title for other in self._others()})
-        for subentry in entry.subentries.values():
-            followed = followed_title(subentry, entry, new_entry=(title, data))
-            self.hass.config_entries.async_update_subentry(
-                entry, subentry, title=followed
-            )
-        # What was learned was about the old server; an entry not loaded holds none.
-        if entry.state is ConfigEntryState.LOADED:
-            entry.runtime_data.capabilities.forget()
-        return self._async_update_entry(entry, data, title)
 
     def _others(self) -> list[ConfigEntry]:
         return [
@@ -278,8 +288,8 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
             return None
         api_key = data.get(CONF_API_KEY)
         for entry in self._others():
-            if same_server(
-                entry.data[CONF_BASE_URL], data[CONF_BASE_URL]
+            if _server(entry.data[CONF_BASE_URL]) == _server(
+                data[CONF_BASE_URL]
             ) and api_key in (None, entry.data.get(CONF_API_KEY)):
                 raise data_entry_flow.AbortFlow(
                     "already_configured_key" if api_key else "already_configured",

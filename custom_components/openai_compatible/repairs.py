@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from homeassistant.components.repairs import RepairsFlow, RepairsFlowResult
-from homeassistant.config_entries import ConfigEntryState, ConfigSubentry
+from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.util import dt as dt_util
@@ -44,11 +44,6 @@ MODEL_KEYS: Final[dict[str, tuple[str, ...]]] = {
     SUBENTRY_TTS: (CONF_AUDIO_MODEL,),
 }
 
-# What the fix flow is told about its issue.
-ISSUE_ENTRY: Final = "entry_id"
-ISSUE_SUBENTRY: Final = "subentry_id"
-ISSUE_MODEL_KEY: Final = "model_key"
-
 
 def model_issue_id(subentry_id: str, model_key: str) -> str:
     """Return the id of the repair issue about one model setting of a subentry."""
@@ -77,10 +72,10 @@ def async_track_model_issues(
                     DOMAIN,
                     issue_id,
                     config_entry_id=entry.entry_id,
-                    data={
-                        ISSUE_ENTRY: entry.entry_id,
-                        ISSUE_SUBENTRY: subentry.subentry_id,
-                        ISSUE_MODEL_KEY: key,
+                    data={  # what the fix flow is told
+                        "entry_id": entry.entry_id,
+                        "subentry_id": subentry.subentry_id,
+                        "model_key": key,
                     },
                     is_fixable=True,
                     severity=ir.IssueSeverity.WARNING
@@ -123,34 +118,27 @@ def _problem(runtime: RuntimeData, model: str) -> str | None:
     return None if shutdown is None else "model_deprecated"
 
 
-def _ordered(subentry_type: str, key: str, models: list[str]) -> list[str]:
-    """Return the models with those of the setting's kind first."""
-    if key == CONF_IMAGE_MODEL:
-        return image_models_first(models)
-    if key == CONF_AUDIO_MODEL:
-        evident = (
-            is_transcription_model if subentry_type == SUBENTRY_STT else is_speech_model
-        )
-        return sorted(models, key=lambda model: not evident(model))
-    return chat_models_first(models)
-
-
 class ModelRepairFlow(RepairsFlow):
     """Pick another model for the subentry setting an issue is about."""
 
     async def async_step_init(
         self, user_input: dict[str, Any] | None = None
     ) -> RepairsFlowResult:
-        """Show the form."""
+        """Show the form; the input here is the issue's id, not an answer."""
         return await self.async_step_model()
 
     async def async_step_model(
         self, user_input: dict[str, Any] | None = None
     ) -> RepairsFlowResult:
         """Offer the server's models; save the one picked or typed."""
-        if (target := self._target()) is None:
+        data = self.data or {}
+        entry = self.hass.config_entries.async_get_entry(str(data.get("entry_id")))
+        if entry is None or entry.state is not ConfigEntryState.LOADED:
             return self.async_abort(reason="not_loaded")
-        entry, subentry, key = target
+        subentry = entry.subentries.get(str(data.get("subentry_id")))
+        key = str(data.get("model_key"))
+        if subentry is None or key not in MODEL_KEYS.get(subentry.subentry_type, ()):
+            return self.async_abort(reason="not_loaded")
         current = str(subentry.data.get(key) or "")
         errors: dict[str, str] = {}
         if user_input is not None:
@@ -160,18 +148,36 @@ class ModelRepairFlow(RepairsFlow):
             elif model == current:
                 errors[key] = "same_model"
             else:
-                await self._async_save(entry, subentry, key, model)
+                # The entry takes the model in place and checks its models again.
+                new = {**subentry.data, key: model}
+                if subentry.subentry_type == SUBENTRY_TTS:
+                    fetched = await async_fetch_voices(entry.runtime_data.transport)
+                    if new.get(CONF_VOICE) not in [
+                        *(fetched or ()),
+                        *known_voices(model),
+                    ]:
+                        # A voice of the old model; the new one's first voice is used.
+                        new.pop(CONF_VOICE, None)
+                title = followed_title(subentry, entry, new)
+                self.hass.config_entries.async_update_subentry(
+                    entry, subentry, data=new, title=title
+                )
                 return self.async_create_entry(data={})
         runtime = entry.runtime_data
-        choices = _ordered(
-            subentry.subentry_type,
-            key,
-            [
-                model
-                for model in runtime.models
-                if model != current and runtime.capabilities.shutdown(model) is None
-            ],
-        )
+        others = [
+            model
+            for model in runtime.models
+            if model != current and runtime.capabilities.shutdown(model) is None
+        ]
+        # The models of the setting's kind first.
+        if key == CONF_IMAGE_MODEL:
+            choices = image_models_first(others)
+        elif key == CONF_AUDIO_MODEL:
+            stt = subentry.subentry_type == SUBENTRY_STT
+            evident = is_transcription_model if stt else is_speech_model
+            choices = sorted(others, key=lambda model: not evident(model))
+        else:
+            choices = chat_models_first(others)
         issue = ir.async_get(self.hass).async_get_issue(DOMAIN, self.issue_id)
         return self.async_show_form(
             step_id="model",
@@ -183,38 +189,6 @@ class ModelRepairFlow(RepairsFlow):
             description_placeholders=dict(
                 (issue.translation_placeholders if issue else None) or {}
             ),
-        )
-
-    def _target(self) -> tuple[OpenAICompatibleConfigEntry, ConfigSubentry, str] | None:
-        data = self.data or {}
-        entry = self.hass.config_entries.async_get_entry(str(data.get(ISSUE_ENTRY)))
-        if entry is None or entry.state is not ConfigEntryState.LOADED:
-            return None
-        subentry = entry.subentries.get(str(data.get(ISSUE_SUBENTRY)))
-        key = str(data.get(ISSUE_MODEL_KEY))
-        if subentry is None or key not in MODEL_KEYS.get(subentry.subentry_type, ()):
-            return None
-        return entry, subentry, key
-
-    async def _async_save(
-        self,
-        entry: OpenAICompatibleConfigEntry,
-        subentry: ConfigSubentry,
-        key: str,
-        model: str,
-    ) -> None:
-        """Save the model; the entry takes it in place and checks its models again."""
-        data = {**subentry.data, key: model}
-        if subentry.subentry_type == SUBENTRY_TTS:
-            voices = await async_fetch_voices(entry.runtime_data.transport)
-            if data.get(CONF_VOICE) not in [*(voices or ()), *known_voices(model)]:
-                # A voice of the old model; the new one's first voice is used.
-                data.pop(CONF_VOICE, None)
-        self.hass.config_entries.async_update_subentry(
-            entry,
-            subentry,
-            data=data,
-            title=followed_title(subentry, entry, data),
         )
 
 

@@ -26,7 +26,6 @@ from homeassistant.helpers.selector import (
     SelectSelectorMode,
     TemplateSelector,
 )
-from homeassistant.helpers.typing import VolDictType
 import probatio
 from slugify import slugify
 
@@ -67,7 +66,7 @@ from ..models.providers import Provider
 from ..window.context_window import default_answer_limit
 from ..wire.extra_fields import owned_fields
 from .common import SubentryFlow, choice, dropdown, whole_number
-from .responses_step import responses_data, responses_schema, suggested_values
+from .responses_step import RESPONSES_KEYS, responses_schema
 
 ADVANCED_KEYS: Final = (
     CONF_MAX_TOKENS,
@@ -147,21 +146,15 @@ async def async_tool_options(
         for tool in api.tools:
             sources.setdefault(tool.name, api.api.name)
             sources[f"{slugify(api.api.id)}__{tool.name}"] = api.api.name
-    return [
-        SelectOptionDict(
-            value=tool.name,
-            label=f"{_readable(tool)} ({sources.get(tool.name, merged.api.name)})",
-        )
-        for tool in merged.tools
-    ]
-
-
-def _readable(tool: llm.Tool) -> str:
-    text = tool.title or (tool.description or "").split(". ")[0].split("\n")[0]
-    text = text.strip().rstrip(".")
-    if len(text) > LABEL_CHARACTERS:
-        text = text[:LABEL_CHARACTERS].rsplit(" ", 1)[0] + "…"
-    return text or tool.name
+    options: list[SelectOptionDict] = []
+    for tool in merged.tools:
+        text = tool.title or (tool.description or "").split(". ")[0].split("\n")[0]
+        text = text.strip().rstrip(".")
+        if len(text) > LABEL_CHARACTERS:
+            text = text[:LABEL_CHARACTERS].rsplit(" ", 1)[0] + "…"
+        label = f"{text or tool.name} ({sources.get(tool.name, merged.api.name)})"
+        options.append(SelectOptionDict(value=tool.name, label=label))
+    return options
 
 
 class ModelSubentryFlowHandler(SubentryFlow):
@@ -189,17 +182,13 @@ class ModelSubentryFlowHandler(SubentryFlow):
                 placeholders["fields"] = ", ".join(owned)
         if user_input is not None and not errors:
             # Tuning only with recommended off; what asks for nothing is not saved.
-            data = {k: v for k, v in self.options.items() if k not in SETTINGS_KEYS}
-            for key, value in user_input.items():
-                if isinstance(value, str) and key != CONF_PROMPT:
-                    value = value.strip()
-                if not (
-                    (key in ADVANCED_KEYS and user_input[CONF_RECOMMENDED])
-                    or value in (None, "", [], {})
-                    or _UNSAVED.get(key) == value
-                ):
-                    data[key] = value
-            self.options = data
+            tuning = not user_input[CONF_RECOMMENDED]
+            given = {
+                k: v.strip() if isinstance(v, str) and k != CONF_PROMPT else v
+                for k, v in user_input.items()
+                if (tuning or k not in ADVANCED_KEYS) and _UNSAVED.get(k) != v
+            }
+            self.options = self._taken(given, SETTINGS_KEYS)
             target = self.options.get(CONF_FALLBACK)
             if not (target and closes_loop(self.hass, self._own_entity_id(), target)):
                 return await self.async_step_tools()
@@ -232,17 +221,10 @@ class ModelSubentryFlowHandler(SubentryFlow):
         local = bool(self._entry().runtime_data.capabilities.local)
         if user_input is not None:
             # One round and call examples are on for a local server; defaults go.
-            data = {k: v for k, v in self.options.items() if k not in TOOL_KEYS}
-            if tools := user_input.get(CONF_TOOLS):
-                data[CONF_TOOLS] = list(tools)
-            if user_input.get(CONF_TOOLS_ON_DEMAND):
-                data[CONF_TOOLS_ON_DEMAND] = True
-            if (cap := user_input.get(CONF_MAX_TOOL_CALLS)) is not None:
-                data[CONF_MAX_TOOL_CALLS] = int(cap)
-            for key in (CONF_ONE_ROUND, CONF_CALL_EXAMPLES):
-                if (value := user_input.get(key, local)) != local:
-                    data[key] = value
-            self.options = data
+            unsaved = {CONF_TOOLS_ON_DEMAND: False, CONF_ONE_ROUND: local}
+            unsaved[CONF_CALL_EXAMPLES] = local
+            given = {k: v for k, v in user_input.items() if unsaved.get(k) != v}
+            self.options = self._taken(given, TOOL_KEYS)
         if user_input is not None or not apis:
             return await self.async_step_responses()
         options = await async_tool_options(self.hass, apis)
@@ -280,19 +262,24 @@ class ModelSubentryFlowHandler(SubentryFlow):
         if (schema := self._responses_schema()) is None:
             return self._async_store(self.options)
         if user_input is not None:
-            return self._async_store(responses_data(self.options, user_input))
+            return self._async_store(self._taken(user_input, RESPONSES_KEYS))
+        # Saved values the step cannot show (a tier of another model) are left out.
+        suggested = dict(self.options)
+        for key, validator in schema.schema.items():
+            if (name := str(key)) in suggested:
+                try:
+                    validator(suggested[name])
+                except probatio.Invalid:
+                    del suggested[name]
         return self.async_show_form(
             step_id="responses",
-            data_schema=self.add_suggested_values_to_schema(
-                schema, suggested_values(schema, self.options)
-            ),
+            data_schema=self.add_suggested_values_to_schema(schema, suggested),
             last_step=True,
         )
 
     def _entity_domain(self) -> str:
-        if self._subentry_type == SUBENTRY_CONVERSATION:
-            return CONVERSATION_DOMAIN
-        return AI_TASK_DOMAIN
+        agent = self._subentry_type == SUBENTRY_CONVERSATION
+        return CONVERSATION_DOMAIN if agent else AI_TASK_DOMAIN
 
     def _own_entity_id(self) -> str | None:
         if self._is_new:
@@ -308,13 +295,7 @@ class ModelSubentryFlowHandler(SubentryFlow):
         return responses_schema(entry.options, capabilities, self._subentry_type)
 
     def _schema(self, models: list[str]) -> probatio.Schema:
-        schema: VolDictType = {}
-        if self._is_new:
-            # Left empty, the name is made of server and model.
-            schema[probatio.Optional(CONF_NAME)] = str
-        schema[probatio.Required(CONF_CHAT_MODEL)] = dropdown(
-            chat_models_first(models), self.options.get(CONF_CHAT_MODEL)
-        )
+        schema = self._model_fields(CONF_CHAT_MODEL, chat_models_first(models))
         if self._subentry_type == SUBENTRY_CONVERSATION:
             apis = [
                 SelectOptionDict(value=api.id, label=api.name)

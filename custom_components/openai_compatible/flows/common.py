@@ -24,6 +24,7 @@ from homeassistant.helpers.selector import (
     SelectSelectorConfig,
     SelectSelectorMode,
 )
+from homeassistant.helpers.typing import VolDictType
 from homeassistant.util.network import is_ip_address
 import probatio
 from yarl import URL
@@ -181,6 +182,18 @@ class SubentryFlow(ConfigSubentryFlow):
     @property
     def _is_new(self) -> bool:
         return self.source == SOURCE_USER
+
+    def _model_fields(self, key: str, models: list[str]) -> VolDictType:
+        # A new subentry's name, left empty, is made of server and model.
+        name: VolDictType = {probatio.Optional(CONF_NAME): str} if self._is_new else {}
+        return name | {probatio.Required(key): dropdown(models, self.options.get(key))}
+
+    def _taken(
+        self, given: Mapping[str, Any], owned: Collection[str]
+    ) -> dict[str, Any]:
+        """Return the options with a form's values for the keys it owns; blanks go."""
+        kept = {key: value for key, value in self.options.items() if key not in owned}
+        return kept | {k: v for k, v in given.items() if v not in (None, "", [], {})}
 
     def _entry(self) -> ConfigEntry:
         """Return the entry; abort the flow unless it is loaded (its models known)."""

@@ -131,18 +131,6 @@ def server_schema(api_key_required: bool) -> probatio.Schema:
     )
 
 
-def connect_step(provider_key: str) -> str:
-    """Return the connect step whose hints suit the preset."""
-    if provider_key == PROVIDER_CUSTOM:
-        return "connect_custom"
-    preset = provider_for(provider_key)
-    if preset.listen_command:
-        return "connect_local"
-    if preset.asks_for_resource:
-        return "connect_azure"
-    return "connect"
-
-
 def entry_data(
     user_input: Mapping[str, Any], provider_key: str, errors: dict[str, str]
 ) -> dict[str, Any] | None:
@@ -156,25 +144,6 @@ def entry_data(
     if api_key := (user_input.get(CONF_API_KEY) or "").strip():
         data[CONF_API_KEY] = api_key
     return data
-
-
-def _server(base_url: str) -> tuple[str, str, int | None, str]:
-    url = URL(base_url)
-    host = (url.host or "").lower()
-    # The loopback's names reach the same server.
-    host = "localhost" if host in ("localhost", "127.0.0.1", "::1") else host
-    return url.scheme, host, url.port, url.path.rstrip("/")
-
-
-def same_server(url: str, other: str) -> bool:
-    """Tell whether two canonical base URLs reach one server (and path)."""
-    return _server(url) == _server(other)
-
-
-def same_origin(url: str, other: str) -> bool:
-    """Tell whether two base URLs have the same scheme, host and port."""
-    first, second = ((u.scheme, u.host, u.port) for u in (URL(url), URL(other)))
-    return first == second
 
 
 async def async_check_server(

@@ -93,29 +93,3 @@ def responses_schema(
         schema[probatio.Optional(CONF_IMAGE_GENERATION, default=False)] = bool
     schema[probatio.Optional(CONF_STORE_RESPONSES, default=False)] = bool
     return probatio.Schema(schema)
-
-
-def suggested_values(
-    schema: probatio.Schema, data: Mapping[str, Any]
-) -> dict[str, Any]:
-    """Return the saved values the step can show; a tier of another model may not be."""
-    suggested = dict(data)
-    for key, validator in schema.schema.items():
-        if (name := str(key)) in suggested:
-            try:
-                validator(suggested[name])
-            except probatio.Invalid:
-                del suggested[name]
-    return suggested
-
-
-def responses_data(
-    data: Mapping[str, Any], user_input: Mapping[str, Any]
-) -> dict[str, Any]:
-    """Return the subentry's data with the step's values in place of the old ones."""
-    kept = {key: value for key, value in data.items() if key not in RESPONSES_KEYS}
-    return kept | {
-        key: value
-        for key, value in user_input.items()
-        if key in RESPONSES_KEYS and value is not None
-    }

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from homeassistant.config_entries import SubentryFlowResult
-from homeassistant.const import CONF_NAME, CONF_PROMPT
+from homeassistant.const import CONF_PROMPT
 from homeassistant.helpers.selector import (
     NumberSelector,
     NumberSelectorConfig,
@@ -111,11 +111,7 @@ class VoiceSubentryFlowHandler(SubentryFlow):
         }
         if not values.get(required):
             return False
-        for key in map(str, keys):
-            if (value := values.get(key, "")) == "":
-                self.options.pop(key, None)
-            else:
-                self.options[key] = value
+        self.options = self._taken(values, {*map(str, keys)})
         return True
 
     async def async_step_init(
@@ -123,17 +119,13 @@ class VoiceSubentryFlowHandler(SubentryFlow):
     ) -> SubentryFlowResult:
         """Ask for the model (and a name for a new subentry)."""
         entry = self._entry()
-        schema: VolDictType = {}
-        if self._is_new:
-            # Left empty, server and model name the subentry.
-            schema[probatio.Optional(CONF_NAME)] = str
         models = entry.runtime_data.models
         unknown = [model for model in models if model_kind(model) is ModelKind.UNKNOWN]
         # Evident models of the kind first; chat, image and the other kind's audio
         # models are left out.
         evident = is_speech_model if self._speaks else is_transcription_model
-        schema[probatio.Required(CONF_AUDIO_MODEL)] = dropdown(
-            [*filter(evident, models), *unknown], self.options.get(CONF_AUDIO_MODEL)
+        schema = self._model_fields(
+            CONF_AUDIO_MODEL, [*filter(evident, models), *unknown]
         )
         if not self._speaks:  # speech-to-text's settings come with its model
             schema[probatio.Optional(CONF_PROMPT)] = MULTILINE
