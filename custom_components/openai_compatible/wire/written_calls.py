@@ -132,8 +132,10 @@ def call_start(text: str, tool_names: Mapping[str, str]) -> bool | None:
         return False
     if name.end() == len(start):
         return None if len(text) < _START_REACH else False
-    named = offered_name(name.group().rpartition(".")[2], tool_names)
-    return start[name.end()] in "(:" and named is not None
+    return (
+        start[name.end()] in "(:"
+        and offered_name(name.group().rpartition(".")[2], tool_names) is not None
+    )
 
 
 def calls_in_text(text: str, tool_names: Mapping[str, str]) -> list[PendingCall] | None:
