@@ -237,8 +237,7 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         """Each question to the first path that answers it: `/decisions`, then chat."""
         capabilities = self.capabilities
         check_model_takes(capabilities, tools=False, attachments=task.attachments or ())
-        # Chat Completions, which every server has, whatever the entry's API.
-        round_trip = self._round_trip(self._chat_dialect, build_tool_set(None), None)
+        round_trip = self.adapter(build_tool_set(None), None, chat=True)
         questions = [Question.from_task(key, q) for key, q in task.questions.items()]
         evidence = f"Task: {task.name}"
         if isinstance(task.state, str):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 import struct
 from typing import Final
 
@@ -25,13 +24,13 @@ async def async_join(
     first = True
     async for answer in answers:
         if audio_format == "wav":
-            header, rest = await _read_wav_header(answer)
+            this_format, data_size, rest = await _read_wav_header(answer)
             if wav_format is None:
-                wav_format = header.format
-                yield streaming_wav_header(header.format)
-            elif header.format != wav_format:
+                wav_format = this_format
+                yield streaming_wav_header(this_format)
+            elif this_format != wav_format:
                 raise unreadable("the audio format changed")
-            pieces = _trimmed(rest, answer, skip=0, keep=header.data_size)
+            pieces = _trimmed(rest, answer, skip=0, keep=data_size)
         elif audio_format == "mp3" and not first:
             head = b""
             while len(head) < 10 and (piece := await anext(answer, None)) is not None:
@@ -49,16 +48,10 @@ def unreadable(problem: str) -> ServerError:
     return ServerError("speech_unreadable", problem=problem)
 
 
-@dataclass(frozen=True, slots=True)
-class _WavHeader:
-    """The part of a WAV header that matters for joining."""
-
-    format: bytes
-    # None when the header leaves it open.
-    data_size: int | None
+type _WavHeader = tuple[bytes, int | None, bytes]
 
 
-async def _read_wav_header(answer: AsyncIterator[bytes]) -> tuple[_WavHeader, bytes]:
+async def _read_wav_header(answer: AsyncIterator[bytes]) -> _WavHeader:
     """Read an answer up to its samples; return the header and what follows."""
     buffer = b""
     async for piece in answer:
@@ -70,8 +63,8 @@ async def _read_wav_header(answer: AsyncIterator[bytes]) -> tuple[_WavHeader, by
     raise unreadable("the answer is no WAV audio")
 
 
-def parse_wav_header(data: bytes) -> tuple[_WavHeader, bytes] | None:
-    """Return a WAV header and what follows once complete; raise for no PCM WAV."""
+def parse_wav_header(data: bytes) -> _WavHeader | None:
+    """Return a WAV header's format and data size (None: open), and what follows."""
     if len(data) < 12:
         return None
     if data[:4] != b"RIFF" or data[8:12] != b"WAVE":
@@ -85,7 +78,7 @@ def parse_wav_header(data: bytes) -> tuple[_WavHeader, bytes] | None:
             if wav_format is None:
                 raise unreadable("the WAV audio has no format")
             open_size = size in _WAV_OPEN_SIZES
-            return _WavHeader(wav_format, None if open_size else size), data[start:]
+            return wav_format, None if open_size else size, data[start:]
         if start + size > len(data):
             return None
         if kind == b"fmt ":
