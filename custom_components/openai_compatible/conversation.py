@@ -126,7 +126,6 @@ class OpenAICompatibleConversationEntity(
     async def _async_handle_message(
         self, user_input: conversation.ConversationInput, chat_log: conversation.ChatLog
     ) -> conversation.ConversationResult:
-        """Answer one user message."""
         options = self.subentry.data
         if self._warming is not None:
             # On a server of several slots, a request sent meanwhile finds a cold cache.
@@ -151,7 +150,6 @@ class OpenAICompatibleConversationEntity(
             return conversation.async_get_result_from_chat_log(user_input, chat_log)
 
         async def ask_other(agent_id: str) -> conversation.ConversationResult:
-            """Ask another agent the user's message, in the same conversation."""
             return await conversation.async_converse(
                 self.hass,
                 user_input.text,

@@ -110,10 +110,7 @@ class Handover:
         own: Callable[[], Awaitable[T]],
         other: Callable[[str], Awaitable[T]],
     ) -> T:
-        """Answer with `own`, or with `other` (given the fallback) if our server fails.
-
-        Only while the attempt left nothing after the user's message: no tool runs twice.
-        """
+        """Answer with `own`, or `other` if our server fails leaving nothing after the user."""
         reason = "unavailable"
         if available:
             try:

@@ -32,13 +32,14 @@ from .models.names import (
 from .net.readers import async_capped
 from .net.shapes import SpeechBody
 from .voice.audio import (
+    JOINABLE_FORMATS,
     MAX_SPEECH_BYTES,
     MAX_SPEED,
     MIN_SPEED,
     async_fetch_voices,
+    async_join,
     async_speak,
 )
-from .voice.audio_files import JOINABLE_FORMATS, async_join
 from .voice.speech_text import async_spoken_sentences, spoken_pieces
 
 PARALLEL_UPDATES = 0

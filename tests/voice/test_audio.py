@@ -13,10 +13,8 @@ from custom_components.openai_compatible.errors import ServerError
 from custom_components.openai_compatible.net.transport import Transport
 from custom_components.openai_compatible.voice.audio import (
     async_fetch_voices,
-    parse_voices,
-)
-from custom_components.openai_compatible.voice.audio_files import (
     async_join,
+    parse_voices,
     parse_wav_header,
     pcm_wav,
     streaming_wav_header,
