@@ -53,6 +53,8 @@ class OpenAICompatibleConversationEntity(
     """A conversation agent that streams its answers."""
 
     _attr_translation_key = "conversation"
+    # Every language: the model decides.
+    supported_languages: Literal["*"] = MATCH_ALL
     _warming: asyncio.Task[None] | None = None
     # The prompt last sent ahead (its hash), and when.
     _warmed: tuple[int, float] | None = None
@@ -68,12 +70,6 @@ class OpenAICompatibleConversationEntity(
         if self.subentry.data.get(CONF_LLM_HASS_API):
             return conversation.ConversationEntityFeature.CONTROL
         return conversation.ConversationEntityFeature(0)
-
-    @property
-    @override
-    def supported_languages(self) -> list[str] | Literal["*"]:
-        """Return every language: the model decides."""
-        return MATCH_ALL
 
     @override
     async def async_added_to_hass(self) -> None:

@@ -100,7 +100,6 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
 
     @property
     def _voices(self) -> list[str]:
-        """Return the voices to offer: the server's list, else the model's."""
         return self._server_voices or known_voices(self.model)
 
     @property
