@@ -9,7 +9,10 @@ from functools import partial
 from typing import Any, Final, override
 
 from homeassistant.components import ai_task, conversation
+from homeassistant.components.ai_task.const import DATA_COMPONENT
+from homeassistant.components.ai_task.permissions import async_check_permissions
 from homeassistant.core import Context, HomeAssistant
+from homeassistant.helpers.chat_session import async_get_chat_session
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.helpers.json import json_dumps
 from homeassistant.util import slugify
@@ -21,7 +24,6 @@ from .entity import OpenAICompatibleEntity, handover
 from .errors import InputError, ModelError, TranslatedError
 from .evaluate.chat import async_answer
 from .evaluate.evaluation import MAX_QUESTIONS, Ask, Question, async_decide, trace
-from .fallback import async_generate_data_with, async_generate_image_with, makes_images
 from .media.attachments import async_load_attachments
 from .media.images import async_generate_image
 from .net.transport import build_tool_set
@@ -70,7 +72,7 @@ type _TaskRun[T, R] = Callable[
 
 def _here_or_fallback[T, R](
     other: Callable[[HomeAssistant, T, Context | None, str], Awaitable[R]],
-    takes: Callable[[HomeAssistant, str], bool] = lambda hass, target: True,
+    takes: Callable[[HomeAssistant, str], object] = lambda hass, target: True,
 ) -> Callable[[_TaskRun[T, R]], _TaskRun[T, R]]:
     """Run a task here, or give it to the subentry's fallback (one that `takes` it)."""
 
@@ -90,6 +92,49 @@ def _here_or_fallback[T, R](
         return run
 
     return decorate
+
+
+async def _async_generate_data_with(
+    hass: HomeAssistant, task: ai_task.GenDataTask, context: Context | None, target: str
+) -> ai_task.GenDataTaskResult:
+    return await ai_task.async_generate_data(
+        hass,
+        task_name=task.name,
+        entity_id=target,
+        instructions=task.instructions,
+        structure=task.structure,
+        attachments=[
+            {
+                "media_content_id": attachment.media_content_id,
+                "media_content_type": attachment.mime_type,
+            }
+            for attachment in task.attachments or ()
+        ]
+        or None,
+        llm_api=task.llm_api,
+        context=context,
+    )
+
+
+async def _async_generate_image_with(
+    hass: HomeAssistant,
+    task: ai_task.GenImageTask,
+    context: Context | None,
+    target: str,
+) -> ai_task.GenImageTaskResult:
+    """Run the other entity as Home Assistant's image helper does: it gives no bytes."""
+    await async_check_permissions(hass, target, None, context)
+    entity = _image_entity(hass, target)
+    assert entity is not None
+    with async_get_chat_session(hass, context=context) as session:
+        return await entity.internal_async_generate_image(session, task, context)
+
+
+def _image_entity(hass: HomeAssistant, entity_id: str) -> ai_task.AITaskEntity | None:
+    """Return the AI task entity if it generates images."""
+    entity = hass.data[DATA_COMPONENT].get_entity(entity_id)
+    feature = ai_task.AITaskEntityFeature.GENERATE_IMAGE
+    return entity if entity and feature in entity.supported_features else None
 
 
 class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
@@ -118,7 +163,7 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         return str(self.subentry.data.get(CONF_IMAGE_MODEL) or "").strip()
 
     @override
-    @_here_or_fallback(async_generate_data_with)
+    @_here_or_fallback(_async_generate_data_with)
     async def _async_generate_data(
         self, task: ai_task.GenDataTask, chat_log: conversation.ChatLog
     ) -> ai_task.GenDataTaskResult:
@@ -192,8 +237,7 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         """Each question to the first path that answers it: `/decisions`, then chat."""
         capabilities = self.capabilities
         check_model_takes(capabilities, tools=False, attachments=task.attachments or ())
-        # Chat Completions, which every server has, whatever the entry's API.
-        round_trip = self._round_trip(self._chat_dialect, build_tool_set(None), None)
+        round_trip = self.adapter(build_tool_set(None), None, chat=True)
         questions = [Question.from_task(key, q) for key, q in task.questions.items()]
         evidence = f"Task: {task.name}"
         if isinstance(task.state, str):
@@ -240,7 +284,7 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
         )
 
     @override
-    @_here_or_fallback(async_generate_image_with, makes_images)
+    @_here_or_fallback(_async_generate_image_with, _image_entity)
     async def _async_generate_image(
         self, task: ai_task.GenImageTask, chat_log: conversation.ChatLog
     ) -> ai_task.GenImageTaskResult:

@@ -53,6 +53,8 @@ class OpenAICompatibleConversationEntity(
     """A conversation agent that streams its answers."""
 
     _attr_translation_key = "conversation"
+    # Every language: the model decides.
+    supported_languages: Literal["*"] = MATCH_ALL
     _warming: asyncio.Task[None] | None = None
     # The prompt last sent ahead (its hash), and when.
     _warmed: tuple[int, float] | None = None
@@ -68,12 +70,6 @@ class OpenAICompatibleConversationEntity(
         if self.subentry.data.get(CONF_LLM_HASS_API):
             return conversation.ConversationEntityFeature.CONTROL
         return conversation.ConversationEntityFeature(0)
-
-    @property
-    @override
-    def supported_languages(self) -> list[str] | Literal["*"]:
-        """Return every language: the model decides."""
-        return MATCH_ALL
 
     @override
     async def async_added_to_hass(self) -> None:
@@ -126,7 +122,6 @@ class OpenAICompatibleConversationEntity(
     async def _async_handle_message(
         self, user_input: conversation.ConversationInput, chat_log: conversation.ChatLog
     ) -> conversation.ConversationResult:
-        """Answer one user message."""
         options = self.subentry.data
         if self._warming is not None:
             # On a server of several slots, a request sent meanwhile finds a cold cache.
@@ -151,7 +146,6 @@ class OpenAICompatibleConversationEntity(
             return conversation.async_get_result_from_chat_log(user_input, chat_log)
 
         async def ask_other(agent_id: str) -> conversation.ConversationResult:
-            """Ask another agent the user's message, in the same conversation."""
             return await conversation.async_converse(
                 self.hass,
                 user_input.text,

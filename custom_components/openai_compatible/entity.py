@@ -110,10 +110,7 @@ class Handover:
         own: Callable[[], Awaitable[T]],
         other: Callable[[str], Awaitable[T]],
     ) -> T:
-        """Answer with `own`, or with `other` (given the fallback) if our server fails.
-
-        Only while the attempt left nothing after the user's message: no tool runs twice.
-        """
+        """Answer with `own`, or `other` if our server fails leaving nothing after the user."""
         reason = "unavailable"
         if available:
             try:
@@ -267,43 +264,33 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
             extra=request_fields(options, capabilities) if tuned else {},
         )
 
-    def adapter(self, tool_set: ToolSet, chat_log: conversation.ChatLog) -> RoundTrip:
-        """Return the wire adapter for a run of rounds, fitted to the window."""
-        setting = api_setting(self.entry.options.get(CONF_API))
-        if self.capabilities.api(setting) is WireApi.CHAT_COMPLETIONS:
-            return self._round_trip(self._chat_dialect, tool_set, chat_log)
-        responses = self._round_trip(self._responses_dialect, tool_set, chat_log)
-        if setting is WireApi.AUTOMATIC:
-            settings = self.request_settings()
-            responses.fallback = partial(self._chat_dialect, settings, tool_set)
-        return responses
-
-    def _chat_dialect(
-        self, settings: RequestSettings, tool_set: ToolSet
-    ) -> ChatCompletionsDialect:
-        return ChatCompletionsDialect(self.hass, settings, tool_set)
-
-    def _responses_dialect(
-        self, settings: RequestSettings, tool_set: ToolSet
-    ) -> ResponsesDialect:
-        """Return the Responses dialect, with the subentry's Responses options."""
-        options = responses_options(self.hass, self.subentry.data)
-        return ResponsesDialect(
-            self.hass, self.capabilities, settings, options, tool_set, self.entity_id
-        )
-
-    def _round_trip(
+    def adapter(
         self,
-        dialect: Callable[[RequestSettings, ToolSet], Dialect[Any, Any, Any]],
         tool_set: ToolSet,
         chat_log: conversation.ChatLog | None,
+        *,
+        chat: bool = False,
     ) -> RoundTrip:
-        settings = self.request_settings()
-        capabilities = self.capabilities
-        return RoundTrip(
+        """Return the wire adapter for a run of rounds (`chat`: the API all servers have)."""
+        settings, capabilities = self.request_settings(), self.capabilities
+        setting = api_setting(self.entry.options.get(CONF_API))
+        chat_dialect = partial(ChatCompletionsDialect, self.hass, settings, tool_set)
+        dialect: Callable[[], Dialect[Any, Any, Any]] = chat_dialect
+        if not chat and capabilities.api(setting) is not WireApi.CHAT_COMPLETIONS:
+            options = responses_options(self.hass, self.subentry.data)
+            dialect = partial(
+                ResponsesDialect,
+                self.hass,
+                capabilities,
+                settings,
+                options,
+                tool_set,
+                self.entity_id,
+            )
+        round_trip = RoundTrip(
             self.runtime.transport,
             capabilities,
-            dialect(settings, tool_set),
+            dialect(),
             self.budget(),
             on_request=partial(self.count, requests=1),
             on_usage=lambda usage: self.count(**usage_counts(usage)),
@@ -311,6 +298,9 @@ class OpenAICompatibleEntity(OpenAICompatibleSubentryEntity):
             if chat_log is None
             else RequestFit(self.context_window, chat_log, capabilities, settings),
         )
+        if dialect is not chat_dialect and setting is WireApi.AUTOMATIC:
+            round_trip.fallback = chat_dialect
+        return round_trip
 
     def _offer(self, chat_log: conversation.ChatLog) -> ToolOffer:
         """Return the tools a turn offers; an agent on a local server shows examples."""

@@ -19,8 +19,7 @@ from .errors import InputError, TranslatedError
 from .models.names import transcription_languages
 from .net.readers import mebibytes
 from .net.shapes import TranscriptionBody
-from .voice.audio import MAX_RECORDING_BYTES, async_transcribe
-from .voice.audio_files import pcm_wav
+from .voice.audio import MAX_RECORDING_BYTES, async_transcribe, pcm_wav
 
 PARALLEL_UPDATES = 0
 
@@ -40,28 +39,6 @@ async def async_setup_entry(
                 [OpenAICompatibleSTTEntity(entry, subentry)],
                 config_subentry_id=subentry.subentry_id,
             )
-
-
-async def async_read_recording(
-    metadata: stt.SpeechMetadata, stream: AsyncIterable[bytes]
-) -> tuple[str, bytes]:
-    """Return the recording's file name and the file; WAV's raw samples get a header."""
-    audio = bytearray()
-    async for chunk in stream:
-        audio += chunk
-        if len(audio) > MAX_RECORDING_BYTES:
-            raise InputError(
-                "recording_too_large", limit=mebibytes(MAX_RECORDING_BYTES)
-            )
-    if metadata.format is stt.AudioFormats.OGG:
-        return "speech.ogg", bytes(audio)
-    wav = pcm_wav(
-        bytes(audio),
-        metadata.sample_rate.value,
-        metadata.bit_rate.value // 8,
-        metadata.channel.value,
-    )
-    return "speech.wav", wav
 
 
 class OpenAICompatibleSTTEntity(stt.SpeechToTextEntity, OpenAICompatibleSubentryEntity):
@@ -89,7 +66,21 @@ class OpenAICompatibleSTTEntity(stt.SpeechToTextEntity, OpenAICompatibleSubentry
     ) -> AsyncGenerator[stt.PartialSpeechResult | stt.SpeechResult]:
         """Yield what the server heard so far, then all; a failure ends in ERROR."""
         try:
-            recording = await async_read_recording(metadata, stream)
+            audio = bytearray()
+            async for chunk in stream:
+                audio += chunk
+                if len(audio) > MAX_RECORDING_BYTES:
+                    limit = mebibytes(MAX_RECORDING_BYTES)
+                    raise InputError("recording_too_large", limit=limit)
+            recording = ("speech.ogg", bytes(audio))
+            if metadata.format is not stt.AudioFormats.OGG:  # raw samples get a header
+                wav = pcm_wav(
+                    bytes(audio),
+                    metadata.sample_rate.value,
+                    metadata.bit_rate.value // 8,
+                    metadata.channel.value,
+                )
+                recording = ("speech.wav", wav)
             body: TranscriptionBody = {"model": self.model, "response_format": "json"}
             # Whisper wants ISO 639-1 (en), Home Assistant may say en-US.
             if language := metadata.language.split("-", maxsplit=1)[0].lower():

@@ -105,25 +105,25 @@ def words(text: str) -> set[str]:
     }
 
 
-def _hit(word: str, words_of_tool: set[str]) -> int:
-    """Return 1 where a word starts a word of the tool or the other way round."""
-    return int(
-        any(own.startswith(word) or word.startswith(own) for own in words_of_tool)
-    )
-
-
 def matches(tools: list[ChatTool], query: str) -> list[ChatTool]:
     """Return the tools that match a query, best first, at most MAX_MATCHES.
 
-    A tool's score: each word of the query it holds, twice in its name.
+    A tool's score: each word of the query that starts one of its words or the
+    other way round; twice in its name.
     """
     wanted = words(query[:MAX_QUERY_CHARACTERS])
+
+    def hits(held: set[str]) -> int:
+        return sum(
+            any(own.startswith(word) or word.startswith(own) for own in held)
+            for word in wanted
+        )
+
     scored = []
     for index, tool in enumerate(tools):
         name = words(tool["function"]["name"])
         text = name | words(tool["function"].get("description", ""))
-        score = sum(2 * _hit(word, name) + _hit(word, text) for word in wanted)
-        scored.append((score, index))
+        scored.append((2 * hits(name) + hits(text), index))
     best = sorted((item for item in scored if item[0]), key=lambda item: -item[0])
     return [tools[index] for _, index in best[:MAX_MATCHES]]
 
@@ -238,9 +238,6 @@ class ToolOffer:
             # Its name and the first line of its description.
             lines = str(tool["function"].get("description", "")).strip().splitlines()
             listed.append(
-                {
-                    "name": tool["function"]["name"],
-                    "description": lines[0] if lines else "",
-                }
+                {"name": tool["function"]["name"], "description": (lines or [""])[0]}
             )
         return llm.ToolResult({"tools": listed, "note": note})

@@ -32,13 +32,14 @@ from .models.names import (
 from .net.readers import async_capped
 from .net.shapes import SpeechBody
 from .voice.audio import (
+    JOINABLE_FORMATS,
     MAX_SPEECH_BYTES,
     MAX_SPEED,
     MIN_SPEED,
     async_fetch_voices,
+    async_join,
     async_speak,
 )
-from .voice.audio_files import JOINABLE_FORMATS, async_join
 from .voice.speech_text import async_spoken_sentences, spoken_pieces
 
 PARALLEL_UPDATES = 0
@@ -99,7 +100,6 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
 
     @property
     def _voices(self) -> list[str]:
-        """Return the voices to offer: the server's list, else the model's."""
         return self._server_voices or known_voices(self.model)
 
     @property

@@ -21,7 +21,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
 
 from custom_components.openai_compatible.const import CONF_API, CONF_CHAT_MODEL, Feature
-from custom_components.openai_compatible.errors import ModelError
+from custom_components.openai_compatible.errors import ModelError, shown
 from custom_components.openai_compatible.evaluate.chat import (
     TOP_LOGPROBS,
     _alternatives,
@@ -36,7 +36,6 @@ from custom_components.openai_compatible.evaluate.evaluation import (
     probability,
 )
 from custom_components.openai_compatible.models.capabilities import WireApi
-from custom_components.openai_compatible.redact import shown
 from custom_components.openai_compatible.structured.rungs import (
     RUNG_INSTRUCTIONS,
     RUNG_JSON_OBJECT,

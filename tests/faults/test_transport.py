@@ -18,8 +18,8 @@ from pytest_homeassistant_custom_component.common import async_fire_time_changed
 
 from custom_components.openai_compatible.const import CONF_TIMEOUT
 from custom_components.openai_compatible.coordinator import CHECK_INTERVAL
+from custom_components.openai_compatible.errors import MAX_SHOWN_CHARACTERS
 from custom_components.openai_compatible.net.transport import RETRY_MIN_WAITS
-from custom_components.openai_compatible.redact import MAX_SHOWN_CHARACTERS
 from custom_components.openai_compatible.server_errors.answers import MAX_ERROR_BYTES
 from simulator import OpenAISimulator, Pause, sse_text
 

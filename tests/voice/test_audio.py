@@ -13,10 +13,8 @@ from custom_components.openai_compatible.errors import ServerError
 from custom_components.openai_compatible.net.transport import Transport
 from custom_components.openai_compatible.voice.audio import (
     async_fetch_voices,
-    parse_voices,
-)
-from custom_components.openai_compatible.voice.audio_files import (
     async_join,
+    parse_voices,
     parse_wav_header,
     pcm_wav,
     streaming_wav_header,
@@ -101,14 +99,14 @@ async def test_fetch_voices_is_bounded(
 def test_wav_header_of_a_file_and_of_a_stream() -> None:
     """The format and data size are read; open sizes mean "until the end"."""
     wav = pcm_wav(b"\x01\x02" * 10, 16_000, 2, 1)
-    header, rest = parse_wav_header(wav) or pytest.fail("no header")
-    assert header.data_size == 20
+    wav_format, size, rest = parse_wav_header(wav) or pytest.fail("no header")
+    assert size == 20
     assert rest == b"\x01\x02" * 10
-    assert struct.unpack("<HHIIHH", header.format) == (1, 1, 16_000, 32_000, 2, 16)
+    assert struct.unpack("<HHIIHH", wav_format) == (1, 1, 16_000, 32_000, 2, 16)
 
-    streamed = streaming_wav_header(header.format) + b"\x05\x06"
-    header, rest = parse_wav_header(streamed) or pytest.fail("no header")
-    assert header.data_size is None
+    streamed = streaming_wav_header(wav_format) + b"\x05\x06"
+    wav_format, size, rest = parse_wav_header(streamed) or pytest.fail("no header")
+    assert size is None
     assert rest == b"\x05\x06"
 
 
@@ -135,9 +133,9 @@ def test_extensible_pcm_and_odd_chunks() -> None:
         + b"data\x00\x00\x00\x00samples"
     )
 
-    header, rest = parse_wav_header(wav) or pytest.fail("no header")
+    wav_format, _, rest = parse_wav_header(wav) or pytest.fail("no header")
 
-    assert struct.unpack_from("<HHI", header.format) == (1, 1, 8000)
+    assert struct.unpack_from("<HHI", wav_format) == (1, 1, 8000)
     assert rest == b"samples"
 
 

@@ -11,13 +11,12 @@ from typing import Any, Final, Literal, cast
 from homeassistant.components import ai_task, conversation
 
 from ..const import LOGGER, Feature
-from ..errors import ModelError, RequestRejectedError, ServerError
+from ..errors import ModelError, RequestRejectedError, ServerError, shown
 from ..media.attachments import LoadedFile
 from ..models.capabilities import ModelCapabilities
 from ..net.readers import read_number
 from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject
 from ..net.transport import Budget, RequestSettings, Transport, parse_json
-from ..redact import shown
 from ..wire.chat_completions import attachment_part
 from ..wire.round_trip import RoundTrip
 

@@ -53,7 +53,6 @@ from ..const import (
     RECOMMENDED_TOP_P,
     SUBENTRY_CONVERSATION,
 )
-from ..fallback import closes_loop
 from ..models.listing import lasting_models
 from ..models.names import (
     Thinking,
@@ -340,3 +339,26 @@ class ModelSubentryFlowHandler(SubentryFlow):
             advanced(CONF_THINKING, Thinking.DEFAULT): choice(CONF_THINKING, Thinking),
         }
         return probatio.Schema(schema)
+
+
+def closes_loop(hass: HomeAssistant, source: str | None, target: str) -> bool:
+    """Tell whether naming `target` as the fallback of `source` makes a loop of ours."""
+    seen: set[str] = set()
+    current: str | None = target
+    while current is not None and current not in seen:
+        if current == source:
+            return True
+        seen.add(current)
+        entity = er.async_get(hass).async_get(current)
+        if (
+            entity is None
+            or entity.platform != DOMAIN
+            or entity.config_entry_id is None
+        ):
+            return False
+        entry = hass.config_entries.async_get_entry(entity.config_entry_id)
+        subentry = (
+            entry.subentries.get(entity.config_subentry_id or "") if entry else None
+        )
+        current = subentry.data.get(CONF_FALLBACK) if subentry else None
+    return False

@@ -17,8 +17,7 @@ from typing import Final
 from homeassistant.util.json import json_loads
 
 from ..const import LOGGER
-from ..errors import MalformedAnswerError, ServerError
-from ..redact import redact
+from ..errors import MalformedAnswerError, ServerError, redact
 from ..server_errors.answers import plain
 from .shapes import JsonObject
 

@@ -26,8 +26,7 @@ import httpx2
 import probatio
 
 from ..const import LOGGER, Feature
-from ..errors import ConnectError, ServerError
-from ..redact import remember_key, shown
+from ..errors import ConnectError, ServerError, remember_key, shown
 from ..server_errors.answers import MAX_ERROR_BYTES, error_for_status, retry_after
 from .readers import MAX_ANSWER_BYTES, async_read_body
 from .shapes import JsonObject

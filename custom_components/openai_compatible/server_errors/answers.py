@@ -25,8 +25,9 @@ from ..errors import (
     RateLimitedError,
     RequestRejectedError,
     ServerError,
+    redact,
+    shown,
 )
-from ..redact import redact, shown
 from .routes import FEATURE_ROUTES, error_details, names_unknown_model, route_errors
 
 MAX_ERROR_BYTES: Final = 64 * 1024

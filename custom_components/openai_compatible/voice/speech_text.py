@@ -112,7 +112,6 @@ def spoken_text(text: str) -> str:
 
 
 def _speakable(text: str) -> bool:
-    """Tell whether a piece of text has anything to say (not only marks)."""
     return any(character.isalnum() for character in text)
 
 
