@@ -88,9 +88,7 @@ class ServerCoordinator(DataUpdateCoordinator[Survey]):
 
     @callback
     def async_report(self, reachable: bool) -> None:
-        """Take the outcome of a request: whether the server answered at all."""
-        if reachable == self.last_update_success:
-            return
+        """Take a change in whether the server answers requests at all."""
         self.last_update_success = reachable
         if reachable:
             LOGGER.info("%s answers again", self.name)
@@ -104,6 +102,12 @@ class ServerCoordinator(DataUpdateCoordinator[Survey]):
         if self._listeners:
             self._schedule_refresh()
         self.async_update_listeners()
+
+    @callback
+    @override
+    def _async_refresh_finished(self) -> None:
+        """Tell the transport what a refresh found, so it reports only changes."""
+        self.transport.reachable = self.last_update_success
 
     @override
     async def _async_update_data(self) -> Survey:

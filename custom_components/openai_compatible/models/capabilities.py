@@ -13,7 +13,6 @@ from homeassistant.util import dt as dt_util
 from ..const import LOGGER, PROVIDER_TOOLS, RESPONSE_FORMATS, Feature
 from .names import (
     is_reasoning_model,
-    saved_choice,
     service_tiers,
     takes_reasoning_effort,
     takes_verbosity,
@@ -138,7 +137,7 @@ class WireApi(StrEnum):
 
 def api_setting(value: Any) -> WireApi:
     """Return an entry's saved API setting; automatic when unset or unknown."""
-    return saved_choice(value, WireApi.AUTOMATIC)
+    return WireApi(value) if value in WireApi else WireApi.AUTOMATIC
 
 
 @dataclass(eq=False)

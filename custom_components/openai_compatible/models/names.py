@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum, StrEnum
+from functools import lru_cache
 import re
 from typing import Any, Final
 
@@ -219,6 +220,8 @@ def _base_name(model: str) -> str:
     return model.lower().rsplit("/", 1)[-1]
 
 
+# What a name tells is read once per model, not on every request.
+@lru_cache(maxsize=64)
 def is_reasoning_model(model: str) -> bool:
     """Tell whether a model is one of OpenAI's reasoning models, by its name."""
     name = _base_name(model)
@@ -228,11 +231,13 @@ def is_reasoning_model(model: str) -> bool:
     )
 
 
+@lru_cache(maxsize=64)
 def takes_reasoning_effort(model: str) -> bool:
     """Tell whether a model takes a reasoning effort, by its name."""
     return is_reasoning_model(model) or _base_name(model).startswith("gpt-oss")
 
 
+@lru_cache(maxsize=64)
 def takes_verbosity(model: str) -> bool:
     """Tell whether a model takes a verbosity (the GPT-5 reasoning family)."""
     return is_reasoning_model(model) and _base_name(model).startswith("gpt-5")
@@ -246,6 +251,7 @@ _STANDARD_ONLY: Final = ("-chat", "-pro", "deep-research", "o3-mini", "codex-min
 _NO_FLEX: Final = ("-codex", "gpt-5.3")
 
 
+@lru_cache(maxsize=64)
 def service_tiers(model: str) -> tuple[str, ...]:
     """Return the service tiers an OpenAI model takes, by its name; () if none."""
     name = _base_name(model)
@@ -270,15 +276,9 @@ class Thinking(StrEnum):
     OFF = "off"
 
 
-def saved_choice[E: StrEnum](value: Any, default: E) -> E:
-    """Return a saved setting as one of the default's choices; the default if unknown."""
-    choices = type(default)
-    return choices(value) if value in choices else default
-
-
 def thinking_setting(value: Any) -> Thinking:
     """Return a saved thinking setting; the server's default when unset or unknown."""
-    return saved_choice(value, Thinking.DEFAULT)
+    return Thinking(value) if value in Thinking else Thinking.DEFAULT
 
 
 def thinking_fields(
