@@ -22,7 +22,6 @@ from .server_info import ModelReport, ServerKind, ServerReport
 
 BLOCKING_LIFETIME: Final = timedelta(hours=1)
 FALLBACK_LIFETIME: Final = timedelta(days=1)
-WINDOW_LIFETIME: Final = FALLBACK_LIFETIME
 _SOURCE_LENGTH: Final = 80
 # Lessons that only refuse: without what the model refused, nothing can go out.
 # They hold an hour, to ask again soon; a lesson that enables a fallback, a day.
@@ -269,7 +268,7 @@ class ModelCapabilities:
         if lesson != known or not self.lessons.holds_window():
             self.lessons.context_window, self.lessons.reported_window = lesson
             self.lessons.window = Lesson.now(
-                "the server's context overflow error", WINDOW_LIFETIME
+                "the server's context overflow error", FALLBACK_LIFETIME
             )
 
 
@@ -348,7 +347,6 @@ class Capabilities:
 
 
 def _told(model: str, lessons: Mapping[str, object]) -> str:
-    """Return what a model's lessons say, in one line, from their diagnostics."""
     parts = [
         f"{label} {', '.join(map(str, learned))}"
         for key, label in (

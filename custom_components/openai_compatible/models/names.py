@@ -276,18 +276,13 @@ class Thinking(StrEnum):
     OFF = "off"
 
 
-def thinking_setting(value: Any) -> Thinking:
-    """Return a saved thinking setting; the server's default when unset or unknown."""
-    return Thinking(value) if value in Thinking else Thinking.DEFAULT
-
-
 def thinking_fields(
-    setting: Thinking, kind: ServerKind | None, model: str
+    setting: Any, kind: ServerKind | None, model: str
 ) -> dict[str, object]:
-    """Return the request fields (Chat Completions form) that switch thinking."""
-    if setting is Thinking.DEFAULT:
+    """Return the request fields (Chat Completions form) of a saved thinking switch."""
+    if setting not in (Thinking.ON, Thinking.OFF):
         return {}
-    on = setting is Thinking.ON
+    on = setting == Thinking.ON
     if kind in (ServerKind.VLLM, ServerKind.LLAMA_CPP):
         return {"chat_template_kwargs": {"enable_thinking": on}}
     if kind is ServerKind.OLLAMA:
