@@ -135,7 +135,6 @@ class ServerCoordinator(DataUpdateCoordinator[Survey]):
         models = listing.ids if listing else []
         unread = None
         if listing is None:
-            # Some servers have no models endpoint; they still serve chat.
             LOGGER.debug("%s lists no models; chat still works", self.name)
         elif listing.cut:
             cap = f"{MAX_LISTED_MODELS} models or {mebibytes(MAX_LISTING_BYTES)}"
