@@ -77,16 +77,6 @@ def is_speech_model(model: str) -> bool:
     return not is_transcription_model(model) and _has_marker(model, SPEECH_MARKERS)
 
 
-def pick_transcription_model(models: list[str]) -> str | None:
-    """Return the first evident speech-to-text model listed, if any."""
-    return next((model for model in models if is_transcription_model(model)), None)
-
-
-def pick_speech_model(models: list[str]) -> str | None:
-    """Return the first evident text-to-speech model listed, if any."""
-    return next((model for model in models if is_speech_model(model)), None)
-
-
 def transcription_languages(model: str) -> list[str]:
     """Return the languages a speech-to-text model understands (by its name)."""
     lowered = model.lower()
