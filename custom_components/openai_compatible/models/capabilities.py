@@ -346,14 +346,13 @@ class Capabilities:
         }
 
 
+_TOLD: Final = {"refused": "refused", "proven": "took", "fields": "refused the fields"}
+
+
 def _told(model: str, lessons: Mapping[str, object]) -> str:
     parts = [
         f"{label} {', '.join(map(str, learned))}"
-        for key, label in (
-            ("refused", "refused"),
-            ("proven", "took"),
-            ("fields", "refused the fields"),
-        )
+        for key, label in _TOLD.items()
         if isinstance(learned := lessons[key], Mapping) and learned
     ]
     if window := lessons["context_window"]:
