@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 import logging
+from unittest.mock import patch
 
 from freezegun.api import FrozenDateTimeFactory
 from homeassistant.config_entries import ConfigEntryState
@@ -143,6 +144,26 @@ async def test_an_answered_request_brings_the_entities_back_at_once(
     assert model_list_requests(simulator) == asked
     await refresh(hass, freezer)
     assert model_list_requests(simulator) == asked + 1
+
+
+async def test_a_request_answered_after_a_refresh_failed_otherwise_brings_them_back(
+    hass: HomeAssistant,
+    simulator: OpenAISimulator,
+    setup_voice: SetupEntry,
+    freezer: FrozenDateTimeFactory,
+) -> None:
+    """The transport tells only changes, so it follows what a refresh found."""
+    await setup_voice(stt={}, tts={})
+    with patch(
+        "custom_components.openai_compatible.coordinator.async_server_report",
+        side_effect=RuntimeError("a bug"),
+    ):
+        await refresh(hass, freezer)
+    assert all(unavailable(hass))
+
+    await converse(hass, "Hi")
+
+    assert not any(unavailable(hass))
 
 
 async def test_an_unloaded_entry_checks_no_more(

@@ -88,9 +88,7 @@ class ServerCoordinator(DataUpdateCoordinator[Survey]):
 
     @callback
     def async_report(self, reachable: bool) -> None:
-        """Take the outcome of a request: whether the server answered at all."""
-        if reachable == self.last_update_success:
-            return
+        """Take a change in whether the server answers requests at all."""
         self.last_update_success = reachable
         if reachable:
             LOGGER.info("%s answers again", self.name)
@@ -104,6 +102,12 @@ class ServerCoordinator(DataUpdateCoordinator[Survey]):
         if self._listeners:
             self._schedule_refresh()
         self.async_update_listeners()
+
+    @callback
+    @override
+    def _async_refresh_finished(self) -> None:
+        """Tell the transport what a refresh found, so it reports only changes."""
+        self.transport.reachable = self.last_update_success
 
     @override
     async def _async_update_data(self) -> Survey:
@@ -131,7 +135,6 @@ class ServerCoordinator(DataUpdateCoordinator[Survey]):
         models = listing.ids if listing else []
         unread = None
         if listing is None:
-            # Some servers have no models endpoint; they still serve chat.
             LOGGER.debug("%s lists no models; chat still works", self.name)
         elif listing.cut:
             cap = f"{MAX_LISTED_MODELS} models or {mebibytes(MAX_LISTING_BYTES)}"

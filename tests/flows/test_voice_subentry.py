@@ -27,6 +27,7 @@ from custom_components.openai_compatible.const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
+from custom_components.openai_compatible.flows.voice_subentry import voice_defaults
 from custom_components.openai_compatible.models.names import OPENAI_VOICES
 from custom_components.openai_compatible.models.providers import PROVIDER_CUSTOM
 from simulator import AUDIO_MODELS, OpenAISimulator
@@ -528,3 +529,12 @@ async def test_voice_step_needs_a_loaded_entry(
 
     assert result["type"] is FlowResultType.ABORT
     assert result["reason"] == "entry_not_loaded"
+
+
+def test_voice_defaults_pick_the_first_evident_model_of_each_kind() -> None:
+    """The first evident model of each kind is picked, none if there is none."""
+    models = ["gpt-4o-mini", "kokoro", "whisper-large-v3", "tts-1"]
+
+    picked = [(kind, data[CONF_AUDIO_MODEL]) for kind, data in voice_defaults(models)]
+    assert picked == [(SUBENTRY_STT, "whisper-large-v3"), (SUBENTRY_TTS, "kokoro")]
+    assert voice_defaults(["gpt-4o-mini"]) == []

@@ -18,8 +18,6 @@ from custom_components.openai_compatible.models.names import (
     model_kind,
     pick_chat_model,
     pick_image_model,
-    pick_speech_model,
-    pick_transcription_model,
     speech_languages,
     takes_instructions,
     transcription_languages,
@@ -163,16 +161,6 @@ def test_what_a_model_does(model: str, transcribes: bool, speaks: bool) -> None:
     assert is_transcription_model(model) is transcribes
     assert is_speech_model(model) is speaks
     assert (model_kind(model) is ModelKind.OTHER) is (transcribes or speaks)
-
-
-def test_picking_models() -> None:
-    """The first evident model of each kind is picked, none if there is none."""
-    models = ["gpt-4o-mini", "kokoro", "whisper-large-v3", "tts-1"]
-
-    assert pick_transcription_model(models) == "whisper-large-v3"
-    assert pick_speech_model(models) == "kokoro"
-    assert pick_transcription_model(["gpt-4o-mini"]) is None
-    assert pick_speech_model(["gpt-4o-mini"]) is None
 
 
 @pytest.mark.parametrize(

@@ -35,8 +35,6 @@ from ..models.names import (
     is_transcription_model,
     known_voices,
     model_kind,
-    pick_speech_model,
-    pick_transcription_model,
 )
 from ..models.providers import Provider
 from ..voice.audio import MAX_SPEED, MIN_SPEED, async_fetch_voices
@@ -60,10 +58,10 @@ VOICE_SETTINGS: Final[VolDictType] = {
 }
 
 
-# How each kind picks the evident model of a server's list.
+# How each kind tells the evident models of a server's list.
 _PICKS: Final = {
-    SUBENTRY_STT: pick_transcription_model,
-    SUBENTRY_TTS: pick_speech_model,
+    SUBENTRY_STT: is_transcription_model,
+    SUBENTRY_TTS: is_speech_model,
 }
 
 
@@ -71,8 +69,8 @@ def voice_defaults(models: list[str]) -> list[tuple[str, dict[str, object]]]:
     """Return the voice subentries (type, data) whose evident model the server lists."""
     return [
         (kind, _voice_data(kind, model))
-        for kind, pick in _PICKS.items()
-        if (model := pick(models))
+        for kind, evident in _PICKS.items()
+        if (model := next(filter(evident, models), None))
     ]
 
 
@@ -98,7 +96,7 @@ class VoiceSubentryFlowHandler(SubentryFlow):
 
     def _defaults(self, models: list[str], preset: Provider) -> dict[str, object]:
         known = preset.speech_model if self._speaks else preset.transcription_model
-        model = _PICKS[self._subentry_type](models) or known
+        model = next(filter(_PICKS[self._subentry_type], models), known)
         return _voice_data(self._subentry_type, model)
 
     def _take(

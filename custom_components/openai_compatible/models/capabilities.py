@@ -13,7 +13,6 @@ from homeassistant.util import dt as dt_util
 from ..const import LOGGER, PROVIDER_TOOLS, RESPONSE_FORMATS, Feature
 from .names import (
     is_reasoning_model,
-    saved_choice,
     service_tiers,
     takes_reasoning_effort,
     takes_verbosity,
@@ -23,7 +22,6 @@ from .server_info import ModelReport, ServerKind, ServerReport
 
 BLOCKING_LIFETIME: Final = timedelta(hours=1)
 FALLBACK_LIFETIME: Final = timedelta(days=1)
-WINDOW_LIFETIME: Final = FALLBACK_LIFETIME
 _SOURCE_LENGTH: Final = 80
 # Lessons that only refuse: without what the model refused, nothing can go out.
 # They hold an hour, to ask again soon; a lesson that enables a fallback, a day.
@@ -138,7 +136,7 @@ class WireApi(StrEnum):
 
 def api_setting(value: Any) -> WireApi:
     """Return an entry's saved API setting; automatic when unset or unknown."""
-    return saved_choice(value, WireApi.AUTOMATIC)
+    return WireApi(value) if value in WireApi else WireApi.AUTOMATIC
 
 
 @dataclass(eq=False)
@@ -270,7 +268,7 @@ class ModelCapabilities:
         if lesson != known or not self.lessons.holds_window():
             self.lessons.context_window, self.lessons.reported_window = lesson
             self.lessons.window = Lesson.now(
-                "the server's context overflow error", WINDOW_LIFETIME
+                "the server's context overflow error", FALLBACK_LIFETIME
             )
 
 
@@ -348,15 +346,13 @@ class Capabilities:
         }
 
 
+_TOLD: Final = {"refused": "refused", "proven": "took", "fields": "refused the fields"}
+
+
 def _told(model: str, lessons: Mapping[str, object]) -> str:
-    """Return what a model's lessons say, in one line, from their diagnostics."""
     parts = [
         f"{label} {', '.join(map(str, learned))}"
-        for key, label in (
-            ("refused", "refused"),
-            ("proven", "took"),
-            ("fields", "refused the fields"),
-        )
+        for key, label in _TOLD.items()
         if isinstance(learned := lessons[key], Mapping) and learned
     ]
     if window := lessons["context_window"]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum, StrEnum
+from functools import lru_cache
 import re
 from typing import Any, Final
 
@@ -74,16 +75,6 @@ def is_transcription_model(model: str) -> bool:
 def is_speech_model(model: str) -> bool:
     """Tell whether a model evidently turns text into speech."""
     return not is_transcription_model(model) and _has_marker(model, SPEECH_MARKERS)
-
-
-def pick_transcription_model(models: list[str]) -> str | None:
-    """Return the first evident speech-to-text model listed, if any."""
-    return next((model for model in models if is_transcription_model(model)), None)
-
-
-def pick_speech_model(models: list[str]) -> str | None:
-    """Return the first evident text-to-speech model listed, if any."""
-    return next((model for model in models if is_speech_model(model)), None)
 
 
 def transcription_languages(model: str) -> list[str]:
@@ -219,6 +210,8 @@ def _base_name(model: str) -> str:
     return model.lower().rsplit("/", 1)[-1]
 
 
+# What a name tells is read once per model, not on every request.
+@lru_cache(maxsize=64)
 def is_reasoning_model(model: str) -> bool:
     """Tell whether a model is one of OpenAI's reasoning models, by its name."""
     name = _base_name(model)
@@ -228,11 +221,13 @@ def is_reasoning_model(model: str) -> bool:
     )
 
 
+@lru_cache(maxsize=64)
 def takes_reasoning_effort(model: str) -> bool:
     """Tell whether a model takes a reasoning effort, by its name."""
     return is_reasoning_model(model) or _base_name(model).startswith("gpt-oss")
 
 
+@lru_cache(maxsize=64)
 def takes_verbosity(model: str) -> bool:
     """Tell whether a model takes a verbosity (the GPT-5 reasoning family)."""
     return is_reasoning_model(model) and _base_name(model).startswith("gpt-5")
@@ -246,6 +241,7 @@ _STANDARD_ONLY: Final = ("-chat", "-pro", "deep-research", "o3-mini", "codex-min
 _NO_FLEX: Final = ("-codex", "gpt-5.3")
 
 
+@lru_cache(maxsize=64)
 def service_tiers(model: str) -> tuple[str, ...]:
     """Return the service tiers an OpenAI model takes, by its name; () if none."""
     name = _base_name(model)
@@ -270,24 +266,13 @@ class Thinking(StrEnum):
     OFF = "off"
 
 
-def saved_choice[E: StrEnum](value: Any, default: E) -> E:
-    """Return a saved setting as one of the default's choices; the default if unknown."""
-    choices = type(default)
-    return choices(value) if value in choices else default
-
-
-def thinking_setting(value: Any) -> Thinking:
-    """Return a saved thinking setting; the server's default when unset or unknown."""
-    return saved_choice(value, Thinking.DEFAULT)
-
-
 def thinking_fields(
-    setting: Thinking, kind: ServerKind | None, model: str
+    setting: Any, kind: ServerKind | None, model: str
 ) -> dict[str, object]:
-    """Return the request fields (Chat Completions form) that switch thinking."""
-    if setting is Thinking.DEFAULT:
+    """Return the request fields (Chat Completions form) of a saved thinking switch."""
+    if setting not in (Thinking.ON, Thinking.OFF):
         return {}
-    on = setting is Thinking.ON
+    on = setting == Thinking.ON
     if kind in (ServerKind.VLLM, ServerKind.LLAMA_CPP):
         return {"chat_template_kwargs": {"enable_thinking": on}}
     if kind is ServerKind.OLLAMA:

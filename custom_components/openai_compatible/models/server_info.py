@@ -187,7 +187,6 @@ async def _async_native(
     *,
     budget: Budget = NATIVE_BUDGET,
 ) -> JsonObject | None:
-    """Return a native route's JSON object, or None when it has none for us."""
     try:
         answer = await transport.async_exchange(
             method, path, budget=budget, body=body, limit=MAX_NATIVE_BYTES

@@ -233,8 +233,15 @@ class Transport:
             "Authorization": f"Bearer {api_key or PLACEHOLDER_API_KEY}",
             "Accept": "application/json",
         }
-        self._reachable = on_reachable or (lambda reachable: None)
+        # Whether the server answers, as last told; a change is told on_reachable.
+        self.reachable = True
+        self._on_reachable = on_reachable or (lambda reachable: None)
         remember_key(api_key)
+
+    def _reached(self, reachable: bool) -> None:
+        if reachable is not self.reachable:
+            self.reachable = reachable
+            self._on_reachable(reachable)
 
     def url(self, path: str) -> str:
         """Return the URL of a path under the base URL (or the server root: '//')."""
@@ -344,12 +351,12 @@ class Transport:
                     request, stream=True, follow_redirects=False
                 )
         except (TimeoutError, httpx2.TimeoutException) as err:
-            self._reachable(False)
+            self._reached(False)
             raise ConnectError("timeout_connect") from err
         except httpx2.HTTPError as err:
-            self._reachable(False)
+            self._reached(False)
             raise ConnectError("cannot_connect") from err
-        self._reachable(True)
+        self._reached(True)
         if 300 <= response.status_code < 400:
             await response.aclose()
             raise redirected(response)

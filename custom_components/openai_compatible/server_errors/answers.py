@@ -173,10 +173,7 @@ def _missing_route(status: int, lowered: str, route: str) -> bool:
 
 
 def answer_error(message: str, body: Any = None, *, tools: bool = False) -> ServerError:
-    """Return the error an answer's body tells, such as a stream's error event.
-
-    A context overflow is told apart, so the request can be fitted and sent again.
-    """
+    """Return the error an answer's body tells (a stream's error event); overflows apart."""
     if (overflow := parse_overflow(message, body)) is not None:
         return overflow
     sent = frozenset({Feature.TOOLS, Feature.STREAM_WITH_TOOLS} if tools else ())

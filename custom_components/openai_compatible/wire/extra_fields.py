@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from ..const import CONF_EXTRA_FIELDS, CONF_THINKING
 from ..models.capabilities import ModelCapabilities
-from ..models.names import thinking_fields, thinking_setting
+from ..models.names import thinking_fields
 from ..net.transport import without_keys
 
 # What the integration sets itself, over either wire API.
@@ -50,8 +50,9 @@ def request_fields(
     """
     saved = data.get(CONF_EXTRA_FIELDS)
     fields = without_keys(saved, tuple(OWNED_FIELDS)) if isinstance(saved, dict) else {}
-    thinking = thinking_setting(data.get(CONF_THINKING))
-    switch = thinking_fields(thinking, capabilities.kind, capabilities.model)
+    switch = thinking_fields(
+        data.get(CONF_THINKING), capabilities.kind, capabilities.model
+    )
     for key, value in switch.items():
         old = fields.get(key)
         if isinstance(value, dict) and isinstance(old, dict):
