@@ -27,7 +27,7 @@ from homeassistant.helpers import (
 )
 
 from ..net.transport import ToolSet
-from .tool_calls import required_keys, words
+from .tool_calls import ToolParameters, words
 
 # What small models write for "no value".
 _PLACEHOLDERS: Final = frozenset(
@@ -99,7 +99,7 @@ class ArgumentCleaner:
         function = self._tools.get(call.tool_name)
         if call.external or function is None:
             return call
-        parameters = _Parameters.of(function)
+        parameters = ToolParameters.of(function)
         given = call.tool_args
         if not isinstance(given.get("name", ""), str) or any(
             isinstance(item, (dict, list))
@@ -148,7 +148,7 @@ class ArgumentCleaner:
             return call
         return llm.ToolInput(call.tool_name, arguments, id=call.id)
 
-    def _named(self, arguments: dict[str, Any], parameters: _Parameters) -> None:
+    def _named(self, arguments: dict[str, Any], parameters: ToolParameters) -> None:
         """Give the domains, places and name as the home has them."""
         home, required = self.home, parameters.required
         if _DOMAIN in parameters.words:
@@ -176,7 +176,8 @@ class ArgumentCleaner:
         # What the named device lacks goes; without a name, the places the
         # home lacks (`floor: all`) where one it has says where.
         named = "name" in arguments
-        located = home.located(arguments["name"]) if named else None
+        about = home.about(arguments["name"]) if named else None
+        located, classes = about or (None, None)
         known: dict[str, bool] = {}
         for key, names in home.places.items():
             if isinstance(value := arguments.get(key), str):
@@ -190,7 +191,6 @@ class ArgumentCleaner:
                     del arguments[key]
         if not named:
             return
-        classes = home.classes(arguments["name"])
         if classes is not None and "device_class" not in required:
             given = _listed(arguments.get("device_class"))
             if given and not classes.intersection(given):
@@ -281,41 +281,6 @@ def _without_blanks(value: Any, *, words: bool) -> Any:
     return None if value in (None, "", [], {}) else value
 
 
-@dataclass(slots=True)
-class _Parameters:
-    """What a tool's parameters say of its arguments."""
-
-    required: frozenset[str]
-    # Arguments given as text or lists of text (names, areas, domains).
-    words: set[str]
-    # The values an argument takes, where its schema lists them.
-    choices: dict[str, frozenset[str]]
-    keys: set[str]
-    # Arguments that are numbers, also as one of all a schema must be.
-    numbers: set[str]
-
-    @classmethod
-    def of(cls, function: Mapping[str, Any]) -> _Parameters:
-        """Read a tool's parameters schema."""
-        schema = function.get("parameters")
-        given = schema.get("properties") if isinstance(schema, Mapping) else None
-        read = cls(required_keys(schema), set(), {}, set(), set())
-        for key, value in given.items() if isinstance(given, Mapping) else ():
-            if not isinstance(value, Mapping):
-                continue
-            read.keys.add(key)
-            if value.get("type") in ("string", "array"):
-                read.words.add(key)
-            items = value.get("items")
-            listed = items if isinstance(items, Mapping) and items else value
-            if isinstance(enum := listed.get("enum"), list):
-                read.choices[key] = frozenset(map(str, enum))
-            all_of = [p for p in value.get("allOf") or () if isinstance(p, Mapping)]
-            if any(p.get("type") in ("integer", "number") for p in (value, *all_of)):
-                read.numbers.add(key)
-        return read
-
-
 # Names of one kind the home has (with their domains), by their words.
 type _Names = dict[str, set[tuple[str, str]]]
 
@@ -381,33 +346,25 @@ class _Home:
     # The words of each area and its floor, by name, id and alias.
     area_words: dict[str, set[str]] = field(default_factory=dict)
 
-    def _ids(self, name: str) -> list[str]:
-        """Return the exposed entities of that name."""
-        return [entity_id for entity_id, of in self.entity_names.items() if of == name]
-
-    def located(self, name: str) -> set[str] | None:
-        """Return the words of the areas and floors the entities of that name are in."""
-        if not (ids := self._ids(name)):
+    def about(self, name: str) -> tuple[set[str], set[str]] | None:
+        """Return the words of the places the entities of that name are in, their classes."""
+        ids = [entity_id for entity_id, of in self.entity_names.items() if of == name]
+        if not ids:
             return None
         entities, devices = er.async_get(self.hass), dr.async_get(self.hass)
         located: set[str] = set()
-        for entry in filter(None, map(entities.async_get, ids)):
-            area_id = entry.area_id
-            if area_id is None and entry.device_id is not None:
-                device = devices.async_get(entry.device_id)
-                area_id = device.area_id if device is not None else None
-            located |= self.area_words.get(area_id or "", set())
-        return located
-
-    def classes(self, name: str) -> set[str] | None:
-        """Return the device classes of the entities of that name."""
-        if not (ids := self._ids(name)):
-            return None
-        return {
-            device_class
-            for state in filter(None, map(self.hass.states.get, ids))
-            if isinstance(device_class := state.attributes.get("device_class"), str)
-        }
+        classes: set[str] = set()
+        for entity_id in ids:
+            if entry := entities.async_get(entity_id):
+                area_id = entry.area_id
+                if area_id is None and entry.device_id is not None:
+                    device = devices.async_get(entry.device_id)
+                    area_id = device.area_id if device is not None else None
+                located |= self.area_words.get(area_id or "", set())
+            state = self.hass.states.get(entity_id)
+            if state and isinstance(kind := state.attributes.get("device_class"), str):
+                classes.add(kind)
+        return located, classes
 
     def entity_name(self, value: str, domains: frozenset[str]) -> str | None:
         """Return the entity a name means: by id, words, or domain (the one vacuum)."""

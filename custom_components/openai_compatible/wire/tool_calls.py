@@ -255,6 +255,41 @@ def required_keys(parameters: object) -> frozenset[str]:
     return frozenset(map(str, keys)) if isinstance(keys, list) else frozenset()
 
 
+@dataclass(slots=True)
+class ToolParameters:
+    """What a tool's parameters say of its arguments."""
+
+    required: frozenset[str]
+    # Arguments given as text or lists of text (names, areas, domains).
+    words: set[str]
+    # The values an argument takes, where its schema lists them.
+    choices: dict[str, frozenset[str]]
+    keys: set[str]
+    # Arguments that are numbers, also as one of all a schema must be.
+    numbers: set[str]
+
+    @classmethod
+    def of(cls, function: Mapping[str, Any]) -> ToolParameters:
+        """Read a tool's parameters schema."""
+        schema = function.get("parameters")
+        given = schema.get("properties") if isinstance(schema, Mapping) else None
+        read = cls(required_keys(schema), set(), {}, set(), set())
+        for key, value in given.items() if isinstance(given, Mapping) else ():
+            if not isinstance(value, Mapping):
+                continue
+            read.keys.add(key)
+            if value.get("type") in ("string", "array"):
+                read.words.add(key)
+            items = value.get("items")
+            listed = items if isinstance(items, Mapping) and items else value
+            if isinstance(enum := listed.get("enum"), list):
+                read.choices[key] = frozenset(map(str, enum))
+            all_of = [p for p in value.get("allOf") or () if isinstance(p, Mapping)]
+            if any(p.get("type") in ("integer", "number") for p in (value, *all_of)):
+                read.numbers.add(key)
+        return read
+
+
 def _error_result(error: str, problem: str) -> llm.ToolResult:
     return llm.ToolResult(
         {"error": error, "error_text": problem, "hint": _HINTS[error]}, error=True
