@@ -108,10 +108,9 @@ async def async_load_attachments(
 
     def read_all() -> list[LoadedFile]:
         loaded: list[LoadedFile] = []
-        room = ATTACHMENTS_MAX_TOTAL_BYTES
         for attachment in attachments:
+            room = ATTACHMENTS_MAX_TOTAL_BYTES - sum(len(file.data) for file in loaded)
             loaded.append(_read(attachment.path, attachment.mime_type, allowed, room))
-            room -= len(loaded[-1].data)
         return loaded
 
     return await hass.async_add_executor_job(read_all)
