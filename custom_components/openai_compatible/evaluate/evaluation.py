@@ -234,11 +234,7 @@ async def async_decide(ask: Ask, questions: list[Question]) -> dict[str, Outcome
     try:
         async with ask.slots:
             raw = await ask.transport.async_read(
-                "POST",
-                "/decisions",
-                budget=ask.budget,
-                body=body,
-                sent=frozenset(sent),
+                "POST", "/decisions", budget=ask.budget, body=body, sent=frozenset(sent)
             )
         data = parse_json(raw)
     except RequestRejectedError as err:
