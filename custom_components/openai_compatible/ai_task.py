@@ -242,7 +242,6 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
     async def _async_generate_image(
         self, task: ai_task.GenImageTask, chat_log: conversation.ChatLog
     ) -> ai_task.GenImageTaskResult:
-        """Generate an image, or edit the attached ones, with the image model."""
         with self._server_errors():
             data, info = await async_generate_image(
                 self.hass,

@@ -281,7 +281,6 @@ def _question(question: Question) -> JsonObject:
 
 
 def _outcomes(answers: list[Any], questions: list[Question]) -> dict[str, Outcome]:
-    """Return the outcome of each question from a Decision, refusing bad ones."""
     if not all(isinstance(answer, dict) for answer in answers):
         raise ModelError(
             "evaluate_failed", problem="an answer of the decision is not an object"

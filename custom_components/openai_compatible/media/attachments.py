@@ -82,7 +82,6 @@ def _read(path: Path, declared: str, allowed: frozenset[str], room: int) -> Load
 
 
 def _check_size(path: Path, size: int, room: int) -> None:
-    """Refuse a file over the size limit, or one with no room left in the total."""
     if size > ATTACHMENT_MAX_BYTES:
         raise InputError(
             "attachment_too_large",
