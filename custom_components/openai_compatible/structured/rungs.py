@@ -19,7 +19,7 @@ from ..errors import RequestRejectedError
 from ..models.capabilities import ModelCapabilities
 from ..net.readers import read_number
 from ..net.shapes import JsonSchema, JsonSchemaFormat, ResponseFormat
-from .selector_schema import StrictUnsupported, strict_json_schema
+from .selector_schema import StrictUnsupported, json_types, strict_json_schema
 
 # The most fenced blocks, and the most places in prose, where JSON is tried.
 JSON_TRIES: Final = 1000
@@ -63,7 +63,7 @@ def _walk(value: Any, schema: Any, path: list[Any], problems: list[str]) -> Any:
     if isinstance(branches := schema.get("anyOf"), list) and branches:
         schema = next((b for b in branches if _fits(value, b)), branches[0])
     if not _fits(value, schema):
-        kinds = " or ".join(_KINDS[kind][0] for kind in _types(schema))
+        kinds = " or ".join(_KINDS[k][0] for k in json_types(schema) if k in _KINDS)
         problems.append(_at(f"the value must be {kinds}", path))
     elif isinstance(value, str) and _CONTROL.search(value):
         problems.append(_at("the text holds control characters", path))
@@ -83,14 +83,9 @@ def _walk(value: Any, schema: Any, path: list[Any], problems: list[str]) -> Any:
     return value
 
 
-def _types(schema: Any) -> list[str]:
-    kind = schema.get("type", []) if isinstance(schema, dict) else []
-    return [k for k in (kind if isinstance(kind, list) else [kind]) if k in _KINDS]
-
-
 def _fits(value: Any, schema: Any) -> bool:
     # Of one of the schema's types; of any, if it names none.
-    kinds = _types(schema)
+    kinds = [kind for kind in json_types(schema) if kind in _KINDS]
     return not kinds or any(_KINDS[kind][1](value) for kind in kinds)
 
 

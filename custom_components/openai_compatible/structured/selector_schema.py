@@ -148,14 +148,15 @@ class StrictUnsupported(Exception):
     """The structure has no OpenAI strict-mode form; use the plain schema."""
 
 
-def _types(schema: JsonSchema) -> list[Any]:
-    kind = schema.get("type", [])
+def json_types(schema: Any) -> list[Any]:
+    """Return the types a schema names; none where it is no schema."""
+    kind = schema.get("type", []) if isinstance(schema, dict) else []
     return kind if isinstance(kind, list) else [kind]
 
 
 def _nullable(schema: JsonSchema) -> JsonSchema:
     kind = schema.get("type")
-    if "null" in _types(schema):
+    if "null" in json_types(schema):
         return schema
     if kind in _SCALAR_TYPES and not schema.keys() & {"enum", "const"}:
         return {**schema, "type": [kind, "null"]}
@@ -170,7 +171,7 @@ def strict_json_schema(schema: JsonSchema) -> JsonSchema:
     Dropped keywords only widen it (the answer is validated afterwards); raises
     StrictUnsupported where strict mode cannot say it at all.
     """
-    if "object" not in _types(schema):
+    if "object" not in json_types(schema):
         raise StrictUnsupported("the root is not an object")
     enum_values = 0
 
@@ -179,7 +180,7 @@ def strict_json_schema(schema: JsonSchema) -> JsonSchema:
         nonlocal enum_values
         if not isinstance(schema, dict):
             raise StrictUnsupported(f"{where} has no schema")
-        kinds = _types(schema)
+        kinds = json_types(schema)
         closed = schema.get("additionalProperties", "properties" not in schema) is False
         if "object" in kinds and not closed:
             raise StrictUnsupported(f"{where} is a free-form object")
