@@ -272,10 +272,8 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
                 # group would reach Home Assistant untranslated.
                 if (translated := errors.subgroup(TranslatedError)) is None:
                     raise
-                error: BaseException = translated
-                while isinstance(error, BaseExceptionGroup):
-                    error = error.exceptions[0]
-                # Its own cause, not the group, is what explains it.
+                # Its own cause, not the group, is what explains it (none nest).
+                error = translated.exceptions[0]
                 raise error from error.__cause__
         outcomes.update((q.key, a.result()) for q, a in zip(rest, answers, strict=True))
         trace(task.name, ask, questions, outcomes)
@@ -288,7 +286,6 @@ class OpenAICompatibleTaskEntity(ai_task.AITaskEntity, OpenAICompatibleEntity):
     async def _async_generate_image(
         self, task: ai_task.GenImageTask, chat_log: conversation.ChatLog
     ) -> ai_task.GenImageTaskResult:
-        """Generate an image, or edit the attached ones, with the image model."""
         with self._server_errors():
             data, info = await async_generate_image(
                 self.hass,

@@ -97,8 +97,7 @@ async def async_read_labels(
             ask.capabilities.learn_refused(Feature.LOGPROBS, err.lesson_source)
         ask.skip(question, f"logprobs: refused: {err.server_message}")
         return None
-    content = _logprob_content(choice)
-    if (top := _alternatives(content[0]) if content else None) is None:
+    if (top := next(iter(_token_alternatives(choice)), None)) is None:
         ask.capabilities.learn_refused(Feature.LOGPROBS, "the server returned none")
         ask.skip(question, "logprobs: the server returned none")
         return None
@@ -150,18 +149,17 @@ async def _async_held(
         )
         return None
     # The answer is a JSON string: the label comes after its opening quote.
-    for entry in _logprob_content(choice) or ():
-        top = _alternatives(entry)
+    for top in _token_alternatives(choice):
         if top and sum((masses := label_masses(top, labels)).values()) > 0:
             return masses
     ask.skip(question, "logprobs held to the labels: none")
     return None
 
 
-def _logprob_content(choice: JsonObject) -> list[object] | None:
+def _token_alternatives(choice: JsonObject) -> list[dict[str, float] | None]:
     logprobs = choice.get("logprobs")
     content = logprobs.get("content") if isinstance(logprobs, dict) else None
-    return content if isinstance(content, list) and content else None
+    return [_alternatives(e) for e in content] if isinstance(content, list) else []
 
 
 def _alternatives(first: object) -> dict[str, float] | None:

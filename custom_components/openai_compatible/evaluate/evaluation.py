@@ -233,11 +233,7 @@ async def async_decide(ask: Ask, questions: list[Question]) -> dict[str, Outcome
     try:
         async with ask.slots:
             raw = await ask.transport.async_read(
-                "POST",
-                "/decisions",
-                budget=ask.budget,
-                body=body,
-                sent=frozenset(sent),
+                "POST", "/decisions", budget=ask.budget, body=body, sent=frozenset(sent)
             )
         data = parse_json(raw)
     except RequestRejectedError as err:
@@ -284,7 +280,6 @@ def _question(question: Question) -> JsonObject:
 
 
 def _outcomes(answers: list[Any], questions: list[Question]) -> dict[str, Outcome]:
-    """Return the outcome of each question from a Decision, refusing bad ones."""
     if not all(isinstance(answer, dict) for answer in answers):
         raise ModelError(
             "evaluate_failed", problem="an answer of the decision is not an object"

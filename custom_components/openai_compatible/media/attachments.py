@@ -82,7 +82,6 @@ def _read(path: Path, declared: str, allowed: frozenset[str], room: int) -> Load
 
 
 def _check_size(path: Path, size: int, room: int) -> None:
-    """Refuse a file over the size limit, or one with no room left in the total."""
     if size > ATTACHMENT_MAX_BYTES:
         raise InputError(
             "attachment_too_large",
@@ -108,10 +107,9 @@ async def async_load_attachments(
 
     def read_all() -> list[LoadedFile]:
         loaded: list[LoadedFile] = []
-        room = ATTACHMENTS_MAX_TOTAL_BYTES
         for attachment in attachments:
+            room = ATTACHMENTS_MAX_TOTAL_BYTES - sum(len(file.data) for file in loaded)
             loaded.append(_read(attachment.path, attachment.mime_type, allowed, room))
-            room -= len(loaded[-1].data)
         return loaded
 
     return await hass.async_add_executor_job(read_all)

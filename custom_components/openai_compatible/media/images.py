@@ -213,7 +213,7 @@ async def _async_addresses(hass: HomeAssistant, url: httpx2.URL) -> list[_Addres
 async def _async_download(
     hass: HomeAssistant, url: httpx2.URL, networks: set[str]
 ) -> bytes | httpx2.URL:
-    """Download from the first address that connects, all on allowed networks."""
+    """Download from the first address that connects, all allowed; a redirect's URL."""
     try:
         addresses = await _async_addresses(hass, url)
     except (OSError, UnicodeError) as err:
@@ -221,46 +221,37 @@ async def _async_download(
     for address in addresses:
         if (kind := _network(address)) not in networks:
             raise _unfetched(f"its address is on a {kind or 'reserved'} network")
-    error: httpx2.HTTPError | None = None
-    for address in addresses:
-        try:
-            return await _async_get(hass, url, address)
-        except httpx2.ConnectError as err:
-            error = err
-    raise _unfetched("the connection failed") from error
-
-
-async def _async_get(
-    hass: HomeAssistant, url: httpx2.URL, address: _Address
-) -> bytes | httpx2.URL:
-    """GET the URL from one address, naming the host as the URL does; a redirect's URL."""
     if (client := hass.data.get(_CLIENT)) is None:
         # A client of its own: no shared cookies.
         client = hass.data[_CLIENT] = create_async_httpx_client(hass)
-    try:
-        async with client.stream(
-            "GET",
-            url.copy_with(host=str(address)),
-            headers={
-                "Host": url.netloc.decode("ascii"),
-                "Accept-Encoding": "gzip, deflate",
-                "Connection": "close",
-            },
-            # TLS names and checks the host of the URL, not the address.
-            extensions={"sni_hostname": url.raw_host.decode("ascii")},
-            timeout=IMAGE_FETCH_SECONDS,
-        ) as response:
-            if response.status_code in _REDIRECTS and (
-                location := response.headers.get("Location")
-            ):
-                return _parsed(str(url.join(location)))
-            if response.status_code != 200:
-                raise _unfetched(f"the server answered HTTP {response.status_code}")
-            return await _async_read_capped(response)
-    except httpx2.ConnectError:
-        raise
-    except httpx2.HTTPError as err:
-        raise _unfetched(f"the download failed ({type(err).__name__})") from err
+    error: httpx2.HTTPError | None = None
+    for address in addresses:
+        try:
+            # The URL from one address, naming the host as the URL does.
+            async with client.stream(
+                "GET",
+                url.copy_with(host=str(address)),
+                headers={
+                    "Host": url.netloc.decode("ascii"),
+                    "Accept-Encoding": "gzip, deflate",
+                    "Connection": "close",
+                },
+                # TLS names and checks the host of the URL, not the address.
+                extensions={"sni_hostname": url.raw_host.decode("ascii")},
+                timeout=IMAGE_FETCH_SECONDS,
+            ) as response:
+                if response.status_code in _REDIRECTS and (
+                    location := response.headers.get("Location")
+                ):
+                    return _parsed(str(url.join(location)))
+                if response.status_code != 200:
+                    raise _unfetched(f"the server answered HTTP {response.status_code}")
+                return await _async_read_capped(response)
+        except httpx2.ConnectError as err:
+            error = err
+        except httpx2.HTTPError as err:
+            raise _unfetched(f"the download failed ({type(err).__name__})") from err
+    raise _unfetched("the connection failed") from error
 
 
 async def _async_read_capped(response: httpx2.Response) -> bytes:

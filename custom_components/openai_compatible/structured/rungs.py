@@ -19,7 +19,7 @@ from ..errors import RequestRejectedError
 from ..models.capabilities import ModelCapabilities
 from ..net.readers import read_number
 from ..net.shapes import JsonSchema, JsonSchemaFormat, ResponseFormat
-from .selector_schema import StrictUnsupported, strict_json_schema
+from .selector_schema import StrictUnsupported, json_types, strict_json_schema
 
 # The most fenced blocks, and the most places in prose, where JSON is tried.
 JSON_TRIES: Final = 1000
@@ -57,13 +57,13 @@ def checked_answer(data: Any, structure: probatio.Schema, schema: JsonSchema) ->
 
 
 def _walk(value: Any, schema: Any, path: list[Any], problems: list[str]) -> Any:
-    """Return a value without strict mode's nulls; add what breaks its types."""
+    # The value without strict mode's nulls; what breaks its types goes to `problems`.
     if not isinstance(schema, dict):
         return value
     if isinstance(branches := schema.get("anyOf"), list) and branches:
         schema = next((b for b in branches if _fits(value, b)), branches[0])
     if not _fits(value, schema):
-        kinds = " or ".join(_KINDS[kind][0] for kind in _types(schema))
+        kinds = " or ".join(_KINDS[k][0] for k in json_types(schema) if k in _KINDS)
         problems.append(_at(f"the value must be {kinds}", path))
     elif isinstance(value, str) and _CONTROL.search(value):
         problems.append(_at("the text holds control characters", path))
@@ -83,14 +83,9 @@ def _walk(value: Any, schema: Any, path: list[Any], problems: list[str]) -> Any:
     return value
 
 
-def _types(schema: Any) -> list[str]:
-    kind = schema.get("type", []) if isinstance(schema, dict) else []
-    return [k for k in (kind if isinstance(kind, list) else [kind]) if k in _KINDS]
-
-
 def _fits(value: Any, schema: Any) -> bool:
-    """Tell whether a value is of one of the schema's types (any, if it names none)."""
-    kinds = _types(schema)
+    # Of one of the schema's types; of any, if it names none.
+    kinds = [kind for kind in json_types(schema) if kind in _KINDS]
     return not kinds or any(_KINDS[kind][1](value) for kind in kinds)
 
 
@@ -115,7 +110,7 @@ _MAX_INT_DIGITS: Final = 309
 
 
 def _integer(text: str) -> int | float:
-    """Return a JSON integer; one too large for a float reads as infinity."""
+    # One too large for a float reads as infinity.
     if len(text.lstrip("-")) > _MAX_INT_DIGITS:
         return -math.inf if text.startswith("-") else math.inf
     value = int(text)
@@ -127,7 +122,10 @@ _DECODER: Final = json.JSONDecoder(strict=False, parse_int=_integer)
 
 
 def parse_json_answer(text: str) -> Any:
-    """Return the JSON value in a model's answer: whole, fenced or in prose (linear)."""
+    """Return the JSON value in a model's answer: whole, fenced or in prose (linear).
+
+    In prose: the first value starting at a `{` or `[`, decoding no text twice.
+    """
     answer = text.rsplit("</think>", 1)[-1].split("<think>", 1)[0]
     try:
         try:
@@ -139,26 +137,20 @@ def parse_json_answer(text: str) -> Any:
                 return _DECODER.decode(fence[1])
             except json.JSONDecodeError:
                 continue
-        return _embedded_value(answer, problem)
+        position = 0
+        for _ in range(JSON_TRIES):
+            if (start := _JSON_START.search(answer, position)) is None:
+                break
+            try:
+                return _DECODER.raw_decode(answer, start.start())[0]
+            except json.JSONDecodeError as err:
+                position = max(err.pos, start.start() + 1)
     except RecursionError as err:
         raise StructureMismatch("the answer's JSON is nested too deep") from err
-
-
-def _embedded_value(answer: str, problem: json.JSONDecodeError) -> Any:
-    """Return the first JSON value starting at a `{` or `[`, decoding no text twice."""
-    position = 0
-    for _ in range(JSON_TRIES):
-        if (start := _JSON_START.search(answer, position)) is None:
-            break
-        try:
-            return _DECODER.raw_decode(answer, start.start())[0]
-        except json.JSONDecodeError as err:
-            position = max(err.pos, start.start() + 1)
     raise StructureMismatch(f"the answer is not valid JSON: {problem}")
 
 
 def _problem(error: probatio.Invalid) -> str:
-    """Return one validation error as a short sentence naming where it is."""
     path = list(error.path)
     if isinstance(error, probatio.RequiredFieldInvalid) and path:
         return _at(f"required key {path[-1]!r} is missing", path[:-1])

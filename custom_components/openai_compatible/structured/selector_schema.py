@@ -54,7 +54,6 @@ _SCRIPT: Final = "Home Assistant {}, in YAML's JSON form"
 
 
 def _free_form(what: str, multiple: bool = True) -> JsonSchema:
-    """Return a list of objects (or one object) the model writes as it sees fit."""
     item: JsonSchema = {"type": "object", "additionalProperties": True}
     if not multiple:
         return {**item, "description": _SCRIPT.format(what)}
@@ -101,8 +100,10 @@ def structure_to_json_schema(
     def serialize(node: Any) -> Any:
         if isinstance(node, selector.ChooseSelector):
             # A value that one of the choices takes is a valid selection.
-            choices = node.config["choices"].values()
-            return {"anyOf": [convert(_selector(c["selector"])) for c in choices]}
+            choices = node.serialize()["selector"]["choose"]["choices"].values()
+            return {
+                "anyOf": [convert(selector.selector(c["selector"])) for c in choices]
+            }
         if isinstance(node, selector.Selector) and node.selector_type in _OWN:
             return _OWN[node.selector_type](node)
         # A merged API serializer hands back the node itself when no API knows it.
@@ -143,32 +144,25 @@ def _standard(schema: Any) -> Any:
     }
 
 
-def _selector(config: Any) -> selector.Selector[Any]:
-    return (
-        config if isinstance(config, selector.Selector) else selector.selector(config)
-    )
-
-
 class StrictUnsupported(Exception):
     """The structure has no OpenAI strict-mode form; use the plain schema."""
 
 
-def _types(schema: JsonSchema) -> list[Any]:
-    kind = schema.get("type", [])
+def json_types(schema: Any) -> list[Any]:
+    """Return the types a schema names; none where it is no schema."""
+    kind = schema.get("type", []) if isinstance(schema, dict) else []
     return kind if isinstance(kind, list) else [kind]
 
 
 def _nullable(schema: JsonSchema) -> JsonSchema:
     kind = schema.get("type")
-    if "null" in _types(schema):
+    if "null" in json_types(schema):
         return schema
     if kind in _SCALAR_TYPES and not schema.keys() & {"enum", "const"}:
         return {**schema, "type": [kind, "null"]}
     inner = {key: value for key, value in schema.items() if key != "description"}
-    result: JsonSchema = {"anyOf": [inner, {"type": "null"}]}
-    if "description" in schema:
-        result["description"] = schema["description"]
-    return result
+    told = {"description": schema["description"]} if "description" in schema else {}
+    return {"anyOf": [inner, {"type": "null"}], **told}
 
 
 def strict_json_schema(schema: JsonSchema) -> JsonSchema:
@@ -177,16 +171,16 @@ def strict_json_schema(schema: JsonSchema) -> JsonSchema:
     Dropped keywords only widen it (the answer is validated afterwards); raises
     StrictUnsupported where strict mode cannot say it at all.
     """
-    if "object" not in _types(schema):
+    if "object" not in json_types(schema):
         raise StrictUnsupported("the root is not an object")
     enum_values = 0
 
-    def convert(schema: Any, where: str, depth: int) -> JsonSchema:
-        """Return the strict form of one schema; ``depth`` counts enclosing objects."""
+    def convert(schema: Any, where: str, depth: int, optional: bool) -> JsonSchema:
+        # `depth` counts enclosing objects; an optional property may be null.
         nonlocal enum_values
         if not isinstance(schema, dict):
             raise StrictUnsupported(f"{where} has no schema")
-        kinds = _types(schema)
+        kinds = json_types(schema)
         closed = schema.get("additionalProperties", "properties" not in schema) is False
         if "object" in kinds and not closed:
             raise StrictUnsupported(f"{where} is a free-form object")
@@ -201,19 +195,19 @@ def strict_json_schema(schema: JsonSchema) -> JsonSchema:
             result[keyword] = value
             if keyword == "properties":
                 required = schema.get("required", [])
-                result[keyword] = {}
-                for name, prop in value.items():
-                    converted = convert(prop, f"{where}.{name}", depth + 1)
-                    result[keyword][name] = (
-                        converted if name in required else _nullable(converted)
+                result[keyword] = {
+                    name: convert(
+                        prop, f"{where}.{name}", depth + 1, name not in required
                     )
+                    for name, prop in value.items()
+                }
             elif keyword == "items":
-                result[keyword] = convert(value, f"{where}[]", depth)
+                result[keyword] = convert(value, f"{where}[]", depth, False)
             elif keyword == "anyOf":
-                result[keyword] = [convert(item, where, depth) for item in value]
+                result[keyword] = [convert(item, where, depth, False) for item in value]
             elif keyword == "$defs":
                 result[keyword] = {
-                    name: convert(definition, f"definition {name}", depth)
+                    name: convert(definition, f"definition {name}", depth, False)
                     for name, definition in value.items()
                 }
             elif keyword == "enum":
@@ -230,6 +224,6 @@ def strict_json_schema(schema: JsonSchema) -> JsonSchema:
             result.setdefault("properties", {})
             result["required"] = list(result["properties"])
             result["additionalProperties"] = False
-        return result
+        return _nullable(result) if optional else result
 
-    return convert(schema, "the answer", 1)
+    return convert(schema, "the answer", 1, False)
