@@ -63,7 +63,7 @@ from custom_components.openai_compatible.models.providers import (
     PROVIDERS,
 )
 from custom_components.openai_compatible.net.transport import Budget
-from simulator import OpenAISimulator
+from simulator import OpenAISimulator, Pause
 from tests.conftest import KEYED_SIMULATOR_KEY, TEST_API_KEY, MakeConfigEntry, served
 
 pytestmark = pytest.mark.usefixtures("ha_core")
@@ -628,6 +628,23 @@ async def test_timeout(hass: HomeAssistant, simulator: OpenAISimulator) -> None:
     assert result["errors"] == {"base": "timeout_connect"}
     # No retries while validating: one request only.
     assert len(simulator.requests) == 1
+
+
+async def test_a_stalled_answer_is_timeout_connect(
+    hass: HomeAssistant, simulator: OpenAISimulator
+) -> None:
+    """A model list that stops mid-way is timeout_connect, a key the form translates."""
+    simulator.enqueue("/models", sse=['data: {"a": 1}\n\n', Pause(30)], done=False)
+    result = await _connect_form(hass, PROVIDER_CUSTOM)
+    with patch(
+        "custom_components.openai_compatible.models.listing.VALIDATION_BUDGET",
+        Budget(0.5),
+    ):
+        result = await hass.config_entries.flow.async_configure(
+            result["flow_id"], {CONF_BASE_URL: simulator.base_url}
+        )
+    assert result["errors"] == {"base": "timeout_connect"}
+    assert result["errors"]["base"] in EN["config"]["error"]
 
 
 async def test_unknown_error(

@@ -9,7 +9,7 @@ from homeassistant.components import conversation
 from homeassistant.components.ai_task import DOMAIN as AI_TASK_DOMAIN
 from homeassistant.components.conversation import DOMAIN as CONVERSATION_DOMAIN
 from homeassistant.config_entries import SubentryFlowResult
-from homeassistant.const import CONF_LLM_HASS_API, CONF_NAME, CONF_PROMPT
+from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import entity_registry as er, llm
@@ -67,29 +67,7 @@ from ..wire.extra_fields import owned_fields
 from .common import SubentryFlow, choice, dropdown, whole_number
 from .responses_step import RESPONSES_KEYS, responses_schema
 
-ADVANCED_KEYS: Final = (
-    CONF_MAX_TOKENS,
-    CONF_TEMPERATURE,
-    CONF_TOP_P,
-    CONF_EXTRA_FIELDS,
-    CONF_THINKING,
-)
-# Every key the settings step owns; other keys in saved data are kept.
-SETTINGS_KEYS: Final = frozenset(
-    {
-        *ADVANCED_KEYS,
-        CONF_CHAT_MODEL,
-        CONF_CONTEXT_WINDOW,
-        CONF_FALLBACK,
-        CONF_HISTORY_TURNS,
-        CONF_IMAGE_MODEL,
-        CONF_LLM_HASS_API,
-        CONF_NAME,
-        CONF_PROMPT,
-        CONF_RECOMMENDED,
-        CONF_STREAMING,
-    }
-)
+# Home Assistant leaves these fields out of the input while recommended is on.
 _ADVANCED: Final[FieldCondition] = {"field": CONF_RECOMMENDED, "value": False}
 # Values that ask for nothing, and so are not saved.
 _UNSAVED: Final[dict[str, object]] = {
@@ -113,13 +91,6 @@ def chat_defaults(
     return data
 
 
-TOOL_KEYS: Final = (
-    CONF_TOOLS,
-    CONF_TOOLS_ON_DEMAND,
-    CONF_MAX_TOOL_CALLS,
-    CONF_ONE_ROUND,
-    CONF_CALL_EXAMPLES,
-)
 LABEL_CHARACTERS: Final = 60
 
 
@@ -173,21 +144,20 @@ class ModelSubentryFlowHandler(SubentryFlow):
         # The extra fields: an object, setting nothing we own.
         given = user_input or {}
         fields = given.get(CONF_EXTRA_FIELDS)
-        if not given.get(CONF_RECOMMENDED, True) and fields not in (None, ""):
+        if fields not in (None, ""):
             if not isinstance(fields, dict):
                 errors[CONF_EXTRA_FIELDS] = "extra_fields_not_object"
             elif owned := owned_fields(fields):
                 errors[CONF_EXTRA_FIELDS] = "extra_fields_owned"
                 placeholders["fields"] = ", ".join(owned)
         if user_input is not None and not errors:
-            # Tuning only with recommended off; what asks for nothing is not saved.
-            tuning = not user_input[CONF_RECOMMENDED]
+            # What asks for nothing is not saved.
             given = {
                 k: v.strip() if isinstance(v, str) and k != CONF_PROMPT else v
                 for k, v in user_input.items()
-                if (tuning or k not in ADVANCED_KEYS) and _UNSAVED.get(k) != v
+                if _UNSAVED.get(k) != v
             }
-            self.options = self._taken(given, SETTINGS_KEYS)
+            self.options = self._taken(given)
             target = self.options.get(CONF_FALLBACK)
             if not (target and closes_loop(self.hass, self._own_entity_id(), target)):
                 return await self.async_step_tools()
@@ -223,7 +193,7 @@ class ModelSubentryFlowHandler(SubentryFlow):
             unsaved = {CONF_TOOLS_ON_DEMAND: False, CONF_ONE_ROUND: local}
             unsaved[CONF_CALL_EXAMPLES] = local
             given = {k: v for k, v in user_input.items() if unsaved.get(k) != v}
-            self.options = self._taken(given, TOOL_KEYS)
+            self.options = self._taken(given)
         if user_input is not None or not apis:
             return await self.async_step_responses()
         options = await async_tool_options(self.hass, apis)

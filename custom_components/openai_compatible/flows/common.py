@@ -189,9 +189,12 @@ class SubentryFlow(ConfigSubentryFlow):
         return name | {probatio.Required(key): dropdown(models, self.options.get(key))}
 
     def _taken(
-        self, given: Mapping[str, Any], owned: Collection[str]
+        self, given: Mapping[str, Any], owned: Collection[str] | None = None
     ) -> dict[str, Any]:
-        """Return the options with a form's values for the keys it owns; blanks go."""
+        """Return the options with the values of the shown form (or `owned`); blanks go."""
+        if owned is None:
+            assert self.cur_step is not None and self.cur_step["data_schema"]
+            owned = {str(key) for key in self.cur_step["data_schema"].schema}
         kept = {key: value for key, value in self.options.items() if key not in owned}
         return kept | {k: v for k, v in given.items() if v not in (None, "", [], {})}
 

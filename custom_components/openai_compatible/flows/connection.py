@@ -159,7 +159,9 @@ async def async_check_server(
     except AuthError:
         errors["base"] = "invalid_auth"
     except ConnectError as err:
-        errors["base"] = err.translation_key or "cannot_connect"
+        failed = err.translation_key or "cannot_connect"
+        # An answer too slow to finish is, for the check, a server too slow to answer.
+        errors["base"] = "timeout_connect" if failed == "timeout_answer" else failed
         url = URL(data[CONF_BASE_URL])
         host = url.host or ""
         if errors["base"] == "cannot_connect" and (

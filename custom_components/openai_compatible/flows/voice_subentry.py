@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from homeassistant.config_entries import SubentryFlowResult
@@ -99,9 +99,7 @@ class VoiceSubentryFlowHandler(SubentryFlow):
         model = next(filter(_PICKS[self._subentry_type], models), known)
         return _voice_data(self._subentry_type, model)
 
-    def _take(
-        self, user_input: Mapping[str, Any], keys: Iterable[object], required: str
-    ) -> bool:
+    def _take(self, user_input: Mapping[str, Any], required: str) -> bool:
         """Take the values if the required one is given; blank or left-out text goes."""
         values = {
             key: value.strip() if isinstance(value, str) else value
@@ -109,7 +107,7 @@ class VoiceSubentryFlowHandler(SubentryFlow):
         }
         if not values.get(required):
             return False
-        self.options = self._taken(values, {*map(str, keys)})
+        self.options = self._taken(values)
         return True
 
     async def async_step_init(
@@ -130,7 +128,7 @@ class VoiceSubentryFlowHandler(SubentryFlow):
             schema[probatio.Required(CONF_HINT_NAMES, default=False)] = bool
         errors: dict[str, str] = {}
         if user_input is not None:
-            if not self._take(user_input, schema, CONF_AUDIO_MODEL):
+            if not self._take(user_input, CONF_AUDIO_MODEL):
                 errors[CONF_AUDIO_MODEL] = "model_required"
             elif self._speaks:
                 return await self.async_step_voice()
@@ -152,7 +150,7 @@ class VoiceSubentryFlowHandler(SubentryFlow):
         entry = self._entry()
         errors: dict[str, str] = {}
         if user_input is not None:
-            if self._take(user_input, [CONF_VOICE, *VOICE_SETTINGS], CONF_VOICE):
+            if self._take(user_input, CONF_VOICE):
                 return self._async_store(self.options)
             errors[CONF_VOICE] = "voice_required"
         model = str(self.options[CONF_AUDIO_MODEL])
