@@ -1,9 +1,8 @@
 """The Chat Completions dialect, and the chat log rendering both dialects share.
 
-Rendering is deterministic (each content once per round trip), so a request
-repeats the previous one's start for the prompt cache. With tools, what of
-the system prompt varies by device or command (`split_instructions`) goes in
-a system message of its own after them, so the system prompt and tools stay.
+Rendering is deterministic, so a request repeats the previous one's start for
+the prompt cache; with tools, what of the system prompt varies by device or
+command goes in a system message of its own after them.
 """
 
 from __future__ import annotations
@@ -36,9 +35,7 @@ type Role = Literal["system", "user", "assistant"]
 # satellite's extra system prompt comes after both.
 _VARIES_AFTER: Final = f"{DEVICE_CONTROL_TOOL_USAGE_PROMPT}\n"
 _VARIES_FROM: Final = "\n" + DATE_TIME_PROMPT.split("{{", 1)[0]
-# Call ids as Mistral takes them.
 _MISTRAL_ID: Final = re.compile(r"^[a-zA-Z0-9]{9}$")
-# The feature each field of a body stands for.
 _FIELD_FEATURES: Final = {
     "logprobs": Feature.LOGPROBS,
     "stream_options": Feature.STREAM_OPTIONS,
@@ -49,8 +46,7 @@ _FIELD_FEATURES: Final = {
     "prompt_cache_key": Feature.PROMPT_CACHE_KEY,
     "tool_choice": Feature.TOOL_CHOICE,
 }
-# The feature each type of attachment part (in either dialect's form) or of
-# provider-run tool stands for.
+# The feature of each type of attachment part (either dialect's) or provider tool.
 TYPE_FEATURES: Final = {
     "image_url": Feature.IMAGE_INPUT,
     "file": Feature.FILE_INPUT,
@@ -172,12 +168,11 @@ class ChatLogRenderer[Item, Part](ABC):
     def _call_ids(
         self, content: conversation.AssistantContent, rendered: list[Item]
     ) -> Iterable[str]:
-        """Return the ids of the calls the server sees: the model's, not the provider's."""
         return [call.id for call in model_calls(content)]
 
 
 def _wire_call_id(call_id: str, short: bool) -> str:
-    """Return the call id in a form the server accepts, always the same one."""
+    # Always the same one, as Mistral takes them where `short`.
     if not short or _MISTRAL_ID.match(call_id):
         return call_id
     return hashlib.sha256(call_id.encode()).hexdigest().lstrip("0")[:9]
@@ -244,11 +239,7 @@ def shared_features(
     response_format: Mapping[str, Any],
     fields: Mapping[str, Feature],
 ) -> set[Feature]:
-    """Return the features either dialect's body holds alike.
-
-    Its format (strict mode in Chat Completions' `json_schema`, in the format
-    itself over Responses), tools, fields and attachment parts.
-    """
+    """Return the features either dialect's body holds alike."""
     features: set[Feature] = set()
     kind = response_format.get("type")
     if kind == "json_schema":
@@ -279,8 +270,7 @@ def shared_features(
 def without_feature(body: ChatBody, feature: Feature) -> ChatBody | None:
     """Return the body asking the same without the feature; None if it cannot.
 
-    What tunes or sends the answer can go, the thinking given back, and the
-    system messages (folded into the first user one); the rest is the request.
+    What tunes the answer, the thinking given back, and system messages can go.
     """
     if keys := DROPPED_KEYS.get(feature):
         return without_keys(body, keys)
@@ -313,6 +303,11 @@ class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
     proves: Feature | None = None
     retries_unstreamed: bool = True
     least_limit: int = 1
+    # A stream that ends with the usage.
+    stream_fields: Mapping[str, object] = {
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     body_features = staticmethod(body_features)
     without_feature = staticmethod(without_feature)
     prompt_items = staticmethod(chat_items)
@@ -335,10 +330,6 @@ class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
         asked = {"response_format": response_format} if response_format else {}
         body = {"model": self.settings.model, "messages": conversation, **tools}
         return cast("ChatBody", body | self.settings.body() | asked)
-
-    def streamed(self, body: ChatBody) -> ChatBody:
-        """Return the body asking for a stream that ends with the usage."""
-        return {**body, "stream": True, "stream_options": {"include_usage": True}}
 
     def parser(self, body: ChatBody) -> ChatStreamParser:
         """Return a parser for the answer to a body."""

@@ -154,6 +154,7 @@ class ResponsesDialect(ChatLogRenderer[ResponsesItem, InputPart]):
     retries_unstreamed: bool = False
     limit_key: str = "max_output_tokens"
     least_limit: int = MIN_OUTPUT_TOKENS
+    stream_fields: Mapping[str, object] = {"stream": True}
     body_features = staticmethod(body_features)
     without_feature = staticmethod(without_feature)
     prompt_items = staticmethod(responses_items)
@@ -224,10 +225,6 @@ class ResponsesDialect(ChatLogRenderer[ResponsesItem, InputPart]):
             body["service_tier"] = options.service_tier
         body["store"] = options.store
         return cast("ResponsesBody", body)
-
-    def streamed(self, body: ResponsesBody) -> ResponsesBody:
-        """Return the body asking for a stream of events."""
-        return {**body, "stream": True}
 
     def parser(self, body: ResponsesBody) -> ResponsesStreamParser:
         """Return a parser for the answer to a body."""

@@ -1,12 +1,10 @@
 """The one round trip over either wire API: send, drop what is refused, refit.
 
-A `Dialect` (chat_completions.py, responses.py) renders the chat log, tells
-the features a body holds and how each can go, and parses the answer.
-`RoundTrip` shapes the body as the model takes it, sends it again without a
-refused feature (learned when it holds for any request), fitted again after a
-context overflow (also one told in the stream before anything was said), or
-over Chat Completions where Responses is refused, within one deadline and a
-count of tries, and reads the answer into deltas.
+A `Dialect` (chat_completions.py, responses.py) renders the chat log, tells a
+body's features and how each can go, and parses the answer. `RoundTrip` sends
+again without a refused feature or field, refitted after a context overflow,
+or over Chat Completions where Responses is refused, within one deadline and
+a count of tries.
 """
 
 from __future__ import annotations
@@ -15,6 +13,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+import re
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypedDict, Unpack, cast
 
 from homeassistant.components import conversation
@@ -40,7 +39,6 @@ from ..net.transport import (
 from ..window.context_window import observe_usage
 from ..window.prompt_fit import PromptItem
 from .chat_stream import Delta, async_read_answer
-from .extra_fields import named_fields
 
 if TYPE_CHECKING:
     from ..window.context_window import RequestFit
@@ -52,6 +50,7 @@ type Instructions = tuple[conversation.UserContent, str]
 MAX_TRIES: Final = 4 + len(Feature)
 # Where a body holds the answer's limit: Chat Completions (either name), Responses.
 LIMIT_KEYS: Final = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+_WORD: Final = r"(?<![a-z0-9_]){}(?![a-z0-9_])"
 
 
 class BodyAsk(TypedDict, total=False):
@@ -76,6 +75,8 @@ class Dialect[P, B: WireBody, M: WireItem](Protocol):
     # Where the body holds the answer's limit, and the least it may be.
     limit_key: str
     least_limit: int
+    # What a body holds to ask for a streamed answer.
+    stream_fields: Mapping[str, object]
 
     @property
     def tools(self) -> Sequence[Mapping[str, object]]:
@@ -91,9 +92,6 @@ class Dialect[P, B: WireBody, M: WireItem](Protocol):
 
     def body(self, conversation: list[M], response_format: ResponseFormat | None) -> B:
         """Return the request body around a conversation, unlimited."""
-
-    def streamed(self, body: B) -> B:
-        """Return the body asking for a streamed answer."""
 
     def body_features(self, body: B) -> frozenset[Feature]:
         """Return the request features a body holds."""
@@ -147,7 +145,6 @@ class RoundTrip:
         """Prepare a run of rounds; with `fit`, each request fits the window."""
         self._transport = transport
         self._capabilities = capabilities
-        # Any dialect's bodies and items are of the wire's shapes.
         self._dialect: Dialect[Any, WireBody, WireItem] = dialect
         self._budget = budget
         self._on_request = on_request
@@ -158,22 +155,17 @@ class RoundTrip:
         self.fallback: Callable[[], Dialect[Any, Any, Any]] | None = None
 
     async def async_build_body(
-        self,
-        chat_log: conversation.ChatLog,
-        *,
-        response_format: ResponseFormat | None = None,
-        instructions: Instructions | None = None,
-        last_round: bool = False,
+        self, chat_log: conversation.ChatLog, **ask: Unpack[BodyAsk]
     ) -> WireBody:
         """Return the request body for the chat log as it is now, with its limit."""
         dialect = self._dialect
-        messages = await dialect.async_render(chat_log.content, instructions)
+        messages = await dialect.async_render(chat_log.content, ask.get("instructions"))
         limit = dialect.settings.max_tokens
         if self._fit is not None:
             items = dialect.prompt_items(messages)
             messages, limit = self._fit.fitted(items, dialect.tools)
-        body = self._limited(dialect.body(messages, response_format), limit)
-        if last_round and body.get("tools"):
+        body = self._limited(dialect.body(messages, ask.get("response_format")), limit)
+        if ask.get("last_round") and body.get("tools"):
             return cast("WireBody", {**body, "tool_choice": "none"})
         return body
 
@@ -182,11 +174,9 @@ class RoundTrip:
     ) -> AsyncIterator[Delta]:
         """Build the request, send it and yield the answer as chat log deltas.
 
-        A refused Responses route goes over the fallback's from then on. Where
-        the dialect says so, an empty stream next to tools (a server that
-        cannot stream when it may choose a tool) is asked again unstreamed, and
-        the refusal learned when that answers; so is a refusal while reading
-        (unlearned). An empty answer to tool results is the model's own.
+        A refused Responses route goes over the fallback's from then on. An
+        empty stream next to tools (a server that cannot stream when it may
+        choose a tool) is asked again unstreamed, where the dialect says so.
         """
         try:
             async for delta in self._async_stream(chat_log, **ask):
@@ -222,10 +212,11 @@ class RoundTrip:
             refused = err.feature is Feature.STREAM_WITH_TOOLS and body.get("stream")
             if said or not (refused and self._dialect.retries_unstreamed):
                 raise
-            learn = False
-        if said or not self._streams_with_tools(body):
+            learn = False  # a refusal while reading is not learned
+        # An empty answer to tool results is the model's own.
+        if said or chat_log.unresponded_tool_results:
             return
-        if isinstance(chat_log.content[-1], conversation.ToolResultContent):
+        if not self._streams_with_tools(body):
             return
         LOGGER.debug("Empty streamed answer next to tools; asking unstreamed")
         unstreamed = self._dialect.without_feature(body, Feature.STREAM_WITH_TOOLS)
@@ -262,7 +253,6 @@ class RoundTrip:
         return _Tries(self._budget, loop.time() + self._budget.deadline, MAX_TRIES)
 
     def _streams_with_tools(self, body: WireBody) -> bool:
-        # Whether an empty answer to the body is asked again unstreamed.
         return self._dialect.retries_unstreamed and bool(
             body.get("stream") and body.get("tools")
         )
@@ -270,7 +260,7 @@ class RoundTrip:
     def _shaped(self, body: WireBody, stream: bool) -> WireBody:
         dialect = self._dialect
         if stream:
-            body = dialect.streamed(body)
+            body = cast("WireBody", {**body, **dialect.stream_fields})
         for feature in dialect.body_features(body):
             if self._capabilities.refuses(feature) and (
                 changed := dialect.without_feature(body, feature)
@@ -371,10 +361,17 @@ class RoundTrip:
     def _without_refused(
         self, body: WireBody, err: RequestRejectedError, dropped: set[Feature]
     ) -> WireBody:
-        # Extra fields it names go first, learned at once. A feature in `dropped`
-        # is not sent again (an answer naming both limits would swap them for ever).
-        extra = [key for key in self._dialect.settings.extra if key in body]
-        if named := named_fields(err.server_message, extra):
+        # Extra fields it names (each as a whole word) go first, learned at
+        # once. A feature in `dropped` is not sent again (an answer naming
+        # both limits would swap them for ever).
+        message = err.server_message.casefold()
+        named = tuple(
+            key
+            for key in self._dialect.settings.extra
+            if key in body
+            and re.search(_WORD.format(re.escape(key.casefold())), message)
+        )
+        if named:
             LOGGER.debug("Sending again without %s: %s", named, err.server_message)
             self._capabilities.learn_refused_fields(named, err.lesson_source)
             return without_keys(body, named)
