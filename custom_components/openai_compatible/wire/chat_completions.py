@@ -7,7 +7,6 @@ command goes in a system message of its own after them.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 import hashlib
 import re
@@ -78,14 +77,16 @@ def split_instructions(text: str) -> tuple[str, str]:
     return text[:cut], text[cut:].strip("\n")
 
 
-class ChatLogRenderer[Item, Part](ABC):
+class ChatLogRenderer[Item, Part]:
     """Render chat log content as one wire API's messages or items."""
 
-    # The content part of an attachment, a text part's type, and what a
-    # message holds before its role.
+    # The content part of an attachment, a text part's type, what a message
+    # holds before its role; an answer's items, and a tool call's result.
     _attachment_part: Callable[[LoadedFile], Part]
     _text_type: str
     _message_head: Mapping[str, str]
+    _assistant: Callable[[conversation.AssistantContent], list[Item]]
+    _result: Callable[[str, Any], Item]
 
     def __init__(self, hass: HomeAssistant, tool_set: ToolSet) -> None:
         """Prepare an empty cache."""
@@ -156,14 +157,6 @@ class ChatLogRenderer[Item, Part](ABC):
 
     def _message(self, role: Role, content: str | list[Part]) -> Item:
         return cast("Item", {**self._message_head, "role": role, "content": content})
-
-    @abstractmethod
-    def _assistant(self, content: conversation.AssistantContent) -> list[Item]:
-        """Convert an answer."""
-
-    @abstractmethod
-    def _result(self, call_id: str, data: Any) -> Item:
-        """Return the result of a tool call."""
 
     def _call_ids(
         self, content: conversation.AssistantContent, rendered: list[Item]

@@ -1,13 +1,12 @@
 """Fields a user adds to every request of an agent or task, beside the thinking.
 
-The form refuses those the integration owns (OWNED_FIELDS). A server that
-refuses one names it; the round trip drops it and the model remembers.
+The form refuses those the integration owns. A server that refuses one names
+it; the round trip drops it and the model remembers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-import re
+from collections.abc import Mapping
 from typing import Any, Final
 
 from ..const import CONF_EXTRA_FIELDS, CONF_THINKING
@@ -58,15 +57,3 @@ def request_fields(
             value = {**old, **value}
         fields[key] = value
     return fields
-
-
-def named_fields(message: str, names: Iterable[str]) -> tuple[str, ...]:
-    """Return the names a server's message names, each as a whole word."""
-    lowered = message.casefold()
-    return tuple(
-        name
-        for name in names
-        if re.search(
-            rf"(?<![a-z0-9_]){re.escape(name.casefold())}(?![a-z0-9_])", lowered
-        )
-    )
