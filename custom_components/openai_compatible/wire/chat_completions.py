@@ -7,10 +7,10 @@ command goes in a system message of its own after them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 import hashlib
 import re
-from typing import Any, Final, Literal, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 from homeassistant.components import conversation
 from homeassistant.components.intent.llm import DEVICE_CONTROL_TOOL_USAGE_PROMPT
@@ -24,10 +24,14 @@ from ..net.shapes import ChatBody, ChatMessage, ChatPart, ResponseFormat
 from ..net.transport import RequestSettings, ToolSet, without_keys
 from ..window.prompt_fit import CallRef, ItemKind, PromptItem, split_turns
 from .chat_stream import ChatStreamParser
-from .round_trip import Instructions
 from .tool_calls import checked_calls, model_calls
 
+if TYPE_CHECKING:
+    from .responses_stream import ResponsesStreamParser
+
 type Role = Literal["system", "user", "assistant"]
+# Text added to one user message (the task's own), so it stays in place.
+type Instructions = tuple[conversation.UserContent, str]
 
 # Where Home Assistant's system prompt turns to what varies: after the Assist
 # API's device control line (the area, timers), or at the date line; a
@@ -77,9 +81,29 @@ def split_instructions(text: str) -> tuple[str, str]:
     return text[:cut], text[cut:].strip("\n")
 
 
-class ChatLogRenderer[Item, Part]:
-    """Render chat log content as one wire API's messages or items."""
+class Dialect[Item, Part, Body]:
+    """What one wire API tells the round trip, and the chat log rendered for it."""
 
+    route: str
+    # What opening an answer proves the model takes; None: nothing.
+    proves: Feature | None
+    # Whether an empty stream next to tools is asked again unstreamed.
+    retries_unstreamed: bool
+    # The tools as the body holds them, for the window to count.
+    tools: Sequence[Mapping[str, object]]
+    # Where the body holds the answer's limit, and the least it may be.
+    limit_key: str
+    least_limit: int
+    # What a body holds to ask for a streamed answer.
+    stream_fields: Mapping[str, object]
+    # The body around a conversation (unlimited), the features a body holds,
+    # the body asking the same without one (None: it cannot), its parser.
+    body: Callable[[list[Item], ResponseFormat | None], Body]
+    body_features: Callable[[Body], frozenset[Feature]]
+    without_feature: Callable[[Body, Feature], Body | None]
+    parser: Callable[[Body], ChatStreamParser | ResponsesStreamParser]
+    # The conversation as the window fits it: each part's kind told.
+    prompt_items: Callable[[list[Item]], list[PromptItem]]
     # The content part of an attachment, a text part's type, what a message
     # holds before its role; an answer's items, and a tool call's result.
     _attachment_part: Callable[[LoadedFile], Part]
@@ -88,9 +112,12 @@ class ChatLogRenderer[Item, Part]:
     _assistant: Callable[[conversation.AssistantContent], list[Item]]
     _result: Callable[[str, Any], Item]
 
-    def __init__(self, hass: HomeAssistant, tool_set: ToolSet) -> None:
-        """Prepare an empty cache."""
+    def __init__(
+        self, hass: HomeAssistant, settings: RequestSettings, tool_set: ToolSet
+    ) -> None:
+        """Prepare for a run of rounds, with an empty cache."""
         self._hass = hass
+        self.settings = settings
         self.tool_set = tool_set
         self._rendered: dict[
             int, tuple[conversation.Content, str | None, list[Item]]
@@ -286,7 +313,7 @@ def without_feature(body: ChatBody, feature: Feature) -> ChatBody | None:
     return changed
 
 
-class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
+class ChatCompletionsDialect(Dialect[ChatMessage, ChatPart, ChatBody]):
     """`/chat/completions`: messages in, a chat completion or its chunks out."""
 
     _attachment_part = staticmethod(attachment_part)
@@ -309,8 +336,7 @@ class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
         self, hass: HomeAssistant, settings: RequestSettings, tool_set: ToolSet
     ) -> None:
         """Prepare for a run of rounds."""
-        super().__init__(hass, tool_set)
-        self.settings = settings
+        super().__init__(hass, settings, tool_set)
         self.tools = tool_set.tools
         self.limit_key = settings.limit_key
 

@@ -29,12 +29,7 @@ from ..net.shapes import (
 )
 from ..net.transport import RequestSettings, ToolSet, without_keys
 from ..window.prompt_fit import CallRef, ItemKind, PromptItem
-from .chat_completions import (
-    DROPPED_KEYS,
-    TYPE_FEATURES,
-    ChatLogRenderer,
-    shared_features,
-)
+from .chat_completions import DROPPED_KEYS, TYPE_FEATURES, Dialect, shared_features
 from .responses_stream import ResponsesReplay, ResponsesStreamParser
 from .tool_calls import checked_calls, model_calls
 
@@ -143,7 +138,7 @@ def input_attachment(file: LoadedFile) -> InputPart:
     return {"type": "input_file", "filename": file.name, "file_data": file.data_url}
 
 
-class ResponsesDialect(ChatLogRenderer[ResponsesItem, InputPart]):
+class ResponsesDialect(Dialect[ResponsesItem, InputPart, ResponsesBody]):
     """`/responses`: input items in, a response or its events out."""
 
     _attachment_part = staticmethod(input_attachment)
@@ -169,9 +164,8 @@ class ResponsesDialect(ChatLogRenderer[ResponsesItem, InputPart]):
         agent_id: str,
     ) -> None:
         """Prepare for rounds of one agent, whose answers go back as they came."""
-        super().__init__(hass, tool_set)
+        super().__init__(hass, settings, tool_set)
         self._agent_id = agent_id
-        self.settings = settings
         # Function tools are not strict (the API's default is).
         self.tools = [
             *(

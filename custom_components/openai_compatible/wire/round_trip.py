@@ -10,11 +10,11 @@ a count of tries.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 import re
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypedDict, Unpack, cast
+from typing import TYPE_CHECKING, Any, Final, TypedDict, Unpack, cast
 
 from homeassistant.components import conversation
 
@@ -28,23 +28,13 @@ from ..errors import (
 from ..models.capabilities import ModelCapabilities
 from ..net.readers import async_read_body, read_usage
 from ..net.shapes import JsonObject, ResponseFormat, WireBody, WireItem
-from ..net.transport import (
-    Budget,
-    RequestSettings,
-    ToolSet,
-    Transport,
-    parse_json,
-    without_keys,
-)
+from ..net.transport import Budget, Transport, parse_json, without_keys
 from ..window.context_window import observe_usage
-from ..window.prompt_fit import PromptItem
+from .chat_completions import Dialect, Instructions
 from .chat_stream import Delta, async_read_answer
 
 if TYPE_CHECKING:
     from ..window.context_window import RequestFit
-
-# Text added to one user message (the task's own), so it stays in place.
-type Instructions = tuple[conversation.UserContent, str]
 
 # Requests one round trip may send: one per feature it may drop, a few more.
 MAX_TRIES: Final = 4 + len(Feature)
@@ -60,47 +50,6 @@ class BodyAsk(TypedDict, total=False):
     instructions: Instructions | None
     # A small model's last round: words, no calls.
     last_round: bool
-
-
-class Dialect[P, B: WireBody, M: WireItem](Protocol):
-    """What one wire API tells the round trip."""
-
-    route: str
-    # What opening an answer proves the model takes; None: nothing.
-    proves: Feature | None
-    # Whether an empty stream next to tools is asked again unstreamed.
-    retries_unstreamed: bool
-    settings: RequestSettings
-    tool_set: ToolSet
-    # Where the body holds the answer's limit, and the least it may be.
-    limit_key: str
-    least_limit: int
-    # What a body holds to ask for a streamed answer.
-    stream_fields: Mapping[str, object]
-
-    @property
-    def tools(self) -> Sequence[Mapping[str, object]]:
-        """Return the tools as the body holds them, for the window to count."""
-
-    async def async_render(
-        self, contents: list[conversation.Content], instructions: Instructions | None
-    ) -> list[M]:
-        """Return the chat log as the body's conversation."""
-
-    def prompt_items(self, conversation: list[M]) -> list[PromptItem]:
-        """Return the conversation as the window fits it: each part's kind told."""
-
-    def body(self, conversation: list[M], response_format: ResponseFormat | None) -> B:
-        """Return the request body around a conversation, unlimited."""
-
-    def body_features(self, body: B) -> frozenset[Feature]:
-        """Return the request features a body holds."""
-
-    def without_feature(self, body: B, feature: Feature) -> B | None:
-        """Return the body asking the same without the feature; None if it cannot."""
-
-    def parser(self, body: B) -> P:
-        """Return a parser for the answer to a body."""
 
 
 @dataclass(slots=True)
@@ -145,7 +94,7 @@ class RoundTrip:
         """Prepare a run of rounds; with `fit`, each request fits the window."""
         self._transport = transport
         self._capabilities = capabilities
-        self._dialect: Dialect[Any, WireBody, WireItem] = dialect
+        self._dialect: Dialect[WireItem, Any, WireBody] = dialect
         self._budget = budget
         self._on_request = on_request
         self._on_usage = on_usage
