@@ -55,10 +55,9 @@ from .window.context_window import (
     learning_refusals,
 )
 from .wire.chat_completions import ChatCompletionsDialect, Dialect
-from .wire.extra_fields import request_fields
 from .wire.rescue import TurnRescue
 from .wire.responses import ResponsesDialect
-from .wire.round_trip import RoundTrip
+from .wire.round_trip import RoundTrip, request_fields
 from .wire.tool_calls import unanswerable_error
 
 if TYPE_CHECKING:

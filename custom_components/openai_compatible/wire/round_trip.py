@@ -4,13 +4,14 @@ A `Dialect` (chat_completions.py, responses.py) renders the chat log, tells a
 body's features and how each can go, and parses the answer. `RoundTrip` sends
 again without a refused feature or field, refitted after a context overflow,
 or over Chat Completions where Responses is refused, within one deadline and
-a count of tries.
+a count of tries. Also the fields a user adds to every request of an agent or
+task, beside the thinking (the form refuses those the integration owns).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 import re
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, TypedDict, Unpack, cast
 
 from homeassistant.components import conversation
 
-from ..const import LOGGER, Feature
+from ..const import CONF_EXTRA_FIELDS, CONF_THINKING, LOGGER, Feature
 from ..errors import (
     ContextOverflowError,
     MalformedAnswerError,
@@ -26,6 +27,7 @@ from ..errors import (
     ServerError,
 )
 from ..models.capabilities import ModelCapabilities
+from ..models.names import thinking_fields, thinking_setting
 from ..net.readers import async_read_body, read_usage
 from ..net.shapes import JsonObject, ResponseFormat, WireBody, WireItem
 from ..net.transport import Budget, Transport, parse_json, without_keys
@@ -41,6 +43,25 @@ MAX_TRIES: Final = 4 + len(Feature)
 # Where a body holds the answer's limit: Chat Completions (either name), Responses.
 LIMIT_KEYS: Final = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 _WORD: Final = r"(?<![a-z0-9_]){}(?![a-z0-9_])"
+# What the integration sets itself, over either wire API.
+OWNED_FIELDS: Final = frozenset(
+    {
+        "model",
+        "messages",
+        "input",
+        "instructions",
+        "tools",
+        "tool_choice",
+        "stream",
+        "stream_options",
+        "response_format",
+        # The Responses API's answer format, and what keeps it stateless.
+        "text",
+        "include",
+        "store",
+        "previous_response_id",
+    }
+)
 
 
 class BodyAsk(TypedDict, total=False):
@@ -50,6 +71,30 @@ class BodyAsk(TypedDict, total=False):
     instructions: Instructions | None
     # A small model's last round: words, no calls.
     last_round: bool
+
+
+def owned_fields(fields: Mapping[str, Any]) -> list[str]:
+    """Return the fields of an object that the integration owns, in order."""
+    return sorted(key for key in fields if key in OWNED_FIELDS)
+
+
+def request_fields(
+    data: Mapping[str, Any], capabilities: ModelCapabilities
+) -> dict[str, object]:
+    """Return a subentry's extra fields with its thinking switch merged in.
+
+    An object in both is merged one deep: the switch's keys over the user's.
+    """
+    saved = data.get(CONF_EXTRA_FIELDS)
+    fields = without_keys(saved, tuple(OWNED_FIELDS)) if isinstance(saved, dict) else {}
+    thinking = thinking_setting(data.get(CONF_THINKING))
+    switch = thinking_fields(thinking, capabilities.kind, capabilities.model)
+    for key, value in switch.items():
+        old = fields.get(key)
+        if isinstance(value, dict) and isinstance(old, dict):
+            value = {**old, **value}
+        fields[key] = value
+    return fields
 
 
 @dataclass(slots=True)
