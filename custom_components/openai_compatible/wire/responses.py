@@ -34,8 +34,6 @@ from .responses_stream import ResponsesReplay, ResponsesStreamParser
 from .tool_calls import checked_calls, model_calls
 
 ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
-# OpenAI refuses a smaller limit on the answer's tokens.
-MIN_OUTPUT_TOKENS: Final = 16
 # What the request includes of a provider-run tool's calls.
 _TOOL_INCLUDES: Final = {
     "web_search": "web_search_call.action.sources",
@@ -148,7 +146,7 @@ class ResponsesDialect(Dialect[ResponsesItem, InputPart, ResponsesBody]):
     proves: Feature | None = Feature.RESPONSES_API
     retries_unstreamed: bool = False
     limit_key: str = "max_output_tokens"
-    least_limit: int = MIN_OUTPUT_TOKENS
+    least_limit = 16  # OpenAI refuses a smaller limit on the answer's tokens
     stream_fields: Mapping[str, object] = {"stream": True}
     body_features = staticmethod(body_features)
     without_feature = staticmethod(without_feature)
