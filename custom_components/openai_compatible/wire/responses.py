@@ -108,7 +108,7 @@ def without_feature(body: ResponsesBody, feature: Feature) -> ResponsesBody | No
 
 def responses_items(items: Iterable[ResponsesItem]) -> list[PromptItem]:
     """Return input items as prompt items, each with its kind and calls told."""
-    return list(map(_responses_item, items))
+    return [_responses_item(item) for item in items]
 
 
 def _responses_item(item: ResponsesItem) -> PromptItem:
