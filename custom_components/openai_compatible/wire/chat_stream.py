@@ -102,7 +102,10 @@ class ThinkTagSplitter:
 
 
 class ChatStreamParser:
-    """Turn the chunks of one answer into chat log deltas."""
+    """Turn the chunks of one answer into chat log deltas.
+
+    `tool_names`: the offered tools' wire names to Home Assistant's names.
+    """
 
     def __init__(
         self,
@@ -112,10 +115,10 @@ class ChatStreamParser:
         short_call_ids: bool = False,
         structured: bool = False,
     ) -> None:
-        """Prepare for one answer; `tool_names` maps wire names to Home Assistant's."""
+        """Prepare for one answer; a `structured` one is whole or none."""
         self._tool_names = tool_names
         self._own_calls = own_calls
-        self._structured = structured  # whole or none
+        self._structured = structured
         self._short_ids = short_call_ids
         self._calls = ToolCallAssembler()
         self._think = ThinkTagSplitter()
