@@ -54,11 +54,10 @@ from .window.context_window import (
     default_answer_limit,
     learning_refusals,
 )
-from .wire.chat_completions import ChatCompletionsDialect
-from .wire.extra_fields import request_fields
+from .wire.chat_completions import ChatCompletionsDialect, Dialect
 from .wire.rescue import TurnRescue
 from .wire.responses import ResponsesDialect
-from .wire.round_trip import Dialect, RoundTrip
+from .wire.round_trip import RoundTrip, request_fields
 from .wire.tool_calls import unanswerable_error
 
 if TYPE_CHECKING:

@@ -17,7 +17,6 @@ from custom_components.openai_compatible.wire.chat_stream import (
     ChatStreamParser,
     ThinkTagSplitter,
     async_read_answer,
-    whole_answer_chunk,
 )
 from custom_components.openai_compatible.wire.tool_calls import AnsweredCalls
 from simulator import chunk
@@ -368,12 +367,13 @@ def test_whole_answer_as_a_chunk() -> None:
         ],
         "usage": {"prompt_tokens": 1},
     }
-    assert whole_answer_chunk(json.dumps(answer).encode()) == {
-        "choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 1},
-    }
-    error = whole_answer_chunk(b'{"error": {"message": "overloaded"}}')
-    assert error["error"] == {"message": "overloaded"}
+    parser = ChatStreamParser({})
+    assert parser.feed_whole(json.dumps(answer).encode()) == [{"content": "Hi"}]
+    assert parser.usage is not None
+    assert parser.usage["prompt_tokens"] == 1
+    with pytest.raises(ServerError) as err:
+        parser.feed_whole(b'{"error": {"message": "overloaded"}}')
+    assert err.value.translation_placeholders == {"message": "overloaded"}
 
 
 @pytest.mark.parametrize(
@@ -390,7 +390,7 @@ def test_whole_answers_that_are_no_chat_completion(
 ) -> None:
     """A whole answer that cannot be read says so."""
     with pytest.raises(ServerError) as err:
-        whole_answer_chunk(raw)
+        ChatStreamParser({}).feed_whole(raw)
     assert err.value.translation_key == key
     assert err.value.translation_placeholders == placeholders
 

@@ -5,7 +5,7 @@ And the fall back to Chat Completions where the route is refused.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from freezegun.api import FrozenDateTimeFactory
 from homeassistant.components import conversation
@@ -23,13 +23,16 @@ from custom_components.openai_compatible.models.capabilities import (
 )
 from custom_components.openai_compatible.models.providers import PROVIDERS
 from custom_components.openai_compatible.models.server_info import ModelReport
-from custom_components.openai_compatible.net.transport import RequestSettings, ToolSet
+from custom_components.openai_compatible.net.shapes import ResponsesBody
+from custom_components.openai_compatible.net.transport import (
+    RequestSettings,
+    ToolSet,
+    build_tool_set,
+)
 from custom_components.openai_compatible.wire.responses import (
     ResponsesDialect,
     ResponsesOptions,
     body_features,
-    handling_body,
-    settings_body,
     without_feature,
 )
 from custom_components.openai_compatible.wire.responses_stream import ResponsesReplay
@@ -572,7 +575,23 @@ def test_a_provider_tool_goes_with_what_is_included_of_it() -> None:
     }
 
 
-def test_settings_and_options_in_the_body() -> None:
+def settings_body(
+    hass: HomeAssistant, settings: RequestSettings, options: ResponsesOptions
+) -> dict[str, Any]:
+    """Return the fields of an empty request but its model and input."""
+    capabilities = ModelCapabilities(
+        settings.model, PROVIDERS["openai"], ModelReport(), Lessons(), lambda: None
+    )
+    dialect = ResponsesDialect(
+        hass, capabilities, settings, options, build_tool_set(None), AGENT
+    )
+    body = dialect.body([], None)
+    assert body.pop("input") == []
+    assert body.pop("model") == settings.model
+    return dict(body)
+
+
+def test_settings_and_options_in_the_body(hass: HomeAssistant) -> None:
     """Tuned settings, reasoning options and verbosity become request fields."""
     settings = RequestSettings(
         model="gpt-5-mini", max_tokens=5, temperature=0.2, reasoning_model=True
@@ -580,39 +599,37 @@ def test_settings_and_options_in_the_body() -> None:
     options = ResponsesOptions(
         reasoning_effort="low", reasoning_summary=True, verbosity="high"
     )
-    capabilities = ModelCapabilities(
-        "gpt-5-mini", PROVIDERS["openai"], ModelReport(), Lessons(), lambda: None
-    )
 
     # The answer's limit is the round trip's to put.
-    assert settings_body(settings, options, capabilities) == {
+    assert settings_body(hass, settings, options) == {
         "reasoning": {"effort": "low", "summary": "auto"},
         "text": {"verbosity": "high"},
         "include": ["reasoning.encrypted_content"],
+        "store": False,
     }
 
 
-def test_sampling_settings_of_other_models() -> None:
+def test_sampling_settings_of_other_models(hass: HomeAssistant) -> None:
     """Models that do not reason take the sampling settings."""
     settings = RequestSettings(model="gpt-4o-mini", temperature=0.2, top_p=0.5)
-    capabilities = ModelCapabilities(
-        "gpt-4o-mini", PROVIDERS["openai"], ModelReport(), Lessons(), lambda: None
-    )
 
-    assert settings_body(settings, ResponsesOptions(), capabilities) == {
+    assert settings_body(hass, settings, ResponsesOptions()) == {
         "temperature": 0.2,
         "top_p": 0.5,
+        "store": False,
     }
 
 
-def test_how_the_provider_handles_the_request() -> None:
+def test_how_the_provider_handles_the_request(hass: HomeAssistant) -> None:
     """A chosen tier is sent and named as a feature; storing is opted into."""
-    chosen = handling_body(ResponsesOptions(service_tier="flex"))
+    settings = RequestSettings(model="gpt-5-mini")
+    chosen = settings_body(hass, settings, ResponsesOptions(service_tier="flex"))
 
-    assert chosen == {"service_tier": "flex", "store": False}
-    assert Feature.SERVICE_TIER in body_features(chosen)
-    assert handling_body(ResponsesOptions()) == {"store": False}
-    assert handling_body(ResponsesOptions(store=True)) == {"store": True}
+    assert (chosen["service_tier"], chosen["store"]) == ("flex", False)
+    assert Feature.SERVICE_TIER in body_features(cast("ResponsesBody", chosen))
+    assert "service_tier" not in settings_body(hass, settings, ResponsesOptions())
+    stored = settings_body(hass, settings, ResponsesOptions(store=True))
+    assert stored["store"] is True
 
 
 # --- the chat log as input items ---------------------------------------------

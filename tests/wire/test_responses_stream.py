@@ -18,7 +18,6 @@ from custom_components.openai_compatible.wire.responses_stream import (
     CitationFilter,
     ResponsesReplay,
     ResponsesStreamParser,
-    chat_usage,
 )
 from custom_components.openai_compatible.wire.tool_calls import MAX_TOOL_CALLS
 from simulator import (
@@ -320,9 +319,11 @@ def test_unclosed_think_tag_and_call_without_id() -> None:
 
 def test_usage_without_details() -> None:
     """Usage without details counts no cached or reasoning tokens."""
-    assert chat_usage({"input_tokens": 3, "output_tokens": 1})[
-        "prompt_tokens_details"
-    ] == {"cached_tokens": 0}
+    parser = ResponsesStreamParser(TOOLS)
+    usage = {"input_tokens": 3, "output_tokens": 1}
+    parser.feed_whole(json_bytes({"status": "completed", "output": [], "usage": usage}))
+    assert parser.usage is not None
+    assert parser.usage["prompt_tokens_details"] == {"cached_tokens": 0}
 
 
 def test_unknown_items_and_events_are_ignored() -> None:

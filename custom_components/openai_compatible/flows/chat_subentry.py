@@ -63,7 +63,7 @@ from ..models.names import (
 )
 from ..models.providers import Provider
 from ..window.context_window import default_answer_limit
-from ..wire.extra_fields import owned_fields
+from ..wire.round_trip import owned_fields
 from .common import SubentryFlow, choice, dropdown, whole_number
 from .responses_step import RESPONSES_KEYS, responses_schema
 

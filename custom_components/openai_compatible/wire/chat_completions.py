@@ -1,18 +1,16 @@
 """The Chat Completions dialect, and the chat log rendering both dialects share.
 
-Rendering is deterministic (each content once per round trip), so a request
-repeats the previous one's start for the prompt cache. With tools, what of
-the system prompt varies by device or command (`split_instructions`) goes in
-a system message of its own after them, so the system prompt and tools stay.
+Rendering is deterministic, so a request repeats the previous one's start for
+the prompt cache; with tools, what of the system prompt varies by device or
+command goes in a system message of its own after them.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 import hashlib
 import re
-from typing import Any, Final, Literal, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 from homeassistant.components import conversation
 from homeassistant.components.intent.llm import DEVICE_CONTROL_TOOL_USAGE_PROMPT
@@ -26,19 +24,21 @@ from ..net.shapes import ChatBody, ChatMessage, ChatPart, ResponseFormat
 from ..net.transport import RequestSettings, ToolSet, without_keys
 from ..window.prompt_fit import CallRef, ItemKind, PromptItem, split_turns
 from .chat_stream import ChatStreamParser
-from .round_trip import Instructions
 from .tool_calls import checked_calls, model_calls
 
+if TYPE_CHECKING:
+    from .responses_stream import ResponsesStreamParser
+
 type Role = Literal["system", "user", "assistant"]
+# Text added to one user message (the task's own), so it stays in place.
+type Instructions = tuple[conversation.UserContent, str]
 
 # Where Home Assistant's system prompt turns to what varies: after the Assist
 # API's device control line (the area, timers), or at the date line; a
 # satellite's extra system prompt comes after both.
 _VARIES_AFTER: Final = f"{DEVICE_CONTROL_TOOL_USAGE_PROMPT}\n"
 _VARIES_FROM: Final = "\n" + DATE_TIME_PROMPT.split("{{", 1)[0]
-# Call ids as Mistral takes them.
 _MISTRAL_ID: Final = re.compile(r"^[a-zA-Z0-9]{9}$")
-# The feature each field of a body stands for.
 _FIELD_FEATURES: Final = {
     "logprobs": Feature.LOGPROBS,
     "stream_options": Feature.STREAM_OPTIONS,
@@ -49,8 +49,7 @@ _FIELD_FEATURES: Final = {
     "prompt_cache_key": Feature.PROMPT_CACHE_KEY,
     "tool_choice": Feature.TOOL_CHOICE,
 }
-# The feature each type of attachment part (in either dialect's form) or of
-# provider-run tool stands for.
+# The feature of each type of attachment part (either dialect's) or provider tool.
 TYPE_FEATURES: Final = {
     "image_url": Feature.IMAGE_INPUT,
     "file": Feature.FILE_INPUT,
@@ -82,18 +81,43 @@ def split_instructions(text: str) -> tuple[str, str]:
     return text[:cut], text[cut:].strip("\n")
 
 
-class ChatLogRenderer[Item, Part](ABC):
-    """Render chat log content as one wire API's messages or items."""
+class Dialect[Item, Part, Body]:
+    """What one wire API tells the round trip, and the chat log rendered for it."""
 
-    # The content part of an attachment, a text part's type, and what a
-    # message holds before its role.
+    route: str
+    # What opening an answer proves the model takes; None: nothing.
+    proves: Feature | None
+    # Whether an empty stream next to tools is asked again unstreamed.
+    retries_unstreamed: bool
+    # The tools as the body holds them, for the window to count.
+    tools: Sequence[Mapping[str, object]]
+    # Where the body holds the answer's limit, and the least it may be.
+    limit_key: str
+    least_limit: int
+    # What a body holds to ask for a streamed answer.
+    stream_fields: Mapping[str, object]
+    # The body around a conversation (unlimited), the features a body holds,
+    # the body asking the same without one (None: it cannot), its parser.
+    body: Callable[[list[Item], ResponseFormat | None], Body]
+    body_features: Callable[[Body], frozenset[Feature]]
+    without_feature: Callable[[Body, Feature], Body | None]
+    parser: Callable[[Body], ChatStreamParser | ResponsesStreamParser]
+    # The conversation as the window fits it: each part's kind told.
+    prompt_items: Callable[[list[Item]], list[PromptItem]]
+    # The content part of an attachment, a text part's type, what a message
+    # holds before its role; an answer's items, and a tool call's result.
     _attachment_part: Callable[[LoadedFile], Part]
     _text_type: str
     _message_head: Mapping[str, str]
+    _assistant: Callable[[conversation.AssistantContent], list[Item]]
+    _result: Callable[[str, Any], Item]
 
-    def __init__(self, hass: HomeAssistant, tool_set: ToolSet) -> None:
-        """Prepare an empty cache."""
+    def __init__(
+        self, hass: HomeAssistant, settings: RequestSettings, tool_set: ToolSet
+    ) -> None:
+        """Prepare for a run of rounds, with an empty cache."""
         self._hass = hass
+        self.settings = settings
         self.tool_set = tool_set
         self._rendered: dict[
             int, tuple[conversation.Content, str | None, list[Item]]
@@ -161,23 +185,14 @@ class ChatLogRenderer[Item, Part](ABC):
     def _message(self, role: Role, content: str | list[Part]) -> Item:
         return cast("Item", {**self._message_head, "role": role, "content": content})
 
-    @abstractmethod
-    def _assistant(self, content: conversation.AssistantContent) -> list[Item]:
-        """Convert an answer."""
-
-    @abstractmethod
-    def _result(self, call_id: str, data: Any) -> Item:
-        """Return the result of a tool call."""
-
     def _call_ids(
         self, content: conversation.AssistantContent, rendered: list[Item]
     ) -> Iterable[str]:
-        """Return the ids of the calls the server sees: the model's, not the provider's."""
         return [call.id for call in model_calls(content)]
 
 
 def _wire_call_id(call_id: str, short: bool) -> str:
-    """Return the call id in a form the server accepts, always the same one."""
+    # Always the same one, as Mistral takes them where `short`.
     if not short or _MISTRAL_ID.match(call_id):
         return call_id
     return hashlib.sha256(call_id.encode()).hexdigest().lstrip("0")[:9]
@@ -244,11 +259,7 @@ def shared_features(
     response_format: Mapping[str, Any],
     fields: Mapping[str, Feature],
 ) -> set[Feature]:
-    """Return the features either dialect's body holds alike.
-
-    Its format (strict mode in Chat Completions' `json_schema`, in the format
-    itself over Responses), tools, fields and attachment parts.
-    """
+    """Return the features either dialect's body holds alike."""
     features: set[Feature] = set()
     kind = response_format.get("type")
     if kind == "json_schema":
@@ -279,8 +290,7 @@ def shared_features(
 def without_feature(body: ChatBody, feature: Feature) -> ChatBody | None:
     """Return the body asking the same without the feature; None if it cannot.
 
-    What tunes or sends the answer can go, the thinking given back, and the
-    system messages (folded into the first user one); the rest is the request.
+    What tunes the answer, the thinking given back, and system messages can go.
     """
     if keys := DROPPED_KEYS.get(feature):
         return without_keys(body, keys)
@@ -303,7 +313,7 @@ def without_feature(body: ChatBody, feature: Feature) -> ChatBody | None:
     return changed
 
 
-class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
+class ChatCompletionsDialect(Dialect[ChatMessage, ChatPart, ChatBody]):
     """`/chat/completions`: messages in, a chat completion or its chunks out."""
 
     _attachment_part = staticmethod(attachment_part)
@@ -313,6 +323,11 @@ class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
     proves: Feature | None = None
     retries_unstreamed: bool = True
     least_limit: int = 1
+    # A stream that ends with the usage.
+    stream_fields: Mapping[str, object] = {
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     body_features = staticmethod(body_features)
     without_feature = staticmethod(without_feature)
     prompt_items = staticmethod(chat_items)
@@ -321,8 +336,7 @@ class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
         self, hass: HomeAssistant, settings: RequestSettings, tool_set: ToolSet
     ) -> None:
         """Prepare for a run of rounds."""
-        super().__init__(hass, tool_set)
-        self.settings = settings
+        super().__init__(hass, settings, tool_set)
         self.tools = tool_set.tools
         self.limit_key = settings.limit_key
 
@@ -335,10 +349,6 @@ class ChatCompletionsDialect(ChatLogRenderer[ChatMessage, ChatPart]):
         asked = {"response_format": response_format} if response_format else {}
         body = {"model": self.settings.model, "messages": conversation, **tools}
         return cast("ChatBody", body | self.settings.body() | asked)
-
-    def streamed(self, body: ChatBody) -> ChatBody:
-        """Return the body asking for a stream that ends with the usage."""
-        return {**body, "stream": True, "stream_options": {"include_usage": True}}
 
     def parser(self, body: ChatBody) -> ChatStreamParser:
         """Return a parser for the answer to a body."""

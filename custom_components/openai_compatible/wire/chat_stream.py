@@ -1,9 +1,7 @@
 """Chat Completions answers read into chat log deltas; either API's answer read.
 
-Every part of a chunk is checked where it is read: a server that sends an
-unexpected shape gets a translated error, never a traceback. An answer that
-was cut off is told as such and runs no tool. `<think>` blocks are told apart
-from spoken text across chunks.
+Every part of a chunk is checked where it is read: an unexpected shape gets a
+translated error, never a traceback. An answer cut off runs no tool.
 """
 
 from __future__ import annotations
@@ -48,8 +46,6 @@ _CUT_ERRORS = {
     "length": "answer_cut_at_token_limit",
     "content_filter": "answer_cut_by_content_filter",
 }
-
-
 # The `native` of an answer its token limit cut (its words may stand).
 ANSWER_CUT: Final = object()
 
@@ -74,7 +70,6 @@ class ThinkTagSplitter:
         return self._split(self._held, end_of_stream=True)
 
     def _split(self, buffer: str, *, end_of_stream: bool = False) -> tuple[str, str]:
-        """Split text at its tags, holding back the start of a tag at its end."""
         thinking: list[str] = []
         spoken: list[str] = []
         position = 0
@@ -96,7 +91,7 @@ class ThinkTagSplitter:
         return "".join(thinking), "".join(spoken)
 
     def _emit(self, thinking: list[str], spoken: list[str], text: str) -> None:
-        """Add a piece; spoken text right after a think block loses its indent."""
+        # Spoken text right after a think block loses its indent.
         if self._thinking:
             thinking.append(text)
             return
@@ -154,8 +149,29 @@ class ChatStreamParser:
         return deltas
 
     def feed_whole(self, raw: bytes) -> list[Delta]:
-        """Return the deltas of a whole answer that was not streamed."""
-        return self.feed(whole_answer_chunk(raw))
+        """Return the deltas of a whole answer, read as the one chunk of a stream."""
+        try:
+            answer = read_object(json_loads(raw), "the answer")
+        except ValueError as err:
+            raise ServerError("answer_not_json") from err
+        choices = (
+            read_object(choice, "choices")
+            for choice in read_list(answer.get("choices"), "choices")
+        )
+        chunk: JSONObject = {
+            "choices": [
+                {
+                    "index": choice.get("index", 0),
+                    "delta": choice.get("message"),
+                    "finish_reason": choice.get("finish_reason"),
+                }
+                for choice in choices
+            ],
+            "usage": answer.get("usage"),
+        }
+        if error := answer.get("error"):
+            chunk["error"] = error
+        return self.feed(chunk)
 
     def close(self, *, ended: bool) -> list[Delta]:
         """Return what remains; `ended`: the server said the answer was whole."""
@@ -168,10 +184,9 @@ class ChatStreamParser:
         return deltas
 
     def raise_if_cut(self) -> None:
-        """Raise the error that tells why the answer stopped short, if it did.
+        """Raise why the answer stopped short, unless text cut at its limit stands.
 
-        Text cut at the token limit, with no call under way, stands (a local
-        model that does not stop is cut there on every turn).
+        (A local model that does not stop is cut there on every turn.)
         """
         if self._cut == "unended":
             raise ServerError("answer_cut_short")
@@ -187,7 +202,6 @@ class ChatStreamParser:
         )
 
     def _choice(self, choice: ChoiceDelta, deltas: list[Delta]) -> None:
-        """Add the deltas of the first choice of a chunk."""
         text = choice.text
         thinking, spoken = self._think.feed(text) if text is not None else ("", "")
         if choice.reasoning is not None:
@@ -199,7 +213,6 @@ class ChatStreamParser:
             deltas.extend(self._finish(choice.finish_reason))
 
     def _text(self, thinking: str, spoken: str, deltas: list[Delta]) -> None:
-        """Add deltas for thinking and spoken text, holding back a possible call."""
         if thinking:
             deltas.append({"thinking_content": thinking})
         if spoken and self._watch is not None:
@@ -212,7 +225,7 @@ class ChatStreamParser:
             deltas.append({"content": text})
 
     def _finish(self, reason: str | None) -> list[Delta]:
-        """Hand over held text and the assembled calls, once, unless cut off."""
+        # Held text and the assembled calls, once, unless cut off.
         if self._finished:
             return []
         self._finished = True
@@ -270,32 +283,6 @@ class ChatStreamParser:
         return f"call_{uuid4().hex[:24]}"
 
 
-def whole_answer_chunk(raw: bytes) -> JSONObject:
-    """Return a whole (non-streamed) answer in the form of one stream chunk."""
-    try:
-        answer = read_object(json_loads(raw), "the answer")
-    except ValueError as err:
-        raise ServerError("answer_not_json") from err
-    choices = (
-        read_object(choice, "choices")
-        for choice in read_list(answer.get("choices"), "choices")
-    )
-    chunk: JSONObject = {
-        "choices": [
-            {
-                "index": choice.get("index", 0),
-                "delta": choice.get("message"),
-                "finish_reason": choice.get("finish_reason"),
-            }
-            for choice in choices
-        ],
-        "usage": answer.get("usage"),
-    }
-    if error := answer.get("error"):
-        chunk["error"] = error
-    return chunk
-
-
 async def async_read_answer(
     parser: ChatStreamParser | ResponsesStreamParser,
     body: AsyncIterable[bytes],
@@ -304,9 +291,8 @@ async def async_read_answer(
 ) -> AsyncIterator[Delta]:
     """Yield the deltas of an answer of either wire API, read within bounds.
 
-    When reading fails or the answer was cut off, a new message is started
-    before the error is raised, so the chat log keeps the words already
-    streamed to the user.
+    On an error a new message starts first, so the chat log keeps the words
+    already streamed.
     """
     try:
         if streamed:

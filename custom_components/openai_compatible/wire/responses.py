@@ -2,9 +2,8 @@
 
 Stateless: the whole conversation goes each round, reasoning encrypted, so the
 prefix stays for the prompt cache; nothing is stored unless the subentry opts in.
-The agent's own answers go back as the server gave them (`ResponsesReplay`);
-any other's as messages and function calls: another server cannot read the
-first one's reasoning.
+The agent's own answers go back as the server gave them; any other's as
+messages and calls: another server cannot read the first one's reasoning.
 """
 
 from __future__ import annotations
@@ -30,20 +29,12 @@ from ..net.shapes import (
 )
 from ..net.transport import RequestSettings, ToolSet, without_keys
 from ..window.prompt_fit import CallRef, ItemKind, PromptItem
-from .chat_completions import (
-    DROPPED_KEYS,
-    TYPE_FEATURES,
-    ChatLogRenderer,
-    shared_features,
-)
+from .chat_completions import DROPPED_KEYS, TYPE_FEATURES, Dialect, shared_features
 from .responses_stream import ResponsesReplay, ResponsesStreamParser
 from .tool_calls import checked_calls, model_calls
 
 ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
-# OpenAI refuses a smaller limit on the answer's tokens.
-MIN_OUTPUT_TOKENS: Final = 16
-# What the request includes of a provider-run tool's calls; the feature each
-# include stands for.
+# What the request includes of a provider-run tool's calls.
 _TOOL_INCLUDES: Final = {
     "web_search": "web_search_call.action.sources",
     "code_interpreter": "code_interpreter_call.outputs",
@@ -55,44 +46,6 @@ _FIELD_FEATURES: Final = dict.fromkeys(("temperature", "top_p"), Feature.SAMPLIN
     "prompt_cache_key": Feature.PROMPT_CACHE_KEY,
     "service_tier": Feature.SERVICE_TIER,
 }
-
-
-def settings_body(
-    settings: RequestSettings,
-    options: ResponsesOptions,
-    capabilities: ModelCapabilities,
-) -> JsonObject:
-    """Return the request parameters of the settings and options, but the limit."""
-    params: JsonObject = settings.sampling()
-    # The thinking switch's effort goes where this API takes it; the
-    # subentry's own reasoning effort comes first.
-    params.update(without_keys(settings.extra, ("reasoning_effort",)))
-    reasoning: dict[str, object] = {}
-    if effort := options.reasoning_effort or settings.extra.get("reasoning_effort"):
-        reasoning["effort"] = effort
-    if options.reasoning_summary:
-        reasoning["summary"] = "auto"
-    if reasoning:
-        params["reasoning"] = reasoning
-    if options.verbosity:
-        params["text"] = {"verbosity": options.verbosity}
-    include = [
-        _TOOL_INCLUDES[str(tool["type"])]
-        for tool in options.provider_tools
-        if tool["type"] in _TOOL_INCLUDES
-    ]
-    if not capabilities.refuses(Feature.REASONING):
-        # Stateless: the chain of thought goes back encrypted.
-        include.append(ENCRYPTED_REASONING)
-    if include:
-        params["include"] = include
-    return params
-
-
-def handling_body(options: ResponsesOptions) -> JsonObject:
-    """Return how the provider is to handle the request: its tier, and storing."""
-    tier = {"service_tier": options.service_tier} if options.service_tier else {}
-    return {**tier, "store": options.store}
 
 
 def body_features(body: ResponsesBody) -> frozenset[Feature]:
@@ -118,9 +71,8 @@ def body_features(body: ResponsesBody) -> frozenset[Feature]:
 def without_feature(body: ResponsesBody, feature: Feature) -> ResponsesBody | None:
     """Return the body asking the same without the feature; None if it cannot.
 
-    What only tunes the answer can go, and a provider-run tool (the model
-    answers without it); a response format, function tools or attachments
-    are the request itself.
+    What only tunes the answer can go, and a provider-run tool; a response
+    format, function tools or attachments are the request itself.
     """
     if keys := DROPPED_KEYS.get(feature):
         return without_keys(body, keys)
@@ -184,7 +136,7 @@ def input_attachment(file: LoadedFile) -> InputPart:
     return {"type": "input_file", "filename": file.name, "file_data": file.data_url}
 
 
-class ResponsesDialect(ChatLogRenderer[ResponsesItem, InputPart]):
+class ResponsesDialect(Dialect[ResponsesItem, InputPart, ResponsesBody]):
     """`/responses`: input items in, a response or its events out."""
 
     _attachment_part = staticmethod(input_attachment)
@@ -194,7 +146,8 @@ class ResponsesDialect(ChatLogRenderer[ResponsesItem, InputPart]):
     proves: Feature | None = Feature.RESPONSES_API
     retries_unstreamed: bool = False
     limit_key: str = "max_output_tokens"
-    least_limit: int = MIN_OUTPUT_TOKENS
+    least_limit = 16  # OpenAI refuses a smaller limit on the answer's tokens
+    stream_fields: Mapping[str, object] = {"stream": True}
     body_features = staticmethod(body_features)
     without_feature = staticmethod(without_feature)
     prompt_items = staticmethod(responses_items)
@@ -209,9 +162,8 @@ class ResponsesDialect(ChatLogRenderer[ResponsesItem, InputPart]):
         agent_id: str,
     ) -> None:
         """Prepare for rounds of one agent, whose answers go back as they came."""
-        super().__init__(hass, tool_set)
+        super().__init__(hass, settings, tool_set)
         self._agent_id = agent_id
-        self.settings = settings
         # Function tools are not strict (the API's default is).
         self.tools = [
             *(
@@ -227,10 +179,32 @@ class ResponsesDialect(ChatLogRenderer[ResponsesItem, InputPart]):
         self, conversation: list[ResponsesItem], response_format: ResponseFormat | None
     ) -> ResponsesBody:
         """Return the request body around the input items."""
-        body: JsonObject = {"model": self.settings.model, "input": conversation}
+        settings, options = self.settings, self._options
+        body: JsonObject = {"model": settings.model, "input": conversation}
         if self.tools:
             body["tools"] = self.tools
-        body.update(settings_body(self.settings, self._options, self._capabilities))
+        body.update(settings.sampling())
+        # The thinking switch's effort goes where this API takes it; the
+        # subentry's own reasoning effort comes first.
+        body.update(without_keys(settings.extra, ("reasoning_effort",)))
+        reasoning: dict[str, object] = {}
+        if effort := options.reasoning_effort or settings.extra.get("reasoning_effort"):
+            reasoning["effort"] = effort
+        if options.reasoning_summary:
+            reasoning["summary"] = "auto"
+        if reasoning:
+            body["reasoning"] = reasoning
+        if options.verbosity:
+            body["text"] = {"verbosity": options.verbosity}
+        include = [
+            _TOOL_INCLUDES[str(tool["type"])]
+            for tool in options.provider_tools
+            if tool["type"] in _TOOL_INCLUDES
+        ]
+        if not self._capabilities.refuses(Feature.REASONING):
+            include.append(ENCRYPTED_REASONING)
+        if include:
+            body["include"] = include
         if response_format:
             # The Chat Completions response format as `text.format`.
             kind = response_format["type"]
@@ -239,12 +213,10 @@ class ResponsesDialect(ChatLogRenderer[ResponsesItem, InputPart]):
             )
             text = cast("TextParams", body.get("text", {}))
             body["text"] = {**text, "format": {"type": kind, **schema}}
-        body.update(handling_body(self._options))
+        if options.service_tier:
+            body["service_tier"] = options.service_tier
+        body["store"] = options.store
         return cast("ResponsesBody", body)
-
-    def streamed(self, body: ResponsesBody) -> ResponsesBody:
-        """Return the body asking for a stream of events."""
-        return {**body, "stream": True}
 
     def parser(self, body: ResponsesBody) -> ResponsesStreamParser:
         """Return a parser for the answer to a body."""
@@ -267,7 +239,6 @@ class ResponsesDialect(ChatLogRenderer[ResponsesItem, InputPart]):
         return [item["call_id"] for item in rendered if item["type"] == "function_call"]
 
     def _assistant(self, content: conversation.AssistantContent) -> list[ResponsesItem]:
-        """Convert an answer: as the server gave it, or as text and calls."""
         if (
             isinstance(content.native, ResponsesReplay)
             and content.agent_id == self._agent_id

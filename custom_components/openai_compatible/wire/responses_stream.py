@@ -1,12 +1,9 @@
 """Responses API answers read into chat log deltas.
 
-One chat log message holds the output items up to a provider-run call, whose
-result follows as a tool result; its `native` value keeps those items as they
-go back to the server (`ResponsesReplay`), so reasoning models keep their
-chain across rounds. Function calls are handed over only once the answer is
-complete: an answer cut off runs no tool. Inline web-search citations
-(` ([example.com](https://...))`) are kept out of speech: across deltas, only
-text that may still become one is held back.
+One chat log message holds the output items up to a provider-run call (shown
+as an external call and its result); its `native` keeps them as they go back
+(`ResponsesReplay`), so reasoning models keep their chain across rounds.
+Function calls are handed over only once the answer is complete.
 """
 
 from __future__ import annotations
@@ -14,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 import re
-from typing import Final
+from typing import Any, Final
 
 from homeassistant.helpers import llm
 from homeassistant.helpers.json import json_dumps
@@ -33,13 +30,10 @@ from ..net.readers import (
 from ..net.transport import OwnCalls, parse_json
 from ..server_errors.answers import answer_error
 from .chat_stream import Delta, ThinkTagSplitter
-from .provider_calls import PROVIDER_CALLS, provider_view, replayed_call
 from .tool_calls import MAX_TOOL_CALLS, PendingCall, call_input, too_many_calls
 
 type Item = JSONObject
 
-
-# Why an answer stopped short, in the words of our errors.
 _INCOMPLETE: Final = {
     "max_output_tokens": "answer_cut_at_token_limit",
     "content_filter": "answer_cut_by_content_filter",
@@ -49,8 +43,15 @@ _THINKING_DELTAS: Final = (
     "response.reasoning_summary_text.delta",
     "response.reasoning_text.delta",
 )
-# What of a reasoning item goes back to the server.
 _REASONING_KEYS: Final = ("type", "id", "summary", "content", "encrypted_content")
+# What of a provider-run call goes back besides its type, id and status, and
+# the chat log's name of its tool, by the type of its call.
+_REPLAYED_KEYS: Final = {
+    "web_search_call": ("action",),
+    "code_interpreter_call": ("code", "container_id", "outputs"),
+    "image_generation_call": (),
+}
+PROVIDER_CALLS: Final = {kind: kind.removesuffix("_call") for kind in _REPLAYED_KEYS}
 # The longest title and address of a citation; past them, text is not one.
 _MAX_TITLE: Final = 300
 _MAX_URL: Final = 2000
@@ -65,7 +66,7 @@ _CITATION_START: Final = re.compile(
 
 
 class CitationFilter:
-    """Remove inline citations from text that arrives in pieces."""
+    """Remove inline citations (` ([example.com](https://...))`) from text in pieces."""
 
     def __init__(self) -> None:
         """Start with nothing held back."""
@@ -125,9 +126,8 @@ class ResponsesStreamParser:
         self._think = ThinkTagSplitter()
         self._citations = CitationFilter() if remove_citations else None
         self._deltas: list[Delta] = []  # not yet handed over
-        # The current chat log message's items to send back, its function
-        # calls (handed over when the answer is complete) and the answers to
-        # those that cannot run.
+        # The current message's items to send back, its function calls and
+        # the answers to those that cannot run.
         self._replay: list[Item] = []
         self._calls: list[llm.ToolInput] = []
         self._answers: list[Delta] = []
@@ -296,15 +296,18 @@ class ResponsesStreamParser:
         )
 
     def _provider_call_done(self, item: Item) -> None:
-        # An external tool call and its result.
         kind = str(item["type"])
         call_id = read_string(item.get("id"), f"{kind}.id")
         if not call_id:
             return
         name = PROVIDER_CALLS[kind]
-        arguments, result = provider_view(kind, item)
+        arguments, result = _provider_view(kind, item)
         status = string_or_none(item.get("status"))
-        self._replay.append(replayed_call(kind, item))
+        keys = ("type", "id", "status", *_REPLAYED_KEYS[kind])
+        replayed = {key: item[key] for key in keys if key in item}
+        if kind == "image_generation_call":
+            replayed["result"] = None  # the image goes back without its bytes
+        self._replay.append(replayed)
         self._deltas.append(
             {"tool_calls": [llm.ToolInput(name, arguments, id=call_id, external=True)]}
         )
@@ -338,7 +341,17 @@ class ResponsesStreamParser:
         for index, item in enumerate(read_list(output, "response.output")):
             self._item_done(index, read_object(item, "response.output"))
         if (usage := response.get("usage")) is not None:
-            self.usage = chat_usage(read_object(usage, "response.usage"))
+            # In the Chat Completions form the engine counts.
+            usage = read_object(usage, "response.usage")
+            self.usage = read_usage(
+                {
+                    "prompt_tokens": usage.get("input_tokens"),
+                    "completion_tokens": usage.get("output_tokens"),
+                    "total_tokens": usage.get("total_tokens"),
+                    "prompt_tokens_details": usage.get("input_tokens_details"),
+                    "completion_tokens_details": usage.get("output_tokens_details"),
+                }
+            )
         self._text()
         if response.get("status") == "incomplete":
             details = response.get("incomplete_details")
@@ -352,17 +365,27 @@ class ResponsesStreamParser:
         self._end_message()
 
 
-def chat_usage(usage: Mapping[str, object]) -> JSONObject:
-    """Return Responses API usage in the Chat Completions form the engine counts."""
-    return read_usage(
-        {
-            "prompt_tokens": usage.get("input_tokens"),
-            "completion_tokens": usage.get("output_tokens"),
-            "total_tokens": usage.get("total_tokens"),
-            "prompt_tokens_details": usage.get("input_tokens_details"),
-            "completion_tokens_details": usage.get("output_tokens_details"),
+def _provider_view(kind: str, item: Item) -> tuple[dict[str, Any], dict[str, Any]]:
+    # A call's arguments and result as the chat log shows them: a generated
+    # image's prompt and size, never its bytes.
+    if kind == "code_interpreter_call":
+        outputs = item.get("outputs")
+        return {"code": item.get("code")}, {
+            "outputs": outputs if isinstance(outputs, list) else []
         }
-    )
+    if kind == "image_generation_call":
+        return {"prompt": item.get("revised_prompt")}, {
+            key: item[key] for key in ("size", "output_format") if key in item
+        }
+    action = item.get("action")
+    action = action if isinstance(action, dict) else {}
+    sources = [
+        source["url"]
+        for source in action.get("sources") or ()
+        if isinstance(source, dict) and isinstance(source.get("url"), str)
+    ]
+    arguments = {key: value for key, value in action.items() if key != "sources"}
+    return arguments, {"sources": sources} if sources else {}
 
 
 def _failure(event: JSONObject) -> ServerError:

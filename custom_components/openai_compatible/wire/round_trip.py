@@ -1,25 +1,25 @@
 """The one round trip over either wire API: send, drop what is refused, refit.
 
-A `Dialect` (chat_completions.py, responses.py) renders the chat log, tells
-the features a body holds and how each can go, and parses the answer.
-`RoundTrip` shapes the body as the model takes it, sends it again without a
-refused feature (learned when it holds for any request), fitted again after a
-context overflow (also one told in the stream before anything was said), or
-over Chat Completions where Responses is refused, within one deadline and a
-count of tries, and reads the answer into deltas.
+A `Dialect` (chat_completions.py, responses.py) renders the chat log, tells a
+body's features and how each can go, and parses the answer. `RoundTrip` sends
+again without a refused feature or field, refitted after a context overflow,
+or over Chat Completions where Responses is refused, within one deadline and
+a count of tries. Also the fields a user adds to every request of an agent or
+task, beside the thinking (the form refuses those the integration owns).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypedDict, Unpack, cast
+import re
+from typing import TYPE_CHECKING, Any, Final, TypedDict, Unpack, cast
 
 from homeassistant.components import conversation
 
-from ..const import LOGGER, Feature
+from ..const import CONF_EXTRA_FIELDS, CONF_THINKING, LOGGER, Feature
 from ..errors import (
     ContextOverflowError,
     MalformedAnswerError,
@@ -27,31 +27,41 @@ from ..errors import (
     ServerError,
 )
 from ..models.capabilities import ModelCapabilities
+from ..models.names import thinking_fields, thinking_setting
 from ..net.readers import async_read_body, read_usage
 from ..net.shapes import JsonObject, ResponseFormat, WireBody, WireItem
-from ..net.transport import (
-    Budget,
-    RequestSettings,
-    ToolSet,
-    Transport,
-    parse_json,
-    without_keys,
-)
+from ..net.transport import Budget, Transport, parse_json, without_keys
 from ..window.context_window import observe_usage
-from ..window.prompt_fit import PromptItem
+from .chat_completions import Dialect, Instructions
 from .chat_stream import Delta, async_read_answer
-from .extra_fields import named_fields
 
 if TYPE_CHECKING:
     from ..window.context_window import RequestFit
-
-# Text added to one user message (the task's own), so it stays in place.
-type Instructions = tuple[conversation.UserContent, str]
 
 # Requests one round trip may send: one per feature it may drop, a few more.
 MAX_TRIES: Final = 4 + len(Feature)
 # Where a body holds the answer's limit: Chat Completions (either name), Responses.
 LIMIT_KEYS: Final = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+_WORD: Final = r"(?<![a-z0-9_]){}(?![a-z0-9_])"
+# What the integration sets itself, over either wire API.
+OWNED_FIELDS: Final = frozenset(
+    {
+        "model",
+        "messages",
+        "input",
+        "instructions",
+        "tools",
+        "tool_choice",
+        "stream",
+        "stream_options",
+        "response_format",
+        # The Responses API's answer format, and what keeps it stateless.
+        "text",
+        "include",
+        "store",
+        "previous_response_id",
+    }
+)
 
 
 class BodyAsk(TypedDict, total=False):
@@ -63,46 +73,28 @@ class BodyAsk(TypedDict, total=False):
     last_round: bool
 
 
-class Dialect[P, B: WireBody, M: WireItem](Protocol):
-    """What one wire API tells the round trip."""
+def owned_fields(fields: Mapping[str, Any]) -> list[str]:
+    """Return the fields of an object that the integration owns, in order."""
+    return sorted(key for key in fields if key in OWNED_FIELDS)
 
-    route: str
-    # What opening an answer proves the model takes; None: nothing.
-    proves: Feature | None
-    # Whether an empty stream next to tools is asked again unstreamed.
-    retries_unstreamed: bool
-    settings: RequestSettings
-    tool_set: ToolSet
-    # Where the body holds the answer's limit, and the least it may be.
-    limit_key: str
-    least_limit: int
 
-    @property
-    def tools(self) -> Sequence[Mapping[str, object]]:
-        """Return the tools as the body holds them, for the window to count."""
+def request_fields(
+    data: Mapping[str, Any], capabilities: ModelCapabilities
+) -> dict[str, object]:
+    """Return a subentry's extra fields with its thinking switch merged in.
 
-    async def async_render(
-        self, contents: list[conversation.Content], instructions: Instructions | None
-    ) -> list[M]:
-        """Return the chat log as the body's conversation."""
-
-    def prompt_items(self, conversation: list[M]) -> list[PromptItem]:
-        """Return the conversation as the window fits it: each part's kind told."""
-
-    def body(self, conversation: list[M], response_format: ResponseFormat | None) -> B:
-        """Return the request body around a conversation, unlimited."""
-
-    def streamed(self, body: B) -> B:
-        """Return the body asking for a streamed answer."""
-
-    def body_features(self, body: B) -> frozenset[Feature]:
-        """Return the request features a body holds."""
-
-    def without_feature(self, body: B, feature: Feature) -> B | None:
-        """Return the body asking the same without the feature; None if it cannot."""
-
-    def parser(self, body: B) -> P:
-        """Return a parser for the answer to a body."""
+    An object in both is merged one deep: the switch's keys over the user's.
+    """
+    saved = data.get(CONF_EXTRA_FIELDS)
+    fields = without_keys(saved, tuple(OWNED_FIELDS)) if isinstance(saved, dict) else {}
+    thinking = thinking_setting(data.get(CONF_THINKING))
+    switch = thinking_fields(thinking, capabilities.kind, capabilities.model)
+    for key, value in switch.items():
+        old = fields.get(key)
+        if isinstance(value, dict) and isinstance(old, dict):
+            value = {**old, **value}
+        fields[key] = value
+    return fields
 
 
 @dataclass(slots=True)
@@ -147,8 +139,7 @@ class RoundTrip:
         """Prepare a run of rounds; with `fit`, each request fits the window."""
         self._transport = transport
         self._capabilities = capabilities
-        # Any dialect's bodies and items are of the wire's shapes.
-        self._dialect: Dialect[Any, WireBody, WireItem] = dialect
+        self._dialect: Dialect[WireItem, Any, WireBody] = dialect
         self._budget = budget
         self._on_request = on_request
         self._on_usage = on_usage
@@ -158,22 +149,17 @@ class RoundTrip:
         self.fallback: Callable[[], Dialect[Any, Any, Any]] | None = None
 
     async def async_build_body(
-        self,
-        chat_log: conversation.ChatLog,
-        *,
-        response_format: ResponseFormat | None = None,
-        instructions: Instructions | None = None,
-        last_round: bool = False,
+        self, chat_log: conversation.ChatLog, **ask: Unpack[BodyAsk]
     ) -> WireBody:
         """Return the request body for the chat log as it is now, with its limit."""
         dialect = self._dialect
-        messages = await dialect.async_render(chat_log.content, instructions)
+        messages = await dialect.async_render(chat_log.content, ask.get("instructions"))
         limit = dialect.settings.max_tokens
         if self._fit is not None:
             items = dialect.prompt_items(messages)
             messages, limit = self._fit.fitted(items, dialect.tools)
-        body = self._limited(dialect.body(messages, response_format), limit)
-        if last_round and body.get("tools"):
+        body = self._limited(dialect.body(messages, ask.get("response_format")), limit)
+        if ask.get("last_round") and body.get("tools"):
             return cast("WireBody", {**body, "tool_choice": "none"})
         return body
 
@@ -182,11 +168,9 @@ class RoundTrip:
     ) -> AsyncIterator[Delta]:
         """Build the request, send it and yield the answer as chat log deltas.
 
-        A refused Responses route goes over the fallback's from then on. Where
-        the dialect says so, an empty stream next to tools (a server that
-        cannot stream when it may choose a tool) is asked again unstreamed, and
-        the refusal learned when that answers; so is a refusal while reading
-        (unlearned). An empty answer to tool results is the model's own.
+        A refused Responses route goes over the fallback's from then on. An
+        empty stream next to tools (a server that cannot stream when it may
+        choose a tool) is asked again unstreamed, where the dialect says so.
         """
         try:
             async for delta in self._async_stream(chat_log, **ask):
@@ -222,10 +206,11 @@ class RoundTrip:
             refused = err.feature is Feature.STREAM_WITH_TOOLS and body.get("stream")
             if said or not (refused and self._dialect.retries_unstreamed):
                 raise
-            learn = False
-        if said or not self._streams_with_tools(body):
+            learn = False  # a refusal while reading is not learned
+        # An empty answer to tool results is the model's own.
+        if said or chat_log.unresponded_tool_results:
             return
-        if isinstance(chat_log.content[-1], conversation.ToolResultContent):
+        if not self._streams_with_tools(body):
             return
         LOGGER.debug("Empty streamed answer next to tools; asking unstreamed")
         unstreamed = self._dialect.without_feature(body, Feature.STREAM_WITH_TOOLS)
@@ -262,7 +247,6 @@ class RoundTrip:
         return _Tries(self._budget, loop.time() + self._budget.deadline, MAX_TRIES)
 
     def _streams_with_tools(self, body: WireBody) -> bool:
-        # Whether an empty answer to the body is asked again unstreamed.
         return self._dialect.retries_unstreamed and bool(
             body.get("stream") and body.get("tools")
         )
@@ -270,7 +254,7 @@ class RoundTrip:
     def _shaped(self, body: WireBody, stream: bool) -> WireBody:
         dialect = self._dialect
         if stream:
-            body = dialect.streamed(body)
+            body = cast("WireBody", {**body, **dialect.stream_fields})
         for feature in dialect.body_features(body):
             if self._capabilities.refuses(feature) and (
                 changed := dialect.without_feature(body, feature)
@@ -371,10 +355,17 @@ class RoundTrip:
     def _without_refused(
         self, body: WireBody, err: RequestRejectedError, dropped: set[Feature]
     ) -> WireBody:
-        # Extra fields it names go first, learned at once. A feature in `dropped`
-        # is not sent again (an answer naming both limits would swap them for ever).
-        extra = [key for key in self._dialect.settings.extra if key in body]
-        if named := named_fields(err.server_message, extra):
+        # Extra fields it names (each as a whole word) go first, learned at
+        # once. A feature in `dropped` is not sent again (an answer naming
+        # both limits would swap them for ever).
+        message = err.server_message.casefold()
+        named = tuple(
+            key
+            for key in self._dialect.settings.extra
+            if key in body
+            and re.search(_WORD.format(re.escape(key.casefold())), message)
+        )
+        if named:
             LOGGER.debug("Sending again without %s: %s", named, err.server_message)
             self._capabilities.learn_refused_fields(named, err.lesson_source)
             return without_keys(body, named)
