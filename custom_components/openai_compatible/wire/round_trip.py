@@ -27,7 +27,7 @@ from ..errors import (
     ServerError,
 )
 from ..models.capabilities import ModelCapabilities
-from ..models.names import thinking_fields, thinking_setting
+from ..models.names import thinking_fields
 from ..net.readers import async_read_body, read_usage
 from ..net.shapes import JsonObject, ResponseFormat, WireBody, WireItem
 from ..net.transport import Budget, Transport, parse_json, without_keys
@@ -87,8 +87,9 @@ def request_fields(
     """
     saved = data.get(CONF_EXTRA_FIELDS)
     fields = without_keys(saved, tuple(OWNED_FIELDS)) if isinstance(saved, dict) else {}
-    thinking = thinking_setting(data.get(CONF_THINKING))
-    switch = thinking_fields(thinking, capabilities.kind, capabilities.model)
+    switch = thinking_fields(
+        data.get(CONF_THINKING), capabilities.kind, capabilities.model
+    )
     for key, value in switch.items():
         old = fields.get(key)
         if isinstance(value, dict) and isinstance(old, dict):
