@@ -280,5 +280,5 @@ async def test_event_stream_bounds() -> None:
         await read_events(b'data: {"a": 1}\n\n' * 10, max_bytes=100)
     assert err.value.translation_key == "answer_too_large"
     with pytest.raises(ServerError) as err:
-        await read_events(b"data: " + b"x" * 100, max_line_bytes=50)
+        await read_events(b"data: " + b"x" * MAX_LINE_BYTES)
     assert err.value.translation_key == "answer_line_too_long"

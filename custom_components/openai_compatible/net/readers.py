@@ -132,14 +132,13 @@ class EventStream:
 
     chunks: AsyncIterable[bytes]
     _: KW_ONLY
-    max_line_bytes: int = MAX_LINE_BYTES
     max_bytes: int = MAX_ANSWER_BYTES
     done: bool = field(default=False, init=False)
     _skipped: bool = field(default=False, init=False)
 
     async def __aiter__(self) -> AsyncIterator[list[JSONObject]]:
         """Yield the JSON objects of the events each network chunk completes."""
-        decoder = SSEDecoder(self.max_line_bytes)
+        decoder = SSEDecoder()
         async for chunk in async_capped(self.chunks, self.max_bytes):
             yield [
                 event for data in decoder.feed(chunk) for event in self._events(data)
