@@ -107,28 +107,12 @@ def test_unclosed_think_tag_stays_thinking() -> None:
     ]
 
 
-def test_only_the_first_choice_speaks() -> None:
-    """Servers asked for one answer sometimes send more choices."""
-    parser = ChatStreamParser({})
-    token = {"token": "yes", "logprob": -0.1, "top_logprobs": []}
-    deltas = parser.feed(
-        {
-            "choices": [
-                {"index": 1, "delta": {"content": "other"}},
-                {
-                    "index": 0,
-                    "delta": {"content": "yes"},
-                    "logprobs": {"content": [token]},
-                },
-            ]
-        }
-    )
-    assert deltas == [{"content": "yes"}]
-
-
 def test_the_first_choice_of_a_chunk() -> None:
-    """Index 0 speaks, as often as sent; text falls back to a refusal."""
-    parser = ChatStreamParser({"a": "A"}, short_call_ids=True)
+    """Index 0 speaks, as often as sent (servers asked for one sometimes send more).
+
+    Text falls back to a refusal; logprobs are not read.
+    """
+    parser = ChatStreamParser({"a": "A"})
     call = {"index": 0, "id": "c", "function": {"name": "a", "arguments": "{}"}}
     first = {
         "content": None,
@@ -136,11 +120,17 @@ def test_the_first_choice_of_a_chunk() -> None:
         "reasoning": "Hm.",
         "tool_calls": [call],
     }
+    token = {"token": "No.", "logprob": -0.1, "top_logprobs": []}
     deltas = parser.feed(
         {
             "choices": [
                 {"index": 1, "delta": "never read"},
-                {"index": 0, "delta": first, "finish_reason": "tool_calls"},
+                {
+                    "index": 0,
+                    "delta": first,
+                    "logprobs": {"content": [token]},
+                    "finish_reason": "tool_calls",
+                },
                 {"delta": {"content": "Hi", "reasoning_content": "Plan."}},
             ]
         }
