@@ -15,15 +15,11 @@ from custom_components.openai_compatible.net.readers import (
     MAX_LINE_BYTES,
     MAX_TOKENS,
     MIN_WINDOW,
-    CallFragment,
-    ChoiceDelta,
     EventStream,
     SSEDecoder,
     async_read_body,
     error_message,
     mebibytes,
-    read_call_fragment,
-    read_choices,
     read_count,
     read_index,
     read_list,
@@ -134,86 +130,6 @@ def test_usage_keeps_its_counts_only() -> None:
         "total_tokens": None,
         "prompt_tokens_details": {"cached_tokens": 3},
         "completion_tokens_details": {"reasoning_tokens": 0},
-    }
-
-
-def test_the_first_choice_of_a_chunk() -> None:
-    """Only index 0 is read; text falls back to a refusal, reasoning to either name."""
-    chunk: dict[str, object] = {
-        "choices": [
-            {"index": 1, "delta": "never read"},
-            {
-                "index": 0,
-                "delta": {
-                    "content": None,
-                    "refusal": "I can't.",
-                    "reasoning": "Thinking.",
-                    "tool_calls": [{"index": 0}],
-                },
-                "finish_reason": "stop",
-            },
-            {"delta": {"content": "Hi", "reasoning_content": "Plan."}},
-        ]
-    }
-
-    assert read_choices(chunk) == [
-        ChoiceDelta("I can't.", "Thinking.", [{"index": 0}], "stop"),
-        ChoiceDelta("Hi", "Plan.", (), None),
-    ]
-
-
-@pytest.mark.parametrize(
-    "chunk",
-    [
-        {},
-        {"choices": None},
-        {"choices": []},
-        {"choices": [{"index": 0, "delta": None, "finish_reason": ""}]},
-    ],
-)
-def test_chunks_that_add_nothing(chunk: dict[str, object]) -> None:
-    """No choices, or a first choice with nothing in it, adds nothing."""
-    assert all(
-        delta == ChoiceDelta(None, None, (), None) for delta in read_choices(chunk)
-    )
-
-
-@pytest.mark.parametrize(
-    ("chunk", "part"),
-    [
-        ({"choices": {"index": 0}}, "choices"),
-        ({"choices": [{"index": 1}, "a"]}, "choices"),
-        ({"choices": [{"delta": ["a"]}]}, "choices.delta"),
-        ({"choices": [{"delta": {"tool_calls": "a"}}]}, "tool_calls"),
-        ({"choices": [{"delta": {}, "finish_reason": 1}]}, "choices.finish_reason"),
-    ],
-)
-def test_chunks_of_the_wrong_shape(chunk: dict[str, object], part: str) -> None:
-    """A chunk whose choices are not in the API's form names the part."""
-    with pytest.raises(ServerError) as err:
-        read_choices(chunk)
-    assert err.value.translation_placeholders == {"part": part}
-
-
-def test_call_fragments() -> None:
-    """A fragment reads its index, id, name and arguments; empty strings are none."""
-    assert read_call_fragment(
-        {"index": 2, "id": "c1", "function": {"name": "Ping", "arguments": "{"}}
-    ) == CallFragment(2, "c1", "Ping", "{")
-    assert read_call_fragment(
-        {"index": "2", "id": "", "function": {"arguments": {"a": 1}}}
-    ) == CallFragment(None, None, None, {"a": 1})
-    assert read_call_fragment({"function": None}) == CallFragment(
-        None, None, None, None
-    )
-
-
-def test_call_arguments_of_the_wrong_shape() -> None:
-    """Arguments that are neither JSON text nor an object are named."""
-    with pytest.raises(ServerError) as err:
-        read_call_fragment({"function": {"name": "Ping", "arguments": [1]}})
-    assert err.value.translation_placeholders == {
-        "part": "tool_calls.function.arguments"
     }
 
 
@@ -364,5 +280,5 @@ async def test_event_stream_bounds() -> None:
         await read_events(b'data: {"a": 1}\n\n' * 10, max_bytes=100)
     assert err.value.translation_key == "answer_too_large"
     with pytest.raises(ServerError) as err:
-        await read_events(b"data: " + b"x" * 100, max_line_bytes=50)
+        await read_events(b"data: " + b"x" * MAX_LINE_BYTES)
     assert err.value.translation_key == "answer_line_too_long"

@@ -107,23 +107,76 @@ def test_unclosed_think_tag_stays_thinking() -> None:
     ]
 
 
-def test_only_the_first_choice_speaks() -> None:
-    """Servers asked for one answer sometimes send more choices."""
-    parser = ChatStreamParser({})
-    token = {"token": "yes", "logprob": -0.1, "top_logprobs": []}
+def test_the_first_choice_of_a_chunk() -> None:
+    """Index 0 speaks, as often as sent (servers asked for one sometimes send more).
+
+    Text falls back to a refusal; logprobs are not read.
+    """
+    parser = ChatStreamParser({"a": "A"})
+    call = {"index": 0, "id": "c", "function": {"name": "a", "arguments": "{}"}}
+    first = {
+        "content": None,
+        "refusal": "No.",
+        "reasoning": "Hm.",
+        "tool_calls": [call],
+    }
+    token = {"token": "No.", "logprob": -0.1, "top_logprobs": []}
     deltas = parser.feed(
         {
             "choices": [
-                {"index": 1, "delta": {"content": "other"}},
+                {"index": 1, "delta": "never read"},
                 {
                     "index": 0,
-                    "delta": {"content": "yes"},
+                    "delta": first,
                     "logprobs": {"content": [token]},
+                    "finish_reason": "tool_calls",
                 },
+                {"delta": {"content": "Hi", "reasoning_content": "Plan."}},
             ]
         }
     )
-    assert deltas == [{"content": "yes"}]
+    assert deltas[:2] == [{"thinking_content": "Hm."}, {"content": "No."}]
+    assert deltas[2]["tool_calls"] == [llm.ToolInput("A", {}, id="c")]
+    assert deltas[3:] == [{"thinking_content": "Plan."}, {"content": "Hi"}]
+
+
+@pytest.mark.parametrize(
+    "bare",
+    [
+        {},
+        {"choices": None},
+        {"choices": []},
+        {"choices": [{"index": 0, "delta": None, "finish_reason": ""}]},
+        {"choices": [{"index": 0, "delta": {"content": None, "tool_calls": []}}]},
+    ],
+)
+def test_chunks_that_add_nothing(bare: dict[str, Any]) -> None:
+    """No choices, or a first choice with nothing in it, adds nothing."""
+    parser = ChatStreamParser({})
+    assert parser.feed(bare) == []
+    assert parser.close(ended=False) == []
+    with pytest.raises(ServerError) as err:  # an empty finish reason is none
+        parser.raise_if_cut()
+    assert err.value.translation_key == "answer_cut_short"
+
+
+def test_call_fragments() -> None:
+    """A fragment's index, id, name and arguments are read; empty strings are none."""
+    deltas = parse(
+        [
+            call_fragment(id="c1", function={"name": "a", "arguments": '{"x": '}),
+            call_fragment(id="", function={"name": "", "arguments": "1}"}),
+            # Not an index: the call gets the next one (1).
+            chunk({"tool_calls": [{"index": "0", "function": {"name": "b"}}]}),
+            chunk({"tool_calls": [{"index": 1, "function": {"arguments": {"y": 2}}}]}),
+            chunk({"tool_calls": [{"function": None}]}),
+        ],
+        {"a": "A", "b": "B"},
+    )
+    (delta,) = deltas
+    first, second = delta["tool_calls"]
+    assert (first.id, first.tool_name, first.tool_args) == ("c1", "A", {"x": 1})
+    assert (second.tool_name, second.tool_args) == ("B", {"y": 2})
 
 
 def test_calls_are_handed_over_once_at_the_finish() -> None:
@@ -160,7 +213,11 @@ def test_invalid_arguments_are_answered_to_the_model() -> None:
     ("bad", "part"),
     [
         ({"choices": "none"}, "choices"),
+        ({"choices": {"index": 0}}, "choices"),
         ({"choices": ["a"]}, "choices"),
+        ({"choices": [{"index": 1}, "a"]}, "choices"),
+        ({"choices": [{"delta": ["a"]}]}, "choices.delta"),
+        ({"choices": [{"delta": {"tool_calls": "a"}}]}, "tool_calls"),
         ({"choices": [{"index": 0, "delta": ["a"]}]}, "choices.delta"),
         ({"choices": [{"index": 0, "delta": "a"}]}, "choices.delta"),
         (
@@ -171,6 +228,10 @@ def test_invalid_arguments_are_answered_to_the_model() -> None:
         (call_fragment(function={"name": {"a": 1}}), "tool_calls.function.name"),
         (
             call_fragment(function={"name": "a", "arguments": 5}),
+            "tool_calls.function.arguments",
+        ),
+        (
+            call_fragment(function={"name": "a", "arguments": [1]}),
             "tool_calls.function.arguments",
         ),
         ({"usage": "many"}, "usage"),

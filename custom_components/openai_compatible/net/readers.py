@@ -7,7 +7,7 @@ between chunks is decoded whole.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from dataclasses import KW_ONLY, dataclass, field
 import logging
 import math
@@ -132,14 +132,13 @@ class EventStream:
 
     chunks: AsyncIterable[bytes]
     _: KW_ONLY
-    max_line_bytes: int = MAX_LINE_BYTES
     max_bytes: int = MAX_ANSWER_BYTES
     done: bool = field(default=False, init=False)
     _skipped: bool = field(default=False, init=False)
 
     async def __aiter__(self) -> AsyncIterator[list[JSONObject]]:
         """Yield the JSON objects of the events each network chunk completes."""
-        decoder = SSEDecoder(self.max_line_bytes)
+        decoder = SSEDecoder()
         async for chunk in async_capped(self.chunks, self.max_bytes):
             yield [
                 event for data in decoder.feed(chunk) for event in self._events(data)
@@ -269,72 +268,3 @@ def read_usage(usage: Mapping[str, object]) -> JSONObject:
 def error_message(error: object) -> str:
     """Return the message of an error a server sent (its `message`), without markup."""
     return plain(str(error.get("message") if isinstance(error, dict) else error))
-
-
-@dataclass(slots=True)
-class ChoiceDelta:
-    """What one first choice of a Chat Completions chunk adds."""
-
-    # The spoken text: the content, or else a refusal.
-    text: str | None
-    reasoning: str | None
-    tool_calls: Sequence[object]
-    finish_reason: str | None
-
-
-def read_choices(chunk: JSONObject) -> list[ChoiceDelta]:
-    """Return the deltas of a chunk's first choice (index 0), as often as sent."""
-    choices = chunk.get("choices")
-    if not choices:
-        return []
-    if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
-        raise MalformedAnswerError(part="choices")
-    return [_choice_delta(choice) for choice in choices if choice.get("index", 0) == 0]
-
-
-def _choice_delta(choice: JSONObject) -> ChoiceDelta:
-    """Return what one choice adds; read for every streamed token, in few calls."""
-    delta = choice.get("delta")
-    if not isinstance(delta, dict):
-        delta = read_object_or_empty(delta, "choices.delta")
-    text = delta.get("content")
-    if not isinstance(text, str):
-        text = string_or_none(delta.get("refusal"))
-    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-    calls = delta.get("tool_calls")
-    reason = choice.get("finish_reason")
-    return ChoiceDelta(
-        text,
-        reasoning if isinstance(reasoning, str) else None,
-        read_list(calls, "tool_calls") if calls else (),
-        read_optional_string(reason, "choices.finish_reason") or None,
-    )
-
-
-@dataclass(slots=True)
-class CallFragment:
-    """One `tool_calls` fragment of a Chat Completions chunk."""
-
-    index: int | None
-    call_id: str | None
-    name: str | None
-    # A piece of the JSON text, or (from some servers) the decoded object.
-    arguments: str | JSONObject | None
-
-
-def read_call_fragment(value: object) -> CallFragment:
-    """Return a tool call fragment; empty strings mean absent."""
-    fragment = read_object(value, "tool_calls")
-    function = read_object_or_empty(fragment.get("function"), "tool_calls.function")
-    call_id = read_optional_string(fragment.get("id"), "tool_calls.id")
-    name = read_optional_string(function.get("name"), "tool_calls.function.name")
-    arguments = function.get("arguments")
-    if not isinstance(arguments, (str, dict, type(None))):
-        raise MalformedAnswerError(part="tool_calls.function.arguments")
-    index = fragment.get("index")
-    return CallFragment(
-        index if isinstance(index, int) else None,
-        call_id or None,
-        name or None,
-        arguments,
-    )

@@ -106,16 +106,6 @@ def without_keys[B: Mapping[str, object]](body: B, keys: tuple[str, ...]) -> B:
     return cast("B", {key: value for key, value in body.items() if key not in keys})
 
 
-def _wire_tool_name(name: str, taken: set[str]) -> str:
-    """Return a name the server accepts, unique among the taken ones."""
-    if _TOOL_NAME.match(name) and name not in taken:
-        return name
-    cleaned = _INVALID_NAME_CHARS.sub("_", name) or "tool"
-    if len(cleaned) <= 64 and cleaned not in taken:
-        return cleaned
-    return f"{cleaned[:55]}_{hashlib.sha256(name.encode()).hexdigest()[:8]}"
-
-
 def build_tool_set(llm_api: llm.APIInstance | None) -> ToolSet:
     """Convert every tool of the API, by name; the tools only some devices get last."""
     if llm_api is None or not llm_api.tools:
@@ -129,7 +119,13 @@ def build_tool_set(llm_api: llm.APIInstance | None) -> ToolSet:
     for tool in sorted(
         llm_api.tools, key=lambda tool: (tool.name in _DEVICE_TOOLS, tool.name)
     ):
-        name = _wire_tool_name(tool.name, set(from_wire))
+        # A name the server accepts, unique among those already given.
+        name = tool.name
+        if not _TOOL_NAME.match(name) or name in from_wire:
+            name = _INVALID_NAME_CHARS.sub("_", name) or "tool"
+            if len(name) > 64 or name in from_wire:
+                digest = hashlib.sha256(tool.name.encode()).hexdigest()[:8]
+                name = f"{name[:55]}_{digest}"
         to_wire[tool.name] = name
         from_wire[name] = tool.name
         function: FunctionDefinition = {"name": name}

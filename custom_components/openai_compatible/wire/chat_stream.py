@@ -17,17 +17,18 @@ from homeassistant.util.json import json_loads
 import httpx2
 
 from ..const import DOMAIN, LOGGER
-from ..errors import ModelError, ServerError, TranslatedError
+from ..errors import MalformedAnswerError, ModelError, ServerError, TranslatedError
 from ..net.readers import (
-    ChoiceDelta,
     EventStream,
     JSONObject,
     async_read_body,
     error_message,
-    read_choices,
     read_list,
     read_object,
+    read_object_or_empty,
+    read_optional_string,
     read_usage,
+    string_or_none,
 )
 from ..net.transport import OwnCalls
 from ..server_errors.answers import answer_error
@@ -136,7 +137,7 @@ class ChatStreamParser:
         self.usage: JSONObject | None = None
 
     def feed(self, chunk: JSONObject) -> list[Delta]:
-        """Return the deltas one chunk adds."""
+        """Return the deltas one chunk adds; only its first choice (index 0) speaks."""
         if error := chunk.get("error"):
             raise answer_error(
                 error_message(error), chunk, tools=bool(self._tool_names)
@@ -144,8 +145,15 @@ class ChatStreamParser:
         if (usage := chunk.get("usage")) is not None:
             self.usage = read_usage(read_object(usage, "usage"))
         deltas: list[Delta] = []
-        for choice in read_choices(chunk):
-            self._choice(choice, deltas)
+        if not (choices := chunk.get("choices")):
+            return deltas
+        if not isinstance(choices, list) or not all(
+            isinstance(c, dict) for c in choices
+        ):
+            raise MalformedAnswerError(part="choices")
+        for choice in choices:
+            if choice.get("index", 0) == 0:
+                self._choice(choice, deltas)
         return deltas
 
     def feed_whole(self, raw: bytes) -> list[Delta]:
@@ -201,16 +209,28 @@ class ChatStreamParser:
             and not (self._cut_call or self._structured)
         )
 
-    def _choice(self, choice: ChoiceDelta, deltas: list[Delta]) -> None:
-        text = choice.text
+    def _choice(self, choice: JSONObject, deltas: list[Delta]) -> None:
+        # Read for every streamed token, in few calls; empty strings mean absent.
+        delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            delta = read_object_or_empty(delta, "choices.delta")
+        calls = delta.get("tool_calls")
+        calls = read_list(calls, "tool_calls") if calls else ()
+        reason = choice.get("finish_reason")
+        reason = read_optional_string(reason, "choices.finish_reason")
+        # The spoken text: the content, or else a refusal.
+        text = delta.get("content")
+        if not isinstance(text, str):
+            text = string_or_none(delta.get("refusal"))
         thinking, spoken = self._think.feed(text) if text is not None else ("", "")
-        if choice.reasoning is not None:
-            thinking = choice.reasoning + thinking
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str):
+            thinking = reasoning + thinking
         self._text(thinking, spoken, deltas)
-        for fragment in choice.tool_calls:
+        for fragment in calls:
             self._calls.add(fragment)
-        if choice.finish_reason:
-            deltas.extend(self._finish(choice.finish_reason))
+        if reason:
+            deltas.extend(self._finish(reason))
 
     def _text(self, thinking: str, spoken: str, deltas: list[Delta]) -> None:
         if thinking:

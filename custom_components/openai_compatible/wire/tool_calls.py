@@ -21,8 +21,8 @@ from homeassistant.helpers.json import json_dumps
 from homeassistant.util.json import json_loads
 
 from ..const import LOGGER
-from ..errors import ModelError
-from ..net.readers import CallFragment, read_call_fragment
+from ..errors import MalformedAnswerError, ModelError
+from ..net.readers import read_object, read_object_or_empty, read_optional_string
 from ..net.shapes import JsonObject
 from ..net.transport import OwnCalls, ToolSet
 
@@ -126,23 +126,47 @@ class ToolCallAssembler:
         self._by_index: dict[int, PendingCall] = {}
 
     def add(self, value: object) -> None:
-        """Merge one `tool_calls` fragment into the call it belongs to."""
-        fragment = read_call_fragment(value)
-        index = len(self.calls) if fragment.index is None else fragment.index
+        """Merge one `tool_calls` fragment into its call; empty strings mean absent."""
+        fragment = read_object(value, "tool_calls")
+        function = read_object_or_empty(fragment.get("function"), "tool_calls.function")
+        call_id = read_optional_string(fragment.get("id"), "tool_calls.id") or None
+        name = function.get("name")
+        name = read_optional_string(name, "tool_calls.function.name") or None
+        # A piece of the JSON text, or (from some servers) the decoded object.
+        arguments = function.get("arguments")
+        if not isinstance(arguments, (str, dict, type(None))):
+            raise MalformedAnswerError(part="tool_calls.function.arguments")
+        index = fragment.get("index")
+        if not isinstance(index, int):
+            index = len(self.calls)
         current = self._by_index.get(index)
-        if current is None or _starts_new(current, fragment):
+        # Some servers put several calls under one index: a new id tells, and so
+        # does a new name with fresh arguments after complete ones.
+        if (
+            current is None
+            or (call_id is not None and current.call_id not in (None, call_id))
+            or (
+                call_id is None
+                and name is not None
+                and current.name is not None
+                and (
+                    isinstance(arguments, dict) or (arguments or "").lstrip()[:1] == "{"
+                )
+                and current.arguments_complete()
+            )
+        ):
             if len(self.calls) >= MAX_TOOL_CALLS:
                 raise too_many_calls()
-            current = PendingCall(fragment.call_id, fragment.name)
+            current = PendingCall(call_id, name)
             self.calls.append(current)
             self._by_index[index] = current
         else:
-            current.call_id = current.call_id or fragment.call_id
-            current.name = current.name or fragment.name
-        if isinstance(fragment.arguments, dict):
-            current.decoded = fragment.arguments
-        elif fragment.arguments:
-            current.add_arguments(fragment.arguments)
+            current.call_id = current.call_id or call_id
+            current.name = current.name or name
+        if isinstance(arguments, dict):
+            current.decoded = arguments
+        elif arguments:
+            current.add_arguments(arguments)
 
     def named_calls(self) -> Iterator[PendingCall]:
         """Yield the calls that name a tool, each call id once."""
@@ -161,21 +185,6 @@ class ToolCallAssembler:
 def too_many_calls() -> ModelError:
     """Return the error for an answer with more calls than MAX_TOOL_CALLS."""
     return ModelError("too_many_tool_calls", limit=str(MAX_TOOL_CALLS))
-
-
-def _starts_new(current: PendingCall, fragment: CallFragment) -> bool:
-    """Tell whether a fragment under a used index starts a call of its own."""
-    # Some servers put several calls under one index: a new id tells, and so
-    # does a new name with fresh arguments after complete ones.
-    if fragment.call_id is not None:
-        return current.call_id not in (None, fragment.call_id)
-    arguments = fragment.arguments
-    return (
-        fragment.name is not None
-        and current.name is not None
-        and (isinstance(arguments, dict) or (arguments or "").lstrip()[:1] == "{")
-        and current.arguments_complete()
-    )
 
 
 @dataclass(frozen=True, slots=True)
