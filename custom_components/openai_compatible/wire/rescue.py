@@ -1,10 +1,4 @@
-"""A small model's turn (entity.py), its near misses turned into what was meant.
-
-Calls are cleaned (call_arguments.py) and not run twice; after a done intent,
-words that say nothing give way to Home Assistant's sentence; with one-round
-answers one intent call that did what was asked ends the turn, and the third
-round is the last; a call described in words is asked for, once.
-"""
+"""A small model's turn (entity.py) watched, its near misses turned into what was meant."""
 
 from __future__ import annotations
 
@@ -113,11 +107,7 @@ class TurnRescue:
         speaks: bool,
         one_round: bool,
     ) -> None:
-        """Watch a turn that starts now.
-
-        `speaks`: a conversation's turn, answered in sentences (an AI task's
-        answer is left as given). `one_round`: a done intent call ends the turn.
-        """
+        """Watch a turn: `speaks` in sentences (an AI task's answer is left as given), ended by a done intent if `one_round`."""
         self._hass = hass
         self._chat_log = chat_log
         self._agent_id = agent_id
@@ -313,11 +303,7 @@ def _speaks(text: str) -> bool:
 async def async_done_sentence(
     hass: HomeAssistant, result: llm.ToolResult
 ) -> str | None:
-    """Return what Home Assistant says of an intent that did what was asked.
-
-    Its own speech, else its default agent's sentence for that intent, else
-    "Done", in the intent's language; None for any other result.
-    """
+    """Return what Home Assistant says of an intent that did what was asked (its speech, its agent's, "Done")."""
     data = result.data
     if (
         result.error
@@ -336,26 +322,18 @@ async def async_done_sentence(
     response = getattr(data, "original", None)
     if not isinstance(response, intent.IntentResponse):
         return None
-    if sentence := await _async_intent_sentence(hass, response):
-        return sentence
     texts = await translation.async_get_translations(
         hass, response.language, "conversation", [conversation.DOMAIN]
     )
-    return texts.get("component.conversation.conversation.agent.done", "Done")
-
-
-async def _async_intent_sentence(
-    hass: HomeAssistant, response: intent.IntentResponse
-) -> str | None:
-    """Return the default agent's sentence for a done intent, if it has one."""
+    done = texts.get("component.conversation.conversation.agent.done", "Done")
     agent = conversation.async_get_agent(hass)
     if response.intent is None or not isinstance(agent, DefaultAgent):
-        return None
+        return done
     intents = await agent.async_get_or_load_intents(response.language)
     if not intents or not isinstance(
         responses := intents.intent_responses.get(response.intent.intent_type), dict
     ):
-        return None
+        return done
     slots = {key: slot.get("value") for key, slot in response.intent.slots.items()}
     states = [template.TemplateState(hass, state) for state in response.matched_states]
     # The response the default agent would say: by domain, slot, default.
@@ -365,7 +343,7 @@ async def _async_intent_sentence(
         next(iter(responses)) if len(responses) == 1 else None,
     )
     if key is None:
-        return None
+        return done
     try:
         rendered = template.Template(responses[key], hass).async_render(
             {
@@ -376,5 +354,5 @@ async def _async_intent_sentence(
             parse_result=False,
         )
     except TemplateError:
-        return None
-    return " ".join(str(rendered).split()) or None
+        return done
+    return " ".join(str(rendered).split()) or done
