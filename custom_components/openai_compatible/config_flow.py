@@ -41,6 +41,7 @@ from .const import (
 )
 from .flows.chat_subentry import ModelSubentryFlowHandler, chat_defaults
 from .flows.common import (
+    Input,
     choice,
     dropdown,
     entry_title,
@@ -94,9 +95,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     _models: list[str]
 
     @override
-    async def async_step_user(
-        self, user_input: dict[str, Any] | None = None
-    ) -> ConfigFlowResult:
+    async def async_step_user(self, user_input: Input = None) -> ConfigFlowResult:
         """Ask which kind of server to connect to."""
         if user_input is not None:
             self._provider_key = user_input[CONF_PROVIDER]
@@ -118,9 +117,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     # Where local servers were found, the same step under another text.
     async_step_user_found = async_step_user
 
-    async def async_step_connect(
-        self, user_input: dict[str, Any] | None = None
-    ) -> ConfigFlowResult:
+    async def async_step_connect(self, user_input: Input = None) -> ConfigFlowResult:
         """Ask where the server is and for its key; check it and create the entry."""
         preset = provider_for(self._provider_key)
         errors: dict[str, str] = {}
@@ -163,9 +160,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     async_step_connect_custom = async_step_connect
     async_step_connect_local = async_step_connect
 
-    async def async_step_model(
-        self, user_input: dict[str, Any] | None = None
-    ) -> ConfigFlowResult:
+    async def async_step_model(self, user_input: Input = None) -> ConfigFlowResult:
         """Ask for the model when the server names no chat model."""
         if user_input is not None:
             return self._async_create(user_input[CONF_CHAT_MODEL].strip())
@@ -205,7 +200,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         return await self.async_step_reauth_confirm()
 
     async def async_step_reauth_confirm(
-        self, user_input: dict[str, Any] | None = None
+        self, user_input: Input = None
     ) -> ConfigFlowResult:
         """Ask for a new key and check it against the same server."""
         entry = self._get_reauth_entry()
@@ -230,7 +225,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         )
 
     async def async_step_reconfigure(
-        self, user_input: dict[str, Any] | None = None
+        self, user_input: Input = None
     ) -> ConfigFlowResult:
         """Change the address and/or the key of a server; forget what was learned."""
         entry = self._get_reconfigure_entry()
@@ -329,9 +324,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
 class ConnectionOptionsFlow(OptionsFlow):
     """Change how long one round trip may take, and the API it goes over."""
 
-    async def async_step_init(
-        self, user_input: dict[str, Any] | None = None
-    ) -> ConfigFlowResult:
+    async def async_step_init(self, user_input: Input = None) -> ConfigFlowResult:
         """Show the options; save them as given."""
         if user_input is not None:
             return self.async_create_entry(data=user_input)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from homeassistant.components.repairs import RepairsFlow, RepairsFlowResult
 from homeassistant.config_entries import ConfigEntryState
@@ -22,7 +22,7 @@ from .const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
-from .flows.common import dropdown, followed_title
+from .flows.common import Input, dropdown, followed_title
 from .models.listing import is_listed
 from .models.names import (
     chat_models_first,
@@ -121,15 +121,11 @@ def _problem(runtime: RuntimeData, model: str) -> str | None:
 class ModelRepairFlow(RepairsFlow):
     """Pick another model for the subentry setting an issue is about."""
 
-    async def async_step_init(
-        self, user_input: dict[str, Any] | None = None
-    ) -> RepairsFlowResult:
+    async def async_step_init(self, user_input: Input = None) -> RepairsFlowResult:
         """Show the form; the input here is the issue's id, not an answer."""
         return await self.async_step_model()
 
-    async def async_step_model(
-        self, user_input: dict[str, Any] | None = None
-    ) -> RepairsFlowResult:
+    async def async_step_model(self, user_input: Input = None) -> RepairsFlowResult:
         """Offer the server's models; save the one picked or typed."""
         data = self.data or {}
         entry = self.hass.config_entries.async_get_entry(str(data.get("entry_id")))

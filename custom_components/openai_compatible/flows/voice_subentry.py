@@ -38,7 +38,7 @@ from ..models.names import (
 )
 from ..models.providers import Provider
 from ..voice.audio import MAX_SPEED, MIN_SPEED, async_fetch_voices
-from .common import SubentryFlow, choice, dropdown
+from .common import Input, SubentryFlow, choice, dropdown
 
 # The formats of OpenAI's speech route, which the others copy.
 AUDIO_FORMATS: Final = ("mp3", "wav", "flac", "opus", "aac", "pcm")
@@ -110,9 +110,7 @@ class VoiceSubentryFlowHandler(SubentryFlow):
         self.options = self._taken(values)
         return True
 
-    async def async_step_init(
-        self, user_input: dict[str, Any] | None = None
-    ) -> SubentryFlowResult:
+    async def async_step_init(self, user_input: Input = None) -> SubentryFlowResult:
         """Ask for the model (and a name for a new subentry)."""
         entry = self._entry()
         models = entry.runtime_data.models
@@ -143,9 +141,7 @@ class VoiceSubentryFlowHandler(SubentryFlow):
             last_step=not self._speaks,
         )
 
-    async def async_step_voice(
-        self, user_input: dict[str, Any] | None = None
-    ) -> SubentryFlowResult:
+    async def async_step_voice(self, user_input: Input = None) -> SubentryFlowResult:
         """Ask for the voice, speed, instructions, format and streaming."""
         entry = self._entry()
         errors: dict[str, str] = {}
