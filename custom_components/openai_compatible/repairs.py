@@ -23,14 +23,9 @@ from .const import (
     SUBENTRY_TTS,
 )
 from .flows.common import Input, dropdown, followed_title
+from .flows.voice_subentry import PICKS
 from .models.listing import is_listed
-from .models.names import (
-    chat_models_first,
-    image_models_first,
-    is_speech_model,
-    is_transcription_model,
-    known_voices,
-)
+from .models.names import chat_models_first, image_models_first, known_voices
 from .voice.audio import async_fetch_voices
 
 if TYPE_CHECKING:
@@ -148,10 +143,7 @@ class ModelRepairFlow(RepairsFlow):
                 new = {**subentry.data, key: model}
                 if subentry.subentry_type == SUBENTRY_TTS:
                     fetched = await async_fetch_voices(entry.runtime_data.transport)
-                    if new.get(CONF_VOICE) not in [
-                        *(fetched or ()),
-                        *known_voices(model),
-                    ]:
+                    if new.get(CONF_VOICE) not in (fetched or []) + known_voices(model):
                         # A voice of the old model; the new one's first voice is used.
                         new.pop(CONF_VOICE, None)
                 title = followed_title(subentry, entry, new)
@@ -166,14 +158,12 @@ class ModelRepairFlow(RepairsFlow):
             if model != current and runtime.capabilities.shutdown(model) is None
         ]
         # The models of the setting's kind first.
-        if key == CONF_IMAGE_MODEL:
-            choices = image_models_first(others)
-        elif key == CONF_AUDIO_MODEL:
-            stt = subentry.subentry_type == SUBENTRY_STT
-            evident = is_transcription_model if stt else is_speech_model
+        if key == CONF_AUDIO_MODEL:
+            evident = PICKS[subentry.subentry_type]
             choices = sorted(others, key=lambda model: not evident(model))
         else:
-            choices = chat_models_first(others)
+            first = image_models_first if key == CONF_IMAGE_MODEL else chat_models_first
+            choices = first(others)
         issue = ir.async_get(self.hass).async_get_issue(DOMAIN, self.issue_id)
         return self.async_show_form(
             step_id="model",

@@ -59,7 +59,7 @@ VOICE_SETTINGS: Final[VolDictType] = {
 
 
 # How each kind tells the evident models of a server's list.
-_PICKS: Final = {
+PICKS: Final = {
     SUBENTRY_STT: is_transcription_model,
     SUBENTRY_TTS: is_speech_model,
 }
@@ -69,7 +69,7 @@ def voice_defaults(models: list[str]) -> list[tuple[str, dict[str, object]]]:
     """Return the voice subentries (type, data) whose evident model the server lists."""
     return [
         (kind, _voice_data(kind, model))
-        for kind, evident in _PICKS.items()
+        for kind, evident in PICKS.items()
         if (model := next(filter(evident, models), None))
     ]
 
@@ -96,7 +96,7 @@ class VoiceSubentryFlowHandler(SubentryFlow):
 
     def _defaults(self, models: list[str], preset: Provider) -> dict[str, object]:
         known = preset.speech_model if self._speaks else preset.transcription_model
-        model = next(filter(_PICKS[self._subentry_type], models), known)
+        model = next(filter(PICKS[self._subentry_type], models), known)
         return _voice_data(self._subentry_type, model)
 
     def _take(self, user_input: Mapping[str, Any], required: str) -> bool:
