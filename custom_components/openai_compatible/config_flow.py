@@ -281,11 +281,10 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         """Return the server's models; None where errors (already or now) tell why not."""
         if data is None or errors:
             return None
-        api_key = data.get(CONF_API_KEY)
+        api_key, server = data.get(CONF_API_KEY), _server(data[CONF_BASE_URL])
         for entry in self._others():
-            if _server(entry.data[CONF_BASE_URL]) == _server(
-                data[CONF_BASE_URL]
-            ) and api_key in (None, entry.data.get(CONF_API_KEY)):
+            same = _server(entry.data[CONF_BASE_URL]) == server
+            if same and api_key in (None, entry.data.get(CONF_API_KEY)):
                 raise data_entry_flow.AbortFlow(
                     "already_configured_key" if api_key else "already_configured",
                     {"name": entry.title},
@@ -331,12 +330,11 @@ class ConnectionOptionsFlow(OptionsFlow):
         options = self.config_entry.options
         timeout = options.get(CONF_TIMEOUT, DEFAULT_TIMEOUT_SECONDS)
         api = api_setting(options.get(CONF_API))
+        apis = choice(CONF_API, WireApi, SelectSelectorMode.LIST)
         schema = probatio.Schema(
             {
                 probatio.Required(CONF_TIMEOUT, default=timeout): TIMEOUT_SELECTOR,
-                probatio.Required(CONF_API, default=api): choice(
-                    CONF_API, WireApi, SelectSelectorMode.LIST
-                ),
+                probatio.Required(CONF_API, default=api): apis,
             }
         )
         return self.async_show_form(step_id="init", data_schema=schema)
