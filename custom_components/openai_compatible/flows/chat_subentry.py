@@ -70,10 +70,7 @@ from .responses_step import RESPONSES_KEYS, responses_schema
 # Home Assistant leaves these fields out of the input while recommended is on.
 _ADVANCED: Final[FieldCondition] = {"field": CONF_RECOMMENDED, "value": False}
 # Values that ask for nothing, and so are not saved.
-_UNSAVED: Final[dict[str, object]] = {
-    CONF_STREAMING: True,
-    CONF_THINKING: Thinking.DEFAULT,
-}
+_UNSAVED: Final = {CONF_STREAMING: True, CONF_THINKING: Thinking.DEFAULT}
 
 
 def chat_defaults(

@@ -59,10 +59,7 @@ VOICE_SETTINGS: Final[VolDictType] = {
 
 
 # How each kind tells the evident models of a server's list.
-PICKS: Final = {
-    SUBENTRY_STT: is_transcription_model,
-    SUBENTRY_TTS: is_speech_model,
-}
+PICKS: Final = {SUBENTRY_STT: is_transcription_model, SUBENTRY_TTS: is_speech_model}
 
 
 def voice_defaults(models: list[str]) -> list[tuple[str, dict[str, object]]]:
