@@ -165,6 +165,7 @@ class ModelRepairFlow(RepairsFlow):
             first = image_models_first if key == CONF_IMAGE_MODEL else chat_models_first
             choices = first(others)
         issue = ir.async_get(self.hass).async_get_issue(DOMAIN, self.issue_id)
+        placeholders = issue.translation_placeholders if issue else None
         return self.async_show_form(
             step_id="model",
             data_schema=self.add_suggested_values_to_schema(
@@ -172,9 +173,7 @@ class ModelRepairFlow(RepairsFlow):
                 user_input or ({key: choices[0]} if choices else {}),
             ),
             errors=errors,
-            description_placeholders=dict(
-                (issue.translation_placeholders if issue else None) or {}
-            ),
+            description_placeholders=dict(placeholders or {}),
         )
 
 

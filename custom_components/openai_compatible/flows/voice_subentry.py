@@ -114,10 +114,8 @@ class VoiceSubentryFlowHandler(SubentryFlow):
         unknown = [model for model in models if model_kind(model) is ModelKind.UNKNOWN]
         # Evident models of the kind first; chat, image and the other kind's audio
         # models are left out.
-        evident = is_speech_model if self._speaks else is_transcription_model
-        schema = self._model_fields(
-            CONF_AUDIO_MODEL, [*filter(evident, models), *unknown]
-        )
+        picks = [*filter(PICKS[self._subentry_type], models), *unknown]
+        schema = self._model_fields(CONF_AUDIO_MODEL, picks)
         if not self._speaks:  # speech-to-text's settings come with its model
             schema[probatio.Optional(CONF_PROMPT)] = MULTILINE
             schema[probatio.Required(CONF_HINT_NAMES, default=False)] = bool
