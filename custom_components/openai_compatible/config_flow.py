@@ -136,15 +136,12 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
                 if chat_model is None and not voice_defaults(models):
                     return await self.async_step_model()
                 return self._async_create(None)
-        step_id = (
-            "connect_custom"
-            if self._provider_key == PROVIDER_CUSTOM
-            else "connect_local"
-            if preset.listen_command
-            else "connect_azure"
-            if preset.asks_for_resource
-            else "connect"
-        )
+        variants = {  # the first that fits
+            "connect_custom": self._provider_key == PROVIDER_CUSTOM,
+            "connect_local": bool(preset.listen_command),
+            "connect_azure": preset.asks_for_resource,
+        }
+        step_id = next((step for step, fits in variants.items() if fits), "connect")
         return self.async_show_form(
             step_id=step_id,
             data_schema=self.add_suggested_values_to_schema(
