@@ -46,11 +46,8 @@ class ForgetLessonsButton(ButtonEntity):
         """Forget every lesson, tell which, and read the server again."""
         runtime = self._entry.runtime_data
         forgotten = runtime.capabilities.forget()
-        LOGGER.info(
-            "Forgot what was learned about %s: %s",
-            self._entry.title,
-            "; ".join(forgotten) or "nothing had been learned",
-        )
+        said = "; ".join(forgotten) or "nothing had been learned"
+        LOGGER.info("Forgot what was learned about %s: %s", self._entry.title, said)
         self._attr_extra_state_attributes = {"forgotten": forgotten}
         self.async_write_ha_state()
         await runtime.coordinator.async_refresh()

@@ -41,6 +41,7 @@ from .const import (
 )
 from .flows.chat_subentry import ModelSubentryFlowHandler, chat_defaults
 from .flows.common import (
+    Input,
     choice,
     dropdown,
     entry_title,
@@ -94,9 +95,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     _models: list[str]
 
     @override
-    async def async_step_user(
-        self, user_input: dict[str, Any] | None = None
-    ) -> ConfigFlowResult:
+    async def async_step_user(self, user_input: Input = None) -> ConfigFlowResult:
         """Ask which kind of server to connect to."""
         if user_input is not None:
             self._provider_key = user_input[CONF_PROVIDER]
@@ -118,9 +117,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     # Where local servers were found, the same step under another text.
     async_step_user_found = async_step_user
 
-    async def async_step_connect(
-        self, user_input: dict[str, Any] | None = None
-    ) -> ConfigFlowResult:
+    async def async_step_connect(self, user_input: Input = None) -> ConfigFlowResult:
         """Ask where the server is and for its key; check it and create the entry."""
         preset = provider_for(self._provider_key)
         errors: dict[str, str] = {}
@@ -139,15 +136,12 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
                 if chat_model is None and not voice_defaults(models):
                     return await self.async_step_model()
                 return self._async_create(None)
-        step_id = (
-            "connect_custom"
-            if self._provider_key == PROVIDER_CUSTOM
-            else "connect_local"
-            if preset.listen_command
-            else "connect_azure"
-            if preset.asks_for_resource
-            else "connect"
-        )
+        variants = {  # the first that fits
+            "connect_custom": self._provider_key == PROVIDER_CUSTOM,
+            "connect_local": bool(preset.listen_command),
+            "connect_azure": preset.asks_for_resource,
+        }
+        step_id = next((step for step, fits in variants.items() if fits), "connect")
         return self.async_show_form(
             step_id=step_id,
             data_schema=self.add_suggested_values_to_schema(
@@ -163,9 +157,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
     async_step_connect_custom = async_step_connect
     async_step_connect_local = async_step_connect
 
-    async def async_step_model(
-        self, user_input: dict[str, Any] | None = None
-    ) -> ConfigFlowResult:
+    async def async_step_model(self, user_input: Input = None) -> ConfigFlowResult:
         """Ask for the model when the server names no chat model."""
         if user_input is not None:
             return self._async_create(user_input[CONF_CHAT_MODEL].strip())
@@ -205,7 +197,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         return await self.async_step_reauth_confirm()
 
     async def async_step_reauth_confirm(
-        self, user_input: dict[str, Any] | None = None
+        self, user_input: Input = None
     ) -> ConfigFlowResult:
         """Ask for a new key and check it against the same server."""
         entry = self._get_reauth_entry()
@@ -230,7 +222,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         )
 
     async def async_step_reconfigure(
-        self, user_input: dict[str, Any] | None = None
+        self, user_input: Input = None
     ) -> ConfigFlowResult:
         """Change the address and/or the key of a server; forget what was learned."""
         entry = self._get_reconfigure_entry()
@@ -286,11 +278,10 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         """Return the server's models; None where errors (already or now) tell why not."""
         if data is None or errors:
             return None
-        api_key = data.get(CONF_API_KEY)
+        api_key, server = data.get(CONF_API_KEY), _server(data[CONF_BASE_URL])
         for entry in self._others():
-            if _server(entry.data[CONF_BASE_URL]) == _server(
-                data[CONF_BASE_URL]
-            ) and api_key in (None, entry.data.get(CONF_API_KEY)):
+            same = _server(entry.data[CONF_BASE_URL]) == server
+            if same and api_key in (None, entry.data.get(CONF_API_KEY)):
                 raise data_entry_flow.AbortFlow(
                     "already_configured_key" if api_key else "already_configured",
                     {"name": entry.title},
@@ -329,21 +320,18 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
 class ConnectionOptionsFlow(OptionsFlow):
     """Change how long one round trip may take, and the API it goes over."""
 
-    async def async_step_init(
-        self, user_input: dict[str, Any] | None = None
-    ) -> ConfigFlowResult:
+    async def async_step_init(self, user_input: Input = None) -> ConfigFlowResult:
         """Show the options; save them as given."""
         if user_input is not None:
             return self.async_create_entry(data=user_input)
         options = self.config_entry.options
         timeout = options.get(CONF_TIMEOUT, DEFAULT_TIMEOUT_SECONDS)
         api = api_setting(options.get(CONF_API))
+        apis = choice(CONF_API, WireApi, SelectSelectorMode.LIST)
         schema = probatio.Schema(
             {
                 probatio.Required(CONF_TIMEOUT, default=timeout): TIMEOUT_SELECTOR,
-                probatio.Required(CONF_API, default=api): choice(
-                    CONF_API, WireApi, SelectSelectorMode.LIST
-                ),
+                probatio.Required(CONF_API, default=api): apis,
             }
         )
         return self.async_show_form(step_id="init", data_schema=schema)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from homeassistant.components.repairs import RepairsFlow, RepairsFlowResult
 from homeassistant.config_entries import ConfigEntryState
@@ -22,15 +22,10 @@ from .const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
-from .flows.common import dropdown, followed_title
+from .flows.common import Input, dropdown, followed_title
+from .flows.voice_subentry import PICKS
 from .models.listing import is_listed
-from .models.names import (
-    chat_models_first,
-    image_models_first,
-    is_speech_model,
-    is_transcription_model,
-    known_voices,
-)
+from .models.names import chat_models_first, image_models_first, known_voices
 from .voice.audio import async_fetch_voices
 
 if TYPE_CHECKING:
@@ -121,15 +116,11 @@ def _problem(runtime: RuntimeData, model: str) -> str | None:
 class ModelRepairFlow(RepairsFlow):
     """Pick another model for the subentry setting an issue is about."""
 
-    async def async_step_init(
-        self, user_input: dict[str, Any] | None = None
-    ) -> RepairsFlowResult:
+    async def async_step_init(self, user_input: Input = None) -> RepairsFlowResult:
         """Show the form; the input here is the issue's id, not an answer."""
         return await self.async_step_model()
 
-    async def async_step_model(
-        self, user_input: dict[str, Any] | None = None
-    ) -> RepairsFlowResult:
+    async def async_step_model(self, user_input: Input = None) -> RepairsFlowResult:
         """Offer the server's models; save the one picked or typed."""
         data = self.data or {}
         entry = self.hass.config_entries.async_get_entry(str(data.get("entry_id")))
@@ -152,10 +143,7 @@ class ModelRepairFlow(RepairsFlow):
                 new = {**subentry.data, key: model}
                 if subentry.subentry_type == SUBENTRY_TTS:
                     fetched = await async_fetch_voices(entry.runtime_data.transport)
-                    if new.get(CONF_VOICE) not in [
-                        *(fetched or ()),
-                        *known_voices(model),
-                    ]:
+                    if new.get(CONF_VOICE) not in (fetched or []) + known_voices(model):
                         # A voice of the old model; the new one's first voice is used.
                         new.pop(CONF_VOICE, None)
                 title = followed_title(subentry, entry, new)
@@ -170,15 +158,14 @@ class ModelRepairFlow(RepairsFlow):
             if model != current and runtime.capabilities.shutdown(model) is None
         ]
         # The models of the setting's kind first.
-        if key == CONF_IMAGE_MODEL:
-            choices = image_models_first(others)
-        elif key == CONF_AUDIO_MODEL:
-            stt = subentry.subentry_type == SUBENTRY_STT
-            evident = is_transcription_model if stt else is_speech_model
+        if key == CONF_AUDIO_MODEL:
+            evident = PICKS[subentry.subentry_type]
             choices = sorted(others, key=lambda model: not evident(model))
         else:
-            choices = chat_models_first(others)
+            first = image_models_first if key == CONF_IMAGE_MODEL else chat_models_first
+            choices = first(others)
         issue = ir.async_get(self.hass).async_get_issue(DOMAIN, self.issue_id)
+        placeholders = issue.translation_placeholders if issue else None
         return self.async_show_form(
             step_id="model",
             data_schema=self.add_suggested_values_to_schema(
@@ -186,9 +173,7 @@ class ModelRepairFlow(RepairsFlow):
                 user_input or ({key: choices[0]} if choices else {}),
             ),
             errors=errors,
-            description_placeholders=dict(
-                (issue.translation_placeholders if issue else None) or {}
-            ),
+            description_placeholders=dict(placeholders or {}),
         )
 
 

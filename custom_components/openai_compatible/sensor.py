@@ -56,7 +56,7 @@ class UsageSensor(RestoreSensor):
         """Show one count of the subentry, on its device."""
         self._key = self._attr_translation_key = key
         self._counts = entry.runtime_data.usage[subentry.subentry_id]
-        self._subentry_id = subentry.subentry_id
+        self._signal = usage_signal(subentry.subentry_id)
         self._attr_unique_id = f"{subentry.subentry_id}_{key}"
         self._attr_device_info = subentry_device_info(entry, subentry)
 
@@ -72,7 +72,5 @@ class UsageSensor(RestoreSensor):
         if last is not None and isinstance(last.native_value, (int, float)):
             self._counts[self._key] += int(last.native_value)
         self.async_on_remove(
-            async_dispatcher_connect(
-                self.hass, usage_signal(self._subentry_id), self.async_write_ha_state
-            )
+            async_dispatcher_connect(self.hass, self._signal, self.async_write_ha_state)
         )

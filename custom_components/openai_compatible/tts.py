@@ -229,7 +229,6 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
         """Speak a whole text, in one request where it fits."""
         pieces = spoken_pieces(message)
         server_format, extension = self._output(options, joined=len(pieces) > 1)
-        spoken = self._async_spoken(
-            _async_items(pieces), self._speech(options, server_format)
-        )
+        speech = self._speech(options, server_format)
+        spoken = self._async_spoken(_async_items(pieces), speech)
         return extension, b"".join([piece async for piece in spoken])

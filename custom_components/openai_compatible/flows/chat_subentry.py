@@ -64,16 +64,13 @@ from ..models.names import (
 from ..models.providers import Provider
 from ..window.context_window import default_answer_limit
 from ..wire.round_trip import owned_fields
-from .common import SubentryFlow, choice, dropdown, whole_number
+from .common import Input, SubentryFlow, choice, dropdown, whole_number
 from .responses_step import RESPONSES_KEYS, responses_schema
 
 # Home Assistant leaves these fields out of the input while recommended is on.
 _ADVANCED: Final[FieldCondition] = {"field": CONF_RECOMMENDED, "value": False}
 # Values that ask for nothing, and so are not saved.
-_UNSAVED: Final[dict[str, object]] = {
-    CONF_STREAMING: True,
-    CONF_THINKING: Thinking.DEFAULT,
-}
+_UNSAVED: Final = {CONF_STREAMING: True, CONF_THINKING: Thinking.DEFAULT}
 
 
 def chat_defaults(
@@ -134,9 +131,7 @@ class ModelSubentryFlowHandler(SubentryFlow):
         lasting = lasting_models(models, preset.shutdowns)
         return chat_defaults(self._subentry_type, lasting, preset.recommended_model)
 
-    async def async_step_init(
-        self, user_input: dict[str, Any] | None = None
-    ) -> SubentryFlowResult:
+    async def async_step_init(self, user_input: Input = None) -> SubentryFlowResult:
         """Show and take the settings of the agent or task."""
         entry = self._entry()
         errors: dict[str, str] = {}
@@ -182,9 +177,7 @@ class ModelSubentryFlowHandler(SubentryFlow):
             and self._responses_schema() is None,
         )
 
-    async def async_step_tools(
-        self, user_input: dict[str, Any] | None = None
-    ) -> SubentryFlowResult:
+    async def async_step_tools(self, user_input: Input = None) -> SubentryFlowResult:
         """Show and take which tools the agent offers, where it has an LLM API."""
         apis = self.options.get(CONF_LLM_HASS_API)
         local = bool(self._entry().runtime_data.capabilities.local)
@@ -225,7 +218,7 @@ class ModelSubentryFlowHandler(SubentryFlow):
         )
 
     async def async_step_responses(
-        self, user_input: dict[str, Any] | None = None
+        self, user_input: Input = None
     ) -> SubentryFlowResult:
         """Show and save the Responses API options the model takes; or save."""
         if (schema := self._responses_schema()) is None:

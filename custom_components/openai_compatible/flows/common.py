@@ -44,6 +44,8 @@ from ..const import (
 )
 from ..models.providers import PROVIDER_CUSTOM, PROVIDERS, Provider, provider_for
 
+type Input = dict[str, Any] | None  # what a flow step is given
+
 # Agents and tasks of one model are told apart; an agent adds nothing.
 KIND_SUFFIXES: Final[dict[str, str]] = {
     SUBENTRY_AI_TASK: "AI task",
@@ -205,9 +207,7 @@ class SubentryFlow(ConfigSubentryFlow):
             raise AbortFlow("entry_not_loaded")
         return entry
 
-    async def async_step_user(
-        self, user_input: dict[str, Any] | None = None
-    ) -> SubentryFlowResult:
+    async def async_step_user(self, user_input: Input = None) -> SubentryFlowResult:
         """Add a subentry, starting from what suits the server's models."""
         entry = self._entry()
         preset = provider_for(entry.data.get(CONF_PROVIDER))
@@ -215,7 +215,7 @@ class SubentryFlow(ConfigSubentryFlow):
         return await self.async_step_init()
 
     async def async_step_reconfigure(
-        self, user_input: dict[str, Any] | None = None
+        self, user_input: Input = None
     ) -> SubentryFlowResult:
         """Change a subentry, starting from its saved settings."""
         self._entry()

@@ -38,7 +38,7 @@ from ..models.names import (
 )
 from ..models.providers import Provider
 from ..voice.audio import MAX_SPEED, MIN_SPEED, async_fetch_voices
-from .common import SubentryFlow, choice, dropdown
+from .common import Input, SubentryFlow, choice, dropdown
 
 # The formats of OpenAI's speech route, which the others copy.
 AUDIO_FORMATS: Final = ("mp3", "wav", "flac", "opus", "aac", "pcm")
@@ -59,17 +59,14 @@ VOICE_SETTINGS: Final[VolDictType] = {
 
 
 # How each kind tells the evident models of a server's list.
-_PICKS: Final = {
-    SUBENTRY_STT: is_transcription_model,
-    SUBENTRY_TTS: is_speech_model,
-}
+PICKS: Final = {SUBENTRY_STT: is_transcription_model, SUBENTRY_TTS: is_speech_model}
 
 
 def voice_defaults(models: list[str]) -> list[tuple[str, dict[str, object]]]:
     """Return the voice subentries (type, data) whose evident model the server lists."""
     return [
         (kind, _voice_data(kind, model))
-        for kind, evident in _PICKS.items()
+        for kind, evident in PICKS.items()
         if (model := next(filter(evident, models), None))
     ]
 
@@ -96,7 +93,7 @@ class VoiceSubentryFlowHandler(SubentryFlow):
 
     def _defaults(self, models: list[str], preset: Provider) -> dict[str, object]:
         known = preset.speech_model if self._speaks else preset.transcription_model
-        model = next(filter(_PICKS[self._subentry_type], models), known)
+        model = next(filter(PICKS[self._subentry_type], models), known)
         return _voice_data(self._subentry_type, model)
 
     def _take(self, user_input: Mapping[str, Any], required: str) -> bool:
@@ -110,19 +107,15 @@ class VoiceSubentryFlowHandler(SubentryFlow):
         self.options = self._taken(values)
         return True
 
-    async def async_step_init(
-        self, user_input: dict[str, Any] | None = None
-    ) -> SubentryFlowResult:
+    async def async_step_init(self, user_input: Input = None) -> SubentryFlowResult:
         """Ask for the model (and a name for a new subentry)."""
         entry = self._entry()
         models = entry.runtime_data.models
         unknown = [model for model in models if model_kind(model) is ModelKind.UNKNOWN]
         # Evident models of the kind first; chat, image and the other kind's audio
         # models are left out.
-        evident = is_speech_model if self._speaks else is_transcription_model
-        schema = self._model_fields(
-            CONF_AUDIO_MODEL, [*filter(evident, models), *unknown]
-        )
+        picks = [*filter(PICKS[self._subentry_type], models), *unknown]
+        schema = self._model_fields(CONF_AUDIO_MODEL, picks)
         if not self._speaks:  # speech-to-text's settings come with its model
             schema[probatio.Optional(CONF_PROMPT)] = MULTILINE
             schema[probatio.Required(CONF_HINT_NAMES, default=False)] = bool
@@ -143,9 +136,7 @@ class VoiceSubentryFlowHandler(SubentryFlow):
             last_step=not self._speaks,
         )
 
-    async def async_step_voice(
-        self, user_input: dict[str, Any] | None = None
-    ) -> SubentryFlowResult:
+    async def async_step_voice(self, user_input: Input = None) -> SubentryFlowResult:
         """Ask for the voice, speed, instructions, format and streaming."""
         entry = self._entry()
         errors: dict[str, str] = {}
