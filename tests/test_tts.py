@@ -477,6 +477,11 @@ async def test_a_piper_voice_speaks_its_language(
             "The speed fast is not a number from 0.25 to 4.0",
         ),
         (
+            {"speed": 10**309},  # beyond any float
+            None,
+            "The speed 10000000000",  # the number shortened in the message
+        ),
+        (
             {"preferred_format": "wav"},
             {"status": 200, "raw": b"RIFF....WAVEjunk"},
             "The server's speech cannot be used: the answer is no WAV audio",

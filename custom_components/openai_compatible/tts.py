@@ -170,7 +170,7 @@ class OpenAICompatibleTTSEntity(tts.TextToSpeechEntity, OpenAICompatibleSubentry
         asked = options.get(CONF_SPEED, data.get(CONF_SPEED, 1.0))
         try:  # a speed that is no number is 0: out of range
             speed = float(asked) if isinstance(asked, int | float | str) else 0.0
-        except ValueError:
+        except ValueError, OverflowError:
             speed = 0.0
         if not MIN_SPEED <= speed <= MAX_SPEED:
             raise InputError(
