@@ -328,7 +328,7 @@ def error_text(body: bytes) -> str:
     return plain(_message_in(json_or_none(text)) or text)
 
 
-def json_or_none(text: str) -> Any:
+def json_or_none(text: str | bytes) -> Any:
     """Return the JSON a text holds, or None."""
     try:
         return json.loads(text)
