@@ -25,11 +25,11 @@ from .const import (
 from .flows.common import dropdown, followed_title
 from .models.listing import is_listed
 from .models.names import (
-    chat_models_first,
-    image_models_first,
+    ModelKind,
     is_speech_model,
     is_transcription_model,
     known_voices,
+    models_first,
 )
 from .voice.audio import async_fetch_voices
 
@@ -171,13 +171,13 @@ class ModelRepairFlow(RepairsFlow):
         ]
         # The models of the setting's kind first.
         if key == CONF_IMAGE_MODEL:
-            choices = image_models_first(others)
+            choices = models_first(others, ModelKind.IMAGE)
         elif key == CONF_AUDIO_MODEL:
             stt = subentry.subentry_type == SUBENTRY_STT
             evident = is_transcription_model if stt else is_speech_model
             choices = sorted(others, key=lambda model: not evident(model))
         else:
-            choices = chat_models_first(others)
+            choices = models_first(others, ModelKind.CHAT)
         issue = ir.async_get(self.hass).async_get_issue(DOMAIN, self.issue_id)
         return self.async_show_form(
             step_id="model",
