@@ -15,7 +15,7 @@ from .const import CONF_PROVIDER, DOMAIN, LOGGER
 from .coordinator import ServerCoordinator
 from .flows.common import LEGACY_TITLES, subentry_title
 from .models.capabilities import Capabilities
-from .models.names import offered
+from .models.names import MAX_OFFERED
 from .models.providers import provider_for
 from .net.transport import Transport
 from .repairs import async_track_model_issues
@@ -49,7 +49,7 @@ class RuntimeData:
     @property
     def models(self) -> list[str]:
         """Return the models the server lists that the pickers offer (or none)."""
-        return offered(self.coordinator.data.models)
+        return self.coordinator.data.models[:MAX_OFFERED]
 
 
 type OpenAICompatibleConfigEntry = ConfigEntry[RuntimeData]

@@ -59,7 +59,7 @@ from .flows.connection import (
 from .flows.voice_subentry import VoiceSubentryFlowHandler, voice_defaults
 from .models.capabilities import WireApi, api_setting
 from .models.listing import lasting_models
-from .models.names import chat_models_first, pick_chat_model
+from .models.names import ModelKind, models_first, pick_chat_model
 from .models.providers import (
     PROVIDER_CUSTOM,
     PROVIDERS,
@@ -161,7 +161,7 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
         """Ask for the model when the server names no chat model."""
         if user_input is not None:
             return self._async_create(user_input[CONF_CHAT_MODEL].strip())
-        field = dropdown(chat_models_first(self._models))
+        field = dropdown(models_first(self._models, ModelKind.CHAT))
         schema = probatio.Schema({probatio.Required(CONF_CHAT_MODEL): field})
         return self.async_show_form(step_id="model", data_schema=schema)
 

@@ -41,8 +41,7 @@ from .const import (
 from .coordinator import ServerCoordinator
 from .errors import AuthError, ConnectError, ModelError, RateLimitedError, ServerError
 from .models.capabilities import ModelCapabilities, WireApi, api_setting
-from .models.provider_tools import responses_options
-from .models.providers import provider_for
+from .models.providers import provider_for, responses_options
 from .net.shapes import JsonObject, ResponseFormat
 from .net.transport import Budget, RequestSettings, ToolSet, build_tool_set
 from .tool_offer import ToolOffer

@@ -25,7 +25,7 @@ from .const import (
 from .flows.common import Input, dropdown, followed_title
 from .flows.voice_subentry import PICKS
 from .models.listing import is_listed
-from .models.names import chat_models_first, image_models_first, known_voices
+from .models.names import ModelKind, known_voices, models_first
 from .voice.audio import async_fetch_voices
 
 if TYPE_CHECKING:
@@ -162,8 +162,8 @@ class ModelRepairFlow(RepairsFlow):
             evident = PICKS[subentry.subentry_type]
             choices = sorted(others, key=lambda model: not evident(model))
         else:
-            first = image_models_first if key == CONF_IMAGE_MODEL else chat_models_first
-            choices = first(others)
+            kind = ModelKind.IMAGE if key == CONF_IMAGE_MODEL else ModelKind.CHAT
+            choices = models_first(others, kind)
         issue = ir.async_get(self.hass).async_get_issue(DOMAIN, self.issue_id)
         placeholders = issue.translation_placeholders if issue else None
         return self.async_show_form(

@@ -20,7 +20,7 @@ from custom_components.openai_compatible.const import (
     Feature,
 )
 from custom_components.openai_compatible.models.capabilities import WireApi
-from custom_components.openai_compatible.models.provider_tools import (
+from custom_components.openai_compatible.models.providers import (
     CONF_CODE_INTERPRETER,
     CONF_IMAGE_GENERATION,
     CONF_REASONING_EFFORT,

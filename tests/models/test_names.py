@@ -10,12 +10,11 @@ from custom_components.openai_compatible.models.names import (
     OPENAI_VOICES,
     WHISPER_LANGUAGES,
     ModelKind,
-    chat_models_first,
-    image_models_first,
     is_speech_model,
     is_transcription_model,
     known_voices,
     model_kind,
+    models_first,
     pick_chat_model,
     pick_image_model,
     speech_languages,
@@ -103,14 +102,12 @@ MIXED = [
 ]
 
 
-def test_chat_models_first() -> None:
-    """Chat models lead, then models of unknown kind; image and other models stay out."""
-    assert chat_models_first(MIXED) == ["gpt-4o-mini", "llama3.1:8b", "hidream-i1"]
-
-
-def test_image_models_first() -> None:
-    """Image models lead, then models of unknown kind; chat and other models stay out."""
-    assert image_models_first(MIXED) == ["dall-e-3", "gpt-image-1", "hidream-i1"]
+def test_models_first() -> None:
+    """Models of the kind lead, then of unknown kind; the others stay out."""
+    chat = models_first(MIXED, ModelKind.CHAT)
+    assert chat == ["gpt-4o-mini", "llama3.1:8b", "hidream-i1"]
+    image = models_first(MIXED, ModelKind.IMAGE)
+    assert image == ["dall-e-3", "gpt-image-1", "hidream-i1"]
 
 
 @pytest.mark.parametrize(

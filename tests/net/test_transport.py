@@ -15,6 +15,7 @@ from custom_components.openai_compatible.errors import (
     ServerError,
 )
 from custom_components.openai_compatible.net import transport as transport_module
+from custom_components.openai_compatible.net.readers import async_read_body
 from custom_components.openai_compatible.net.transport import Budget, Transport
 from simulator import OpenAISimulator, Pause
 
@@ -91,9 +92,8 @@ async def test_error_bodies_of_any_shape(
         simulator.enqueue("/models", status=status, json=body)
 
     with pytest.raises(ServerError) as err:
-        transport_module.parse_json(
-            await transport.async_read("GET", "/models", budget=Budget(10))
-        )
+        async with transport.async_open("GET", "/models", budget=Budget(10)):
+            pass
 
     assert err.value.translation_key == key
     if message is not None:
@@ -137,7 +137,8 @@ async def test_a_body_cut_mid_stream_cannot_connect(
     transport = Transport(hass, f"http://127.0.0.1:{port}/v1", None)
     try:
         with pytest.raises(ConnectError) as err:
-            await transport.async_read("GET", "/models", budget=Budget(5))
+            async with transport.async_open("GET", "/models", budget=Budget(5)) as got:
+                await async_read_body(got.aiter_bytes())
     finally:
         server.close()
         await server.wait_closed()

@@ -14,7 +14,7 @@ from ..const import LOGGER, Feature
 from ..errors import ModelError, RequestRejectedError, ServerError, shown
 from ..media.attachments import LoadedFile
 from ..models.capabilities import ModelCapabilities
-from ..net.readers import read_number
+from ..net.readers import async_read_body, read_number
 from ..net.shapes import ChatBody, ChatMessage, ChatPart, JsonObject
 from ..net.transport import Budget, RequestSettings, Transport, parse_json
 from ..wire.chat_completions import attachment_part
@@ -231,10 +231,13 @@ async def async_decide(ask: Ask, questions: list[Question]) -> dict[str, Outcome
         "questions": [_question(q) for q in asked],
     }
     try:
-        async with ask.slots:
-            raw = await ask.transport.async_read(
+        async with (
+            ask.slots,
+            ask.transport.async_open(
                 "POST", "/decisions", budget=ask.budget, body=body, sent=frozenset(sent)
-            )
+            ) as opened,
+        ):
+            raw = await async_read_body(opened.aiter_bytes())
         data = parse_json(raw)
     except RequestRejectedError as err:
         # Learned only when the answer says the route is missing.
@@ -280,6 +283,7 @@ def _question(question: Question) -> JsonObject:
 
 
 def _outcomes(answers: list[Any], questions: list[Question]) -> dict[str, Outcome]:
+    """Return the outcome of each question from a Decision, refusing bad ones."""
     if not all(isinstance(answer, dict) for answer in answers):
         raise ModelError(
             "evaluate_failed", problem="an answer of the decision is not an object"

@@ -55,9 +55,9 @@ from ..const import (
 )
 from ..models.listing import lasting_models
 from ..models.names import (
+    ModelKind,
     Thinking,
-    chat_models_first,
-    image_models_first,
+    models_first,
     pick_chat_model,
     pick_image_model,
 )
@@ -257,7 +257,9 @@ class ModelSubentryFlowHandler(SubentryFlow):
         return responses_schema(entry.options, capabilities, self._subentry_type)
 
     def _schema(self, models: list[str]) -> probatio.Schema:
-        schema = self._model_fields(CONF_CHAT_MODEL, chat_models_first(models))
+        schema = self._model_fields(
+            CONF_CHAT_MODEL, models_first(models, ModelKind.CHAT)
+        )
         if self._subentry_type == SUBENTRY_CONVERSATION:
             apis = [
                 SelectOptionDict(value=api.id, label=api.name)
@@ -272,7 +274,8 @@ class ModelSubentryFlowHandler(SubentryFlow):
             schema[probatio.Optional(CONF_HISTORY_TURNS)] = whole_number(0, 1000)
         else:
             schema[probatio.Optional(CONF_IMAGE_MODEL)] = dropdown(
-                image_models_first(models), self.options.get(CONF_IMAGE_MODEL)
+                models_first(models, ModelKind.IMAGE),
+                self.options.get(CONF_IMAGE_MODEL),
             )
         own = self._own_entity_id()
         schema[probatio.Optional(CONF_FALLBACK)] = EntitySelector(

@@ -29,7 +29,7 @@ from ..errors import (
     ServerError,
 )
 from ..models.listing import async_validate_server
-from ..models.names import offered
+from ..models.names import MAX_OFFERED
 from ..models.providers import PROVIDER_CUSTOM, PROVIDERS, URL_PLACEHOLDER, provider_for
 from ..models.server_info import async_guess_kind
 from ..net.transport import Transport
@@ -192,5 +192,5 @@ async def async_check_server(
             transport = Transport(hass, data[CONF_BASE_URL], data.get(CONF_API_KEY))
             if kind := await async_guess_kind(transport, listing):
                 data[CONF_SERVER_KIND] = kind.value
-        return offered(listing.ids)
+        return listing.ids[:MAX_OFFERED]
     return []

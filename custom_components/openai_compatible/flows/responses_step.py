@@ -14,7 +14,7 @@ import probatio
 from ..const import CONF_API, SUBENTRY_CONVERSATION, Feature
 from ..models.capabilities import ModelCapabilities, WireApi, api_setting
 from ..models.names import service_tiers
-from ..models.provider_tools import (
+from ..models.providers import (
     CONF_CODE_INTERPRETER,
     CONF_IMAGE_GENERATION,
     CONF_REASONING_EFFORT,

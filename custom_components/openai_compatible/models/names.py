@@ -157,11 +157,6 @@ _WORD = re.compile(r"[a-z0-9]+")
 MAX_OFFERED: Final = 2000
 
 
-def offered(models: list[str]) -> list[str]:
-    """Return the listed models the pickers offer and the defaults come from."""
-    return models[:MAX_OFFERED]
-
-
 def model_kind(model: str) -> ModelKind:
     """Return what the model's name says it is."""
     if _has_marker(model, OTHER_MARKERS):
@@ -176,34 +171,24 @@ def model_kind(model: str) -> ModelKind:
     return ModelKind.UNKNOWN
 
 
-def chat_models_first(models: list[str]) -> list[str]:
-    """Return the models for a chat-model picker (any name can be typed)."""
-    return _picks(models, (ModelKind.CHAT, ModelKind.UNKNOWN))
-
-
-def image_models_first(models: list[str]) -> list[str]:
-    """Return the models for an image-model picker."""
-    return _picks(models, (ModelKind.IMAGE, ModelKind.UNKNOWN))
-
-
-def _picks(models: list[str], kinds: tuple[ModelKind, ...]) -> list[str]:
-    # By kind in that order; each model's kind read once.
-    by_kind: dict[ModelKind, list[str]] = {kind: [] for kind in kinds}
-    for model in models:
+def models_first(models: list[str], kind: ModelKind) -> list[str]:
+    """Return the models for a picker: of that kind, then of unknown kind."""
+    by_kind: dict[ModelKind, list[str]] = {kind: [], ModelKind.UNKNOWN: []}
+    for model in models:  # each model's kind read once
         by_kind.get(model_kind(model), []).append(model)
-    return [model for kind in kinds for model in by_kind[kind]]
+    return [model for group in by_kind.values() for model in group]
 
 
 def pick_chat_model(models: list[str], recommended: str | None) -> str | None:
     """Return the recommended model if listed, else the first chat one, else it."""
     if recommended and recommended in models:
         return recommended
-    return next(iter(chat_models_first(models)), recommended)
+    return next(iter(models_first(models, ModelKind.CHAT)), recommended)
 
 
 def pick_image_model(models: list[str]) -> str | None:
     """Return the first evident image model the server lists, if any."""
-    return next(iter(_picks(models, (ModelKind.IMAGE,))), None)
+    return next((m for m in models if model_kind(m) is ModelKind.IMAGE), None)
 
 
 def _base_name(model: str) -> str:

@@ -27,8 +27,12 @@ import probatio
 
 from ..const import LOGGER, Feature
 from ..errors import ConnectError, ServerError, remember_key, shown
-from ..server_errors.answers import MAX_ERROR_BYTES, error_for_status, retry_after
-from .readers import MAX_ANSWER_BYTES, async_read_body
+from ..server_errors.answers import (
+    MAX_ERROR_BYTES,
+    error_for_status,
+    json_or_none,
+    retry_after,
+)
 from .shapes import JsonObject
 
 if TYPE_CHECKING:
@@ -204,10 +208,7 @@ class Answer:
 
     def json(self) -> Any:
         """Return the body as JSON; None when it is no JSON."""
-        try:
-            return json_loads(self.body)
-        except ValueError, RecursionError:
-            return None
+        return json_or_none(self.body)
 
 
 class Transport:
@@ -245,22 +246,6 @@ class Transport:
             root = httpx2.URL(self.base_url).copy_with(path="/", query=None)
             return str(root.join(path[2:]))
         return f"{self.base_url}/{path.lstrip('/')}"
-
-    async def async_read(
-        self,
-        method: str,
-        path: str,
-        *,
-        budget: Budget,
-        body: Mapping[str, object] | None = None,
-        sent: frozenset[Feature] = frozenset(),
-        limit: int = MAX_ANSWER_BYTES,
-    ) -> bytes:
-        """Send a request and return its whole answer; raise past `limit` bytes."""
-        async with self.async_open(
-            method, path, budget=budget, body=body, sent=sent
-        ) as opened:
-            return await async_read_body(opened.aiter_bytes(), limit)
 
     async def async_exchange(
         self,

@@ -28,7 +28,7 @@ from ..errors import (
     redact,
     shown,
 )
-from .routes import FEATURE_ROUTES, error_details, names_unknown_model, route_errors
+from .routes import FEATURE_ROUTES, error_details, model_statuses, names_unknown_model
 
 MAX_ERROR_BYTES: Final = 64 * 1024
 
@@ -230,7 +230,7 @@ def error_for_status(
             if hint := headers.get(name):
                 return RateLimitedError("rate_limited_retry", retry_after=shown(hint))
         return RateLimitedError("rate_limited")
-    if status in route_errors(path).model_statuses and names_unknown_model(text, data):
+    if status in model_statuses(path) and names_unknown_model(text, data):
         return ServerError("model_not_found", message=message)
     if 400 <= status < 500 or status == 501:
         # 501: the server does not implement what was asked, it is not down.
@@ -328,7 +328,7 @@ def error_text(body: bytes) -> str:
     return plain(_message_in(json_or_none(text)) or text)
 
 
-def json_or_none(text: str) -> Any:
+def json_or_none(text: str | bytes) -> Any:
     """Return the JSON a text holds, or None."""
     try:
         return json.loads(text)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import re
 from typing import Any, Final
 
@@ -13,40 +12,19 @@ _MISSING_STATUSES: Final = frozenset({404, 405})
 # Audio servers name an unknown model with any refusal (Kokoro-FastAPI: 400).
 _ANY_REFUSAL: Final = frozenset({*range(400, 500), 501})
 _VOICE_STATUSES: Final = frozenset({400, 404, 422})
+_SPEECH: Final = "/audio/speech"
 
-
-@dataclass(frozen=True, slots=True)
-class RouteErrors:
-    """What error answers mean on one route, beyond what any answer says."""
-
-    feature: Feature | None = None
-    missing: str | None = None
-    model_statuses: frozenset[int] = frozenset({404})
-    unknown_model: str | None = None
-    voices: bool = False
-
-
-# Any other route (/chat/completions, /models) has no quirks.
-_ANY_ROUTE: Final = RouteErrors()
-ROUTES: Final[dict[str, RouteErrors]] = {
-    "/responses": RouteErrors(Feature.RESPONSES_API),
-    "/decisions": RouteErrors(Feature.DECISIONS),
-    "/images/generations": RouteErrors(Feature.IMAGES_GENERATIONS),
-    "/images/edits": RouteErrors(Feature.IMAGES_EDITS),
-    "/audio/transcriptions": RouteErrors(
-        missing="no_transcription_route",
-        model_statuses=_ANY_REFUSAL,
-        unknown_model="audio_model_not_found",
-    ),
-    "/audio/speech": RouteErrors(
-        missing="no_speech_route",
-        model_statuses=_ANY_REFUSAL,
-        unknown_model="audio_model_not_found",
-        voices=True,
-    ),
-}
+# A server without one of these routes refuses its feature.
 FEATURE_ROUTES: Final = {
-    route.feature: path for path, route in ROUTES.items() if route.feature is not None
+    Feature.RESPONSES_API: "/responses",
+    Feature.DECISIONS: "/decisions",
+    Feature.IMAGES_GENERATIONS: "/images/generations",
+    Feature.IMAGES_EDITS: "/images/edits",
+}
+# The key a missing audio route is told with; any other route has no quirks.
+_AUDIO_ROUTES: Final = {
+    "/audio/transcriptions": "no_transcription_route",
+    _SPEECH: "no_speech_route",
 }
 
 # "model ... not found" is looked for in two steps, in linear time.
@@ -60,9 +38,9 @@ _UNKNOWN_MODEL: Final = re.compile(
 )
 
 
-def route_errors(path: str) -> RouteErrors:
-    """Return what error answers mean on a route; any other route has no quirks."""
-    return ROUTES.get(path, _ANY_ROUTE)
+def model_statuses(path: str) -> frozenset[int]:
+    """Return the statuses an unknown model may be told with on a route."""
+    return _ANY_REFUSAL if path in _AUDIO_ROUTES else frozenset({404})
 
 
 def error_details(body: Any) -> dict[str, Any]:
@@ -93,17 +71,17 @@ def route_error(
     err: ServerError, path: str, model: str, voice: str | None = None
 ) -> TranslatedError | None:
     """Return the error a route tells a failure with (model, route, voice), if its own."""
-    route = route_errors(path)
-    if err.translation_key == "model_not_found" and route.unknown_model:
+    missing = _AUDIO_ROUTES.get(path)
+    if missing is None:
+        return None
+    if err.translation_key == "model_not_found":
         message = (err.translation_placeholders or {}).get("message", "")
-        return ServerError(route.unknown_model, model=model, message=message)
+        return ServerError("audio_model_not_found", model=model, message=message)
     if not isinstance(err, RequestRejectedError) or err.feature is not None:
         return None
-    if route.voices and voice is not None and _names_voice(err, voice):
+    if path == _SPEECH and voice is not None and _names_voice(err, voice):
         return InputError("unknown_voice", voice=voice, message=err.server_message)
-    if route.missing and is_missing_route(err):
-        return ServerError(route.missing)
-    return None
+    return ServerError(missing) if is_missing_route(err) else None
 
 
 def _names_voice(err: RequestRejectedError, voice: str) -> bool:

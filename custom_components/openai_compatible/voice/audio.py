@@ -204,9 +204,10 @@ async def _audio_only(
 async def async_fetch_voices(transport: Transport) -> list[str] | None:
     """Return the voices at /audio/voices (Kokoro-FastAPI's); None if none or failed."""
     try:
-        raw = await transport.async_read(
-            "GET", VOICES_ROUTE, budget=VALIDATION_BUDGET, limit=MAX_TEXT_BYTES
-        )
+        async with transport.async_open(
+            "GET", VOICES_ROUTE, budget=VALIDATION_BUDGET
+        ) as opened:
+            raw = await async_read_body(opened.aiter_bytes(), MAX_TEXT_BYTES)
         answer = parse_json(raw)
     except ServerError as err:
         if not is_missing_route(err):

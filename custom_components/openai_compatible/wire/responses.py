@@ -18,7 +18,7 @@ from homeassistant.helpers.json import json_dumps
 from ..const import PROVIDER_TOOLS, Feature
 from ..media.attachments import LoadedFile
 from ..models.capabilities import ModelCapabilities
-from ..models.provider_tools import ResponsesOptions
+from ..models.providers import ResponsesOptions
 from ..net.shapes import (
     InputPart,
     JsonObject,

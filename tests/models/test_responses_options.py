@@ -1,4 +1,4 @@
-"""Provider-run tools and reasoning options, over HTTP against the simulator."""
+"""The Responses options of providers.py: provider-run tools, reasoning, over HTTP."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from homeassistant.helpers import llm
 import pytest
 
 from custom_components.openai_compatible.const import CONF_CHAT_MODEL, Feature
-from custom_components.openai_compatible.models.provider_tools import (
+from custom_components.openai_compatible.models.providers import (
     CONF_CODE_INTERPRETER,
     CONF_IMAGE_GENERATION,
     CONF_REASONING_EFFORT,
