@@ -172,3 +172,10 @@ def test_a_redirect_names_where_it_leads_if_it_can(
         key,
         placeholders,
     )
+
+
+@pytest.mark.parametrize("body", [b'{"context": NaN}', b"[" * 100_000, b"not json"])
+def test_an_answer_that_is_no_plain_json_reads_as_none(body: bytes) -> None:
+    """NaN, nesting past the parser's depth or words: no JSON, so nothing is read."""
+    answer = transport_module.Answer(200, httpx2.Headers(), body)
+    assert answer.json() is None

@@ -27,12 +27,7 @@ import probatio
 
 from ..const import LOGGER, Feature
 from ..errors import ConnectError, ServerError, remember_key, shown
-from ..server_errors.answers import (
-    MAX_ERROR_BYTES,
-    error_for_status,
-    json_or_none,
-    retry_after,
-)
+from ..server_errors.answers import MAX_ERROR_BYTES, error_for_status, retry_after
 from .shapes import JsonObject
 
 if TYPE_CHECKING:
@@ -207,8 +202,11 @@ class Answer:
     body: bytes
 
     def json(self) -> Any:
-        """Return the body as JSON; None when it is no JSON."""
-        return json_or_none(self.body)
+        """Return the body as JSON; None when it is no JSON (NaN is none)."""
+        try:
+            return json_loads(self.body)
+        except ValueError, RecursionError:
+            return None
 
 
 class Transport:
