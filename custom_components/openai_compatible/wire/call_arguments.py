@@ -260,7 +260,6 @@ def _domain(item: Any, known: Collection[str]) -> Any:
 
 
 def _listed(value: Any) -> list[Any]:
-    """Return a value as a list of its items (none for no value)."""
     return [] if value is None else value if isinstance(value, list) else [value]
 
 
@@ -323,12 +322,10 @@ def _same_word(word: str, other: str) -> bool:
 
 
 def _in_domains(entries: set[tuple[str, str]], domains: Collection[str]) -> set[str]:
-    """Return the names of the entries in the domains (all, if none given)."""
     return {name for name, domain in entries if not domains or domain in domains}
 
 
 def _only(names: set[str]) -> str | None:
-    """Return the one name, if there is exactly one."""
     return next(iter(names)) if len(names) == 1 else None
 
 

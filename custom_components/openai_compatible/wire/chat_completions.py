@@ -323,7 +323,6 @@ class ChatCompletionsDialect(Dialect[ChatMessage, ChatPart, ChatBody]):
     proves: Feature | None = None
     retries_unstreamed: bool = True
     least_limit: int = 1
-    # A stream that ends with the usage.
     stream_fields: Mapping[str, object] = {
         "stream": True,
         "stream_options": {"include_usage": True},

@@ -218,7 +218,6 @@ class ChatStreamParser:
         calls = read_list(calls, "tool_calls") if calls else ()
         reason = choice.get("finish_reason")
         reason = read_optional_string(reason, "choices.finish_reason")
-        # The spoken text: the content, or else a refusal.
         text = delta.get("content")
         if not isinstance(text, str):
             text = string_or_none(delta.get("refusal"))

@@ -196,7 +196,6 @@ class TurnRescue:
         return self._one_round and self._rounds + 1 >= _LAST_ROUND
 
     def _results(self) -> list[conversation.ToolResultContent]:
-        """Return the tool results since the user's words, the latest first."""
         return [
             content
             for content in takewhile(

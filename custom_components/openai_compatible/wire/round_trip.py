@@ -112,7 +112,6 @@ class _Tries:
         return Budget(remaining, min(self.budget.retry_wait, remaining))
 
     def again(self, err: ServerError) -> None:
-        # One more request after `err`; none left: `err` it is.
         self.left -= 1
         if self.left <= 0:
             raise err

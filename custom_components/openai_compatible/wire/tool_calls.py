@@ -28,7 +28,6 @@ from ..net.transport import OwnCalls, ToolSet
 
 type Answer = conversation.ToolResultContentDeltaDict
 
-# The most tool calls one answer may ask for.
 MAX_TOOL_CALLS = 32
 
 # The errors our own tool results name, and what the model is asked to do.
