@@ -239,7 +239,6 @@ class OpenAICompatibleConfigFlow(ConfigFlow, domain=DOMAIN):
                 elif provider_for(provider_key).api_key_required:
                     errors[CONF_API_KEY] = "api_key_required"
             if data and await self._check(data, errors, placeholders) is not None:
-                # Titles the integration gave follow the server.
                 title = entry.title
                 if is_generated_entry_title(title, entry.data):
                     title = entry_title(data, {other.title for other in self._others()})

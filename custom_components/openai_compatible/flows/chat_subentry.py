@@ -146,7 +146,6 @@ class ModelSubentryFlowHandler(SubentryFlow):
                 errors[CONF_EXTRA_FIELDS] = "extra_fields_owned"
                 placeholders["fields"] = ", ".join(owned)
         if user_input is not None and not errors:
-            # What asks for nothing is not saved.
             given = {
                 k: v.strip() if isinstance(v, str) and k != CONF_PROMPT else v
                 for k, v in user_input.items()
@@ -158,7 +157,6 @@ class ModelSubentryFlowHandler(SubentryFlow):
                 return await self.async_step_tools()
             errors[CONF_FALLBACK] = "fallback_loop"
         if (saved := self.options.get(CONF_LLM_HASS_API)) is not None:
-            # APIs gone since are dropped.
             known = {api.id for api in llm.async_get_apis(self.hass)}
             saved = [saved] if isinstance(saved, str) else saved
             if apis := [api for api in saved if api in known]:
