@@ -84,7 +84,6 @@ def _walk(value: Any, schema: Any, path: list[Any], problems: list[str]) -> Any:
 
 
 def _fits(value: Any, schema: Any) -> bool:
-    # Of one of the schema's types; of any, if it names none.
     kinds = [kind for kind in json_types(schema) if kind in _KINDS]
     return not kinds or any(_KINDS[kind][1](value) for kind in kinds)
 

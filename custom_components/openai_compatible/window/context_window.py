@@ -150,7 +150,6 @@ class ContextWindow:
         self.subentry = subentry
         self.estimate = TokenEstimate()
         self._cuts: OrderedDict[str, ConversationCut] = OrderedDict()
-        # The subentry's "prompt too large" repair issue.
         self.issue_id = f"prompt_too_large_{subentry.subentry_id}"
 
     def cut(self, conversation_id: str) -> ConversationCut:
