@@ -131,7 +131,6 @@ async def _async_generate_image_with(
 
 
 def _image_entity(hass: HomeAssistant, entity_id: str) -> ai_task.AITaskEntity | None:
-    """Return the AI task entity if it generates images."""
     entity = hass.data[DATA_COMPONENT].get_entity(entity_id)
     feature = ai_task.AITaskEntityFeature.GENERATE_IMAGE
     return entity if entity and feature in entity.supported_features else None

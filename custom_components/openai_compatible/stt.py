@@ -108,7 +108,6 @@ class OpenAICompatibleSTTEntity(stt.SpeechToTextEntity, OpenAICompatibleSubentry
         if text := str(self.subentry.data.get(CONF_PROMPT) or "").strip():
             parts.append(text)
         if self.subentry.data.get(CONF_HINT_NAMES):
-            # The areas, then the entities exposed to Assist.
             hass, names = self.hass, ""
             exposed = sorted(
                 state.name

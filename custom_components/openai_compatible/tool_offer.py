@@ -65,7 +65,6 @@ _EXAMPLES: Final = (
 
 
 def _only(tool_set: ToolSet, wire_names: list[str]) -> ToolSet:
-    """Return some tools of a set, in the order of `wire_names`."""
     by_name = {tool["function"]["name"]: tool for tool in tool_set.tools}
     from_wire = {wire: tool_set.from_wire[wire] for wire in wire_names}
     return ToolSet(
@@ -235,7 +234,6 @@ class ToolOffer:
             )
         listed: list[JsonValueType] = []
         for tool in callable_now:
-            # Its name and the first line of its description.
             lines = str(tool["function"].get("description", "")).strip().splitlines()
             listed.append(
                 {"name": tool["function"]["name"], "description": (lines or [""])[0]}
