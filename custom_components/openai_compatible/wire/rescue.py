@@ -1,4 +1,10 @@
-"""A small model's turn (entity.py) watched, its near misses turned into what was meant."""
+"""A small model's turn (entity.py), its near misses turned into what was meant.
+
+Calls are cleaned (call_arguments.py) and not run twice; after a done intent,
+words that say nothing give way to Home Assistant's sentence; with one-round
+answers one intent call that did what was asked ends the turn, and the third
+round is the last; a call described in words is asked for, once.
+"""
 
 from __future__ import annotations
 
@@ -107,7 +113,11 @@ class TurnRescue:
         speaks: bool,
         one_round: bool,
     ) -> None:
-        """Watch a turn: `speaks` in sentences (an AI task's answer is left as given), ended by a done intent if `one_round`."""
+        """Watch a turn that starts now.
+
+        `speaks`: a conversation's turn, answered in sentences (an AI task's
+        answer is left as given). `one_round`: a done intent call ends the turn.
+        """
         self._hass = hass
         self._chat_log = chat_log
         self._agent_id = agent_id
@@ -142,7 +152,8 @@ class TurnRescue:
         self._last = False
         self._dropped = False
         self._round_start = 0
-        # By key: each call's first id this turn; the answers given to calls that could not run.
+        # The id of the first call of each call made this turn, by its key;
+        # the answers given here to calls that could not run.
         self._seen: dict[str, str] = {}
         self._answers: set[str] = set()
         # Whether the round made a call again (False) or gave an answer again (True).
@@ -196,6 +207,7 @@ class TurnRescue:
         return self._one_round and self._rounds + 1 >= _LAST_ROUND
 
     def _results(self) -> list[conversation.ToolResultContent]:
+        """Return the tool results since the user's words, the latest first."""
         return [
             content
             for content in takewhile(
@@ -206,7 +218,10 @@ class TurnRescue:
         ]
 
     async def async_ended(self) -> bool:
-        """Tell whether the turn is over after a round, answering it where it is; raise on a repeat."""
+        """Tell whether the turn is over after a round; answer it where it is.
+
+        Raise when the model repeated a call that said nothing to say.
+        """
         if self._described_in == self._rounds:
             return False
         repeated, self._repeated = self._repeated, None
@@ -302,7 +317,11 @@ def _speaks(text: str) -> bool:
 async def async_done_sentence(
     hass: HomeAssistant, result: llm.ToolResult
 ) -> str | None:
-    """Return what Home Assistant says of an intent that did what was asked (its speech, its agent's, "Done")."""
+    """Return what Home Assistant says of an intent that did what was asked.
+
+    Its own speech, else its default agent's sentence for that intent, else
+    "Done", in the intent's language; None for any other result.
+    """
     data = result.data
     if (
         result.error
@@ -321,18 +340,26 @@ async def async_done_sentence(
     response = getattr(data, "original", None)
     if not isinstance(response, intent.IntentResponse):
         return None
+    if sentence := await _async_intent_sentence(hass, response):
+        return sentence
     texts = await translation.async_get_translations(
         hass, response.language, "conversation", [conversation.DOMAIN]
     )
-    done = texts.get("component.conversation.conversation.agent.done", "Done")
+    return texts.get("component.conversation.conversation.agent.done", "Done")
+
+
+async def _async_intent_sentence(
+    hass: HomeAssistant, response: intent.IntentResponse
+) -> str | None:
+    """Return the default agent's sentence for a done intent, if it has one."""
     agent = conversation.async_get_agent(hass)
     if response.intent is None or not isinstance(agent, DefaultAgent):
-        return done
+        return None
     intents = await agent.async_get_or_load_intents(response.language)
     if not intents or not isinstance(
         responses := intents.intent_responses.get(response.intent.intent_type), dict
     ):
-        return done
+        return None
     slots = {key: slot.get("value") for key, slot in response.intent.slots.items()}
     states = [template.TemplateState(hass, state) for state in response.matched_states]
     # The response the default agent would say: by domain, slot, default.
@@ -342,7 +369,7 @@ async def async_done_sentence(
         next(iter(responses)) if len(responses) == 1 else None,
     )
     if key is None:
-        return done
+        return None
     try:
         rendered = template.Template(responses[key], hass).async_render(
             {
@@ -353,5 +380,5 @@ async def async_done_sentence(
             parse_result=False,
         )
     except TemplateError:
-        return done
-    return " ".join(str(rendered).split()) or done
+        return None
+    return " ".join(str(rendered).split()) or None

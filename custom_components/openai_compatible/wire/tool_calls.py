@@ -139,21 +139,7 @@ class ToolCallAssembler:
         if not isinstance(index, int):
             index = len(self.calls)
         current = self._by_index.get(index)
-        # Some servers put several calls under one index: a new id tells, and so
-        # does a new name with fresh arguments after complete ones.
-        if (
-            current is None
-            or (call_id is not None and current.call_id not in (None, call_id))
-            or (
-                call_id is None
-                and name is not None
-                and current.name is not None
-                and (
-                    isinstance(arguments, dict) or (arguments or "").lstrip()[:1] == "{"
-                )
-                and current.arguments_complete()
-            )
-        ):
+        if current is None or _starts_new(current, call_id, name, arguments):
             if len(self.calls) >= MAX_TOOL_CALLS:
                 raise too_many_calls()
             current = PendingCall(call_id, name)
@@ -184,6 +170,27 @@ class ToolCallAssembler:
 def too_many_calls() -> ModelError:
     """Return the error for an answer with more calls than MAX_TOOL_CALLS."""
     return ModelError("too_many_tool_calls", limit=str(MAX_TOOL_CALLS))
+
+
+def _starts_new(
+    current: PendingCall,
+    call_id: str | None,
+    name: str | None,
+    arguments: str | JsonObject | None,
+) -> bool:
+    """Tell whether a fragment under a used index starts a call of its own.
+
+    Some servers put several calls under one index: a new id tells, and so
+    does a new name with fresh arguments after complete ones.
+    """
+    if call_id is not None:
+        return current.call_id not in (None, call_id)
+    return (
+        name is not None
+        and current.name is not None
+        and (isinstance(arguments, dict) or (arguments or "").lstrip()[:1] == "{")
+        and current.arguments_complete()
+    )
 
 
 @dataclass(frozen=True, slots=True)

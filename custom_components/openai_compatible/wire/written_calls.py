@@ -1,4 +1,9 @@
-"""Tool calls small models write as text (JSON, tagged, fenced, code): found and read, in linear time."""
+"""Tool calls a model wrote as text instead of calling: found, read and named.
+
+Small models write calls as JSON (alone, listed, in a row, fenced, in Qwen's
+`<tool_call>` tags) or as code, with words or a made-up result around them;
+text whose blocks hold calls is calls. Each step is linear in the text.
+"""
 
 from __future__ import annotations
 
@@ -87,35 +92,19 @@ class WrittenCallWatch:
         return buffer[:end]
 
     def finish(self, *, called: bool = False) -> tuple[str, list[PendingCall]]:
-        """Return the words still to say and the calls written, at the end."""
+        """Return the words still to say and the calls written, at the end.
+
+        `called`: the server sent calls of its own; held text that starts
+        like a call is a piece of them (llama-server streams a `{` first).
+        """
         said, self._tail = self._tail, ""
         if self._held is not None:
             held = "".join(self._held)
         else:
             held = self._lead + self._start if self._start is not None else ""
         self._held, self._start = None, None
-        # A model may stop before its last `}`: what it left open, where all else matches.
-        closers: list[str] = []
-        quoted = escaped = False
-        for character in held:
-            if quoted:
-                quoted, escaped = (
-                    (True, False) if escaped else (character != '"', character == "\\")
-                )
-            elif character == '"':
-                quoted = True
-            elif character in "{[":
-                closers.append("}" if character == "{" else "]")
-            elif character in "}]" and (not closers or closers.pop() != character):
-                closers = []
-                break
-        calls = calls_in_text(held, self._names)
-        if not calls and closers and not quoted:
-            closed = held.rstrip() + "".join(reversed(closers))
-            calls = calls_in_text(closed, self._names)
-        if calls:
+        if held and (calls := _calls_closed(held, self._names)):
             return said, calls
-        # Beside the server's own calls, text like a call is a piece of them (llama-server streams `{`).
         if called and held.lstrip()[:1] in ("<", "`", "[", "{"):
             return said, []
         return said + held, []
@@ -150,35 +139,44 @@ def call_start(text: str, tool_names: Mapping[str, str]) -> bool | None:
 
 
 def calls_in_text(text: str, tool_names: Mapping[str, str]) -> list[PendingCall] | None:
-    """Return the calls written, if the text's blocks are calls; JSON may name a tool not offered, code may not."""
+    """Return the calls a model wrote in the text, if its blocks are calls.
+
+    A JSON call may name a tool not offered (the model is then told the offered
+    names); code must name an offered one. A block cut short gives the calls before it.
+    """
     calls: list[PendingCall] = []
     for items in _blocks(text, tool_names):
         if items is None:
             return None
-        # Data beside calls (no object, no name) is a result the model made up.
-        for item in (item for item in items if isinstance(item, dict)):
-            function = item.get("function")
-            call: dict[str, Any] = function if isinstance(function, dict) else item
-            name = call.get("name")
-            key = next((key for key in _ARGUMENT_KEYS if key in call), None)
-            if not isinstance(name, str) or not name:
-                continue
-            if key is None and (
-                len(call) > 1 or offered_name(name, tool_names) is None
-            ):
-                continue  # only a name: a call with no arguments, of an offered tool
-            arguments = call[key] if key is not None else {}
-            if isinstance(arguments, str):
-                try:
-                    arguments = json_loads(arguments) if arguments.strip() else {}
-                except ValueError:
-                    continue
-            if not isinstance(arguments, dict):
-                continue
+        for item in items:
+            if (call := _written_call(item, tool_names)) is None:
+                continue  # data beside calls: a result the model made up
             if len(calls) == MAX_TOOL_CALLS:
                 raise too_many_calls()
-            calls.append(PendingCall(None, name, decoded=arguments))
+            calls.append(call)
     return calls or None
+
+
+def _calls_closed(text: str, tool_names: Mapping[str, str]) -> list[PendingCall] | None:
+    """Return the calls written, also where the model stopped before its last `}`."""
+    if calls := calls_in_text(text, tool_names):
+        return calls
+    closers: list[str] = []
+    quoted = escaped = False
+    for character in text:
+        if quoted:
+            quoted, escaped = (
+                (True, False) if escaped else (character != '"', character == "\\")
+            )
+        elif character == '"':
+            quoted = True
+        elif character in "{[":
+            closers.append("}" if character == "{" else "]")
+        elif character in "}]" and (not closers or closers.pop() != character):
+            return None
+    if quoted or not closers:
+        return None
+    return calls_in_text(text.rstrip() + "".join(reversed(closers)), tool_names)
 
 
 def _blocks(text: str, tool_names: Mapping[str, str]) -> Iterator[list[object] | None]:
@@ -257,3 +255,25 @@ def _code_calls(text: str, tool_names: Mapping[str, str]) -> list[object] | None
             return None
         items.append({"name": name, "arguments": arguments})
     return items or None
+
+
+def _written_call(item: object, tool_names: Mapping[str, str]) -> PendingCall | None:
+    if not isinstance(item, dict):
+        return None
+    function = item.get("function")
+    call: dict[str, Any] = function if isinstance(function, dict) else item
+    name = call.get("name")
+    key = next((key for key in _ARGUMENT_KEYS if key in call), None)
+    if not isinstance(name, str) or not name:
+        return None
+    if key is None and (len(call) > 1 or offered_name(name, tool_names) is None):
+        return None  # only a name: a call with no arguments, of an offered tool
+    arguments = call[key] if key is not None else {}
+    if isinstance(arguments, str):
+        try:
+            arguments = json_loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            return None
+    if not isinstance(arguments, dict):
+        return None
+    return PendingCall(None, name, decoded=arguments)
