@@ -230,6 +230,8 @@ class Command:
     agent: str
     text: str
     heard: str
+    # What the agent said back.
+    said: str
     # Seconds: speech-to-text (from its start to the text), then from the end
     # of speech to the first request's first token, to the first words, and
     # to the end; and from the text to the first token.
@@ -282,6 +284,7 @@ async def async_command(
     seen = len(proxy.exchanges)
     times: dict[str, float] = {}
     heard: list[str] = []
+    said: list[str] = []
     chunk = int(speech.SAMPLE_RATE * 2 * CHUNK_SECONDS)
 
     async def audio() -> AsyncIterator[bytes]:
@@ -302,6 +305,9 @@ async def async_command(
             (event.data or {}).get("chat_log_delta") or {}
         ).get("content"):
             times.setdefault("words", now)
+        elif event.type is kind.INTENT_END:
+            response = (event.data or {})["intent_output"]["response"]
+            said.append(response["speech"].get("plain", {}).get("speech", ""))
         elif event.type is kind.ERROR:
             raise AssertionError(f"The pipeline failed: {event.data}")
 
@@ -341,6 +347,7 @@ async def async_command(
         agent,
         text,
         heard[0] if heard else "",
+        said[0] if said else "",
         times["text"] - times["listening"],
         None if first_token is None else first_token - spoken,
         times["words"] - spoken if "words" in times else None,
@@ -392,6 +399,14 @@ def command_lines(label: str, commands: list[Command]) -> list[str]:
         for c in commands
     )
     return lines
+
+
+def answer_lines(label: str, commands: list[Command]) -> list[str]:
+    """Return what each agent said to each command."""
+    return [
+        label,
+        *(f"  {c.agent:<17} {c.text[:44]:<44} {c.said[:90]!r}" for c in commands),
+    ]
 
 
 def _median(values: list[float | None]) -> float | None:
@@ -455,6 +470,12 @@ def targets(
     lines.append(
         "  ours never slower than core on a command (whole time, beyond max(10 ms, "
         "3 %)): " + (f"slower on {slower} (NOT met)" if slower else "met")
+    )
+    lines.extend(
+        f"    {mine.text!r}: ours {mine.rounds} model rounds, core {theirs.rounds}; "
+        f"core said {theirs.said[:70]!r}"
+        for mine, theirs in pairs
+        if mine.rounds > theirs.rounds
     )
     two_cold = {c.text: c for c in cold[TWO_ROUNDS]}
     one_cold = {c.text: c for c in cold["ours"]}
@@ -553,6 +574,10 @@ async def bench_voice_real(
             (c for commands in cold.values() for c in commands),
             key=lambda c: COMMANDS.index(c.text),
         ),
+    )
+    lines += answer_lines(
+        "What each agent said, warm server:",
+        [c for commands in warm.values() for c in commands],
     )
     lines += targets(entity_count, warm, cold)
     with capsys.disabled():
