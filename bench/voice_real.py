@@ -9,6 +9,7 @@ prompt cache), 50 and 500 exposed entities. Run it as a script, never as part
 of the test suite (an hour or more on two cores at 500 entities):
 
     .venv/bin/python bench/voice_real.py [--entities 50,500] [--commands 4]
+        [--cores shared|separate]
 
 It runs pytest on bench/_voice_real_pytest.py, so that the test harness
 provides a real `hass`. Needs espeak-ng and sox (Debian: `apt-get install
@@ -55,7 +56,17 @@ def main() -> int:
         default=4,
         help="commands per agent and part, at most 4 (default: 4)",
     )
+    parser.add_argument(
+        "--cores",
+        choices=("shared", "separate"),
+        default="shared",
+        help=(
+            "shared: both servers on every CPU (default); separate: llama-server "
+            "on CPU 0 and Whisper on CPU 1, one thread each"
+        ),
+    )
     args = parser.parse_args()
+    os.environ["BENCH_CORES"] = args.cores
     os.environ["BENCH_ENTITIES"] = args.entities
     os.environ["BENCH_COMMANDS"] = str(args.commands)
     return run("_voice_real_pytest.py")

@@ -90,11 +90,11 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def whisper_command(model: Path, port: int, work: Path) -> list[str]:
+def whisper_command(model: Path, port: int, work: Path, threads: int = 2) -> list[str]:
     """Return the command that serves the model on 127.0.0.1, as `whisper-1`.
 
-    On two threads of the CPU, in 8-bit integers, one beam: what a small
-    machine beside Home Assistant runs.
+    On two threads of the CPU (by default), in 8-bit integers, one beam: what
+    a small machine beside Home Assistant runs.
     """
     config = work / "whisper.yaml"
     config.write_text(
@@ -107,7 +107,7 @@ def whisper_command(model: Path, port: int, work: Path) -> list[str]:
                         "model_options": {
                             "device": "cpu",
                             "compute_type": "int8",
-                            "cpu_threads": 2,
+                            "cpu_threads": threads,
                         },
                         "transcribe_options": {"beam_size": 1},
                     }
