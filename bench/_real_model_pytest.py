@@ -183,6 +183,8 @@ async def async_add_agents(
     names: tuple[str, ...],
     subentry_type: str = ours_const.SUBENTRY_CONVERSATION,
     model: str = MODEL,
+    answer_tokens: int = ANSWER_TOKENS,
+    temperature: float = 0.7,
 ) -> dict[str, str]:
     """Add our agent (or AI task) and core's agent on one server, answers capped."""
     base_url = f"{proxy.url}/v1"
@@ -190,8 +192,8 @@ async def async_add_agents(
         ours_const.CONF_CHAT_MODEL: model,
         CONF_PROMPT: llm.DEFAULT_INSTRUCTIONS_PROMPT,
         CONF_LLM_HASS_API: [llm.LLM_API_ASSIST],
-        ours_const.CONF_MAX_TOKENS: ANSWER_TOKENS,
-        ours_const.CONF_TEMPERATURE: 0.7,
+        ours_const.CONF_MAX_TOKENS: answer_tokens,
+        ours_const.CONF_TEMPERATURE: temperature,
         ours_const.CONF_TOP_P: 1.0,
     }
     entries = {

@@ -66,6 +66,11 @@ DEVICE_COMMANDS = {"turn on the kitchen light", "turn off the kitchen light"}
 # commands find, as the satellite's earlier commands would have.
 FIRST_COMMAND = "what time is it"
 MODEL = "qwen2.5-coder-0.5b-instruct"
+# As bench/home_control.py's, the same for both agents: a cap on an answer (a
+# small model may ramble) that a call written out as text fits in, and greedy
+# sampling, so that a rerun measures the code, not the dice.
+ANSWER_TOKENS = 128
+TEMPERATURE = 0.0
 # Installed by the conformance lane (scripts/conformance).
 MODEL_FILE = servers.CACHE / "models" / f"{MODEL}.gguf"
 NAMES = ("ours", "core")
@@ -174,7 +179,12 @@ async def async_setup_voice(
     await async_setup_home(hass, count)
     assert await async_setup_component(hass, "assist_pipeline", {})
     agents = await async_add_agents(
-        hass, running.model, (*NAMES, TWO_ROUNDS), model=MODEL
+        hass,
+        running.model,
+        (*NAMES, TWO_ROUNDS),
+        model=MODEL,
+        answer_tokens=ANSWER_TOKENS,
+        temperature=TEMPERATURE,
     )
     listener = MockConfigEntry(
         domain=ours_const.DOMAIN,
