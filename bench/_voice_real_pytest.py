@@ -499,6 +499,8 @@ def targets(
             f"slower on {[mine.text for mine, _ in slower]} (NOT met)"
             if slower
             else f"met on {len(compared)} of {len(pairs)}"
+            if compared
+            else "core answered none of them in words: nothing to compare"
         )
     )
     lines.extend(
