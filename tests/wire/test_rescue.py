@@ -133,34 +133,6 @@ async def test_a_repeated_call_that_failed_ends_the_turn(
     simulator.clear_queue()
 
 
-async def test_a_failed_call_written_again_until_cut_ends_the_turn(
-    hass: HomeAssistant, simulator: OpenAISimulator, setup_entry: SetupEntry
-) -> None:
-    """Qwen2.5-Coder 0.5B on llama-server, a misheard command ("God's eye").
-
-    Its call failed; it wrote the call again and again until its token limit.
-    The turn ends with the clear error, not with the note that words were cut
-    (no word came before it).
-    """
-    await setup_entry(conversation=ASSIST)
-    again = json.dumps({"name": TURN_ON_FAN[1], "arguments": TURN_ON_FAN[2]})
-    answer_with(
-        simulator,
-        sse_tool_calls([TURN_ON_FAN]),
-        [
-            chunk({"content": f"{again}\n{again}\n"}),
-            chunk({"content": '{"name": "intent__Hass'}),
-            chunk({}, finish_reason="length"),
-        ],
-    )
-
-    result = await converse(hass, "Turn on the attic fan")
-
-    assert result.response.response_type is intent.IntentResponseType.ERROR
-    assert "the same thing again" in speech(result)
-    assert len(simulator.chat_requests()) == 2
-
-
 @pytest.mark.parametrize(
     "answer",
     [

@@ -209,10 +209,6 @@ class ChatStreamParser:
             and not (self._cut_call or self._structured)
         )
 
-    def words_cut_at_limit(self) -> bool:
-        """Tell whether words cut at the token limit stand, which the user is told."""
-        return self._said and self.cut_at_limit()
-
     def _choice(self, choice: JSONObject, deltas: list[Delta]) -> None:
         # Read for every streamed token, in few calls; empty strings mean absent.
         delta = choice.get("delta")
@@ -331,9 +327,8 @@ async def async_read_answer(
             ended = True
         for delta in parser.close(ended=ended):
             yield delta
-        if parser.words_cut_at_limit():
-            # The text stands, but the user sees and hears that it is not all
-            # (calls alone run; a note with no words before it would be the answer).
+        if parser.cut_at_limit():
+            # The text stands, but the user sees and hears that it is not all.
             LOGGER.debug("The answer reached its token limit; its text so far stands")
             trace.async_conversation_trace_append(
                 trace.ConversationTraceEventType.AGENT_DETAIL,

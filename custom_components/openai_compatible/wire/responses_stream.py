@@ -178,8 +178,8 @@ class ResponsesStreamParser:
         self._text()
         return self._take()
 
-    def words_cut_at_limit(self) -> bool:
-        """Tell whether words cut at the token limit stand: never."""
+    def cut_at_limit(self) -> bool:
+        """Tell whether an answer cut at its token limit stands: never."""
         return False
 
     def raise_if_cut(self) -> None:
