@@ -82,10 +82,12 @@ from pytest_homeassistant_custom_component.common import (  # type: ignore[impor
 
 from bench._conversation_pytest import _agent_id
 from bench.home import (
+    ANSWER_TOKENS,
     AREAS,
     COMMANDS,
     DEVICES,
     LEAST_COMMANDS,
+    TEMPERATURE,
     Command,
     Device,
     Outcome,
@@ -109,11 +111,8 @@ REPORT = Path(
     os.environ.get("BENCH_REPORT") or Path(tempfile.gettempdir()) / "home_control.json"
 )
 WHEEL_MODELS = {"0.5b": "qwen-0.5b", "1.5b": "qwen-1.5b"}
-# The same for both agents: a cap on each answer (a small model may ramble),
-# greedy sampling (a rerun measures the code, not the dice), and a cap on a
-# command's time (a model that loops costs at most this).
-ANSWER_TOKENS = 128
-TEMPERATURE = 0.0
+# A cap on a command's time, the same for both agents: a model that loops
+# costs at most this.
 COMMAND_SECONDS = 150.0
 SERVER_SECONDS = 600.0
 # One slot per agent, each its own window, so that neither evicts the

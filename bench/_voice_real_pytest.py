@@ -41,7 +41,7 @@ from bench._real_model_pytest import (
     async_add_agents,
     async_erase,
 )
-from bench.home import unspeakable
+from bench.home import ANSWER_TOKENS, TEMPERATURE, unspeakable
 from conformance import servers, speech
 from conformance.recorder import Exchange, RecordingProxy
 from custom_components.openai_compatible import const as ours_const
@@ -66,11 +66,6 @@ DEVICE_COMMANDS = {"turn on the kitchen light", "turn off the kitchen light"}
 # commands find, as the satellite's earlier commands would have.
 FIRST_COMMAND = "what time is it"
 MODEL = "qwen2.5-coder-0.5b-instruct"
-# As bench/home_control.py's, the same for both agents: a cap on an answer (a
-# small model may ramble) that a call written out as text fits in, and greedy
-# sampling, so that a rerun measures the code, not the dice.
-ANSWER_TOKENS = 128
-TEMPERATURE = 0.0
 # Installed by the conformance lane (scripts/conformance).
 MODEL_FILE = servers.CACHE / "models" / f"{MODEL}.gguf"
 NAMES = ("ours", "core")

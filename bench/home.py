@@ -675,6 +675,11 @@ GOALS = {"0.5b": (50.0, 15.0), "1.5b": (70.0, 15.0)}
 # The 1.5B is slower: this many commands, spread over the groups.
 LEAST_COMMANDS = {"0.5b": len(COMMANDS), "1.5b": 30}
 MOST_ROUNDS = 3
+# The same for both agents on an instruct model: a cap on each answer (a small
+# model may ramble; a call written out as text fits in it) and greedy sampling
+# (a rerun measures the code, not the dice).
+ANSWER_TOKENS = 128
+TEMPERATURE = 0.0
 
 
 def share(outcomes: Sequence[Outcome]) -> float:
